@@ -1,0 +1,5 @@
+//! cli
+/// Entry point placeholder.
+pub fn main() -> i32 {
+    0
+}

@@ -1,0 +1,19 @@
+//! pai: a terminal coding agent.
+//!
+//! The crate is a library so that the agent, the workspace gate and the git history can be
+//! driven by tests and benchmarks without a terminal; `src/main.rs` is a thin binary over it.
+//! Data flows one way: `ui` -> `agent` -> (`llm`, `workspace`, `exec`, `history`).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod exec;
+pub mod history;
+pub mod llm;
+pub mod ui;
+pub mod workspace;
+
+pub use error::{Error, Result};

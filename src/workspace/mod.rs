@@ -1,0 +1,1 @@
+//! workspace: see the module plan in README.md (filled in by its issue).
