@@ -1,1 +1,4 @@
-//! ui: see the module plan in README.md (filled in by its issue).
+//! Rendering and input: the only module that talks to the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod output;

@@ -1,5 +1,0 @@
-//! cli
-/// Entry point placeholder.
-pub fn main() -> i32 {
-    0
-}

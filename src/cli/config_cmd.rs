@@ -1,0 +1,246 @@
+//! `pai config {set,show,remove,validate,path}`.
+
+use std::io::{IsTerminal, Read};
+
+use crate::config::{
+    ApiKey, ConfigDir, CredentialStore, Env, FileSettings, Flags, KeySource, Settings,
+    gemini_key_shape_problem,
+};
+use crate::error::Error;
+use crate::llm::ProviderKind;
+use crate::ui::output::Output;
+
+/// Longest key accepted; real keys are far shorter, and a huge paste is a mistake.
+const MAX_KEY_LEN: usize = 4096;
+
+/// The provider a key command acts on: the flag, else the configured provider.
+fn target_provider(
+    env: &Env,
+    out: &Output,
+    provider: Option<ProviderKind>,
+) -> Result<ProviderKind, Error> {
+    if let Some(p) = provider {
+        return Ok(p);
+    }
+    let file = match ConfigDir::locate(env) {
+        Ok(dir) => dir.load_settings()?.0,
+        Err(_) => FileSettings::default(),
+    };
+    let settings = Settings::resolve_from(&Flags::default(), env, &file)?;
+    out.warnings(&settings.warnings);
+    Ok(settings.provider)
+}
+
+fn read_key(out: &Output, key: Option<String>) -> Result<ApiKey, Error> {
+    let raw = match key {
+        Some(k) => {
+            out.note("tip: run `pai config set` without the key to type it at a hidden prompt and keep it out of your shell history");
+            k
+        }
+        None if std::io::stdin().is_terminal() => dialoguer::Password::new()
+            .with_prompt("API key")
+            .allow_empty_password(true)
+            .interact()
+            .map_err(|e| Error::usage(format!("cannot read the key: {e}")))?,
+        None => {
+            let mut buf = String::new();
+            std::io::stdin()
+                .take(MAX_KEY_LEN as u64 + 1)
+                .read_to_string(&mut buf)
+                .map_err(|e| Error::usage(format!("cannot read the key from stdin: {e}")))?;
+            buf
+        }
+    };
+    if raw.len() > MAX_KEY_LEN {
+        return Err(Error::usage(format!(
+            "the key is longer than {MAX_KEY_LEN} characters; is it really an API key?"
+        )));
+    }
+    if raw.trim().chars().any(char::is_whitespace) {
+        return Err(Error::usage(
+            "the key contains spaces or line breaks; paste just the key",
+        ));
+    }
+    ApiKey::new(&raw).ok_or_else(|| {
+        Error::usage("the key is empty").with_hint(
+            "pass it as `pai config set <KEY>`, type it at the prompt, or pipe it on stdin",
+        )
+    })
+}
+
+/// `pai config set`.
+pub fn set(
+    env: &Env,
+    out: &Output,
+    key: Option<String>,
+    provider: Option<ProviderKind>,
+) -> Result<(), Error> {
+    let provider = target_provider(env, out, provider)?;
+    let key = read_key(out, key)?;
+    let store = CredentialStore::locate(env)?;
+    let (mut creds, notes) = store.load_for_update()?;
+    out.warnings(&notes.notices);
+    if provider == ProviderKind::Gemini
+        && let Some(problem) = gemini_key_shape_problem(key.expose())
+    {
+        out.warning(&format!(
+            "this does not look like a Gemini key ({problem}); storing it anyway"
+        ));
+    }
+    let masked = key.masked();
+    creds.set(provider, key);
+    store.write(&creds)?;
+    out.line(&format!(
+        "Saved the {provider} key {masked} to {}",
+        store.path().display()
+    ));
+    if env.get(provider.key_env_var()).is_some() {
+        out.note(&format!(
+            "{} is set in your environment and takes precedence over the stored key",
+            provider.key_env_var()
+        ));
+    }
+    Ok(())
+}
+
+/// `pai config remove`.
+pub fn remove(env: &Env, out: &Output, provider: Option<ProviderKind>) -> Result<(), Error> {
+    let provider = target_provider(env, out, provider)?;
+    let store = CredentialStore::locate(env)?;
+    let (mut creds, notes) = store.load()?;
+    out.warnings(&notes.notices);
+    if !creds.remove(provider) {
+        out.line(&format!("No {provider} key is stored; nothing to remove"));
+        return Ok(());
+    }
+    store.write(&creds)?;
+    out.line(&format!(
+        "Removed the {provider} key from {}",
+        store.path().display()
+    ));
+    Ok(())
+}
+
+/// `pai config path`.
+pub fn path(env: &Env, out: &Output) -> Result<(), Error> {
+    out.line(&CredentialStore::locate(env)?.path().display().to_string());
+    Ok(())
+}
+
+/// `pai config show`: keys masked, settings with their sources.
+pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
+    let dir = ConfigDir::locate(env)?;
+    let store = CredentialStore::in_dir(dir.clone());
+    let settings = Settings::resolve(flags, env)?;
+    out.warnings(&settings.warnings);
+    let (creds, _) = store.load()?;
+    let settings_file = dir.settings_file();
+    out.line(&format!(
+        "Configuration directory: {}",
+        dir.path().display()
+    ));
+    out.line(&format!(
+        "Credentials file:        {}",
+        store.path().display()
+    ));
+    out.line(&format!(
+        "Settings file:           {}{}",
+        settings_file.display(),
+        if settings_file.exists() {
+            ""
+        } else {
+            " (not present)"
+        }
+    ));
+    out.line("");
+    out.line("Keys:");
+    for provider in ProviderKind::ALL {
+        let (shown, source) = match (
+            env.get(provider.key_env_var()).and_then(ApiKey::new),
+            creds.get(provider),
+        ) {
+            (Some(key), _) => (
+                key.masked(),
+                KeySource::Env(provider.key_env_var()).to_string(),
+            ),
+            (None, Some(key)) => (key.masked(), KeySource::File.to_string()),
+            (None, None) => ("not set".to_string(), String::new()),
+        };
+        let active = if provider == settings.provider {
+            "  [in use]"
+        } else {
+            ""
+        };
+        let source = if source.is_empty() {
+            String::new()
+        } else {
+            format!("  ({source})")
+        };
+        out.line(&format!(
+            "  {:<10} {shown}{source}{active}",
+            provider.name()
+        ));
+    }
+    out.line("");
+    out.line("Settings:");
+    let s = &settings.sources;
+    out.line(&format!(
+        "  provider          {:<28} ({})",
+        settings.provider.name(),
+        s.provider
+    ));
+    out.line(&format!(
+        "  model             {:<28} ({})",
+        settings.model, s.model
+    ));
+    out.line(&format!(
+        "  temperature       {:<28} ({})",
+        settings.temperature, s.temperature
+    ));
+    out.line(&format!(
+        "  base URL          {:<28} ({})",
+        settings.effective_base_url(),
+        s.base_url
+    ));
+    out.line(&format!(
+        "  modify threshold  {} lines, max ratio {}",
+        settings.modify_threshold, settings.modify_max_ratio
+    ));
+    Ok(())
+}
+
+/// `pai config validate`: the key's shape, then one cheap call.
+pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
+    let settings = Settings::resolve(flags, env)?;
+    out.warnings(&settings.warnings);
+    let provider = settings.provider;
+    let Some(key) = &settings.api_key else {
+        return Err(
+            Error::config(format!("no {provider} API key is configured")).with_hint(format!(
+                "run `pai config set --provider {provider}` or set {}",
+                provider.key_env_var()
+            )),
+        );
+    };
+    if provider == ProviderKind::Gemini
+        && let Some(problem) = gemini_key_shape_problem(key.expose())
+    {
+        return Err(Error::config(format!(
+            "the Gemini key {} is malformed: {problem}",
+            key.masked()
+        ))
+        .with_hint("copy the key again from Google AI Studio and run `pai config set`"));
+    }
+    let source = settings
+        .key_source
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    out.line(&format!(
+        "The {provider} key {} from {source} has the expected shape",
+        key.masked()
+    ));
+    Err(Error::usage(
+        "the live check against the provider is not available yet in this build of pai",
+    ))
+}

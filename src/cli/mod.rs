@@ -1,0 +1,225 @@
+//! The command line (SPEC section 1): argument definitions and dispatch only. Every flag is
+//! defined once here; help text comes from the doc comments, and completions from the same
+//! definitions.
+
+mod config_cmd;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::config::{Env, Flags, Settings};
+use crate::error::Error;
+use crate::llm::ProviderKind;
+use crate::ui::output::Output;
+
+/// pai: a fast, frugal terminal coding agent that works through a guarded workspace and records
+/// every plan it carries out as one git commit.
+#[derive(Debug, Parser)]
+#[command(name = "pai", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start an interactive session in the current directory (the same as `pai`).
+    Auto(SessionArgs),
+    /// Carry out one request without a terminal, then exit.
+    Run(RunArgs),
+    /// Manage API keys and show the effective settings.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Roll back the last plan of the current session branch.
+    Undo {
+        /// Undo even if files changed since the plan; their current state is saved first.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Re-apply the plan most recently undone.
+    Redo,
+    /// List the agent's plans as commits, newest first.
+    Log {
+        /// Only this session (e.g. 20261122_101500).
+        session: Option<String>,
+        /// Show each plan's diff.
+        #[arg(long)]
+        patch: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell to generate for.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Settings for talking to the model.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ModelArgs {
+    /// Model to use (default: gemini-2.5-flash-lite for Gemini).
+    #[arg(long, value_name = "M")]
+    model: Option<String>,
+    /// Sampling temperature, clamped to 0.0–2.0 (default 0.3).
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
+    temperature: Option<f32>,
+    /// Provider: gemini, openai (any OpenAI-compatible server) or anthropic.
+    #[arg(long, value_name = "P", value_parser = parse_provider)]
+    provider: Option<ProviderKind>,
+    /// Replace the provider's origin (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+}
+
+/// Flags of a session (`pai`, `pai auto`, `pai run`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Approve plans without asking (RUN commands still ask unless --allow-run).
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Also approve RUN commands without asking.
+    #[arg(long)]
+    allow_run: bool,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The request, in plain language.
+    request: String,
+    #[command(flatten)]
+    session: SessionArgs,
+    /// Print one JSON event per line instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Store an API key (read from a hidden prompt or stdin when KEY is omitted).
+    Set {
+        /// The key. Omit it to keep it out of your shell history.
+        key: Option<String>,
+        /// Which provider the key is for (default: the configured provider).
+        #[arg(long, value_parser = parse_provider)]
+        provider: Option<ProviderKind>,
+    },
+    /// Show the stored keys (masked) and the effective settings with their sources.
+    Show(ModelArgs),
+    /// Remove a stored API key.
+    Remove {
+        /// Which provider's key to remove (default: the configured provider).
+        #[arg(long, value_parser = parse_provider)]
+        provider: Option<ProviderKind>,
+    },
+    /// Check the key's shape, then make one cheap call to the provider.
+    Validate(ModelArgs),
+    /// Print the path of the credentials file.
+    Path,
+}
+
+fn parse_provider(s: &str) -> Result<ProviderKind, String> {
+    s.parse()
+}
+
+impl ModelArgs {
+    fn flags(&self) -> Flags {
+        Flags {
+            provider: self.provider,
+            model: self.model.clone(),
+            temperature: self.temperature,
+            base_url: self.base_url.clone(),
+            yes: false,
+            allow_run: false,
+        }
+    }
+}
+
+impl SessionArgs {
+    fn flags(&self) -> Flags {
+        Flags {
+            yes: self.yes,
+            allow_run: self.allow_run,
+            ..self.model.flags()
+        }
+    }
+}
+
+/// Parse the process arguments, run the command, and return the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap knows whether this is --help/--version (exit 0) or a usage error (exit 2).
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let env = Env::from_process();
+    let out = Output::new(&env);
+    match run(cli, &env, &out) {
+        Ok(()) => 0,
+        Err(err) => {
+            out.error(&err);
+            err.exit_code()
+        }
+    }
+}
+
+fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
+    match cli.command {
+        None => not_yet("pai", &cli.session.flags(), env, out),
+        Some(Command::Auto(args)) => not_yet("pai auto", &args.flags(), env, out),
+        Some(Command::Run(args)) => {
+            let _ = args.json;
+            let _ = args.request;
+            not_yet("pai run", &args.session.flags(), env, out)
+        }
+        Some(Command::Config(cmd)) => match cmd {
+            ConfigCommand::Set { key, provider } => config_cmd::set(env, out, key, provider),
+            ConfigCommand::Show(args) => config_cmd::show(env, out, &args.flags()),
+            ConfigCommand::Remove { provider } => config_cmd::remove(env, out, provider),
+            ConfigCommand::Validate(args) => config_cmd::validate(env, out, &args.flags()),
+            ConfigCommand::Path => config_cmd::path(env, out),
+        },
+        Some(Command::Undo { force }) => {
+            let _ = force;
+            Err(unavailable("pai undo"))
+        }
+        Some(Command::Redo) => Err(unavailable("pai redo")),
+        Some(Command::Log {
+            session,
+            patch,
+            json,
+        }) => {
+            let _ = (session, patch, json);
+            Err(unavailable("pai log"))
+        }
+        Some(Command::Completions { shell }) => {
+            let mut cmd = Cli::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "pai", &mut buf);
+            out.raw(&buf);
+            Ok(())
+        }
+    }
+}
+
+/// Commands whose machinery is not built yet: validate the settings (so configuration errors
+/// are still reported) and then say so plainly, never pretending to succeed.
+fn not_yet(command: &str, flags: &Flags, env: &Env, out: &Output) -> Result<(), Error> {
+    let settings = Settings::resolve(flags, env)?;
+    out.warnings(&settings.warnings);
+    Err(unavailable(command))
+}
+
+fn unavailable(command: &str) -> Error {
+    Error::usage(format!(
+        "`{command}` is not available yet in this build of pai"
+    ))
+    .with_hint("`pai config` works now; the agent, undo and log arrive in later releases")
+}

@@ -1,0 +1,70 @@
+//! The optional settings file, `config.toml` in the configuration directory.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+
+/// Settings as written in `config.toml`. Every field is optional; unknown fields are an error
+/// so that a typo (`temprature = 0.2`) is reported instead of silently ignored.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSettings {
+    /// `gemini`, `openai` or `anthropic`.
+    pub provider: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Sampling temperature (clamped to 0.0–2.0).
+    pub temperature: Option<f64>,
+    /// Provider origin replacing the default.
+    pub base_url: Option<String>,
+    /// Diff-guard line threshold for MODIFY.
+    pub modify_threshold: Option<i64>,
+    /// Diff-guard ratio threshold for MODIFY.
+    pub modify_max_ratio: Option<f64>,
+    /// Extra deny-list patterns (added to the built-in list, which cannot be shrunk).
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// RUN settings.
+    #[serde(default)]
+    pub run: RunFileSettings,
+}
+
+/// The `[run]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunFileSettings {
+    /// Timeout for one RUN command, in seconds.
+    pub timeout_secs: Option<u64>,
+    /// Command prefixes approved without asking (e.g. `cargo test`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Refuse RUN where the kernel cannot confine it, instead of asking.
+    pub require_sandbox: Option<bool>,
+}
+
+impl FileSettings {
+    /// Read `path`; a missing file is empty settings, a malformed one is a configuration error
+    /// that names the file and the problem.
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => {
+                return Err(Error::config(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        toml::from_str(&text).map_err(|e| {
+            Error::config(format!(
+                "{} is not valid: {}",
+                path.display(),
+                e.message().trim()
+            ))
+            .with_hint("fix or remove the file; see README.md for the settings it accepts")
+        })
+    }
+}

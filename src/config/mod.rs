@@ -1,0 +1,20 @@
+//! Credentials and settings.
+//!
+//! Settings are resolved once, at start, into one typed [`Settings`] value with the precedence
+//! of SPEC section 1: flags > environment > config file > defaults. The environment is read in
+//! exactly one place ([`Env::from_process`]); everything else receives the snapshot, so tests
+//! can drive resolution with a fabricated environment.
+
+mod credentials;
+mod env;
+mod file;
+mod paths;
+mod settings;
+
+pub use credentials::{
+    ApiKey, CredentialStore, Credentials, KeySource, gemini_key_shape_problem, mask_key,
+};
+pub use env::Env;
+pub use file::FileSettings;
+pub use paths::ConfigDir;
+pub use settings::{Flags, Settings, Source};

@@ -1,0 +1,473 @@
+//! Resolution of the effective settings: flags > environment > config file > defaults.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{ApiKey, ConfigDir, CredentialStore, Env, FileSettings, KeySource};
+use crate::error::Error;
+use crate::llm::ProviderKind;
+
+/// Default sampling temperature.
+pub const DEFAULT_TEMPERATURE: f32 = 0.3;
+/// Default diff-guard line threshold.
+pub const DEFAULT_MODIFY_THRESHOLD: usize = 500;
+/// Default diff-guard ratio threshold.
+pub const DEFAULT_MODIFY_MAX_RATIO: f64 = 0.5;
+/// Default RUN timeout.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Settings given on the command line (absent = not given).
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// `--provider`.
+    pub provider: Option<ProviderKind>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--temperature`.
+    pub temperature: Option<f32>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--yes`.
+    pub yes: bool,
+    /// `--allow-run`.
+    pub allow_run: bool,
+}
+
+/// Where a resolved value came from, shown by `pai config show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag.
+    Flag,
+    /// An environment variable.
+    Env,
+    /// The config file.
+    File,
+    /// The built-in default.
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Source::Flag => "flag",
+            Source::Env => "environment",
+            Source::File => "config file",
+            Source::Default => "default",
+        })
+    }
+}
+
+/// The effective settings the rest of the program receives. Nothing else reads the
+/// environment or the config file.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Provider (wire format).
+    pub provider: ProviderKind,
+    /// Model name.
+    pub model: String,
+    /// Sampling temperature, within 0.0–2.0.
+    pub temperature: f32,
+    /// Provider origin, when not the provider's default.
+    pub base_url: Option<String>,
+    /// Diff-guard line threshold.
+    pub modify_threshold: usize,
+    /// Diff-guard ratio threshold.
+    pub modify_max_ratio: f64,
+    /// Approve plans without asking.
+    pub yes: bool,
+    /// Also approve RUN commands without asking.
+    pub allow_run: bool,
+    /// Extra deny-list patterns from the config file.
+    pub extra_deny: Vec<String>,
+    /// RUN timeout.
+    pub run_timeout: Duration,
+    /// RUN command prefixes approved without asking.
+    pub run_allow: Vec<String>,
+    /// Refuse RUN when it cannot be confined.
+    pub require_sandbox: bool,
+    /// The API key for `provider`, if any.
+    pub api_key: Option<ApiKey>,
+    /// Where `api_key` came from.
+    pub key_source: Option<KeySource>,
+    /// Plain output: `NO_COLOR` set or `TERM=dumb`.
+    pub plain: bool,
+    /// Where each of provider, model, temperature, base URL came from.
+    pub sources: SettingSources,
+    /// Problems found while resolving (invalid values replaced by defaults, migrations done):
+    /// shown to the user, never fatal.
+    pub warnings: Vec<String>,
+}
+
+/// The origin of the main settings.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingSources {
+    /// Of `provider`.
+    pub provider: Source,
+    /// Of `model`.
+    pub model: Source,
+    /// Of `temperature`.
+    pub temperature: Source,
+    /// Of `base_url`.
+    pub base_url: Source,
+}
+
+impl Settings {
+    /// Resolve settings from flags, the environment and the config file in the located config
+    /// directory. `need_key` loads the credentials file when the environment holds no key.
+    pub fn resolve(flags: &Flags, env: &Env) -> Result<Settings, Error> {
+        let dir = ConfigDir::locate(env);
+        let (file, notices) = match &dir {
+            Ok(dir) => dir.load_settings()?,
+            Err(_) => (FileSettings::default(), Vec::new()),
+        };
+        let mut settings = Self::resolve_from(flags, env, &file)?;
+        settings.warnings.extend(notices);
+        settings.attach_key(env, dir.ok().map(CredentialStore::in_dir))?;
+        Ok(settings)
+    }
+
+    /// Resolve everything except the key, from explicit inputs (pure: used by tests).
+    pub fn resolve_from(flags: &Flags, env: &Env, file: &FileSettings) -> Result<Settings, Error> {
+        let mut warnings = Vec::new();
+
+        let (provider, provider_src) = if let Some(p) = flags.provider {
+            (p, Source::Flag)
+        } else if let Some(raw) = env.get("PAI_PROVIDER") {
+            match raw.parse() {
+                Ok(p) => (p, Source::Env),
+                Err(e) => {
+                    warnings.push(format!("ignoring PAI_PROVIDER: {e}; using the default"));
+                    from_file_provider(file, &mut warnings)
+                }
+            }
+        } else {
+            from_file_provider(file, &mut warnings)
+        };
+
+        let (model, model_src) = if let Some(m) = flags
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            (m.to_string(), Source::Flag)
+        } else if let Some(m) = env
+            .get("PAI_MODEL")
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            (m.to_string(), Source::Env)
+        } else if let Some(m) = file
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            (m.to_string(), Source::File)
+        } else {
+            (provider.default_model().to_string(), Source::Default)
+        };
+
+        let (temperature, temperature_src) = resolve_temperature(flags, env, file, &mut warnings);
+
+        let (base_url, base_url_src) = if let Some(url) = flags.base_url.as_deref() {
+            (
+                Some(check_base_url(url).map_err(|e| Error::usage(format!("--base-url: {e}")))?),
+                Source::Flag,
+            )
+        } else if let Some(url) = env.get("PAI_BASE_URL") {
+            match check_base_url(url) {
+                Ok(url) => (Some(url), Source::Env),
+                Err(e) => {
+                    warnings.push(format!(
+                        "ignoring PAI_BASE_URL: {e}; using the provider's default"
+                    ));
+                    (None, Source::Default)
+                }
+            }
+        } else if let Some(url) = file.base_url.as_deref() {
+            (
+                Some(
+                    check_base_url(url)
+                        .map_err(|e| Error::config(format!("base_url in config.toml: {e}")))?,
+                ),
+                Source::File,
+            )
+        } else {
+            (None, Source::Default)
+        };
+
+        let modify_threshold = match env.get("PAI_MODIFY_THRESHOLD") {
+            Some(raw) => match raw.trim().parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    warnings.push(format!(
+                        "ignoring PAI_MODIFY_THRESHOLD={raw}: expected a whole number above 0; using {DEFAULT_MODIFY_THRESHOLD}"
+                    ));
+                    DEFAULT_MODIFY_THRESHOLD
+                }
+            },
+            None => match file.modify_threshold {
+                Some(n) if n > 0 => n as usize,
+                Some(n) => {
+                    warnings.push(format!(
+                        "ignoring modify_threshold = {n} in config.toml: expected a whole number above 0; using {DEFAULT_MODIFY_THRESHOLD}"
+                    ));
+                    DEFAULT_MODIFY_THRESHOLD
+                }
+                None => DEFAULT_MODIFY_THRESHOLD,
+            },
+        };
+
+        let valid_ratio = |r: f64| r.is_finite() && r > 0.0;
+        let modify_max_ratio = match env.get("PAI_MODIFY_MAX_RATIO") {
+            Some(raw) => match raw.trim().parse::<f64>() {
+                Ok(r) if valid_ratio(r) => r,
+                _ => {
+                    warnings.push(format!(
+                        "ignoring PAI_MODIFY_MAX_RATIO={raw}: expected a number above 0; using {DEFAULT_MODIFY_MAX_RATIO}"
+                    ));
+                    DEFAULT_MODIFY_MAX_RATIO
+                }
+            },
+            None => match file.modify_max_ratio {
+                Some(r) if valid_ratio(r) => r,
+                Some(r) => {
+                    warnings.push(format!(
+                        "ignoring modify_max_ratio = {r} in config.toml: expected a number above 0; using {DEFAULT_MODIFY_MAX_RATIO}"
+                    ));
+                    DEFAULT_MODIFY_MAX_RATIO
+                }
+                None => DEFAULT_MODIFY_MAX_RATIO,
+            },
+        };
+
+        let run_timeout = match file.run.timeout_secs {
+            Some(0) => {
+                warnings
+                    .push("ignoring run.timeout_secs = 0 in config.toml; using 120".to_string());
+                DEFAULT_RUN_TIMEOUT
+            }
+            Some(secs) => Duration::from_secs(secs),
+            None => DEFAULT_RUN_TIMEOUT,
+        };
+
+        let plain = env.is_set("NO_COLOR") || env.get("TERM") == Some("dumb");
+
+        Ok(Settings {
+            provider,
+            model,
+            temperature,
+            base_url,
+            modify_threshold,
+            modify_max_ratio,
+            yes: flags.yes,
+            allow_run: flags.allow_run,
+            extra_deny: file.deny.clone(),
+            run_timeout,
+            run_allow: file.run.allow.clone(),
+            require_sandbox: file.run.require_sandbox.unwrap_or(false),
+            api_key: None,
+            key_source: None,
+            plain,
+            sources: SettingSources {
+                provider: provider_src,
+                model: model_src,
+                temperature: temperature_src,
+                base_url: base_url_src,
+            },
+            warnings,
+        })
+    }
+
+    /// Find the key for the resolved provider: its environment variable first, else the
+    /// credentials file (when there is a configuration directory).
+    pub fn attach_key(&mut self, env: &Env, store: Option<CredentialStore>) -> Result<(), Error> {
+        let var = self.provider.key_env_var();
+        if let Some(key) = env.get(var).and_then(ApiKey::new) {
+            self.api_key = Some(key);
+            self.key_source = Some(KeySource::Env(var));
+            return Ok(());
+        }
+        if let Some(store) = store {
+            let (creds, notes) = store.load()?;
+            self.warnings.extend(notes.notices);
+            if let Some(key) = creds.get(self.provider) {
+                self.api_key = Some(key.clone());
+                self.key_source = Some(KeySource::File);
+            }
+        }
+        Ok(())
+    }
+
+    /// The base URL in effect (the configured one or the provider's default).
+    pub fn effective_base_url(&self) -> &str {
+        self.base_url
+            .as_deref()
+            .unwrap_or(self.provider.default_base_url())
+    }
+}
+
+fn from_file_provider(file: &FileSettings, warnings: &mut Vec<String>) -> (ProviderKind, Source) {
+    match file.provider.as_deref().map(str::parse::<ProviderKind>) {
+        Some(Ok(p)) => (p, Source::File),
+        Some(Err(e)) => {
+            warnings.push(format!(
+                "ignoring provider in config.toml: {e}; using the default"
+            ));
+            (ProviderKind::default(), Source::Default)
+        }
+        None => (ProviderKind::default(), Source::Default),
+    }
+}
+
+fn clamp_temperature(t: f64, origin: &str, warnings: &mut Vec<String>) -> Option<f32> {
+    if !t.is_finite() {
+        warnings.push(format!(
+            "ignoring {origin}: not a number; using {DEFAULT_TEMPERATURE}"
+        ));
+        return None;
+    }
+    let clamped = t.clamp(0.0, 2.0);
+    if clamped != t {
+        warnings.push(format!("{origin} is outside 0.0–2.0; using {clamped}"));
+    }
+    Some(clamped as f32)
+}
+
+fn resolve_temperature(
+    flags: &Flags,
+    env: &Env,
+    file: &FileSettings,
+    warnings: &mut Vec<String>,
+) -> (f32, Source) {
+    if let Some(t) = flags.temperature
+        && let Some(t) = clamp_temperature(f64::from(t), &format!("--temperature {t}"), warnings)
+    {
+        return (t, Source::Flag);
+    }
+    if let Some(raw) = env.get("PAI_TEMPERATURE") {
+        match raw.trim().parse::<f64>() {
+            Ok(t) => {
+                if let Some(t) = clamp_temperature(t, &format!("PAI_TEMPERATURE={raw}"), warnings) {
+                    return (t, Source::Env);
+                }
+            }
+            Err(_) => warnings.push(format!(
+                "ignoring PAI_TEMPERATURE={raw}: expected a number from 0.0 to 2.0; using {DEFAULT_TEMPERATURE}"
+            )),
+        }
+        return (DEFAULT_TEMPERATURE, Source::Default);
+    }
+    if let Some(t) = file.temperature
+        && let Some(t) =
+            clamp_temperature(t, &format!("temperature = {t} in config.toml"), warnings)
+    {
+        return (t, Source::File);
+    }
+    (DEFAULT_TEMPERATURE, Source::Default)
+}
+
+/// Accept `http://` and `https://` origins (with an optional path), without credentials, query
+/// or fragment: a key pasted into a URL would end up in logs.
+fn check_base_url(raw: &str) -> Result<String, String> {
+    let url = raw.trim().trim_end_matches('/');
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("`{url}` must start with http:// or https://"))?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(format!("`{url}` has no host"));
+    }
+    if host.contains('@') {
+        return Err("the URL must not contain credentials (user:password@)".to_string());
+    }
+    if url.contains('?') || url.contains('#') || url.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "`{url}` must be a plain origin and path, without query, fragment or spaces"
+        ));
+    }
+    Ok(url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn precedence_is_flag_env_file_default() {
+        let file = FileSettings {
+            model: Some("file-model".into()),
+            temperature: Some(0.9),
+            ..Default::default()
+        };
+        let e = env(&[("PAI_MODEL", "env-model")]);
+        let flags = Flags {
+            model: Some("flag-model".into()),
+            ..Default::default()
+        };
+        let s = Settings::resolve_from(&flags, &e, &file).unwrap();
+        assert_eq!(
+            (s.model.as_str(), s.sources.model),
+            ("flag-model", Source::Flag)
+        );
+        assert_eq!((s.temperature, s.sources.temperature), (0.9, Source::File));
+        let s = Settings::resolve_from(&Flags::default(), &e, &file).unwrap();
+        assert_eq!(s.model, "env-model");
+        let s = Settings::resolve_from(&Flags::default(), &env(&[]), &file).unwrap();
+        assert_eq!(s.model, "file-model");
+        let s =
+            Settings::resolve_from(&Flags::default(), &env(&[]), &FileSettings::default()).unwrap();
+        assert_eq!(
+            (s.model.as_str(), s.provider),
+            ("gemini-2.5-flash-lite", ProviderKind::Gemini)
+        );
+    }
+
+    #[test]
+    fn invalid_env_values_warn_and_default() {
+        let e = env(&[
+            ("PAI_TEMPERATURE", "abc"),
+            ("PAI_MODIFY_THRESHOLD", "-3"),
+            ("PAI_MODIFY_MAX_RATIO", "nan"),
+        ]);
+        let s = Settings::resolve_from(&Flags::default(), &e, &FileSettings::default()).unwrap();
+        assert_eq!(s.temperature, DEFAULT_TEMPERATURE);
+        assert_eq!(s.modify_threshold, DEFAULT_MODIFY_THRESHOLD);
+        assert_eq!(s.modify_max_ratio, DEFAULT_MODIFY_MAX_RATIO);
+        assert_eq!(s.warnings.len(), 3, "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn temperature_is_clamped() {
+        let flags = Flags {
+            temperature: Some(7.5),
+            ..Default::default()
+        };
+        let s = Settings::resolve_from(&flags, &env(&[]), &FileSettings::default()).unwrap();
+        assert_eq!(s.temperature, 2.0);
+        let s = Settings::resolve_from(
+            &Flags::default(),
+            &env(&[("PAI_TEMPERATURE", "-1")]),
+            &FileSettings::default(),
+        )
+        .unwrap();
+        assert_eq!(s.temperature, 0.0);
+    }
+
+    #[test]
+    fn base_urls_are_checked() {
+        assert_eq!(
+            check_base_url("http://127.0.0.1:8080/v1/").unwrap(),
+            "http://127.0.0.1:8080/v1"
+        );
+        assert!(check_base_url("ftp://x").is_err());
+        assert!(check_base_url("https://user:pw@host").is_err());
+        assert!(check_base_url("https://host/?key=abc").is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! Plain line output for non-interactive commands: results on stdout, warnings and errors on
+//! stderr, colour only on a terminal without `NO_COLOR`. A closed pipe (`pai log | head`) is
+//! not an error.
+
+use std::io::{IsTerminal, Write};
+
+use console::style;
+
+use crate::config::Env;
+use crate::error::Error;
+
+/// Where non-interactive commands print.
+#[derive(Debug, Clone)]
+pub struct Output {
+    color_out: bool,
+    color_err: bool,
+}
+
+impl Output {
+    /// Decide colour once, from the environment and whether the streams are terminals.
+    pub fn new(env: &Env) -> Self {
+        let plain = env.is_set("NO_COLOR") || env.get("TERM") == Some("dumb");
+        Self {
+            color_out: !plain && std::io::stdout().is_terminal(),
+            color_err: !plain && std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Whether stdout gets colour.
+    pub fn color(&self) -> bool {
+        self.color_out
+    }
+
+    /// One line of results on stdout.
+    pub fn line(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{text}");
+    }
+
+    /// Bytes on stdout as they are (completion scripts).
+    pub fn raw(&self, bytes: &[u8]) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(bytes);
+        let _ = stdout.flush();
+    }
+
+    /// A warning on stderr.
+    pub fn warning(&self, text: &str) {
+        let label = if self.color_err {
+            style("warning:").yellow().bold().to_string()
+        } else {
+            "warning:".into()
+        };
+        eprintln!("{label} {text}");
+    }
+
+    /// Several warnings.
+    pub fn warnings(&self, texts: &[String]) {
+        for text in texts {
+            self.warning(text);
+        }
+    }
+
+    /// An informational note on stderr.
+    pub fn note(&self, text: &str) {
+        let label = if self.color_err {
+            style("note:").cyan().to_string()
+        } else {
+            "note:".into()
+        };
+        eprintln!("{label} {text}");
+    }
+
+    /// An error and its hint on stderr.
+    pub fn error(&self, err: &Error) {
+        let label = if self.color_err {
+            style("error:").red().bold().to_string()
+        } else {
+            "error:".into()
+        };
+        eprintln!("{label} {}", err.message());
+        if let Some(hint) = err.hint() {
+            let label = if self.color_err {
+                style("hint:").cyan().to_string()
+            } else {
+                "hint:".into()
+            };
+            eprintln!("  {label} {hint}");
+        }
+    }
+}
