@@ -1,1 +1,8 @@
-//! agent: see the module plan in README.md (filled in by its issue).
+//! The agent turn: context building, the structured plan call, approval, phases, repair.
+//! It never prints: it emits events to a frontend and asks it for approvals.
+
+pub mod context;
+pub mod events;
+pub mod journal;
+pub mod plan;
+pub mod prompt;

@@ -1,0 +1,351 @@
+//! The context sent with a turn's first call, within a budget: the project's file list, the
+//! `AGENTS.md` instructions, the full text of the files the request names or the last plan
+//! touched, and a short memory of the session's last turns. Everything the model needs for a
+//! simple task is here, so a simple task costs one call.
+
+use std::collections::VecDeque;
+
+/// Turns remembered.
+pub const MEMORY_TURNS: usize = 5;
+
+/// How much context to send, in characters (about 4 per token).
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Characters of the file list.
+    pub file_list_chars: usize,
+    /// Characters of all file contents together.
+    pub file_text_chars: usize,
+    /// Characters of one file's contents.
+    pub one_file_chars: usize,
+    /// Characters of AGENTS.md.
+    pub agents_chars: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            file_list_chars: 2_000,
+            file_text_chars: 48_000,
+            one_file_chars: 24_000,
+            agents_chars: 4_000,
+        }
+    }
+}
+
+/// What the context builder needs from the project. The workspace implements it; tests use a
+/// map.
+pub trait ProjectView {
+    /// Up to `max` project files (relative paths, `.gitignore`-aware, deny-list filtered),
+    /// sorted, and how many more there are.
+    fn files(&self, max: usize) -> (Vec<String>, usize);
+    /// A text file's contents (None for binary, missing or refused files).
+    fn text(&self, path: &str) -> Option<String>;
+}
+
+/// One remembered turn.
+#[derive(Debug, Clone)]
+pub struct TurnMemo {
+    /// What the user asked.
+    pub request: String,
+    /// How it ended, in a few words.
+    pub outcome: String,
+    /// Files it changed.
+    pub files: Vec<String>,
+}
+
+/// The session's memory of its last turns.
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    turns: VecDeque<TurnMemo>,
+}
+
+impl Memory {
+    /// Remember a turn, forgetting the oldest beyond [`MEMORY_TURNS`].
+    pub fn push(&mut self, memo: TurnMemo) {
+        if self.turns.len() == MEMORY_TURNS {
+            self.turns.pop_front();
+        }
+        self.turns.push_back(memo);
+    }
+
+    /// Forget everything (`/clear`).
+    pub fn clear(&mut self) {
+        self.turns.clear();
+    }
+
+    /// Files the last turn changed.
+    pub fn last_files(&self) -> &[String] {
+        self.turns
+            .back()
+            .map(|t| t.files.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Whether `request` mentions `needle` as a whole word-like token (so `main.py` does not match
+/// `domain.py`).
+fn mentions(request: &str, needle: &str) -> bool {
+    if needle.len() < 3 {
+        return false;
+    }
+    let mut start = 0;
+    while let Some(pos) = request[start..].find(needle) {
+        let at = start + pos;
+        let before = request[..at].chars().next_back();
+        let after = request[at + needle.len()..].chars().next();
+        let boundary_before = before.is_none_or(|c| !is_word_char(c) && c != '.' && c != '/');
+        let boundary_after = after.is_none_or(|c| !is_word_char(c) && c != '/')
+            && !matches!(after, Some('.') if request[at + needle.len() + 1..].starts_with(|c: char| c.is_alphanumeric()));
+        if boundary_before && boundary_after {
+            return true;
+        }
+        start = at + needle.len();
+    }
+    false
+}
+
+/// Files the request names, by relative path or, when unambiguous, by file name.
+pub fn named_files(request: &str, files: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in files {
+        if mentions(request, f) {
+            found.push(f.clone());
+        }
+    }
+    for f in files {
+        let name = f.rsplit('/').next().unwrap_or(f);
+        if name != f && mentions(request, name) && !found.contains(f) {
+            let same_name = files
+                .iter()
+                .filter(|g| g.rsplit('/').next() == Some(name))
+                .count();
+            if same_name == 1 {
+                found.push(f.clone());
+            }
+        }
+    }
+    found
+}
+
+/// Build the first message of a turn.
+pub fn build(request: &str, project: &dyn ProjectView, memory: &Memory, budget: &Budget) -> String {
+    let mut out = String::new();
+    let (files, more) = project.files(2_000);
+    // The list is trimmed to its budget; what is left out is counted so the model knows.
+    let mut listed = 0;
+    let mut list = String::new();
+    for f in &files {
+        if list.len() + f.len() + 1 > budget.file_list_chars {
+            break;
+        }
+        list.push_str(f);
+        list.push('\n');
+        listed += 1;
+    }
+    let omitted = files.len() - listed + more;
+    if files.is_empty() {
+        out.push_str("Project files: none yet (empty project).\n");
+    } else {
+        out.push_str(&format!("Project files ({listed} listed):\n{list}"));
+        if omitted > 0 {
+            out.push_str(&format!(
+                "({omitted} more not listed; use TREE or SEARCH to find them)\n"
+            ));
+        }
+    }
+
+    if let Some(agents) = project.text("AGENTS.md") {
+        out.push_str("\nProject instructions (AGENTS.md):\n");
+        out.push_str(&truncate(&agents, budget.agents_chars));
+        out.push('\n');
+    }
+
+    let mut wanted = named_files(request, &files);
+    for f in memory.last_files() {
+        if !wanted.contains(f) && files.contains(f) {
+            wanted.push(f.clone());
+        }
+    }
+    let mut spent = 0;
+    for path in wanted {
+        if path == "AGENTS.md" {
+            continue;
+        }
+        let Some(text) = project.text(&path) else {
+            continue;
+        };
+        let room = budget
+            .file_text_chars
+            .saturating_sub(spent)
+            .min(budget.one_file_chars);
+        if room < 200 {
+            out.push_str(&format!(
+                "\n(contents of {path} not included: context budget spent; READ it if needed)\n"
+            ));
+            continue;
+        }
+        let shown = truncate(&text, room);
+        spent += shown.len();
+        out.push_str(&format!("\nCurrent contents of {path}:\n```\n{shown}"));
+        if !shown.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("```\n");
+    }
+
+    if !memory.is_empty() {
+        out.push_str("\nEarlier in this session:\n");
+        for (i, t) in memory.turns.iter().enumerate() {
+            let files = if t.files.is_empty() {
+                String::new()
+            } else {
+                format!("; files: {}", t.files.join(", "))
+            };
+            out.push_str(&format!(
+                "{}. {:?} -> {}{files}\n",
+                i + 1,
+                truncate(&t.request, 200),
+                t.outcome
+            ));
+        }
+    }
+
+    out.push_str(&format!("\nRequest: {request}\n"));
+    out
+}
+
+/// At most `max` characters of `text`, cut at a line end where possible and marked.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let cut = text[..cut]
+        .rfind('\n')
+        .map(|i| i + 1)
+        .filter(|&i| i > max / 2)
+        .unwrap_or(cut);
+    format!(
+        "{}\n[... truncated: {} of {} bytes shown]",
+        &text[..cut],
+        cut,
+        text.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Fake(BTreeMap<String, String>);
+
+    impl ProjectView for Fake {
+        fn files(&self, max: usize) -> (Vec<String>, usize) {
+            let all: Vec<String> = self.0.keys().cloned().collect();
+            let more = all.len().saturating_sub(max);
+            (all.into_iter().take(max).collect(), more)
+        }
+        fn text(&self, path: &str) -> Option<String> {
+            self.0.get(path).cloned()
+        }
+    }
+
+    fn fake(files: &[(&str, &str)]) -> Fake {
+        Fake(
+            files
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn names_are_matched_as_words() {
+        let files = vec![
+            "main.py".to_string(),
+            "domain.py".to_string(),
+            "src/util.rs".to_string(),
+        ];
+        assert_eq!(
+            named_files("run main.py and fix it", &files),
+            vec!["main.py"]
+        );
+        assert_eq!(
+            named_files("fix util.rs please", &files),
+            vec!["src/util.rs"]
+        );
+        assert!(named_files("the main.python file", &files).is_empty());
+        assert_eq!(
+            named_files("calculator.py.", &["calculator.py".to_string()]),
+            vec!["calculator.py"]
+        );
+    }
+
+    #[test]
+    fn named_files_and_agents_md_are_sent() {
+        let p = fake(&[
+            ("AGENTS.md", "Use tabs."),
+            ("calc.py", "def add(a, b):\n    return a + b\n"),
+            ("other.py", "x = 1\n"),
+        ]);
+        let text = build(
+            "add a power operation to calc.py",
+            &p,
+            &Memory::default(),
+            &Budget::default(),
+        );
+        assert!(text.contains("Use tabs."));
+        assert!(text.contains("Current contents of calc.py"));
+        assert!(!text.contains("x = 1"));
+        assert!(text.ends_with("Request: add a power operation to calc.py\n"));
+    }
+
+    #[test]
+    fn the_file_list_is_trimmed_with_a_count() {
+        let many: Vec<(String, String)> = (0..500)
+            .map(|i| (format!("dir/file_{i:04}.txt"), String::new()))
+            .collect();
+        let p = Fake(many.into_iter().collect());
+        let text = build(
+            "hello",
+            &p,
+            &Memory::default(),
+            &Budget {
+                file_list_chars: 200,
+                ..Budget::default()
+            },
+        );
+        assert!(text.contains("more not listed"), "{text}");
+        assert!(text.len() < 800);
+    }
+
+    #[test]
+    fn memory_keeps_five_turns_and_last_files() {
+        let mut m = Memory::default();
+        for i in 0..7 {
+            m.push(TurnMemo {
+                request: format!("r{i}"),
+                outcome: "success".into(),
+                files: vec![format!("f{i}.py")],
+            });
+        }
+        assert_eq!(m.turns.len(), 5);
+        assert_eq!(m.last_files(), ["f6.py"]);
+        let p = fake(&[("f6.py", "print(6)\n")]);
+        let text = build("continue", &p, &m, &Budget::default());
+        assert!(text.contains("print(6)") && text.contains("\"r2\"") && !text.contains("\"r1\""));
+    }
+}

@@ -1,0 +1,163 @@
+//! What the agent tells its frontend (events) and asks of it (approvals). The agent never
+//! prints; the interactive UI, `pai run`'s text and JSON printers, and tests all implement
+//! [`Frontend`].
+
+use serde::Serialize;
+
+use super::plan::{Analysis, Complexity, PlannedStep};
+
+/// Token usage of one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CallUsage {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Input tokens served from the provider's cache.
+    pub cached: u64,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// A chat answer was given.
+    Answered,
+    /// Every step succeeded.
+    Success,
+    /// Some step failed, or the model could not produce a usable plan.
+    Failed,
+    /// The user declined the plan.
+    Rejected,
+    /// The user interrupted the turn.
+    Interrupted,
+}
+
+/// One step's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    /// 1-based number within the phase.
+    pub index: usize,
+    /// Phase the step belongs to.
+    pub phase: u32,
+    /// The action (`WRITE`).
+    pub action: String,
+    /// What it acted on.
+    pub target: String,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Output or error message, as shown to the user (and, capped, to the model).
+    pub output: String,
+    /// A unified diff of what changed, when a file changed.
+    pub diff: Option<String>,
+    /// A file's text to show (READ), for syntax highlighting by the frontend.
+    pub file_view: Option<FileView>,
+}
+
+/// A file's contents for display.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileView {
+    /// Relative path (its extension picks the highlighting).
+    pub path: String,
+    /// The text.
+    pub text: String,
+}
+
+/// Everything the agent reports, in order.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A model call started (frontends show a spinner).
+    Thinking {
+        /// The phase it belongs to.
+        phase: u32,
+    },
+    /// Streamed text of a chat answer or acknowledgment.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A model call finished.
+    Usage {
+        /// Call number within the turn.
+        call: u32,
+        /// Its usage.
+        #[serde(flatten)]
+        usage: CallUsage,
+    },
+    /// The answer to a chat message.
+    Answer {
+        /// The text.
+        text: String,
+    },
+    /// A plan to show (and, in phase 1, to approve).
+    Plan {
+        /// The phase.
+        phase: u32,
+        /// The acknowledgment.
+        reply: String,
+        /// The analysis.
+        analysis: Analysis,
+        /// Complexity, for the plan header.
+        complexity: Complexity,
+        /// The steps.
+        steps: Vec<PlannedStep>,
+        /// Whether the model will look at results before continuing.
+        observe: bool,
+    },
+    /// A step finished.
+    Step(StepReport),
+    /// Something the user should know that is not a failure.
+    Notice {
+        /// The text.
+        text: String,
+    },
+    /// The plan was recorded as a commit.
+    Committed {
+        /// Commit id (abbreviated).
+        commit: String,
+        /// The branch it is on.
+        branch: String,
+    },
+    /// The turn is over.
+    Finished {
+        /// How it ended.
+        status: TurnStatus,
+        /// The final message.
+        message: String,
+        /// Suggestions from the model.
+        next_steps: Vec<String>,
+        /// Model calls this turn.
+        calls: u32,
+        /// Input tokens this turn.
+        input_tokens: u64,
+        /// Output tokens this turn.
+        output_tokens: u64,
+        /// Whether a verification RUN passed (`None`: none ran).
+        verified: Option<bool>,
+    },
+}
+
+/// The user's answer to a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Carry it out.
+    Yes,
+    /// Don't.
+    No,
+    /// Start over with this amended request.
+    Amend(String),
+}
+
+/// A frontend: receives events and answers approval questions. Approval calls may block (a
+/// terminal prompt); the agent calls them outside the async executor's hot path.
+pub trait Frontend: Send + Sync {
+    /// Receive one event.
+    fn event(&self, event: &Event);
+    /// Approve the plan of phase 1 (later phases that change files ask again).
+    fn approve_plan(&self, steps: &[PlannedStep]) -> Approval;
+    /// Approve one RUN command. `confined` says whether it will run under the sandbox.
+    fn approve_run(&self, command: &str, confined: bool) -> bool;
+    /// Confirm an RM (`recursive`: a non-empty directory).
+    fn confirm_rm(&self, path: &str, recursive: bool) -> bool;
+}

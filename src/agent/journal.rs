@@ -1,0 +1,276 @@
+//! The session log of SPEC section 9: `.pai_history/session_<id>.log`, human-readable in the
+//! thesis' style, and its machine-readable twin `session_<id>.jsonl` (one JSON object a line)
+//! that tests and tools read.
+//!
+//! Every record is formatted in memory and appended with a single `write` on a file opened
+//! with `O_APPEND`, so a crash can cut off at most the record being written, never corrupt
+//! earlier ones. Known secrets are scrubbed from every record before it is written.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use chrono::Local;
+use serde_json::{Value, json};
+
+use super::events::{StepReport, TurnStatus};
+use super::plan::Plan;
+
+/// The directory under the project root that holds pai's records.
+pub const HISTORY_DIR: &str = ".pai_history";
+
+/// An open session log.
+#[derive(Debug)]
+pub struct Journal {
+    text: Mutex<File>,
+    json: Mutex<File>,
+    text_path: PathBuf,
+    secrets: Vec<String>,
+}
+
+impl Journal {
+    /// Open (creating) the two log files of session `id` under `root/.pai_history/`.
+    pub fn open(root: &Path, id: &str, secrets: Vec<String>) -> std::io::Result<Journal> {
+        let dir = root.join(HISTORY_DIR);
+        fs::create_dir_all(&dir)?;
+        let open = |name: String| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(name))
+        };
+        let text_path = dir.join(format!("session_{id}.log"));
+        Ok(Journal {
+            text: Mutex::new(open(format!("session_{id}.log"))?),
+            json: Mutex::new(open(format!("session_{id}.jsonl"))?),
+            text_path,
+            secrets: secrets.into_iter().filter(|s| s.len() >= 8).collect(),
+        })
+    }
+
+    /// The human-readable log's path.
+    pub fn path(&self) -> &Path {
+        &self.text_path
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in &self.secrets {
+            out = out.replace(secret.as_str(), "[REDACTED]");
+        }
+        out
+    }
+
+    /// Append one record: `lines` to the text log (each prefixed with the time), `value` to
+    /// the JSON log. Logging must never break a turn, so write errors are returned for the
+    /// caller to report once, not raised.
+    fn append(&self, lines: &[String], mut value: Value) -> std::io::Result<()> {
+        let now = Local::now();
+        let stamp = now.format("%Y-%m-%d %H:%M:%S");
+        let mut block = String::new();
+        for line in lines {
+            for sub in line.split('\n') {
+                block.push_str(&format!("[{stamp}] {sub}\n"));
+            }
+        }
+        if let Value::Object(map) = &mut value {
+            map.insert("time".into(), Value::String(now.to_rfc3339()));
+        }
+        let block = self.scrub(&block);
+        let mut json_line = self.scrub(&value.to_string());
+        json_line.push('\n');
+        if let Ok(mut f) = self.text.lock() {
+            f.write_all(block.as_bytes())?;
+        }
+        if let Ok(mut f) = self.json.lock() {
+            f.write_all(json_line.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// SESSION STARTED.
+    pub fn session_started(
+        &self,
+        root: &Path,
+        provider: &str,
+        model: &str,
+        branch: Option<&str>,
+    ) -> std::io::Result<()> {
+        let mut lines = vec![
+            "SESSION STARTED".to_string(),
+            format!("Working Directory: {}", root.display()),
+            format!("Provider: {provider}  Model: {model}"),
+        ];
+        if let Some(b) = branch {
+            lines.push(format!("Branch: {b}"));
+        }
+        self.append(&lines, json!({"kind": "session_started", "root": root.display().to_string(), "provider": provider, "model": model, "branch": branch}))
+    }
+
+    /// USER: the request.
+    pub fn user(&self, request: &str) -> std::io::Result<()> {
+        self.append(
+            &[format!("USER: {request}")],
+            json!({"kind": "user", "request": request}),
+        )
+    }
+
+    /// AI PLANNING START ... END with intent, files and the numbered plan.
+    pub fn planning(&self, phase: u32, plan: &Plan) -> std::io::Result<()> {
+        let a = &plan.analysis;
+        let mut lines = vec![
+            format!("AI PLANNING START (phase {phase})"),
+            format!(
+                "Intent: {:?}: {}",
+                plan.intent,
+                if a.user_intent.is_empty() {
+                    &plan.reply
+                } else {
+                    &a.user_intent
+                }
+            ),
+        ];
+        let files = |label: &str, list: &[String]| {
+            (!list.is_empty()).then(|| format!("{label}: {}", list.join(", ")))
+        };
+        lines.extend(files("Files to read", &a.files_to_read));
+        lines.extend(files("Files to create", &a.files_to_create));
+        lines.extend(files("Files to modify", &a.files_to_modify));
+        if !plan.steps.is_empty() {
+            lines.push("Plan:".into());
+            for (i, s) in plan.steps.iter().enumerate() {
+                let purpose = if s.purpose.is_empty() {
+                    String::new()
+                } else {
+                    format!(" - {}", s.purpose)
+                };
+                lines.push(format!(
+                    "  {}. {} {}{purpose}",
+                    i + 1,
+                    s.step.action(),
+                    first_line(&s.step.target())
+                ));
+            }
+        }
+        lines.push("AI PLANNING END".into());
+        self.append(
+            &lines,
+            json!({"kind": "plan", "phase": phase, "plan": plan}),
+        )
+    }
+
+    /// The chat answer.
+    pub fn answer(&self, text: &str) -> std::io::Result<()> {
+        self.append(
+            &[format!("AI ANSWER: {text}")],
+            json!({"kind": "answer", "text": text}),
+        )
+    }
+
+    /// AI EXECUTION START ... END with SUCCESS/FAILED per command and its output.
+    pub fn execution(&self, phase: u32, reports: &[StepReport]) -> std::io::Result<()> {
+        let mut lines = vec![format!("AI EXECUTION START (phase {phase})")];
+        for r in reports {
+            let mark = if r.ok { "SUCCESS" } else { "FAILED" };
+            lines.push(format!(
+                "[{}] {} {}: {mark}",
+                r.index,
+                r.action,
+                first_line(&r.target)
+            ));
+            for l in r.output.lines() {
+                lines.push(format!("    {l}"));
+            }
+            if let Some(view) = &r.file_view {
+                for l in view.text.lines() {
+                    lines.push(format!("    | {l}"));
+                }
+            }
+            if let Some(diff) = &r.diff {
+                for l in diff.lines() {
+                    lines.push(format!("    {l}"));
+                }
+            }
+        }
+        lines.push("AI EXECUTION END".into());
+        self.append(
+            &lines,
+            json!({"kind": "execution", "phase": phase, "steps": reports}),
+        )
+    }
+
+    /// A plain note (read-only session, interruption, commit failure).
+    pub fn note(&self, text: &str) -> std::io::Result<()> {
+        self.append(
+            &[format!("NOTE: {text}")],
+            json!({"kind": "note", "text": text}),
+        )
+    }
+
+    /// The commit that records the plan.
+    pub fn commit(&self, commit: &str, branch: &str) -> std::io::Result<()> {
+        self.append(
+            &[format!("COMMIT: {commit} on {branch}")],
+            json!({"kind": "commit", "commit": commit, "branch": branch}),
+        )
+    }
+
+    /// AI FINAL RESULT, AI SUGGESTION, and the turn's calls and tokens.
+    pub fn finished(
+        &self,
+        status: TurnStatus,
+        message: &str,
+        next_steps: &[String],
+        calls: u32,
+        input: u64,
+        output: u64,
+    ) -> std::io::Result<()> {
+        let mut lines = vec![format!("AI FINAL RESULT: {status:?}: {message}")];
+        for s in next_steps {
+            lines.push(format!("AI SUGGESTION: {s}"));
+        }
+        lines.push(format!(
+            "USAGE: {calls} call(s), {input} input tokens, {output} output tokens"
+        ));
+        self.append(
+            &lines,
+            json!({"kind": "finished", "status": status, "message": message, "next_steps": next_steps, "calls": calls, "input_tokens": input, "output_tokens": output}),
+        )
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_appended_and_secrets_scrubbed() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(
+            dir.path(),
+            "20260101_000000",
+            vec!["SECRET-KEY-123456".into()],
+        )
+        .unwrap();
+        j.session_started(dir.path(), "gemini", "m", None).unwrap();
+        j.user("please use SECRET-KEY-123456").unwrap();
+        let text = fs::read_to_string(j.path()).unwrap();
+        assert!(text.contains("SESSION STARTED") && text.contains("USER: please use [REDACTED]"));
+        assert!(!text.contains("SECRET-KEY-123456"));
+        let json = fs::read_to_string(
+            dir.path()
+                .join(".pai_history/session_20260101_000000.jsonl"),
+        )
+        .unwrap();
+        assert_eq!(json.lines().count(), 2);
+        for line in json.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert!(v["kind"].is_string());
+        }
+    }
+}

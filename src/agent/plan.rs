@@ -1,0 +1,871 @@
+//! The plan contract of SPEC section 11: the structured object the model returns, as Rust
+//! types, the JSON schema sent to providers, and the validation every plan passes before any
+//! step runs (an invalid plan runs nothing).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Largest file content a WRITE or whole-file MODIFY may carry. A real source file is far
+/// smaller; anything bigger is a model running away, and would be costly to send back.
+pub const MAX_CONTENT_BYTES: usize = 512 * 1024;
+/// Most steps one reply may hold.
+pub const MAX_STEPS: usize = 40;
+
+/// What the model decided the message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Intent {
+    /// A question or conversation: answered, nothing runs.
+    Chat,
+    /// Work on the project: a plan of steps.
+    Task,
+}
+
+/// How big the model judged the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Complexity {
+    /// One or two steps.
+    #[default]
+    Simple,
+    /// Several steps.
+    Moderate,
+    /// Many steps or files.
+    Complex,
+}
+
+/// The model's analysis of the request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Analysis {
+    /// The request restated.
+    pub user_intent: String,
+    /// Files it wants to read.
+    pub files_to_read: Vec<String>,
+    /// Files it will create.
+    pub files_to_create: Vec<String>,
+    /// Files it will modify.
+    pub files_to_modify: Vec<String>,
+    /// Risks it sees.
+    pub risks: String,
+    /// How success will be judged.
+    pub success_criteria: Vec<String>,
+    /// How big the task is.
+    pub complexity: Complexity,
+}
+
+/// One exact search/replace edit of MODIFY.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    /// Text that must occur exactly once in the file.
+    pub search: String,
+    /// Its replacement.
+    pub replace: String,
+}
+
+/// One step of a plan, already checked for its required arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Step {
+    /// Show a file's contents.
+    Read { path: String },
+    /// Create a new file.
+    Write { path: String, content: String },
+    /// Change an existing file by edits, or replace it whole.
+    Modify {
+        path: String,
+        edits: Vec<Edit>,
+        content: Option<String>,
+    },
+    /// Show a directory tree.
+    Tree { path: String },
+    /// List one directory.
+    ListPath { path: String },
+    /// Create a directory.
+    Mkdir { path: String },
+    /// Create an empty file or update its time.
+    Touch { path: String },
+    /// Remove a file or directory.
+    Rm { path: String },
+    /// Move or rename.
+    Mv { path: String, to: String },
+    /// Regex search.
+    Search {
+        pattern: String,
+        path: Option<String>,
+    },
+    /// Run a shell command.
+    Run { command: String },
+    /// The plan is complete.
+    Finish { message: String },
+}
+
+impl Step {
+    /// The action's name as the contract spells it.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Step::Read { .. } => "READ",
+            Step::Write { .. } => "WRITE",
+            Step::Modify { .. } => "MODIFY",
+            Step::Tree { .. } => "TREE",
+            Step::ListPath { .. } => "LIST_PATH",
+            Step::Mkdir { .. } => "MKDIR",
+            Step::Touch { .. } => "TOUCH",
+            Step::Rm { .. } => "RM",
+            Step::Mv { .. } => "MV",
+            Step::Search { .. } => "SEARCH",
+            Step::Run { .. } => "RUN",
+            Step::Finish { .. } => "FINISH",
+        }
+    }
+
+    /// What the step acts on, for one-line displays (`calculator.py`, `a.txt -> b.txt`).
+    pub fn target(&self) -> String {
+        match self {
+            Step::Read { path }
+            | Step::Write { path, .. }
+            | Step::Modify { path, .. }
+            | Step::Tree { path }
+            | Step::ListPath { path }
+            | Step::Mkdir { path }
+            | Step::Touch { path }
+            | Step::Rm { path } => path.clone(),
+            Step::Mv { path, to } => format!("{path} -> {to}"),
+            Step::Search { pattern, path } => match path {
+                Some(p) => format!("/{pattern}/ in {p}"),
+                None => format!("/{pattern}/"),
+            },
+            Step::Run { command } => command.clone(),
+            Step::Finish { message } => message.clone(),
+        }
+    }
+
+    /// Whether the step can change the project (and so belongs in the plan's commit).
+    pub fn mutates(&self) -> bool {
+        matches!(
+            self,
+            Step::Write { .. }
+                | Step::Modify { .. }
+                | Step::Mkdir { .. }
+                | Step::Touch { .. }
+                | Step::Rm { .. }
+                | Step::Mv { .. }
+                | Step::Run { .. }
+        )
+    }
+
+    /// Whether the step's output is something the model may want to see (READ, TREE, ...).
+    pub fn observes(&self) -> bool {
+        matches!(
+            self,
+            Step::Read { .. }
+                | Step::Tree { .. }
+                | Step::ListPath { .. }
+                | Step::Search { .. }
+                | Step::Run { .. }
+        )
+    }
+
+    /// Project paths the step will write or remove, known before it runs.
+    pub fn written_paths(&self) -> Vec<&str> {
+        match self {
+            Step::Write { path, .. }
+            | Step::Modify { path, .. }
+            | Step::Touch { path }
+            | Step::Rm { path } => {
+                vec![path.as_str()]
+            }
+            Step::Mv { path, to } => vec![path.as_str(), to.as_str()],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A step as planned, with the model's explanation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedStep {
+    /// The checked step.
+    #[serde(flatten)]
+    pub step: Step,
+    /// Why (shown in the plan table).
+    pub purpose: String,
+}
+
+/// A whole reply, validated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// Chat or task.
+    pub intent: Intent,
+    /// The acknowledgment, or the chat answer.
+    pub reply: String,
+    /// The analysis.
+    pub analysis: Analysis,
+    /// The steps, in order.
+    pub steps: Vec<PlannedStep>,
+    /// Run these steps and send the results back for another phase.
+    pub observe: bool,
+    /// Suggestions for what to do next.
+    pub next_steps: Vec<String>,
+}
+
+/// Why a reply is not an acceptable plan: said in words the model can act on when it is asked
+/// to correct its reply, and the user understands when the turn ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError(pub String);
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+const ACTIONS: [&str; 12] = [
+    "READ",
+    "WRITE",
+    "MODIFY",
+    "TREE",
+    "LIST_PATH",
+    "MKDIR",
+    "TOUCH",
+    "RM",
+    "MV",
+    "SEARCH",
+    "RUN",
+    "FINISH",
+];
+
+/// The JSON schema of the reply object, sent with every call. Kept small on purpose: it is
+/// paid for on every call, and the system prompt explains the rest.
+pub fn schema() -> Value {
+    let string = json!({"type": "string"});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    json!({
+        "type": "object",
+        "properties": {
+            "intent": {"type": "string", "enum": ["chat", "task"]},
+            "reply": string,
+            "analysis": {
+                "type": "object",
+                "properties": {
+                    "user_intent": string,
+                    "files_to_read": strings,
+                    "files_to_create": strings,
+                    "files_to_modify": strings,
+                    "risks": string,
+                    "success_criteria": strings,
+                    "complexity": {"type": "string", "enum": ["simple", "moderate", "complex"]}
+                }
+            },
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string", "enum": ACTIONS},
+                        "path": string,
+                        "to": string,
+                        "content": string,
+                        "edits": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {"search": string, "replace": string},
+                                "required": ["search", "replace"]
+                            }
+                        },
+                        "pattern": string,
+                        "command": string,
+                        "message": string,
+                        "purpose": string
+                    },
+                    "required": ["action"]
+                }
+            },
+            "observe": {"type": "boolean"},
+            "next_steps": strings
+        },
+        "required": ["intent", "reply", "steps", "observe"]
+    })
+}
+
+/// What the validator needs to know about the project: whether a path exists now. Kept
+/// abstract so validation is testable without files and the workspace stays the only gate.
+pub trait PathProbe {
+    /// Whether `path` names an existing file (`Some(true)`), directory (`Some(false)`), or
+    /// nothing (`None`). Paths the gate refuses report `None`: the refusal comes when the step
+    /// runs, with the gate's own message.
+    fn probe(&self, path: &str) -> Option<bool>;
+}
+
+/// Parse and validate a reply. Every step is checked before anything runs: unknown actions,
+/// missing or mistyped arguments, file content posing as an action, WRITE over an existing
+/// file, MODIFY of a missing one, oversized content.
+pub fn parse_plan(value: &Value, probe: &dyn PathProbe) -> Result<Plan, PlanError> {
+    let obj = value.as_object().ok_or_else(|| {
+        PlanError(format!(
+            "the reply must be a JSON object, not {}",
+            kind(value)
+        ))
+    })?;
+    let intent = match obj.get("intent") {
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("chat") => Intent::Chat,
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("task") => Intent::Task,
+        Some(Value::String(s)) => {
+            return Err(PlanError(format!(
+                "`intent` must be \"chat\" or \"task\", not {s:?}"
+            )));
+        }
+        Some(other) => {
+            return Err(PlanError(format!(
+                "`intent` must be a string, not {}",
+                kind(other)
+            )));
+        }
+        None => return Err(PlanError("the reply has no `intent`".into())),
+    };
+    let reply = opt_string(obj.get("reply"), "reply")?.unwrap_or_default();
+    let analysis = match obj.get("analysis") {
+        None | Some(Value::Null) => Analysis::default(),
+        Some(v) => serde_json::from_value(lenient_analysis(v))
+            .map_err(|e| PlanError(format!("`analysis` is malformed: {e}")))?,
+    };
+    let observe = match obj.get("observe") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(PlanError(format!(
+                "`observe` must be true or false, not {}",
+                kind(other)
+            )));
+        }
+    };
+    let next_steps = string_list(obj.get("next_steps"), "next_steps")?;
+    let raw_steps = match obj.get("steps") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(other) => {
+            return Err(PlanError(format!(
+                "`steps` must be an array, not {}",
+                kind(other)
+            )));
+        }
+    };
+    if raw_steps.len() > MAX_STEPS {
+        return Err(PlanError(format!(
+            "the plan has {} steps; at most {MAX_STEPS} are allowed: split the work",
+            raw_steps.len()
+        )));
+    }
+    if intent == Intent::Chat {
+        if reply.trim().is_empty() {
+            return Err(PlanError("a chat reply needs a non-empty `reply`".into()));
+        }
+        return Ok(Plan {
+            intent,
+            reply,
+            analysis,
+            steps: Vec::new(),
+            observe: false,
+            next_steps,
+        });
+    }
+    let mut steps = Vec::with_capacity(raw_steps.len());
+    let mut sim = Simulation::default();
+    for (i, raw) in raw_steps.iter().enumerate() {
+        let n = i + 1;
+        let step = parse_step(raw).map_err(|e| PlanError(format!("step {n}: {e}")))?;
+        sim.apply(&step.step, probe).map_err(|e| {
+            PlanError(format!(
+                "step {n} ({} {}): {e}",
+                step.step.action(),
+                step.step.target()
+            ))
+        })?;
+        steps.push(step);
+    }
+    if steps.is_empty() && !observe {
+        return Err(PlanError(
+            "a task reply needs at least one step (or use intent \"chat\")".into(),
+        ));
+    }
+    Ok(Plan {
+        intent,
+        reply,
+        analysis,
+        steps,
+        observe,
+        next_steps,
+    })
+}
+
+/// Tolerate `complexity` in any case and string lists given as a single string.
+fn lenient_analysis(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(obj) = v.as_object_mut() {
+        if let Some(Value::String(c)) = obj.get("complexity") {
+            let lower = c.to_ascii_lowercase();
+            let ok = ["simple", "moderate", "complex"].contains(&lower.as_str());
+            obj.insert(
+                "complexity".into(),
+                Value::String(if ok { lower } else { "simple".into() }),
+            );
+        }
+        for field in [
+            "files_to_read",
+            "files_to_create",
+            "files_to_modify",
+            "success_criteria",
+        ] {
+            if let Some(Value::String(s)) = obj.get(field) {
+                let s = s.clone();
+                obj.insert(field.into(), json!([s]));
+            }
+        }
+        if let Some(r) = obj.get("risks")
+            && !r.is_string()
+        {
+            let text = r.to_string();
+            obj.insert("risks".into(), Value::String(text));
+        }
+    }
+    v
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn opt_string(v: Option<&Value>, field: &str) -> Result<Option<String>, PlanError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(PlanError(format!(
+            "`{field}` must be a string, not {}",
+            kind(other)
+        ))),
+    }
+}
+
+fn string_list(v: Option<&Value>, field: &str) -> Result<Vec<String>, PlanError> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(vec![s.clone()]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(PlanError(format!(
+                    "`{field}` must hold strings, found {}",
+                    kind(other)
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(PlanError(format!(
+            "`{field}` must be an array of strings, not {}",
+            kind(other)
+        ))),
+    }
+}
+
+fn required(
+    obj: &serde_json::Map<String, Value>,
+    field: &str,
+    action: &str,
+) -> Result<String, String> {
+    match obj.get(field) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) | None | Some(Value::Null) => {
+            Err(format!("{action} needs a non-empty `{field}`"))
+        }
+        Some(other) => Err(format!(
+            "{action}: `{field}` must be a string, not {}",
+            kind(other)
+        )),
+    }
+}
+
+fn optional(
+    obj: &serde_json::Map<String, Value>,
+    field: &str,
+    action: &str,
+) -> Result<Option<String>, String> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "{action}: `{field}` must be a string, not {}",
+            kind(other)
+        )),
+    }
+}
+
+fn check_content(content: &str, path: &str) -> Result<(), String> {
+    if content.len() > MAX_CONTENT_BYTES {
+        return Err(format!(
+            "the content for {path} is {} KB; at most {} KB may be written in one step: split the file or the change",
+            content.len() / 1024,
+            MAX_CONTENT_BYTES / 1024
+        ));
+    }
+    Ok(())
+}
+
+/// A path argument that is really file content (a model pasting code where a path belongs).
+fn check_path(path: &str, action: &str) -> Result<(), String> {
+    if path.contains('\n') || path.len() > 4096 {
+        return Err(format!(
+            "{action}: `path` looks like file content, not a path"
+        ));
+    }
+    Ok(())
+}
+
+fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
+    let obj = raw
+        .as_object()
+        .ok_or_else(|| format!("each step must be an object, not {}", kind(raw)))?;
+    let action_raw = match obj.get("action") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => return Err(format!("`action` must be a string, not {}", kind(other))),
+        None => return Err("the step has no `action`".into()),
+    };
+    let action = action_raw
+        .trim()
+        .to_ascii_uppercase()
+        .replace([' ', '-'], "_");
+    if !ACTIONS.contains(&action.as_str()) {
+        let shown: String = action_raw.chars().take(60).collect();
+        if action_raw.contains('\n')
+            || action_raw.len() > 40
+            || action_raw.contains('(')
+            || action_raw.contains('=')
+        {
+            return Err(format!(
+                "`action` holds what looks like file content or a command (`{}`), not an action; put content in `content` and commands in a RUN step",
+                shown.lines().next().unwrap_or_default()
+            ));
+        }
+        return Err(format!(
+            "unknown action `{shown}`; expected one of {}",
+            ACTIONS.join(", ")
+        ));
+    }
+    let purpose = optional(obj, "purpose", &action)?.unwrap_or_default();
+    let path_or_dot = |field: &str| -> Result<String, String> {
+        Ok(optional(obj, field, &action)?
+            .filter(|p| !p.trim().is_empty())
+            .unwrap_or_else(|| ".".into()))
+    };
+    let step = match action.as_str() {
+        "READ" => Step::Read {
+            path: required(obj, "path", &action)?,
+        },
+        "WRITE" => {
+            let path = required(obj, "path", &action)?;
+            let content = match obj.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                None | Some(Value::Null) => {
+                    return Err(format!("WRITE {path} needs `content` (the whole file)"));
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "WRITE {path}: `content` must be a string, not {}",
+                        kind(other)
+                    ));
+                }
+            };
+            check_content(&content, &path)?;
+            Step::Write { path, content }
+        }
+        "MODIFY" => {
+            let path = required(obj, "path", &action)?;
+            let content = optional(obj, "content", &action)?;
+            let edits: Vec<Edit> = match obj.get("edits") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(v @ Value::Array(_)) => serde_json::from_value(v.clone())
+                    .map_err(|_| format!("MODIFY {path}: each edit must be {{\"search\": \"...\", \"replace\": \"...\"}}"))?,
+                Some(other) => return Err(format!("MODIFY {path}: `edits` must be an array, not {}", kind(other))),
+            };
+            if edits.is_empty() && content.is_none() {
+                return Err(format!(
+                    "MODIFY {path} needs `edits` (search/replace pairs) or `content` (the whole new file)"
+                ));
+            }
+            if let Some(i) = edits.iter().position(|e| e.search.is_empty()) {
+                return Err(format!(
+                    "MODIFY {path}: edit {} has an empty `search`; copy the exact text to replace",
+                    i + 1
+                ));
+            }
+            if let Some(c) = &content {
+                check_content(c, &path)?;
+            }
+            let total: usize = edits.iter().map(|e| e.replace.len()).sum();
+            check_content(&" ".repeat(total.min(MAX_CONTENT_BYTES + 1)), &path)?;
+            Step::Modify {
+                path,
+                edits,
+                content,
+            }
+        }
+        "TREE" => Step::Tree {
+            path: path_or_dot("path")?,
+        },
+        "LIST_PATH" => Step::ListPath {
+            path: path_or_dot("path")?,
+        },
+        "MKDIR" => Step::Mkdir {
+            path: required(obj, "path", &action)?,
+        },
+        "TOUCH" => Step::Touch {
+            path: required(obj, "path", &action)?,
+        },
+        "RM" => Step::Rm {
+            path: required(obj, "path", &action)?,
+        },
+        "MV" => {
+            let path = required(obj, "path", &action)?;
+            let to = match optional(obj, "to", &action)?.or(optional(obj, "destination", &action)?)
+            {
+                Some(to) if !to.trim().is_empty() => to,
+                _ => return Err(format!("MV {path} needs `to` (the destination)")),
+            };
+            check_path(&to, &action)?;
+            Step::Mv { path, to }
+        }
+        "SEARCH" => Step::Search {
+            pattern: required(obj, "pattern", &action)?,
+            path: optional(obj, "path", &action)?.filter(|p| !p.trim().is_empty()),
+        },
+        "RUN" => {
+            let command = required(obj, "command", &action)?;
+            if command.len() > 8192 {
+                return Err(
+                    "RUN: the command is longer than 8 KB; write a script file and run that".into(),
+                );
+            }
+            Step::Run { command }
+        }
+        "FINISH" => Step::Finish {
+            message: optional(obj, "message", &action)?.unwrap_or_default(),
+        },
+        _ => return Err(format!("unknown action `{action}`")),
+    };
+    if let Step::Read { path }
+    | Step::Write { path, .. }
+    | Step::Modify { path, .. }
+    | Step::Mkdir { path }
+    | Step::Touch { path }
+    | Step::Rm { path }
+    | Step::Mv { path, .. } = &step
+    {
+        check_path(path, &action)?;
+    }
+    Ok(PlannedStep { step, purpose })
+}
+
+/// Tracks what the plan's earlier steps create and remove, so WRITE-after-RM and
+/// MODIFY-after-WRITE in one plan validate the way they will run.
+#[derive(Default)]
+struct Simulation {
+    created: HashSet<String>,
+    removed: HashSet<String>,
+}
+
+fn normal(path: &str) -> String {
+    let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
+    if trimmed.is_empty() {
+        ".".into()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+impl Simulation {
+    fn exists(&self, path: &str, probe: &dyn PathProbe) -> Option<bool> {
+        let key = normal(path);
+        if self.created.contains(&key) {
+            return Some(true);
+        }
+        if self.removed.contains(&key) {
+            return None;
+        }
+        probe.probe(&key)
+    }
+
+    fn apply(&mut self, step: &Step, probe: &dyn PathProbe) -> Result<(), String> {
+        match step {
+            Step::Write { path, .. } => {
+                match self.exists(path, probe) {
+                    Some(true) => {
+                        return Err(format!("{path} already exists; use MODIFY to change it"));
+                    }
+                    Some(false) => return Err(format!("{path} is a directory")),
+                    None => {}
+                }
+                self.created.insert(normal(path));
+            }
+            Step::Modify { path, .. } => match self.exists(path, probe) {
+                Some(true) => {}
+                Some(false) => return Err(format!("{path} is a directory")),
+                None => return Err(format!("{path} does not exist; use WRITE to create it")),
+            },
+            Step::Touch { path } => {
+                self.created.insert(normal(path));
+            }
+            Step::Rm { path } => {
+                self.created.remove(&normal(path));
+                self.removed.insert(normal(path));
+            }
+            Step::Mv { path, to } => {
+                self.created.remove(&normal(path));
+                self.removed.insert(normal(path));
+                self.created.insert(normal(to));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Files(&'static [&'static str]);
+
+    impl PathProbe for Files {
+        fn probe(&self, path: &str) -> Option<bool> {
+            self.0.contains(&path).then_some(true)
+        }
+    }
+
+    fn task(steps: Value) -> Value {
+        json!({"intent": "task", "reply": "ok", "steps": steps, "observe": false})
+    }
+
+    #[test]
+    fn a_valid_plan_parses() {
+        let v = task(json!([
+            {"action": "WRITE", "path": "calc.py", "content": "print(1)\n", "purpose": "script"},
+            {"action": "MODIFY", "path": "calc.py", "edits": [{"search": "1", "replace": "2"}]},
+            {"action": "run", "command": "python3 -m py_compile calc.py"},
+            {"action": "FINISH", "message": "done"}
+        ]));
+        let plan = parse_plan(&v, &Files(&[])).unwrap();
+        assert_eq!(plan.steps.len(), 4);
+        assert_eq!(plan.steps[0].purpose, "script");
+        assert!(matches!(plan.steps[2].step, Step::Run { .. }));
+    }
+
+    #[test]
+    fn rejects_what_would_half_apply() {
+        let probe = Files(&["app.py"]);
+        let cases = [
+            (
+                task(json!([{"action": "WRITE", "path": "app.py", "content": "x"}])),
+                "already exists",
+            ),
+            (
+                task(
+                    json!([{"action": "MODIFY", "path": "nope.py", "edits": [{"search": "a", "replace": "b"}]}]),
+                ),
+                "does not exist",
+            ),
+            (
+                task(json!([{"action": "DELETE_ALL", "path": "x"}])),
+                "unknown action",
+            ),
+            (
+                task(json!([{"action": "import os\nos.system('x')"}])),
+                "looks like file content",
+            ),
+            (
+                task(json!([{"action": "WRITE", "content": "x"}])),
+                "non-empty `path`",
+            ),
+            (
+                task(json!([{"action": "WRITE", "path": "a.py"}])),
+                "needs `content`",
+            ),
+            (
+                task(json!([{"action": "WRITE", "path": "a.py", "content": 5}])),
+                "must be a string",
+            ),
+            (
+                task(json!([{"action": "MV", "path": "app.py"}])),
+                "needs `to`",
+            ),
+            (
+                task(json!([{"action": "MODIFY", "path": "app.py"}])),
+                "needs `edits`",
+            ),
+            (
+                task(
+                    json!([{"action": "MODIFY", "path": "app.py", "edits": [{"search": "", "replace": "x"}]}]),
+                ),
+                "empty `search`",
+            ),
+            (task(json!([{"action": "RUN"}])), "non-empty `command`"),
+            (
+                task(
+                    json!([{"action": "WRITE", "path": "big.txt", "content": "x".repeat(2 * 1024 * 1024)}]),
+                ),
+                "at most",
+            ),
+            (task(json!("WRITE a.py")), "`steps` must be an array"),
+            (task(json!([42])), "must be an object"),
+            (
+                json!({"intent": "maybe", "steps": []}),
+                "\"chat\" or \"task\"",
+            ),
+            (json!({"reply": "x"}), "no `intent`"),
+            (json!([1, 2]), "JSON object"),
+            (
+                json!({"intent": "task", "reply": "x", "steps": []}),
+                "at least one step",
+            ),
+            (json!({"intent": "chat", "reply": ""}), "non-empty `reply`"),
+            (
+                json!({"intent": "task", "reply": "x", "observe": "yes", "steps": []}),
+                "`observe` must be",
+            ),
+        ];
+        for (value, expected) in cases {
+            let err = parse_plan(&value, &probe).expect_err(expected);
+            assert!(err.0.contains(expected), "expected `{expected}` in `{err}`");
+        }
+    }
+
+    #[test]
+    fn earlier_steps_count_in_validation() {
+        let probe = Files(&["old.txt"]);
+        let v = task(json!([
+            {"action": "RM", "path": "old.txt"},
+            {"action": "WRITE", "path": "old.txt", "content": "new"},
+            {"action": "WRITE", "path": "n.txt", "content": "a"},
+            {"action": "MODIFY", "path": "n.txt", "edits": [{"search": "a", "replace": "b"}]}
+        ]));
+        assert!(parse_plan(&v, &probe).is_ok());
+    }
+
+    #[test]
+    fn the_schema_lists_every_action() {
+        let s = schema().to_string();
+        for a in ACTIONS {
+            assert!(s.contains(a));
+        }
+    }
+}
