@@ -1,0 +1,807 @@
+//! The turn (SPEC section 3): one structured call; the plan shown and approved; steps carried
+//! out through the workspace in at most three phases (a further call only when the model asked
+//! to observe results or a step failed in a way it can fix, with at most one repair after a
+//! failed verification); the plan committed; the session log and memory updated.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use tokio_util::sync::CancellationToken;
+
+use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
+use super::events::{Approval, CallUsage, Event, FileView, Frontend, StepReport, TurnStatus};
+use super::journal::Journal;
+use super::plan::{self, Intent, PathProbe, Plan, PlannedStep, Step};
+use super::prompt::SYSTEM_PROMPT;
+use crate::exec::{self, RunOptions, SandboxMode};
+use crate::history::{PlanRecord, Session};
+use crate::llm::{LlmError, LlmRequest, Message, Provider, StreamEvent};
+use crate::workspace::{FileChange, Modification, Workspace};
+
+/// Most phases (model calls that return steps) in one turn.
+pub const MAX_PHASES: u32 = 3;
+/// Characters of one step's output sent back to the model.
+const RESULT_CHARS: usize = 6_000;
+
+/// How the agent behaves; built from the settings.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Model name (recorded in commits).
+    pub model: String,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Output token limit per call.
+    pub max_output_tokens: u32,
+    /// Stream replies (interactive use).
+    pub stream: bool,
+    /// Approve plans and RM without asking.
+    pub yes: bool,
+    /// Approve RUN without asking (only with `yes`).
+    pub allow_run: bool,
+    /// RUN prefixes approved without asking.
+    pub run_allow: Vec<String>,
+    /// RUN timeout.
+    pub run_timeout: Duration,
+    /// Refuse RUN that cannot be confined.
+    pub require_sandbox: bool,
+    /// Secret values to keep out of commands' environments and logs.
+    pub secrets: Vec<String>,
+    /// Context budget.
+    pub budget: Budget,
+}
+
+/// Calls and tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Model calls.
+    pub calls: u32,
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.calls += other.calls;
+        self.input += other.input;
+        self.output += other.output;
+    }
+}
+
+/// The result of one turn, for the caller's exit code.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// How it ended.
+    pub status: TurnStatus,
+    /// Calls and tokens it used.
+    pub tally: Tally,
+    /// The commit that records it, if any.
+    pub commit: Option<String>,
+}
+
+/// An agent session: the model, the workspace, the history, the memory of past turns.
+pub struct Agent {
+    provider: Box<dyn Provider>,
+    workspace: Workspace,
+    history: Option<Session>,
+    journal: Option<Journal>,
+    memory: Memory,
+    options: AgentOptions,
+    totals: Tally,
+}
+
+/// Why a model call produced no usable reply.
+enum CallFailure {
+    Cancelled,
+    Failed(String),
+}
+
+impl Agent {
+    /// An agent over these parts. `history` is `None` when the session keeps no git record.
+    pub fn new(
+        provider: Box<dyn Provider>,
+        workspace: Workspace,
+        history: Option<Session>,
+        journal: Option<Journal>,
+        options: AgentOptions,
+    ) -> Self {
+        Self { provider, workspace, history, journal, memory: Memory::default(), options, totals: Tally::default() }
+    }
+
+    /// Calls and tokens of the whole session so far.
+    pub fn totals(&self) -> Tally {
+        self.totals
+    }
+
+    /// The workspace (for undo/redo from a session).
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The git session, if any.
+    pub fn history(&self) -> Option<&Session> {
+        self.history.as_ref()
+    }
+
+    /// Take the git session out (at the end, to print its summary and release its lock).
+    pub fn take_history(&mut self) -> Option<Session> {
+        self.history.take()
+    }
+
+    /// Change the model for later turns (`/model`).
+    pub fn set_model(&mut self, model: String) {
+        self.options.model = model;
+    }
+
+    /// Forget the session memory (`/clear`).
+    pub fn clear_memory(&mut self) {
+        self.memory.clear();
+    }
+
+    fn log(&self, f: impl FnOnce(&Journal) -> std::io::Result<()>) {
+        if let Some(j) = &self.journal {
+            // A full disk must not break the turn; the session log is a record, not the work.
+            let _ = f(j);
+        }
+    }
+
+    /// Carry out one request.
+    pub async fn turn(&mut self, request: &str, frontend: &dyn Frontend, cancel: &CancellationToken) -> TurnOutcome {
+        let mut request = request.trim().to_string();
+        loop {
+            match self.attempt(&request, frontend, cancel).await {
+                Attempt::Done(outcome) => {
+                    self.totals.add(outcome.tally);
+                    return outcome;
+                }
+                Attempt::Amend(new_request, tally) => {
+                    self.totals.add(tally);
+                    request = new_request;
+                }
+            }
+        }
+    }
+
+    async fn call(
+        &self,
+        messages: &[Message],
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        tally: &mut Tally,
+        phase: u32,
+    ) -> Result<crate::llm::LlmReply, CallFailure> {
+        frontend.event(&Event::Thinking { phase });
+        let req = LlmRequest {
+            system: SYSTEM_PROMPT.to_string(),
+            messages: messages.to_vec(),
+            schema: plan::schema(),
+            schema_name: "pai_plan".to_string(),
+            temperature: self.options.temperature,
+            max_output_tokens: self.options.max_output_tokens,
+            stream: self.options.stream,
+        };
+        let streamer = ReplyStreamer::default();
+        let on_text = |ev: StreamEvent<'_>| {
+            if let Some(delta) = streamer.feed(ev) {
+                frontend.event(&Event::TextDelta { text: delta });
+            }
+        };
+        let result = tokio::select! {
+            r = self.provider.complete(&req, &on_text) => r,
+            _ = cancel.cancelled() => return Err(CallFailure::Cancelled),
+        };
+        match result {
+            Ok(reply) => {
+                tally.calls += 1;
+                tally.input += reply.usage.input;
+                tally.output += reply.usage.output;
+                let usage = CallUsage { input: reply.usage.input, output: reply.usage.output, cached: reply.usage.cached };
+                frontend.event(&Event::Usage { call: tally.calls, usage });
+                Ok(reply)
+            }
+            Err(e) => {
+                tally.calls += 1;
+                Err(CallFailure::Failed(describe_llm_error(&e)))
+            }
+        }
+    }
+
+    async fn attempt(&mut self, request: &str, frontend: &dyn Frontend, cancel: &CancellationToken) -> Attempt {
+        let mut tally = Tally::default();
+        self.log(|j| j.user(request));
+        let project = WorkspaceView(&self.workspace);
+        let first = context::build(request, &project, &self.memory, &self.options.budget);
+        let mut messages = vec![Message::user(first)];
+        let mut phase = 1;
+        let mut corrected = false;
+        let mut repaired = false;
+        let mut changes: Vec<FileChange> = Vec::new();
+        let mut side_effects: BTreeSet<String> = BTreeSet::new();
+        let mut step_lines: Vec<String> = Vec::new();
+        let mut verified: Option<bool> = None;
+        let mut next_steps = Vec::new();
+        let mut final_message = String::new();
+        let mut status = TurnStatus::Success;
+
+        loop {
+            let reply = match self.call(&messages, frontend, cancel, &mut tally, phase).await {
+                Ok(r) => r,
+                Err(CallFailure::Cancelled) => {
+                    status = TurnStatus::Interrupted;
+                    final_message = "interrupted while waiting for the model".into();
+                    break;
+                }
+                Err(CallFailure::Failed(msg)) => {
+                    status = TurnStatus::Failed;
+                    final_message = msg;
+                    break;
+                }
+            };
+            let probe = WorkspaceView(&self.workspace);
+            let plan = match plan::parse_plan(&reply.value, &probe) {
+                Ok(p) => p,
+                Err(e) if !corrected && tally.calls < MAX_PHASES + 1 => {
+                    // One chance to correct a malformed plan: models usually fix what they are told.
+                    corrected = true;
+                    frontend.event(&Event::Notice { text: format!("the model's plan was rejected ({e}); asking it once to correct it") });
+                    self.log(|j| j.note(&format!("plan rejected: {e}")));
+                    messages.push(Message::assistant(reply.raw.clone()));
+                    messages.push(Message::user(format!(
+                        "Your reply was rejected and nothing was run: {e}\nReply again with the complete corrected JSON object."
+                    )));
+                    continue;
+                }
+                Err(e) => {
+                    status = TurnStatus::Failed;
+                    final_message = format!("the model's plan was invalid, so nothing was run: {e}");
+                    self.log(|j| j.note(&final_message));
+                    break;
+                }
+            };
+            if !plan.next_steps.is_empty() {
+                next_steps = plan.next_steps.clone();
+            }
+            if plan.intent == Intent::Chat {
+                if phase == 1 && changes.is_empty() {
+                    frontend.event(&Event::Answer { text: plan.reply.clone() });
+                    self.log(|j| j.answer(&plan.reply));
+                    status = TurnStatus::Answered;
+                    final_message = plan.reply.clone();
+                } else {
+                    final_message = plan.reply.clone();
+                }
+                break;
+            }
+            self.log(|j| j.planning(phase, &plan));
+            frontend.event(&Event::Plan {
+                phase,
+                reply: plan.reply.clone(),
+                analysis: plan.analysis.clone(),
+                complexity: plan.analysis.complexity,
+                steps: plan.steps.clone(),
+                observe: plan.observe,
+            });
+
+            let mutating = plan.steps.iter().any(|s| s.step.mutates());
+            if mutating && let Some(reason) = self.history.as_ref().and_then(|h| h.read_only_reason().map(str::to_string)) {
+                status = TurnStatus::Failed;
+                final_message = format!("this session is read-only ({reason}), so the plan was not carried out");
+                break;
+            }
+            if (phase == 1 || mutating) && !self.options.yes {
+                match blocking(|| frontend.approve_plan(&plan.steps)) {
+                    Approval::Yes => {}
+                    Approval::No => {
+                        status = TurnStatus::Rejected;
+                        final_message = "plan declined; nothing was changed by it".into();
+                        break;
+                    }
+                    Approval::Amend(text) if !text.trim().is_empty() && changes.is_empty() => {
+                        self.log(|j| j.note(&format!("request amended: {text}")));
+                        return Attempt::Amend(text, tally);
+                    }
+                    Approval::Amend(_) => {
+                        status = TurnStatus::Rejected;
+                        final_message = "plan declined; nothing was changed by it".into();
+                        break;
+                    }
+                }
+            }
+            if let Some(history) = self.history.as_mut() {
+                let paths: Vec<String> =
+                    plan.steps.iter().flat_map(|s| s.step.written_paths()).filter_map(|p| self.workspace.check(p).ok()).map(|p| p.to_string()).collect();
+                if !paths.is_empty()
+                    && let Err(e) = history.prepare(&self.workspace, &paths)
+                {
+                    status = TurnStatus::Failed;
+                    final_message = format!("could not save your current versions of the files before changing them, so nothing was run: {e}");
+                    break;
+                }
+            }
+
+            let (reports, outcome) = self.execute(&plan, phase, frontend, cancel, &mut changes, &mut side_effects).await;
+            for r in &reports {
+                step_lines.push(format!("{} {}: {}", r.action, first_line(&r.target), if r.ok { "ok" } else { "FAILED" }));
+            }
+            self.log(|j| j.execution(phase, &reports));
+            if let Some(v) = outcome.verified {
+                verified = Some(v);
+            }
+            if let Some(msg) = &outcome.finish_message {
+                final_message = msg.clone();
+            }
+            if outcome.interrupted {
+                status = TurnStatus::Interrupted;
+                final_message = "interrupted; the steps already done are kept".into();
+                break;
+            }
+            let observed = plan.observe && reports.iter().any(|r| r.ok && is_observation(&r.action));
+            let repair = outcome.fixable_failure && !(outcome.failed_verification && repaired);
+            if phase < MAX_PHASES && (observed || repair) {
+                if outcome.failed_verification {
+                    repaired = true;
+                }
+                messages.push(Message::assistant(reply.raw.clone()));
+                messages.push(Message::user(results_message(&reports, phase)));
+                phase += 1;
+                continue;
+            }
+            if outcome.failed {
+                status = TurnStatus::Failed;
+                if final_message.is_empty() || outcome.failed {
+                    final_message = outcome.failure_message.unwrap_or_else(|| "a step failed".into());
+                    if phase == MAX_PHASES && (observed || outcome.fixable_failure) {
+                        final_message = format!("{final_message} (stopped after {MAX_PHASES} phases)");
+                    }
+                }
+            } else if plan.observe && !observed && reports.iter().all(|r| !r.ok || !is_observation(&r.action)) {
+                // The model wanted to look at results but there were none to show.
+                status = TurnStatus::Failed;
+            }
+            break;
+        }
+
+        if final_message.is_empty() {
+            final_message = match status {
+                TurnStatus::Success => "done".into(),
+                _ => "the turn did not complete".into(),
+            };
+        }
+        let commit = self.commit(request, &changes, &side_effects, &step_lines, &tally, frontend);
+        let files: Vec<String> = touched_paths(&changes).into_iter().collect();
+        self.memory.push(TurnMemo { request: request.to_string(), outcome: format!("{status:?}: {}", first_line(&final_message)), files });
+        self.log(|j| j.finished(status, &final_message, &next_steps, tally.calls, tally.input, tally.output));
+        frontend.event(&Event::Finished {
+            status,
+            message: final_message,
+            next_steps,
+            calls: tally.calls,
+            input_tokens: tally.input,
+            output_tokens: tally.output,
+            verified,
+        });
+        Attempt::Done(TurnOutcome { status, tally, commit })
+    }
+
+    fn commit(
+        &mut self,
+        request: &str,
+        changes: &[FileChange],
+        side_effects: &BTreeSet<String>,
+        steps: &[String],
+        tally: &Tally,
+        frontend: &dyn Frontend,
+    ) -> Option<String> {
+        let history = self.history.as_mut()?;
+        let mut touched = touched_paths(changes);
+        touched.extend(side_effects.iter().cloned());
+        if touched.is_empty() || history.read_only_reason().is_some() {
+            return None;
+        }
+        let record = PlanRecord {
+            request: request.to_string(),
+            steps: steps.to_vec(),
+            touched: touched.into_iter().collect(),
+            side_effects: side_effects.iter().cloned().collect(),
+            model: self.options.model.clone(),
+            calls: tally.calls,
+            input_tokens: tally.input,
+            output_tokens: tally.output,
+        };
+        match history.commit_plan(&self.workspace, &record) {
+            Ok(Some(info)) => {
+                let branch = history.branch().unwrap_or_default().to_string();
+                for w in &info.warnings {
+                    frontend.event(&Event::Notice { text: w.clone() });
+                }
+                let short = info.short_id.clone();
+                self.log(|j| j.commit(&short, &branch));
+                frontend.event(&Event::Committed { commit: short.clone(), branch });
+                Some(short)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                let text = format!("the plan's changes are on disk but could not be committed: {e}");
+                self.log(|j| j.note(&text));
+                frontend.event(&Event::Notice { text });
+                None
+            }
+        }
+    }
+
+    async fn execute(
+        &self,
+        plan: &Plan,
+        phase: u32,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        changes: &mut Vec<FileChange>,
+        side_effects: &mut BTreeSet<String>,
+    ) -> (Vec<StepReport>, PhaseOutcome) {
+        let mut reports = Vec::new();
+        let mut outcome = PhaseOutcome::default();
+        for (i, planned) in plan.steps.iter().enumerate() {
+            if cancel.is_cancelled() {
+                outcome.interrupted = true;
+                break;
+            }
+            let mut report = StepReport {
+                index: i + 1,
+                phase,
+                action: planned.step.action().to_string(),
+                target: planned.step.target(),
+                ok: true,
+                output: String::new(),
+                diff: None,
+                file_view: None,
+            };
+            match self.run_step(planned, frontend, cancel, &mut report, changes, side_effects).await {
+                Ok(kind) => {
+                    if let StepKind::Verification(ok) = kind {
+                        outcome.verified = Some(ok);
+                        if !ok {
+                            report.ok = false;
+                            outcome.failed = true;
+                            outcome.fixable_failure = true;
+                            outcome.failed_verification = true;
+                            outcome.failure_message = Some(format!("verification failed: {}", first_line(&planned.step.target())));
+                        }
+                    }
+                    if let StepKind::Finish(msg) = kind {
+                        outcome.finish_message = Some(msg);
+                    }
+                }
+                Err(StepError { message, fixable }) => {
+                    report.ok = false;
+                    report.output = message.clone();
+                    outcome.failed = true;
+                    outcome.fixable_failure = fixable;
+                    outcome.failure_message = Some(format!("{} {} failed: {message}", report.action, first_line(&report.target)));
+                }
+            }
+            let ok = report.ok;
+            frontend.event(&Event::Step(report.clone()));
+            reports.push(report);
+            if !ok {
+                break;
+            }
+            if cancel.is_cancelled() {
+                outcome.interrupted = true;
+                break;
+            }
+        }
+        (reports, outcome)
+    }
+
+    async fn run_step(
+        &self,
+        planned: &PlannedStep,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        report: &mut StepReport,
+        changes: &mut Vec<FileChange>,
+        side_effects: &mut BTreeSet<String>,
+    ) -> Result<StepKind, StepError> {
+        let ws = &self.workspace;
+        let refuse = |e: crate::workspace::WorkspaceError| StepError { fixable: e.is_fixable_by_model(), message: e.to_string() };
+        let mut record = |report: &mut StepReport, change: FileChange| {
+            if !change.diff.is_empty() {
+                report.diff = Some(change.diff.clone());
+            }
+            report.output = change.summary();
+            changes.push(change);
+        };
+        match &planned.step {
+            Step::Read { path } => {
+                let out = ws.read(path).map_err(refuse)?;
+                report.output = out.note();
+                report.file_view = out.text().map(|t| FileView { path: path.clone(), text: t.to_string() });
+            }
+            Step::Write { path, content } => record(report, ws.write_new(path, content).map_err(refuse)?),
+            Step::Modify { path, edits, content } => {
+                let m = match content {
+                    Some(c) if edits.is_empty() => Modification::Content(c.clone()),
+                    _ => Modification::Edits(edits.iter().map(|e| crate::workspace::Edit { search: e.search.clone(), replace: e.replace.clone() }).collect()),
+                };
+                record(report, ws.modify(path, &m).map_err(refuse)?);
+            }
+            Step::Tree { path } => report.output = ws.tree(path).map_err(refuse)?,
+            Step::ListPath { path } => report.output = ws.list_path(path).map_err(refuse)?,
+            Step::Mkdir { path } => record(report, ws.mkdir(path).map_err(refuse)?),
+            Step::Touch { path } => record(report, ws.touch(path).map_err(refuse)?),
+            Step::Rm { path } => {
+                let is_dir = ws.is_dir(path).map_err(refuse)?;
+                let needs_confirm = !self.options.yes || is_dir;
+                if needs_confirm && !blocking(|| frontend.confirm_rm(path, is_dir)) {
+                    return Err(StepError { message: format!("removing {path} was not confirmed by the user"), fixable: false });
+                }
+                let removed = ws.rm(path, is_dir).map_err(refuse)?;
+                let n = removed.len();
+                for c in removed {
+                    changes.push(c);
+                }
+                report.output = format!("removed {path} ({n} file(s))");
+            }
+            Step::Mv { path, to } => {
+                let moved = ws.mv(path, to).map_err(refuse)?;
+                for c in moved {
+                    changes.push(c);
+                }
+                report.output = format!("moved {path} to {to}");
+            }
+            Step::Search { pattern, path } => report.output = ws.search(pattern, path.as_deref()).map_err(refuse)?,
+            Step::Run { command } => return self.run_command(command, frontend, cancel, report, side_effects).await,
+            Step::Finish { message } => {
+                report.output = message.clone();
+                return Ok(StepKind::Finish(message.clone()));
+            }
+        }
+        Ok(StepKind::Plain)
+    }
+
+    async fn run_command(
+        &self,
+        command: &str,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        report: &mut StepReport,
+        side_effects: &mut BTreeSet<String>,
+    ) -> Result<StepKind, StepError> {
+        let mode = if self.options.require_sandbox { SandboxMode::Require } else { SandboxMode::Prefer };
+        let unconfined = exec::unconfined_reason(mode);
+        if self.options.require_sandbox && matches!(exec::sandbox_support(), exec::SandboxSupport::Unavailable(_)) {
+            return Err(StepError {
+                message: "RUN refused: this kernel cannot confine commands and the configuration requires it (run.require_sandbox)".into(),
+                fixable: false,
+            });
+        }
+        let auto = unconfined.is_none()
+            && ((self.options.yes && self.options.allow_run) || exec::is_preapproved(command, &self.options.run_allow));
+        if !auto && !blocking(|| frontend.approve_run(command, unconfined.is_none())) {
+            return Err(StepError { message: "the user denied running this command".into(), fixable: true });
+        }
+        let before = snapshot(&self.workspace);
+        let opts = RunOptions {
+            timeout: self.options.run_timeout,
+            sandbox: mode,
+            secrets: self.options.secrets.clone(),
+            ..RunOptions::default()
+        };
+        let root = self.workspace.root().to_path_buf();
+        let outcome = tokio::select! {
+            r = exec::run_command(&root, command, &opts) => r,
+            _ = cancel.cancelled() => return Err(StepError { message: "interrupted; the command was stopped".into(), fixable: false }),
+        };
+        let outcome = outcome.map_err(|e| StepError { message: e.to_string(), fixable: false })?;
+        for path in changed_since(&self.workspace, &before) {
+            side_effects.insert(path);
+        }
+        report.output = outcome.summary_for_model();
+        Ok(StepKind::Verification(outcome.success()))
+    }
+}
+
+enum Attempt {
+    Done(TurnOutcome),
+    Amend(String, Tally),
+}
+
+enum StepKind {
+    Plain,
+    Verification(bool),
+    Finish(String),
+}
+
+struct StepError {
+    message: String,
+    fixable: bool,
+}
+
+#[derive(Default)]
+struct PhaseOutcome {
+    failed: bool,
+    fixable_failure: bool,
+    failed_verification: bool,
+    failure_message: Option<String>,
+    interrupted: bool,
+    verified: Option<bool>,
+    finish_message: Option<String>,
+}
+
+fn is_observation(action: &str) -> bool {
+    matches!(action, "READ" | "TREE" | "LIST_PATH" | "SEARCH" | "RUN")
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or_default()
+}
+
+fn touched_paths(changes: &[FileChange]) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    for c in changes {
+        for p in c.paths() {
+            set.insert(p.to_string());
+        }
+    }
+    set
+}
+
+/// What the next phase's call carries: only the new results.
+fn results_message(reports: &[StepReport], phase: u32) -> String {
+    let mut out = format!("Results of phase {phase}:\n");
+    for r in reports {
+        out.push_str(&format!("[{}] {} {}: {}\n", r.index, r.action, first_line(&r.target), if r.ok { "OK" } else { "FAILED" }));
+        let body = match &r.file_view {
+            Some(view) => format!("{}\n{}", r.output, view.text),
+            None => r.output.clone(),
+        };
+        if !body.trim().is_empty() {
+            out.push_str(&context::truncate(body.trim_end(), RESULT_CHARS));
+            out.push('\n');
+        }
+    }
+    out.push_str("Continue: reply with the remaining steps (or fix what failed), or intent \"chat\" if nothing is left to do.");
+    out
+}
+
+/// Call a blocking frontend method from inside the runtime without stalling other tasks.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+fn describe_llm_error(e: &LlmError) -> String {
+    format!("the model call failed: {e}")
+}
+
+/// Modification times and sizes of the project's files, to find what a RUN changed.
+type Snapshot = BTreeMap<String, (Option<SystemTime>, u64)>;
+
+const SNAPSHOT_MAX_FILES: usize = 50_000;
+
+fn snapshot(ws: &Workspace) -> Snapshot {
+    let (files, _) = ws.project_files(SNAPSHOT_MAX_FILES);
+    files
+        .into_iter()
+        .filter_map(|f| {
+            let meta = std::fs::symlink_metadata(ws.root().join(&f)).ok()?;
+            Some((f, (meta.modified().ok(), meta.len())))
+        })
+        .collect()
+}
+
+fn changed_since(ws: &Workspace, before: &Snapshot) -> Vec<String> {
+    let after = snapshot(ws);
+    let mut changed: Vec<String> = after.iter().filter(|(k, v)| before.get(*k) != Some(v)).map(|(k, _)| k.clone()).collect();
+    changed.extend(before.keys().filter(|k| !after.contains_key(*k)).cloned());
+    changed
+}
+
+/// The workspace seen by the context builder and the plan validator.
+struct WorkspaceView<'a>(&'a Workspace);
+
+impl ProjectView for WorkspaceView<'_> {
+    fn files(&self, max: usize) -> (Vec<String>, usize) {
+        self.0.project_files(max)
+    }
+
+    fn text(&self, path: &str) -> Option<String> {
+        let out = self.0.read(path).ok()?;
+        out.text().map(str::to_string)
+    }
+}
+
+impl PathProbe for WorkspaceView<'_> {
+    fn probe(&self, path: &str) -> Option<bool> {
+        let rel = self.0.check(path).ok()?;
+        let meta = std::fs::symlink_metadata(self.0.root().join(rel.to_string())).ok()?;
+        Some(!meta.is_dir())
+    }
+}
+
+/// Pulls the `reply` string out of the raw JSON as it streams, so a chat answer or the
+/// acknowledgment appears live instead of after the whole object arrived.
+#[derive(Default)]
+struct ReplyStreamer {
+    state: Mutex<StreamState>,
+}
+
+#[derive(Default)]
+struct StreamState {
+    raw: String,
+    emitted: usize,
+}
+
+impl ReplyStreamer {
+    fn feed(&self, ev: StreamEvent<'_>) -> Option<String> {
+        let mut st = self.state.lock().ok()?;
+        match ev {
+            StreamEvent::Restart => {
+                st.raw.clear();
+                st.emitted = 0;
+                None
+            }
+            StreamEvent::Text(t) => {
+                st.raw.push_str(t);
+                let decoded = partial_reply(&st.raw)?;
+                if decoded.len() > st.emitted {
+                    let delta = decoded[st.emitted..].to_string();
+                    st.emitted = decoded.len();
+                    Some(delta)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// The decoded prefix of the `"reply"` string in a partial JSON text.
+fn partial_reply(raw: &str) -> Option<String> {
+    let key = raw.find("\"reply\"")?;
+    let rest = raw[key + 7..].trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('"') => out.push('"'),
+                Some('\\') => out.push('\\'),
+                Some('/') => out.push('/'),
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    if hex.len() < 4 {
+                        break;
+                    }
+                    if let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                        out.push(ch);
+                    }
+                }
+                Some(other) => out.push(other),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_reply_decodes_as_it_grows() {
+        assert_eq!(partial_reply(r#"{"intent":"chat","reply":"Hel"#).as_deref(), Some("Hel"));
+        assert_eq!(partial_reply(r#"{"reply": "a\nb \"c\"", "x": 1}"#).as_deref(), Some("a\nb \"c\""));
+        assert_eq!(partial_reply(r#"{"intent":"#), None);
+    }
+}
