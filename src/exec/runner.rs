@@ -227,22 +227,32 @@ fn prepare_sandbox(
     root: &Path,
     shown: &str,
 ) -> Result<Option<OwnedFd>, ExecError> {
-    match (opts.sandbox, sandbox::sandbox_support()) {
-        (SandboxMode::Off, _) | (SandboxMode::Prefer, SandboxSupport::Unavailable(_)) => Ok(None),
-        (SandboxMode::Require, SandboxSupport::Unavailable(reason)) => {
-            Err(ExecError::SandboxRequired {
-                command: shown.to_string(),
-                reason,
-            })
+    let confine = should_confine(opts.sandbox, sandbox::sandbox_support()).map_err(|reason| {
+        ExecError::SandboxRequired {
+            command: shown.to_string(),
+            reason,
         }
-        (_, SandboxSupport::Full | SandboxSupport::Partial(_)) => {
-            sandbox::build_ruleset(root, &opts.extra_writable)
-                .map(Some)
-                .map_err(|reason| ExecError::SandboxSetup {
-                    command: shown.to_string(),
-                    reason,
-                })
-        }
+    })?;
+    if !confine {
+        return Ok(None);
+    }
+    sandbox::build_ruleset(root, &opts.extra_writable)
+        .map(Some)
+        .map_err(|reason| ExecError::SandboxSetup {
+            command: shown.to_string(),
+            reason,
+        })
+}
+
+/// Whether to confine under `mode` given what the kernel offers, or why running is refused.
+/// A partial sandbox still confines writes, so it satisfies [`SandboxMode::Require`].
+fn should_confine(mode: SandboxMode, support: SandboxSupport) -> Result<bool, String> {
+    match (mode, support) {
+        (SandboxMode::Off, _) => Ok(false),
+        (SandboxMode::Prefer, SandboxSupport::Unavailable(_)) => Ok(false),
+        (SandboxMode::Require, SandboxSupport::Unavailable(reason)) => Err(reason),
+        (SandboxMode::Require | SandboxMode::Prefer, SandboxSupport::Full) => Ok(true),
+        (SandboxMode::Require | SandboxMode::Prefer, SandboxSupport::Partial(_)) => Ok(true),
     }
 }
 
@@ -453,6 +463,23 @@ mod tests {
                 .summary_for_model()
                 .starts_with("timed out after 1.2 s")
         );
+    }
+
+    #[test]
+    fn sandbox_decision_per_mode_and_kernel() {
+        let none = || SandboxSupport::Unavailable("no Landlock here".into());
+        let partial = || SandboxSupport::Partial("ABI 1".into());
+        assert_eq!(should_confine(SandboxMode::Require, SandboxSupport::Full), Ok(true));
+        assert_eq!(should_confine(SandboxMode::Require, partial()), Ok(true));
+        assert_eq!(
+            should_confine(SandboxMode::Require, none()),
+            Err("no Landlock here".to_string())
+        );
+        assert_eq!(should_confine(SandboxMode::Prefer, SandboxSupport::Full), Ok(true));
+        assert_eq!(should_confine(SandboxMode::Prefer, partial()), Ok(true));
+        assert_eq!(should_confine(SandboxMode::Prefer, none()), Ok(false));
+        assert_eq!(should_confine(SandboxMode::Off, SandboxSupport::Full), Ok(false));
+        assert_eq!(should_confine(SandboxMode::Off, none()), Ok(false));
     }
 
     #[test]
