@@ -16,7 +16,10 @@ const PLANTED: &[(&str, &str)] = &[
     ("PAI_PROVIDER", "pai-setting-value-6666"),
     // A key pai loaded from its config file, sitting in an unrelated variable and inside a URL.
     ("UNRELATED_TOKEN", "config-file-secret-7777"),
-    ("SERVICE_URL", "https://user:config-file-secret-7777@example.invalid/"),
+    (
+        "SERVICE_URL",
+        "https://user:config-file-secret-7777@example.invalid/",
+    ),
 ];
 
 #[test]
@@ -50,13 +53,20 @@ fn child_environment_has_no_keys_pai_variables_or_secrets() {
         .collect();
     for (name, value) in PLANTED {
         assert!(!names.contains(name), "{name} reached the child");
-        assert!(!out.output.contains(value), "the value of {name} reached the child");
+        assert!(
+            !out.output.contains(value),
+            "the value of {name} reached the child"
+        );
     }
     assert!(
         !names.iter().any(|n| n.starts_with("PAI_")),
         "a PAI_ variable reached the child: {names:?}"
     );
     // The rest of the environment is inherited untouched.
-    assert!(out.output.contains("EXEC_ENV_TEST_KEEP=kept-value\n"), "{}", out.output);
+    assert!(
+        out.output.contains("EXEC_ENV_TEST_KEEP=kept-value\n"),
+        "{}",
+        out.output
+    );
     assert!(names.contains(&"PATH"), "{names:?}");
 }

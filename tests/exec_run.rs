@@ -25,7 +25,9 @@ async fn run(root: &Path, command: &str, timeout: Duration) -> RunOutcome {
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
-            let state = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().next();
+            let state = stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next();
             !matches!(state, Some("Z" | "X" | "x"))
         }
         Err(_) => false,
@@ -53,8 +55,15 @@ async fn timeout_kills_the_command_and_its_children() {
     assert_eq!(out.exit_code, None);
     assert_eq!(out.signal, Some(libc::SIGTERM));
     assert_eq!(out.output, "started\n");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-    let (bg, sh) = (read_pid(root.path(), "bg.pid"), read_pid(root.path(), "sh.pid"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let (bg, sh) = (
+        read_pid(root.path(), "bg.pid"),
+        read_pid(root.path(), "sh.pid"),
+    );
     // Checked right away: run_command returns only once the group is gone.
     assert!(!alive(bg), "background child {bg} survived the timeout");
     assert!(!alive(sh), "shell {sh} survived the timeout");
@@ -73,7 +82,11 @@ async fn timeout_escalates_to_sigkill_when_sigterm_is_ignored() {
     .await;
     assert!(out.timed_out);
     assert_eq!(out.signal, Some(libc::SIGKILL));
-    assert!(out.duration >= Duration::from_secs(2), "no grace: {:?}", out.duration);
+    assert!(
+        out.duration >= Duration::from_secs(2),
+        "no grace: {:?}",
+        out.duration
+    );
     assert!(out.duration < Duration::from_secs(6), "{:?}", out.duration);
     let bg = read_pid(root.path(), "bg.pid");
     assert!(!alive(bg), "background child {bg} survived SIGKILL");
@@ -108,13 +121,19 @@ async fn dropping_the_future_kills_the_process_group() {
     // The outer timeout drops the run's future mid-way: that is how a caller cancels.
     let cancelled = tokio::time::timeout(Duration::from_millis(600), future).await;
     assert!(cancelled.is_err(), "the run should still have been going");
-    let (bg, sh) = (read_pid(root.path(), "bg.pid"), read_pid(root.path(), "sh.pid"));
+    let (bg, sh) = (
+        read_pid(root.path(), "bg.pid"),
+        read_pid(root.path(), "sh.pid"),
+    );
     // SIGKILL is sent on drop; give the kernel a moment to finish the processes off.
     let deadline = Instant::now() + Duration::from_secs(2);
     while (alive(bg) || alive(sh)) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(!alive(bg), "background child {bg} survived the dropped future");
+    assert!(
+        !alive(bg),
+        "background child {bg} survived the dropped future"
+    );
     assert!(!alive(sh), "shell {sh} survived the dropped future");
 }
 
@@ -137,8 +156,15 @@ async fn exit_codes_and_signals_are_reported() {
     let killed = run(root.path(), "kill -USR1 $$; sleep 5", t).await;
     assert!(!killed.success());
     assert!(!killed.timed_out);
-    assert_eq!((killed.exit_code, killed.signal), (None, Some(libc::SIGUSR1)));
-    assert!(killed.summary_for_model().starts_with("killed by signal 10"));
+    assert_eq!(
+        (killed.exit_code, killed.signal),
+        (None, Some(libc::SIGUSR1))
+    );
+    assert!(
+        killed
+            .summary_for_model()
+            .starts_with("killed by signal 10")
+    );
 }
 
 #[tokio::test]

@@ -18,6 +18,13 @@ use pai::exec::{
 };
 use tempfile::TempDir;
 
+/// Say loudly that a test did not test anything. Written to the process's stderr directly, not
+/// through `eprintln!`, which the harness captures and hides for passing tests.
+#[allow(clippy::explicit_write)]
+fn skipped(test: &str, reason: &str) {
+    writeln!(std::io::stderr(), "SKIPPED {test}: {reason}").unwrap();
+}
+
 fn landlock_or_skip(test: &str) -> bool {
     match sandbox_support() {
         SandboxSupport::Full => true,
@@ -26,11 +33,10 @@ fn landlock_or_skip(test: &str) -> bool {
             true
         }
         SandboxSupport::Unavailable(reason) => {
-            writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: this kernel has no usable Landlock: {reason}"
-            )
-            .unwrap();
+            skipped(
+                test,
+                &format!("this kernel has no usable Landlock: {reason}"),
+            );
             false
         }
     }
@@ -55,11 +61,16 @@ impl Dirs {
             std::env::var_os("HOME").map(PathBuf::from),
         ];
         for base in candidates.into_iter().flatten() {
-            let Ok(base) = base.canonicalize() else { continue };
+            let Ok(base) = base.canonicalize() else {
+                continue;
+            };
             if allowed.iter().any(|a| base.starts_with(a)) {
                 continue;
             }
-            if let Ok(outside) = tempfile::Builder::new().prefix("pai-outside-").tempdir_in(&base) {
+            if let Ok(outside) = tempfile::Builder::new()
+                .prefix("pai-outside-")
+                .tempdir_in(&base)
+            {
                 return Some(Dirs { root, outside });
             }
         }
@@ -78,11 +89,10 @@ impl Dirs {
 fn dirs_or_skip(test: &str) -> Option<Dirs> {
     let dirs = Dirs::new();
     if dirs.is_none() {
-        writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: no writable directory outside the sandbox's allowed paths to test with"
-        )
-        .unwrap();
+        skipped(
+            test,
+            "no writable directory outside the sandbox's allowed paths to test with",
+        );
     }
     dirs
 }
@@ -111,12 +121,20 @@ async fn writes_outside_the_project_fail_under_landlock_while_inside_succeed() {
     if !landlock_or_skip(test) {
         return;
     }
-    let Some(dirs) = dirs_or_skip(test) else { return };
+    let Some(dirs) = dirs_or_skip(test) else {
+        return;
+    };
     eprintln!("Landlock ABI {:?}", landlock_abi());
 
     // Control: unconfined, the outside directory is writable, so a confined failure is Landlock's.
     let control = dirs.outside("control.txt");
-    let out = run(dirs.root(), &format!("echo x > '{control}'"), SandboxMode::Off, vec![]).await;
+    let out = run(
+        dirs.root(),
+        &format!("echo x > '{control}'"),
+        SandboxMode::Off,
+        vec![],
+    )
+    .await;
     assert!(out.success() && !out.confined, "{out:?}");
     assert!(Path::new(&control).exists());
 
@@ -142,7 +160,9 @@ async fn temp_dirs_and_extra_writable_paths_are_writable_when_confined() {
     if !landlock_or_skip(test) {
         return;
     }
-    let Some(dirs) = dirs_or_skip(test) else { return };
+    let Some(dirs) = dirs_or_skip(test) else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let in_tmp = tmp.path().join("t.txt");
     let out = confined(dirs.root(), &format!("echo t > '{}'", in_tmp.display())).await;
@@ -151,7 +171,13 @@ async fn temp_dirs_and_extra_writable_paths_are_writable_when_confined() {
 
     let extra = dirs.outside("extra.txt");
     let options_extra = vec![dirs.outside.path().to_path_buf()];
-    let out = run(dirs.root(), &format!("echo e > '{extra}'"), SandboxMode::Require, options_extra).await;
+    let out = run(
+        dirs.root(),
+        &format!("echo e > '{extra}'"),
+        SandboxMode::Require,
+        options_extra,
+    )
+    .await;
     assert!(out.confined && out.success(), "{out:?}");
     assert!(Path::new(&extra).exists());
 }
@@ -162,7 +188,9 @@ async fn confined_commands_cannot_escape_by_symlink_rename_removal_or_truncation
     if !landlock_or_skip(test) {
         return;
     }
-    let Some(dirs) = dirs_or_skip(test) else { return };
+    let Some(dirs) = dirs_or_skip(test) else {
+        return;
+    };
     let precious = dirs.outside("precious.txt");
     std::fs::write(&precious, "precious").unwrap();
     let outside_dir = dirs.outside.path().display().to_string();
@@ -181,14 +209,20 @@ async fn confined_commands_cannot_escape_by_symlink_rename_removal_or_truncation
     ];
     for attempt in &attempts {
         let out = confined(dirs.root(), attempt).await;
-        eprintln!("{attempt}\n  -> {}", out.summary_for_model().replace('\n', "\n     "));
+        eprintln!(
+            "{attempt}\n  -> {}",
+            out.summary_for_model().replace('\n', "\n     ")
+        );
         assert!(!out.success(), "`{attempt}` succeeded: {out:?}");
     }
     // truncate(2) on a path, without opening the file for writing: needs Landlock ABI 3.
     if landlock_abi().unwrap_or(0) >= 3 && Path::new("/usr/bin/python3").exists() {
         let script = format!("python3 -c \"import os; os.truncate('{precious}', 0)\"");
         let out = confined(dirs.root(), &script).await;
-        eprintln!("{script}\n  -> {}", out.summary_for_model().replace('\n', "\n     "));
+        eprintln!(
+            "{script}\n  -> {}",
+            out.summary_for_model().replace('\n', "\n     ")
+        );
         assert!(!out.success(), "truncate(2) succeeded: {out:?}");
     }
 

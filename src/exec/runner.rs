@@ -52,7 +52,8 @@ pub struct RunOptions {
     /// Secret values (API keys) that must not reach the command: any environment variable whose
     /// value is, or contains, one of them is removed.
     pub secrets: Vec<String>,
-    /// Paths the command may also write to when confined, besides the project and temp dirs.
+    /// Paths the command may also write to when confined, besides the project and temp dirs
+    /// (e.g. a tool cache such as `~/.cargo`). Paths that do not exist are ignored.
     pub extra_writable: Vec<PathBuf>,
 }
 
@@ -469,16 +470,25 @@ mod tests {
     fn sandbox_decision_per_mode_and_kernel() {
         let none = || SandboxSupport::Unavailable("no Landlock here".into());
         let partial = || SandboxSupport::Partial("ABI 1".into());
-        assert_eq!(should_confine(SandboxMode::Require, SandboxSupport::Full), Ok(true));
+        assert_eq!(
+            should_confine(SandboxMode::Require, SandboxSupport::Full),
+            Ok(true)
+        );
         assert_eq!(should_confine(SandboxMode::Require, partial()), Ok(true));
         assert_eq!(
             should_confine(SandboxMode::Require, none()),
             Err("no Landlock here".to_string())
         );
-        assert_eq!(should_confine(SandboxMode::Prefer, SandboxSupport::Full), Ok(true));
+        assert_eq!(
+            should_confine(SandboxMode::Prefer, SandboxSupport::Full),
+            Ok(true)
+        );
         assert_eq!(should_confine(SandboxMode::Prefer, partial()), Ok(true));
         assert_eq!(should_confine(SandboxMode::Prefer, none()), Ok(false));
-        assert_eq!(should_confine(SandboxMode::Off, SandboxSupport::Full), Ok(false));
+        assert_eq!(
+            should_confine(SandboxMode::Off, SandboxSupport::Full),
+            Ok(false)
+        );
         assert_eq!(should_confine(SandboxMode::Off, none()), Ok(false));
     }
 

@@ -42,7 +42,8 @@ const WRITABLE_DEVICES: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SandboxMode {
     /// Refuse to run a command unconfined: without Landlock, [`crate::exec::run_command`] fails
-    /// with [`crate::exec::ExecError::SandboxRequired`] and nothing runs.
+    /// with [`crate::exec::ExecError::SandboxRequired`] and nothing runs. A partial sandbox (an
+    /// older Landlock ABI) still confines writes and is accepted.
     Require,
     /// Confine when the kernel can; otherwise the command runs unconfined, and the caller must
     /// have obtained an explicit approval saying so first (see [`unconfined_reason`]).
