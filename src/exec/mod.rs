@@ -104,4 +104,26 @@ mod tests {
         assert!(shown.ends_with('…'));
         assert_eq!(display_command("é".repeat(90).as_str()).chars().count(), 81);
     }
+
+    #[test]
+    fn refusals_say_what_was_refused_and_why() {
+        let err = ExecError::SandboxRequired {
+            command: "cargo test".into(),
+            reason: "Landlock is not enabled in this kernel".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "refusing to run `cargo test`: the configuration requires a sandbox, but Landlock is \
+             not enabled in this kernel; nothing was run"
+        );
+        let err = ExecError::Spawn {
+            command: "x".into(),
+            confined: true,
+            source: io::Error::from_raw_os_error(libc::E2BIG),
+        };
+        assert!(
+            err.to_string()
+                .starts_with("cannot start `x` in the Landlock sandbox: ")
+        );
+    }
 }

@@ -152,6 +152,8 @@ fn signal_name(sig: i32) -> &'static str {
 /// With [`SandboxMode::Prefer`] and no Landlock the command runs unconfined: the caller must have
 /// had that approved ([`super::unconfined_reason`]). With [`SandboxMode::Require`] and no Landlock
 /// this fails with [`ExecError::SandboxRequired`] and nothing runs.
+///
+/// Needs a tokio runtime with the IO and time drivers enabled.
 pub async fn run_command(
     root: &Path,
     command: &str,

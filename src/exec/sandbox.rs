@@ -184,10 +184,10 @@ fn classify(abi: io::Result<u32>) -> SandboxSupport {
                 Some(libc::ENOSYS) => "this kernel has no Landlock support (it is not built \
                     in, or a seccomp filter hides it)"
                     .to_string(),
-                Some(libc::EOPNOTSUPP) => "Landlock is built into this kernel but not enabled \
-                    (add `landlock` to the `lsm=` boot parameter)"
+                Some(libc::EOPNOTSUPP) => "Landlock is not enabled in this kernel (add \
+                    `landlock` to the `lsm=` boot parameter)"
                     .to_string(),
-                _ => format!("cannot query Landlock support: {e}"),
+                _ => format!("Landlock support cannot be queried: {e}"),
             });
         }
     };
