@@ -1,0 +1,133 @@
+//! The child's environment: pai's own, minus anything that would hand a secret to the command.
+//!
+//! A RUN command is chosen by a model, so it must not be able to read the provider keys pai
+//! holds. Removed: the provider key variables, every `PAI_*` variable (pai's own settings and
+//! secrets), and any variable whose value is, or contains, a secret value the caller names (a key
+//! loaded from a config file may sit in an unrelated variable, or inside a URL).
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+
+/// Provider key variables never passed on.
+const KEY_VARIABLES: &[&str] = &[
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+];
+
+/// Secrets at least this long are also looked for inside values; shorter ones only match whole
+/// values, so a short secret cannot strip unrelated variables that merely contain it.
+const MIN_SUBSTRING_SECRET_LEN: usize = 8;
+
+/// pai's current environment with keys, `PAI_*` variables and `secrets` removed.
+pub fn child_environment(secrets: &[String]) -> Vec<(OsString, OsString)> {
+    scrub_environment(std::env::vars_os(), secrets)
+}
+
+/// `vars` without provider keys, `PAI_*` variables, and variables whose value equals or contains
+/// one of `secrets` (empty secrets are ignored; secrets shorter than 8 bytes match only whole
+/// values).
+pub fn scrub_environment<I>(vars: I, secrets: &[String]) -> Vec<(OsString, OsString)>
+where
+    I: IntoIterator<Item = (OsString, OsString)>,
+{
+    vars.into_iter()
+        .filter(|(name, value)| !is_sensitive(name, value, secrets))
+        .collect()
+}
+
+fn is_sensitive(name: &OsStr, value: &OsStr, secrets: &[String]) -> bool {
+    let name = name.as_bytes();
+    if name.starts_with(b"PAI_") || KEY_VARIABLES.iter().any(|k| k.as_bytes() == name) {
+        return true;
+    }
+    let value = value.as_bytes();
+    secrets
+        .iter()
+        .map(String::as_bytes)
+        .filter(|s| !s.is_empty())
+        .any(|secret| {
+            value == secret || (secret.len() >= MIN_SUBSTRING_SECRET_LEN && contains(value, secret))
+        })
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    fn names(v: &[(OsString, OsString)]) -> Vec<String> {
+        v.iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn removes_provider_keys_and_pai_variables() {
+        let out = scrub_environment(
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("GEMINI_API_KEY", "g"),
+                ("GOOGLE_API_KEY", "g2"),
+                ("OPENAI_API_KEY", "o"),
+                ("ANTHROPIC_API_KEY", "a"),
+                ("PAI_PROVIDER", "gemini"),
+                ("PAI_", "x"),
+                ("PAIX", "kept: not the PAI_ prefix"),
+                ("openai_api_key", "kept: names are case-sensitive"),
+                ("HOME", "/home/u"),
+            ]),
+            &[],
+        );
+        assert_eq!(names(&out), ["PATH", "PAIX", "openai_api_key", "HOME"]);
+    }
+
+    #[test]
+    fn removes_variables_carrying_a_secret_value() {
+        let secret = "sk-live-0123456789".to_string();
+        let out = scrub_environment(
+            vars(&[
+                ("MY_TOKEN", "sk-live-0123456789"),
+                ("DATABASE_URL", "postgres://u:sk-live-0123456789@db/x"),
+                ("OTHER", "sk-live-01234"),
+                ("EDITOR", "vi"),
+            ]),
+            std::slice::from_ref(&secret),
+        );
+        assert_eq!(names(&out), ["OTHER", "EDITOR"]);
+    }
+
+    #[test]
+    fn short_and_empty_secrets_match_only_whole_values() {
+        let out = scrub_environment(
+            vars(&[("A", "abc"), ("B", "xabcx"), ("C", ""), ("D", "v")]),
+            &["abc".to_string(), String::new()],
+        );
+        assert_eq!(names(&out), ["B", "C", "D"]);
+    }
+
+    #[test]
+    fn non_utf8_values_are_compared_as_bytes() {
+        let value = OsString::from_vec(b"\xffsecret-value-123\xfe".to_vec());
+        let out = scrub_environment(
+            vec![
+                (OsString::from("X"), value),
+                (OsString::from("Y"), "ok".into()),
+            ],
+            &["secret-value-123".to_string()],
+        );
+        assert_eq!(names(&out), ["Y"]);
+    }
+}
