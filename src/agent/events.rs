@@ -161,3 +161,35 @@ pub trait Frontend: Send + Sync {
     /// Confirm an RM (`recursive`: a non-empty directory).
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool;
 }
+
+/// Calls and tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Model calls.
+    pub calls: u32,
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+impl Tally {
+    /// Add another tally to this one.
+    pub fn add(&mut self, other: Tally) {
+        self.calls += other.calls;
+        self.input += other.input;
+        self.output += other.output;
+    }
+}
+
+/// The result of one turn, for the caller's exit code.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// How it ended.
+    pub status: TurnStatus,
+    /// Calls and tokens it used.
+    pub tally: Tally,
+    /// The commit that records it, if any.
+    pub commit: Option<String>,
+}
+

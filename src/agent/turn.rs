@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
-use super::events::{Approval, CallUsage, Event, FileView, Frontend, StepReport, TurnStatus};
+use super::events::{Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus};
 use super::journal::Journal;
 use super::plan::{self, Intent, PathProbe, Plan, PlannedStep, Step};
 use super::prompt::SYSTEM_PROMPT;
@@ -50,36 +50,6 @@ pub struct AgentOptions {
     pub secrets: Vec<String>,
     /// Context budget.
     pub budget: Budget,
-}
-
-/// Calls and tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Model calls.
-    pub calls: u32,
-    /// Input tokens.
-    pub input: u64,
-    /// Output tokens.
-    pub output: u64,
-}
-
-impl Tally {
-    fn add(&mut self, other: Tally) {
-        self.calls += other.calls;
-        self.input += other.input;
-        self.output += other.output;
-    }
-}
-
-/// The result of one turn, for the caller's exit code.
-#[derive(Debug, Clone)]
-pub struct TurnOutcome {
-    /// How it ended.
-    pub status: TurnStatus,
-    /// Calls and tokens it used.
-    pub tally: Tally,
-    /// The commit that records it, if any.
-    pub commit: Option<String>,
 }
 
 /// An agent session: the model, the workspace, the history, the memory of past turns.
