@@ -129,7 +129,7 @@ impl Anthropic {
                     }
                 }
                 Err(plain) => {
-                    let whole = self.t.read_json(plain).await?;
+                    let whole = self.t.read_json(*plain).await?;
                     self.feed_whole(&mut acc, &whole)?;
                     sink.text(&acc.raw_text());
                 }

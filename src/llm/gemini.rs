@@ -120,7 +120,7 @@ impl Gemini {
                     true
                 }
                 Err(plain) => {
-                    let whole = self.t.read_json(plain).await?;
+                    let whole = self.t.read_json(*plain).await?;
                     self.feed(&mut acc, &whole, None)?;
                     false
                 }

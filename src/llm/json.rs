@@ -43,15 +43,33 @@ pub fn extract_json(text: &str) -> Result<Value, LlmError> {
         }
     }
     let mut tried = 0;
+    let mut resume_at = 0;
     for (start, _) in trimmed.match_indices('{') {
+        if start < resume_at {
+            continue;
+        }
         if tried == MAX_CANDIDATES {
             break;
         }
         tried += 1;
-        if let Some(end) = balanced_end(&trimmed[start..])
-            && let Some(v) = attempt(&trimmed[start..start + end])
-        {
-            return Ok(v);
+        let candidate = &trimmed[start..];
+        // `{"` starts what is meant as the reply object: if it fails, its nested objects are
+        // fragments of a broken reply, not the reply; never return one of them.
+        let object_like = candidate[1..].trim_start().starts_with('"');
+        match balanced_end(candidate) {
+            Some(end) => {
+                if let Some(v) = attempt(&candidate[..end]) {
+                    return Ok(v);
+                }
+                if object_like {
+                    resume_at = start + end;
+                }
+            }
+            None if object_like => {
+                attempt(candidate);
+                break;
+            }
+            None => {}
         }
     }
     Err(LlmError::MalformedJson {
@@ -225,6 +243,25 @@ mod tests {
             extract_json(text).unwrap(),
             json!({"a": [1, 2], "b": {"c": "x,}"}})
         );
+    }
+
+    #[test]
+    fn a_broken_object_never_yields_one_of_its_parts() {
+        for text in [
+            r#"{"a": {"b": 1}, "c": [1,,]}"#,
+            r#"Plan: {"intent": "task", "analysis": {"x": 1}, "steps": [ "#,
+            r#"```json
+{"intent": "task" "analysis": {"x": 1}}
+```"#,
+        ] {
+            assert!(
+                matches!(extract_json(text), Err(LlmError::MalformedJson { .. })),
+                "{text}"
+            );
+        }
+        // A broken object followed by a good one: the good one is found.
+        let text = r#"{"draft": [1,,]} then {"intent": "chat"}"#;
+        assert_eq!(extract_json(text).unwrap(), json!({"intent": "chat"}));
     }
 
     #[test]

@@ -205,7 +205,7 @@ impl OpenAi {
                     }
                 }
                 Err(plain) => {
-                    let whole = self.t.read_json(plain).await?;
+                    let whole = self.t.read_json(*plain).await?;
                     self.feed_whole(&mut acc, &whole)?;
                     sink.text(&acc.text);
                 }

@@ -208,10 +208,9 @@ impl Transport {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        let body = match tokio::time::timeout_at(deadline, read_limited(response)).await {
-            Ok(text) => text,
-            Err(_) => String::new(),
-        };
+        let body: String = tokio::time::timeout_at(deadline, read_limited(response))
+            .await
+            .unwrap_or_default();
         Err(self.status_error(status, &headers, &body))
     }
 
@@ -231,9 +230,9 @@ impl Transport {
         })
     }
 
-    /// The server-sent events of a streaming response, or `None` when the server answered with
-    /// a plain JSON body instead (some compatible servers ignore `stream`).
-    pub(crate) fn events(&self, response: Response) -> Result<Events, Response> {
+    /// The server-sent events of a streaming response, or the response back when the server
+    /// answered with a plain JSON body instead (some compatible servers ignore `stream`).
+    pub(crate) fn events(&self, response: Response) -> Result<Events, Box<Response>> {
         let is_sse = response
             .headers()
             .get(CONTENT_TYPE)
@@ -246,7 +245,7 @@ impl Transport {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|ct| ct.to_ascii_lowercase().contains("json"))
         {
-            return Err(response);
+            return Err(Box::new(response));
         }
         Ok(Events {
             inner: Box::pin(response.bytes_stream().eventsource()),
