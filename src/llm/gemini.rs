@@ -102,7 +102,7 @@ impl Gemini {
         req: &LlmRequest,
         sink: &TextSink<'_>,
     ) -> Result<Parsed, LlmError> {
-        let response = self.t.post(url, self.headers()?, body).await?;
+        let response = self.t.post(url, self.headers()?, body, req.stream).await?;
         let mut acc = Acc::default();
         let streamed = if req.stream {
             match self.t.events(response) {

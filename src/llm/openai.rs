@@ -183,7 +183,7 @@ impl OpenAi {
         req: &LlmRequest,
         sink: &TextSink<'_>,
     ) -> Result<Parsed, LlmError> {
-        let response = self.t.post(url, self.headers()?, body).await?;
+        let response = self.t.post(url, self.headers()?, body, req.stream).await?;
         let mut acc = Acc::default();
         if req.stream {
             match self.t.events(response) {

@@ -183,11 +183,16 @@ impl Transport {
         url: &str,
         headers: HeaderMap,
         body: &Value,
+        stream: bool,
     ) -> Result<Response, LlmError> {
         if let Ok(mut t) = self.totals.lock() {
             t.requests += 1;
         }
-        let request = self.client.post(url).headers(headers).json(body);
+        let mut request = self.client.post(url).headers(headers).json(body);
+        if !stream {
+            // Covers connecting, headers and the whole body; streams get an idle timeout instead.
+            request = request.timeout(self.request_timeout);
+        }
         self.send(request).await
     }
 
@@ -214,7 +219,8 @@ impl Transport {
         Err(self.status_error(status, &headers, &body))
     }
 
-    /// Reads a whole JSON body within the request deadline.
+    /// Reads a whole JSON body (bounded by the request's own timeout when it set one, else by
+    /// the request timeout).
     pub(crate) async fn read_json(&self, response: Response) -> Result<Value, LlmError> {
         let bytes = match tokio::time::timeout(self.request_timeout, response.bytes()).await {
             Err(_) => return Err(self.timeout(TimeoutStage::Response, self.request_timeout)),
