@@ -2,7 +2,10 @@
 //!
 //! Gemini's `responseSchema` takes a subset of the OpenAPI 3.0 schema object: upper-case type
 //! names, `nullable` instead of `["T", "null"]`, no `additionalProperties`, `$ref`, `const` or
-//! `oneOf`. Unknown keywords there are a 400, so only a whitelist survives. OpenAI (non-strict
+//! `oneOf`, object keywords only on objects. Unknown keywords there are a 400, so only a
+//! whitelist survives. One rule cannot be converted away: every object must declare at least
+//! one property (a free-form object is a 400 from Gemini), so schemas meant for all providers
+//! should not contain free-form objects. OpenAI (non-strict
 //! `json_schema`) and Anthropic (tool `input_schema`) accept standard JSON Schema; only the
 //! Gemini-only `propertyOrdering` hint is removed for them.
 
@@ -94,6 +97,18 @@ pub(crate) fn gemini(schema: &Value) -> Value {
     }
     if out.contains_key("enum") && !out.contains_key("type") {
         out.insert("type".into(), Value::String("STRING".into()));
+    }
+    // Gemini rejects object keywords on non-objects and `items` on non-arrays.
+    let ty = out.get("type").and_then(Value::as_str).map(str::to_string);
+    if let Some(ty) = ty.as_deref() {
+        if ty != "OBJECT" {
+            for key in ["properties", "required", "propertyOrdering"] {
+                out.remove(key);
+            }
+        }
+        if ty != "ARRAY" {
+            out.remove("items");
+        }
     }
     // `required` may only name declared properties.
     if let (Some(Value::Array(required)), Some(Value::Object(props))) =
@@ -229,6 +244,19 @@ mod tests {
         assert_eq!(g["properties"]["either"]["anyOf"][1]["type"], "NUMBER");
         assert!(g["properties"]["levels"].get("enum").is_none());
         assert_eq!(g["required"], json!(["intent", "steps"]));
+    }
+
+    #[test]
+    fn gemini_drops_object_and_array_keywords_from_other_types() {
+        let g = gemini(&json!({
+            "type": "string",
+            "properties": {"a": {"type": "string"}},
+            "required": ["a"],
+            "items": {"type": "string"}
+        }));
+        assert_eq!(g, json!({"type": "STRING"}));
+        let g = gemini(&json!({"type": "array", "items": {"type": "integer"}, "properties": {}}));
+        assert_eq!(g, json!({"type": "ARRAY", "items": {"type": "INTEGER"}}));
     }
 
     #[test]
