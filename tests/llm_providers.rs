@@ -1,0 +1,1038 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The provider layer against the mock LLM server: every wire format, streaming and not;
+//! usage; retries and their bounds; non-retried client errors; typed reply errors;
+//! cancellation; the OpenAI structured-output fallback ladder; key hygiene; validation.
+
+mod support;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pai::llm::{
+    LlmError, LlmErrorKind, LlmReply, LlmRequest, Message, Provider, ProviderConfig, ProviderKind,
+    StreamEvent, TimeoutStage, build_provider,
+};
+use serde_json::{Value, json};
+use support::mock_llm::{MockLlm, Reply, Script, chat_plan};
+
+const KEY: &str = "test-key-S3CR3T-0123456789abcdef";
+const SYSTEM: &str = "You are pai, a terminal coding agent. Reply with one JSON object.";
+const ALL: [ProviderKind; 3] = ProviderKind::ALL;
+
+fn config(mock: &MockLlm, kind: ProviderKind) -> ProviderConfig {
+    let mut cfg = ProviderConfig::new(kind, "mock-model");
+    cfg.base_url = Some(mock.base_url(kind));
+    cfg.api_key = Some(KEY.to_string());
+    cfg.max_attempts = 3;
+    cfg.backoff_base = Duration::from_millis(1);
+    cfg.backoff_max = Duration::from_millis(5);
+    cfg.request_timeout = Duration::from_secs(5);
+    cfg.stream_idle_timeout = Duration::from_secs(2);
+    cfg.max_retry_wait = Duration::from_secs(3);
+    cfg
+}
+
+fn provider(mock: &MockLlm, kind: ProviderKind) -> Box<dyn Provider> {
+    build_provider(&config(mock, kind)).unwrap()
+}
+
+fn plan_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "intent": {"type": "string", "enum": ["chat", "task"]},
+            "reply": {"type": "string", "description": "acknowledgment or chat answer"},
+            "analysis": {
+                "type": "object",
+                "properties": {
+                    "user_intent": {"type": "string"},
+                    "files_to_create": {"type": "array", "items": {"type": "string"}},
+                    "complexity": {"type": "string", "enum": ["simple", "moderate", "complex"]}
+                }
+            },
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string"},
+                        "path": {"type": "string"},
+                        "content": {"type": "string"},
+                        "purpose": {"type": "string"}
+                    },
+                    "required": ["action"]
+                }
+            },
+            "observe": {"type": "boolean"},
+            "next_steps": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["intent", "reply", "steps"]
+    })
+}
+
+fn task_plan() -> Value {
+    Script::from_file("fixtures/llm/calculator.json").replies[0]
+        .clone()
+        .into_plan()
+}
+
+trait IntoPlan {
+    fn into_plan(self) -> Value;
+}
+
+impl IntoPlan for Reply {
+    fn into_plan(self) -> Value {
+        match self {
+            Reply::Plan(v) => v,
+            other => panic!("not a plan: {other:?}"),
+        }
+    }
+}
+
+fn request(stream: bool) -> LlmRequest {
+    LlmRequest {
+        system: SYSTEM.to_string(),
+        messages: vec![Message::user("make me a simple calculator in python")],
+        schema: plan_schema(),
+        schema_name: "pai_plan".to_string(),
+        temperature: 0.3,
+        max_output_tokens: 4096,
+        stream,
+    }
+}
+
+/// Collects what `on_text` saw.
+#[derive(Default)]
+struct Seen {
+    events: Mutex<Vec<String>>,
+}
+
+impl Seen {
+    fn push(&self, ev: StreamEvent<'_>) {
+        let text = match ev {
+            StreamEvent::Text(t) => t.to_string(),
+            StreamEvent::Restart => "<restart>".to_string(),
+        };
+        self.events.lock().unwrap().push(text);
+    }
+
+    fn events(&self) -> Vec<String> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// The text delivered after the last restart.
+    fn final_text(&self) -> String {
+        let events = self.events();
+        let start = events
+            .iter()
+            .rposition(|e| e == "<restart>")
+            .map_or(0, |i| i + 1);
+        events[start..].concat()
+    }
+}
+
+/// Waits (asynchronously, so this runtime keeps driving the client's connection) until the mock
+/// saw a client abandon a response.
+async fn aborted_within(mock: &MockLlm, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if mock.aborted() > 0 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+async fn call(p: &dyn Provider, req: &LlmRequest) -> (Result<LlmReply, LlmError>, Seen) {
+    let seen = Seen::default();
+    let on_text = |ev: StreamEvent<'_>| seen.push(ev);
+    let result = p.complete(req, &on_text).await;
+    (result, seen)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn structured_reply_for_every_provider_streaming_and_not() {
+    for kind in ALL {
+        for stream in [false, true] {
+            let what = format!("{kind} stream={stream}");
+            let mock =
+                MockLlm::start(Script::with_replies([Reply::plan(task_plan())]).chunk_chars(16));
+            let p = provider(&mock, kind);
+            let (result, seen) = call(p.as_ref(), &request(stream)).await;
+            let reply = result.unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(reply.value, task_plan(), "{what}");
+            assert_eq!(reply.attempts, 1, "{what}");
+            assert_eq!(
+                serde_json::from_str::<Value>(&reply.raw).unwrap(),
+                task_plan(),
+                "{what}"
+            );
+
+            // Text reached the caller: in pieces when streaming, whole otherwise.
+            let events = seen.events();
+            if stream {
+                assert!(events.len() > 3, "{what}: {} text events", events.len());
+            } else {
+                assert_eq!(events.len(), 1, "{what}");
+            }
+            assert_eq!(seen.final_text(), reply.raw, "{what}");
+
+            // Usage is what the mock billed, and the provider's meter agrees.
+            assert_eq!(reply.usage.input, mock.input_tokens(), "{what}");
+            assert_eq!(reply.usage.output, mock.output_tokens(), "{what}");
+            assert!(reply.usage.input > 0 && reply.usage.output > 0, "{what}");
+            let totals = p.usage_totals();
+            assert_eq!(totals.requests, 1, "{what}");
+            assert_eq!(totals.usage, reply.usage, "{what}");
+
+            // What went over the wire.
+            let reqs = mock.generation_requests();
+            assert_eq!(reqs.len(), 1, "{what}");
+            let r = &reqs[0];
+            assert_eq!(r.stream, stream, "{what}");
+            assert_eq!(r.system, SYSTEM, "{what}");
+            assert_eq!(
+                r.last_user_text(),
+                Some("make me a simple calculator in python")
+            );
+            assert!(mock.key_only_in_headers(KEY), "{what}");
+            match kind {
+                ProviderKind::Gemini => {
+                    let expected = if stream {
+                        "/v1beta/models/mock-model:streamGenerateContent?alt=sse"
+                    } else {
+                        "/v1beta/models/mock-model:generateContent"
+                    };
+                    assert_eq!(r.url, expected);
+                    assert_eq!(r.auth_header.as_deref(), Some("x-goog-api-key"));
+                    let gc = &r.body["generationConfig"];
+                    assert_eq!(gc["responseMimeType"], "application/json");
+                    assert_eq!(gc["responseSchema"]["type"], "OBJECT");
+                    assert_eq!(
+                        gc["responseSchema"]["properties"]["intent"]["enum"],
+                        json!(["chat", "task"])
+                    );
+                    assert!(gc["responseSchema"].get("additionalProperties").is_none());
+                    assert_eq!(gc["maxOutputTokens"], 4096);
+                }
+                ProviderKind::OpenAi => {
+                    assert_eq!(r.url, "/v1/chat/completions");
+                    assert_eq!(r.auth_header.as_deref(), Some("authorization"));
+                    assert_eq!(r.response_format(), "json_schema");
+                    assert_eq!(
+                        r.body["response_format"]["json_schema"]["schema"],
+                        plan_schema()
+                    );
+                    assert_eq!(r.body["response_format"]["json_schema"]["name"], "pai_plan");
+                    assert_eq!(
+                        r.body["stream_options"]["include_usage"].as_bool(),
+                        stream.then_some(true)
+                    );
+                }
+                ProviderKind::Anthropic => {
+                    assert_eq!(r.url, "/v1/messages");
+                    assert_eq!(r.auth_header.as_deref(), Some("x-api-key"));
+                    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+                    assert_eq!(
+                        r.body["tool_choice"],
+                        json!({"type": "tool", "name": "pai_plan"})
+                    );
+                    assert_eq!(r.body["tools"][0]["input_schema"], plan_schema());
+                    assert_eq!(r.body["max_tokens"], 4096);
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn prompt_cache_and_byte_stable_system_prompt() {
+    for kind in ALL {
+        let mock = MockLlm::start(Script::new().fallback(Reply::chat("hello")));
+        let p = provider(&mock, kind);
+        let first = call(p.as_ref(), &request(false)).await.0.unwrap();
+        let mut second_req = request(true);
+        second_req
+            .messages
+            .push(Message::assistant(first.raw.clone()));
+        second_req.messages.push(Message::user("and now?"));
+        let second = call(p.as_ref(), &second_req).await.0.unwrap();
+        assert_eq!(first.usage.cached, 0, "{kind}");
+        assert!(
+            second.usage.cached > 0,
+            "{kind}: the repeated system prompt is a cache hit"
+        );
+        assert!(mock.system_prompt_stable(), "{kind}");
+        let totals = p.usage_totals();
+        assert_eq!(totals.requests, 2);
+        assert_eq!(totals.usage.input, mock.input_tokens(), "{kind}");
+        assert_eq!(totals.usage.output, mock.output_tokens(), "{kind}");
+        assert_eq!(totals.usage.cached, mock.cached_tokens(), "{kind}");
+    }
+}
+
+#[tokio::test]
+async fn transient_faults_are_retried() {
+    let faults = [
+        ("500", Reply::status(500)),
+        ("502", Reply::status(502)),
+        ("503", Reply::status(503)),
+        ("504", Reply::status(504)),
+        ("408", Reply::status(408)),
+        ("429", Reply::rate_limit_ms(10)),
+        ("cut", Reply::Cut),
+    ];
+    for kind in ALL {
+        for stream in [false, true] {
+            for (name, fault) in &faults {
+                let what = format!("{kind} stream={stream} fault={name}");
+                let mock = MockLlm::start(Script::with_replies([
+                    fault.clone(),
+                    Reply::plan(task_plan()),
+                ]));
+                let p = provider(&mock, kind);
+                let (result, seen) = call(p.as_ref(), &request(stream)).await;
+                let reply = result.unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(reply.value, task_plan(), "{what}");
+                assert_eq!(reply.attempts, 2, "{what}");
+                assert_eq!(mock.calls(), 2, "{what}");
+                assert_eq!(p.usage_totals().requests, 2, "{what}");
+                // Only the successful attempt was billed and counted.
+                assert_eq!(p.usage_totals().usage.input, mock.input_tokens(), "{what}");
+                assert_eq!(seen.final_text(), reply.raw, "{what}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_broken_stream_tells_the_caller_to_discard_shown_text() {
+    let mock =
+        MockLlm::start(Script::with_replies([Reply::Cut, Reply::plan(task_plan())]).chunk_chars(8));
+    let p = provider(&mock, ProviderKind::OpenAi);
+    let (result, seen) = call(p.as_ref(), &request(true)).await;
+    let reply = result.unwrap();
+    let events = seen.events();
+    let restart = events
+        .iter()
+        .position(|e| e == "<restart>")
+        .expect("a restart event");
+    assert!(restart > 0, "text was shown before the stream broke");
+    assert_eq!(seen.final_text(), reply.raw);
+}
+
+#[tokio::test]
+async fn retries_are_bounded_and_counted() {
+    for kind in ALL {
+        let mock = MockLlm::start(Script::with_replies([
+            Reply::status(503),
+            Reply::status(500),
+            Reply::status(502),
+            Reply::plan(task_plan()),
+        ]));
+        let p = provider(&mock, kind);
+        let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LlmError::Server {
+                    status: 502,
+                    attempts: 3,
+                    ..
+                }
+            ),
+            "{kind}: {err:?}"
+        );
+        assert_eq!(err.kind(), LlmErrorKind::Unavailable);
+        assert_eq!(mock.calls(), 3, "{kind}");
+        assert!(err.to_string().contains("3 attempt"), "{err}");
+
+        let mock = MockLlm::start(Script::new().fallback(Reply::rate_limit_ms(5)));
+        let p = provider(&mock, kind);
+        let err = call(p.as_ref(), &request(true)).await.0.unwrap_err();
+        assert!(
+            matches!(err, LlmError::RateLimited { attempts: 3, .. }),
+            "{kind}: {err:?}"
+        );
+        assert_eq!(err.retry_after(), Some(Duration::from_millis(5)), "{kind}");
+        assert_eq!(mock.calls(), 3, "{kind}");
+
+        let mock = MockLlm::start(Script::new().fallback(Reply::Cut));
+        let p = provider(&mock, kind);
+        let err = call(p.as_ref(), &request(true)).await.0.unwrap_err();
+        assert!(
+            matches!(err, LlmError::Interrupted { attempts: 3, .. }),
+            "{kind}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn server_requested_waits_are_honoured() {
+    // Gemini gets the delay as RetryInfo in the body, the others as `retry-after-ms`.
+    for kind in ALL {
+        let mock = MockLlm::start(Script::with_replies([
+            Reply::rate_limit_ms(300),
+            Reply::chat("ok"),
+        ]));
+        let p = provider(&mock, kind);
+        let started = Instant::now();
+        let reply = call(p.as_ref(), &request(false)).await.0.unwrap();
+        assert_eq!(reply.attempts, 2);
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "{kind}: {:?}",
+            started.elapsed()
+        );
+        assert!(reply.elapsed >= Duration::from_millis(300));
+    }
+    // Whole-second Retry-After.
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::rate_limit_secs(1),
+        Reply::chat("ok"),
+    ]));
+    let p = provider(&mock, ProviderKind::Anthropic);
+    let started = Instant::now();
+    call(p.as_ref(), &request(false)).await.0.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_wait_longer_than_the_cap_is_reported_not_slept() {
+    for kind in ALL {
+        let mock = MockLlm::start(Script::with_replies([
+            Reply::rate_limit_secs(60),
+            Reply::chat("ok"),
+        ]));
+        let p = provider(&mock, kind);
+        let started = Instant::now();
+        let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(1), "{kind}");
+        assert!(
+            matches!(err, LlmError::RateLimited { attempts: 1, .. }),
+            "{kind}: {err:?}"
+        );
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(60)));
+        assert!(err.hint().contains("60s"), "{}", err.hint());
+        assert_eq!(mock.calls(), 1);
+    }
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried_and_are_explained() {
+    for kind in ALL {
+        for (code, expect_kind) in [
+            (400, LlmErrorKind::Rejected),
+            (401, LlmErrorKind::Config),
+            (403, LlmErrorKind::Config),
+            (404, LlmErrorKind::Config),
+        ] {
+            let what = format!("{kind} HTTP {code}");
+            let mock = MockLlm::start(Script::with_replies([
+                Reply::Status {
+                    code,
+                    message: Some(format!("nope, your key {KEY} is bad")),
+                    retry_after_secs: None,
+                },
+                Reply::chat("never reached"),
+            ]));
+            let p = provider(&mock, kind);
+            let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+            assert_eq!(mock.calls(), 1, "{what}: not retried");
+            assert_eq!(err.kind(), expect_kind, "{what}: {err:?}");
+            assert!(!err.is_retryable());
+            match code {
+                401 | 403 => assert!(matches!(err, LlmError::Auth { .. }), "{what}"),
+                404 => assert!(matches!(err, LlmError::NotFound { .. }), "{what}"),
+                _ => assert!(
+                    matches!(err, LlmError::BadRequest { status: 400, .. }),
+                    "{what}"
+                ),
+            }
+            // The provider's reason is shown, the key never.
+            let shown = format!("{err} {} {err:?}", err.hint());
+            assert!(shown.contains("nope"), "{what}: {shown}");
+            assert!(!shown.contains(KEY), "{what}: key leaked: {shown}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_key_is_reported_as_an_auth_error() {
+    for kind in ALL {
+        let mock = MockLlm::start(
+            Script::new()
+                .require_key("the-right-key")
+                .fallback(Reply::chat("hi")),
+        );
+        let p = provider(&mock, kind);
+        let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+        // Gemini answers a bad key with 400 API_KEY_INVALID; it is still an auth problem.
+        assert!(matches!(err, LlmError::Auth { .. }), "{kind}: {err:?}");
+        assert!(err.hint().contains("pai config set"));
+        assert_eq!(mock.calls(), 1);
+        assert!(!format!("{err:?}").contains(KEY));
+    }
+}
+
+/// A predicate on the error a case must produce.
+type Check = fn(&LlmError) -> bool;
+
+#[tokio::test]
+async fn unusable_replies_give_typed_errors_without_retrying() {
+    for kind in ALL {
+        for stream in [false, true] {
+            let cases: Vec<(&str, Reply, Check)> = vec![
+                ("truncated", Reply::Truncated, |e| {
+                    matches!(
+                        e,
+                        LlmError::Truncated {
+                            max_output_tokens: 4096,
+                            ..
+                        }
+                    )
+                }),
+                ("empty", Reply::Empty, |e| {
+                    matches!(e, LlmError::EmptyReply { .. })
+                }),
+                ("malformed body", Reply::Malformed, |e| {
+                    matches!(e, LlmError::BadResponse { .. })
+                }),
+                (
+                    "prose",
+                    Reply::text("Sure! I would create calculator.py for you."),
+                    |e| matches!(e, LlmError::MalformedJson { snippet, .. } if snippet.starts_with("Sure! I would")),
+                ),
+                (
+                    "refusal",
+                    Reply::Refusal("I can't help with that.".into()),
+                    match kind {
+                        // Gemini has no refusal field: the prose arrives as the reply text.
+                        ProviderKind::Gemini => |e| matches!(e, LlmError::MalformedJson { .. }),
+                        _ => {
+                            |e| matches!(e, LlmError::Refusal { message, .. } if message.contains("can't help"))
+                        }
+                    },
+                ),
+                (
+                    "safety",
+                    Reply::Safety,
+                    match kind {
+                        // Anthropic's classifiers stop with `refusal`.
+                        ProviderKind::Anthropic => |e| matches!(e, LlmError::Refusal { .. }),
+                        ProviderKind::Gemini => {
+                            |e| matches!(e, LlmError::Blocked { reason, .. } if reason == "SAFETY")
+                        }
+                        ProviderKind::OpenAi => {
+                            |e| matches!(e, LlmError::Blocked { reason, .. } if reason == "content_filter")
+                        }
+                    },
+                ),
+            ];
+            for (name, reply, check) in cases {
+                let what = format!("{kind} stream={stream} {name}");
+                let mock =
+                    MockLlm::start(Script::with_replies([reply, Reply::chat("never reached")]));
+                let p = provider(&mock, kind);
+                let err = call(p.as_ref(), &request(stream)).await.0.unwrap_err();
+                assert!(check(&err), "{what}: got {err:?}");
+                assert_eq!(mock.calls(), 1, "{what}: must not be retried");
+                assert!(!err.to_string().is_empty());
+                // Billed replies are metered even when unusable.
+                assert_eq!(p.usage_totals().usage.input, mock.input_tokens(), "{what}");
+                assert_eq!(
+                    p.usage_totals().usage.output,
+                    mock.output_tokens(),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn sloppy_json_is_still_understood() {
+    let plan = chat_plan("fenced");
+    // Pretty JSON with a trailing comma before the closing brace, fenced, with prose around.
+    let pretty = serde_json::to_string_pretty(&plan).unwrap();
+    let sloppy = format!(
+        "{},\n}}",
+        pretty.trim_end().trim_end_matches('}').trim_end()
+    );
+    let text = format!("Here you go:\n```json\n{sloppy}\n```\nAnything else?");
+    for kind in ALL {
+        for stream in [false, true] {
+            let mock = MockLlm::start(Script::with_replies([Reply::text(&text)]));
+            let p = provider(&mock, kind);
+            let reply = call(p.as_ref(), &request(stream)).await.0.unwrap();
+            assert_eq!(reply.value, plan, "{kind} stream={stream}");
+            assert_eq!(reply.raw, text);
+        }
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_future_aborts_an_in_flight_request_within_a_second() {
+    for kind in ALL {
+        for stream in [false, true] {
+            let what = format!("{kind} stream={stream}");
+            let mock = MockLlm::start(Script::with_replies([Reply::drip(50)]));
+            let p = provider(&mock, kind);
+            let req = request(stream);
+            let on_text = |_: StreamEvent<'_>| {};
+            let started = Instant::now();
+            let outcome =
+                tokio::time::timeout(Duration::from_millis(300), p.complete(&req, &on_text)).await;
+            assert!(outcome.is_err(), "{what}: the drip should still be running");
+            let cancelled_at = started.elapsed();
+            assert!(
+                cancelled_at < Duration::from_secs(1),
+                "{what}: {cancelled_at:?}"
+            );
+            // The server sees the client go away promptly.
+            assert!(
+                aborted_within(&mock, Duration::from_secs(1)).await,
+                "{what}: connection not closed"
+            );
+            assert_eq!(mock.calls(), 1);
+        }
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_future_during_backoff_stops_further_attempts() {
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::rate_limit_ms(500),
+        Reply::chat("late"),
+    ]));
+    let p = provider(&mock, ProviderKind::Gemini);
+    let req = request(false);
+    let on_text = |_: StreamEvent<'_>| {};
+    let started = Instant::now();
+    let outcome =
+        tokio::time::timeout(Duration::from_millis(100), p.complete(&req, &on_text)).await;
+    assert!(outcome.is_err());
+    assert!(started.elapsed() < Duration::from_millis(400));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        mock.calls(),
+        1,
+        "the retry must not happen after cancellation"
+    );
+}
+
+#[tokio::test]
+async fn slow_servers_time_out_without_retrying() {
+    for kind in ALL {
+        let mock = MockLlm::start(Script::with_replies([Reply::drip(400), Reply::chat("x")]));
+        let mut cfg = config(&mock, kind);
+        cfg.stream_idle_timeout = Duration::from_millis(150);
+        let p = build_provider(&cfg).unwrap();
+        let err = call(p.as_ref(), &request(true)).await.0.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LlmError::Timeout {
+                    stage: TimeoutStage::StreamIdle,
+                    ..
+                }
+            ),
+            "{kind}: {err:?}"
+        );
+        assert_eq!(mock.calls(), 1);
+
+        let mock = MockLlm::start(Script::with_replies([
+            Reply::delay(1500, Reply::chat("late")),
+            Reply::chat("x"),
+        ]));
+        let mut cfg = config(&mock, kind);
+        cfg.request_timeout = Duration::from_millis(150);
+        let p = build_provider(&cfg).unwrap();
+        let started = Instant::now();
+        let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LlmError::Timeout {
+                    stage: TimeoutStage::Response,
+                    ..
+                }
+            ),
+            "{kind}: {err:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(err.kind(), LlmErrorKind::Unavailable);
+
+        // A non-streaming body that keeps trickling still ends at the request timeout.
+        let mock = MockLlm::start(Script::with_replies([Reply::drip(20), Reply::chat("x")]));
+        let mut cfg = config(&mock, kind);
+        cfg.request_timeout = Duration::from_millis(300);
+        let p = build_provider(&cfg).unwrap();
+        let started = Instant::now();
+        let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LlmError::Timeout {
+                    stage: TimeoutStage::Response,
+                    ..
+                }
+            ),
+            "{kind}: {err:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{kind}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(mock.calls(), 1);
+    }
+}
+
+#[tokio::test]
+async fn openai_falls_back_from_json_schema_to_json_object_to_prompt_and_remembers() {
+    let mock = MockLlm::start(Script::from_file(
+        "fixtures/llm/openai_no_structured_output.json",
+    ));
+    let p = provider(&mock, ProviderKind::OpenAi);
+    let first = call(p.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(first.value["reply"], "Running without structured output.");
+    assert_eq!(first.attempts, 3);
+    let formats: Vec<String> = mock
+        .generation_requests()
+        .iter()
+        .map(|r| r.response_format())
+        .collect();
+    assert_eq!(formats, ["json_schema", "json_object", "none"]);
+    let reqs = mock.generation_requests();
+    // Without json_schema the schema travels in the system prompt, identically each time.
+    assert!(!reqs[0].system.contains("JSON Schema"));
+    assert!(reqs[1].system.starts_with(SYSTEM) && reqs[1].system.contains("JSON Schema"));
+    assert_eq!(reqs[1].system, reqs[2].system);
+
+    // Later calls start in the mode that worked.
+    let second = call(p.as_ref(), &request(true)).await.0.unwrap();
+    assert_eq!(second.attempts, 1);
+    let reqs = mock.generation_requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(reqs[3].response_format(), "none");
+    assert_eq!(reqs[3].system, reqs[2].system);
+    assert_eq!(p.usage_totals().requests, 4);
+}
+
+#[tokio::test]
+async fn openai_json_object_mode_when_only_json_schema_is_rejected() {
+    let mock = MockLlm::start(
+        Script::new()
+            .reject_response_format(&["json_schema"])
+            .fallback(Reply::chat("object mode")),
+    );
+    let p = provider(&mock, ProviderKind::OpenAi);
+    for _ in 0..2 {
+        let reply = call(p.as_ref(), &request(true)).await.0.unwrap();
+        assert_eq!(reply.value["reply"], "object mode");
+    }
+    let formats: Vec<String> = mock
+        .generation_requests()
+        .iter()
+        .map(|r| r.response_format())
+        .collect();
+    assert_eq!(formats, ["json_schema", "json_object", "json_object"]);
+    // OpenAI requires the word "JSON" in the messages for json_object mode.
+    assert!(mock.generation_requests()[1].system.contains("JSON"));
+}
+
+#[tokio::test]
+async fn openai_needs_no_key_on_loopback() {
+    let mock = MockLlm::start(Script::new().fallback(Reply::chat("local")));
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.api_key = None;
+    let p = build_provider(&cfg).unwrap();
+    let reply = call(p.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "local");
+    let r = &mock.generation_requests()[0];
+    assert!(r.auth_header.is_none());
+    assert!(r.header("authorization").is_none());
+}
+
+#[tokio::test]
+async fn validate_makes_one_cheap_call_and_explains_failures() {
+    for kind in ALL {
+        let mock = MockLlm::start(Script::new().require_key(KEY).models(&["mock-model"]));
+        let p = provider(&mock, kind);
+        p.validate().await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert_eq!(mock.calls(), 0, "{kind}: validation must not generate");
+        assert_eq!(mock.requests().len(), 1);
+        assert_eq!(mock.requests()[0].method, "GET");
+        assert!(mock.requests()[0].key_is(KEY));
+        assert!(!mock.any_url_contains(KEY));
+
+        let mut cfg = config(&mock, kind);
+        cfg.api_key = Some("wrong-key".to_string());
+        let err = build_provider(&cfg).unwrap().validate().await.unwrap_err();
+        assert!(matches!(err, LlmError::Auth { .. }), "{kind}: {err:?}");
+
+        let mut cfg = config(&mock, kind);
+        cfg.model = "no-such-model".to_string();
+        let err = build_provider(&cfg).unwrap().validate().await.unwrap_err();
+        assert!(matches!(err, LlmError::NotFound { .. }), "{kind}: {err:?}");
+        assert_eq!(err.kind(), LlmErrorKind::Config);
+    }
+}
+
+#[tokio::test]
+async fn connection_failures_are_retried_then_reported() {
+    // A port nothing listens on: bind, note the port, close.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    for kind in ALL {
+        let mut cfg = ProviderConfig::new(kind, "mock-model");
+        cfg.base_url = Some(format!("http://127.0.0.1:{port}"));
+        cfg.api_key = Some(KEY.to_string());
+        cfg.backoff_base = Duration::from_millis(1);
+        cfg.max_attempts = 3;
+        let p = build_provider(&cfg).unwrap();
+        let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+        assert!(
+            matches!(err, LlmError::Connect { attempts: 3, .. }),
+            "{kind}: {err:?}"
+        );
+        assert!(
+            err.to_string().contains(&format!("127.0.0.1:{port}")),
+            "{err}"
+        );
+        assert!(!err.to_string().contains(KEY));
+        assert_eq!(p.usage_totals().requests, 3);
+    }
+}
+
+#[tokio::test]
+async fn the_key_never_appears_in_urls_errors_or_debug_output() {
+    for kind in ALL {
+        let mock = MockLlm::start(Script::with_replies([
+            Reply::status(500),
+            Reply::Status {
+                code: 400,
+                message: Some(format!("echo {KEY}")),
+                retry_after_secs: None,
+            },
+        ]));
+        let cfg = config(&mock, kind);
+        assert!(!format!("{cfg:?}").contains(KEY));
+        let p = build_provider(&cfg).unwrap();
+        let err = call(p.as_ref(), &request(true)).await.0.unwrap_err();
+        assert!(
+            !format!("{err} {err:?} {}", err.hint()).contains(KEY),
+            "{kind}"
+        );
+        assert!(!mock.any_url_contains(KEY));
+        for r in mock.requests() {
+            assert!(r.key_is(KEY));
+            assert!(
+                !r.headers.iter().any(|(_, v)| v.contains(KEY)),
+                "recorded headers are redacted"
+            );
+        }
+    }
+}
+
+#[test]
+fn missing_key_for_a_remote_base_is_a_config_error() {
+    for kind in ALL {
+        let cfg = ProviderConfig::new(kind, kind.default_model());
+        let err = build_provider(&cfg).err().unwrap();
+        assert!(matches!(err, LlmError::MissingKey { .. }), "{kind}");
+        assert_eq!(err.kind(), LlmErrorKind::Config);
+        assert!(err.to_string().contains(kind.key_env_var()));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mock itself
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn every_fixture_script_loads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llm");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            count += 1;
+        }
+    }
+    assert!(count >= 4, "fixtures found: {count}");
+    let err = Script::from_json(r#"{"replies": [{"plann": {}}]}"#).unwrap_err();
+    assert!(err.contains("plann"), "{err}");
+    let err = Script::from_json(r#"{"replys": []}"#).unwrap_err();
+    assert!(err.contains("replys"), "{err}");
+}
+
+#[tokio::test]
+async fn a_fixture_scenario_plays_in_order() {
+    for kind in ALL {
+        let mock = MockLlm::start(Script::from_file("fixtures/llm/flaky.json"));
+        let mut cfg = config(&mock, kind);
+        cfg.api_key = Some("test-key-for-fixtures".to_string());
+        cfg.max_attempts = 4;
+        let p = build_provider(&cfg).unwrap();
+        let req = request(true);
+        let first = call(p.as_ref(), &req).await.0.unwrap();
+        assert_eq!(first.value["reply"], "Made it through the weather.");
+        assert_eq!(
+            first.attempts, 4,
+            "{kind}: 429, 503 and a cut stream, then the plan"
+        );
+        let mut errors = Vec::new();
+        for _ in 0..6 {
+            errors.push(call(p.as_ref(), &req).await.0.unwrap_err());
+        }
+        assert!(
+            matches!(errors[0], LlmError::Truncated { .. }),
+            "{kind}: {:?}",
+            errors[0]
+        );
+        assert!(
+            matches!(errors[1], LlmError::BadResponse { .. }),
+            "{kind}: {:?}",
+            errors[1]
+        );
+        assert!(
+            matches!(errors[2], LlmError::EmptyReply { .. }),
+            "{kind}: {:?}",
+            errors[2]
+        );
+        assert!(
+            matches!(
+                errors[3],
+                LlmError::Blocked { .. } | LlmError::Refusal { .. }
+            ),
+            "{kind}"
+        );
+        assert!(
+            matches!(
+                errors[4],
+                LlmError::Refusal { .. } | LlmError::MalformedJson { .. }
+            ),
+            "{kind}"
+        );
+        assert!(
+            matches!(errors[5], LlmError::MalformedJson { .. }),
+            "{kind}: {:?}",
+            errors[5]
+        );
+        let last = call(p.as_ref(), &req).await.0.unwrap();
+        assert_eq!(last.value["reply"], "Late but fine.");
+        assert_eq!(mock.remaining_replies(), 0);
+        // Script exhausted: a clear, non-retried error.
+        let err = call(p.as_ref(), &req).await.0.unwrap_err();
+        assert!(
+            matches!(err, LlmError::BadRequest { .. }),
+            "{kind}: {err:?}"
+        );
+        assert!(err.to_string().contains("no reply left"), "{err}");
+        assert_eq!(mock.calls(), 4 + 6 + 1 + 1);
+        assert!(mock.key_only_in_headers("test-key-for-fixtures"));
+    }
+}
+
+#[tokio::test]
+async fn rules_answer_by_request_text() {
+    let mock = MockLlm::start(Script::from_file("fixtures/llm/chat_rules.json"));
+    let p = provider(&mock, ProviderKind::Anthropic);
+    let ask = |text: &str| {
+        let mut req = request(false);
+        req.messages = vec![Message::user(text)];
+        req
+    };
+    let reply = call(p.as_ref(), &ask("hey, what is pai?")).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "pai is a terminal coding agent.");
+    let err = call(p.as_ref(), &ask("please refuse me"))
+        .await
+        .0
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Refusal { .. }));
+    // `times: 1`: the refusal rule is spent; the default answers.
+    let reply = call(p.as_ref(), &ask("please refuse me")).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "I only answer scripted questions.");
+    // Rules look at the last user message only (by default).
+    let mut req = ask("what is pai");
+    req.messages.push(Message::assistant("{}"));
+    req.messages.push(Message::user("thanks"));
+    let reply = call(p.as_ref(), &req).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "I only answer scripted questions.");
+    let recorded = mock.generation_requests();
+    assert_eq!(recorded[3].last_user_text(), Some("thanks"));
+    assert_eq!(recorded[3].answered, "plan");
+    assert_eq!(recorded[1].answered, "refusal");
+}
+
+/// One HTTP/1.1 exchange over a plain socket, as a blocking test would do.
+fn raw_http(addr: std::net::SocketAddr, request: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(request.as_bytes())?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+#[test]
+fn the_mock_serves_blocking_clients_and_stops_when_dropped() {
+    let mock = MockLlm::start(Script::new().fallback(Reply::chat("hi")));
+    let addr = mock.addr();
+    assert_eq!(
+        mock.base_url(ProviderKind::OpenAi),
+        format!("http://{addr}/v1")
+    );
+    assert_eq!(
+        mock.base_url(ProviderKind::Gemini),
+        format!("http://{addr}")
+    );
+
+    let body = r#"{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":"hello there"}]}"#;
+    let response = raw_http(
+        addr,
+        &format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("chat.completion"));
+    // ceil((3 + 11) / 4) = 4 input tokens: system "sys" + "hello there", no schema.
+    assert!(response.contains(r#""prompt_tokens":4"#), "{response}");
+    assert_eq!(mock.input_tokens(), 4);
+
+    let unknown = raw_http(
+        addr,
+        "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    assert!(unknown.starts_with("HTTP/1.1 404"), "{unknown}");
+
+    let recorded = mock.requests();
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(recorded[0].auth_header.as_deref(), Some("authorization"));
+    assert_eq!(recorded[0].header("authorization"), Some("<redacted>"));
+    assert!(recorded[0].key_is(KEY));
+    assert!(!recorded[0].key_is("something else"));
+    assert_eq!(recorded[0].system, "sys");
+    assert_eq!(recorded[1].answered, "not_found");
+    assert_eq!(mock.calls(), 1, "only generation requests are calls");
+
+    drop(mock);
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "the port is closed after drop"
+    );
+}

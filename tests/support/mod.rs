@@ -1,0 +1,3 @@
+//! Shared helpers for the integration tests: the mock LLM server.
+
+pub mod mock_llm;
