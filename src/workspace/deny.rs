@@ -109,8 +109,8 @@ fn fold(c: char) -> Option<char> {
 /// lower-case ASCII without trailing dots or spaces, which keeps the gate allocation-free for
 /// ordinary names.
 pub(crate) fn skeleton(seg: &str) -> Cow<'_, str> {
-    let plain = seg.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase())
-        && !seg.ends_with(['.', ' ']);
+    let plain =
+        seg.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) && !seg.ends_with(['.', ' ']);
     if plain {
         return Cow::Borrowed(seg);
     }

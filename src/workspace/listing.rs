@@ -275,7 +275,7 @@ fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut
             } else {
                 c.files += 1;
             }
-            let bucket = if i < st.per_dir {
+            let bucket = if st.shown >= st.cap {
                 &mut st.omitted
             } else {
                 &mut local
