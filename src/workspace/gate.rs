@@ -408,6 +408,9 @@ mod tests {
         assert_eq!(g.check("abs/x", true).unwrap().resolved(), "real/x");
         assert_eq!(g.check("rel", false).unwrap().resolved(), "rel");
         assert!(g.check("out/x", true).is_err());
+        // A final symlink out is refused on the fast path too (O_PATH|O_NOFOLLOW would have
+        // returned the link itself).
+        assert!(g.check("out", true).is_err());
         assert_eq!(g.check("out", false).unwrap().resolved(), "out");
         assert!(g.check("sneaky/config", true).is_err());
         g.slow_only = true;

@@ -124,8 +124,11 @@ pub(crate) fn probe_beneath(dir: BorrowedFd<'_>, rel: &CStr) -> Probe {
     if OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
         return Probe::NeedsSlowPath;
     }
+    // No O_NOFOLLOW: with O_PATH | O_NOFOLLOW the kernel hands back a descriptor to a final
+    // symlink instead of failing, which would let `link -> /tmp` pass as plain. Without it, a
+    // final symlink is a symlink to resolve, and RESOLVE_NO_SYMLINKS turns that into ELOOP.
     let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
         mode: 0,
         resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
     };
