@@ -1,1 +1,184 @@
-//! workspace: see the module plan in README.md (filled in by its issue).
+//! The guarded workspace (SPEC sections 4 and 5): every byte pai reads or writes in a project
+//! goes through here.
+//!
+//! One gate ([`Workspace::check`]) confines paths to the project root, refuses the deny-list, and
+//! resolves symlinks; the operations then open what the gate approved relative to a descriptor
+//! on the root, never following a symlink, so a swap after the check cannot redirect them.
+//! Writes are atomic and keep permission bits and line endings; MODIFY applies exact
+//! search/replace edits under a diff guard. Each mutating operation returns [`FileChange`]s
+//! saying what changed, for the history layer to commit.
+//!
+//! The module knows nothing of models, terminals or git: callers decide the root (the git top
+//! level or the current directory) and what to do with the results.
+//!
+//! Layout: `gate` (path policy), `deny` (deny-list), `beneath` (use-time opening), `atomic`
+//! (atomic writes and stale temporaries), `guard` (diffs and the diff guard), `edits`
+//! (search/replace), `text` (encodings and line endings), `walk` (directory walking),
+//! `listing` (TREE, LIST_PATH, project files), `search` (SEARCH), `ops` (the file commands),
+//! `change` (result types), `sys` (system calls).
+
+mod atomic;
+mod beneath;
+mod change;
+mod config;
+mod deny;
+mod edits;
+mod error;
+mod gate;
+mod guard;
+mod listing;
+mod ops;
+mod search;
+mod sys;
+mod text;
+mod walk;
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use change::{ChangeKind, FileChange, ReadContent, ReadOutput};
+pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
+pub use edits::{Edit, Modification};
+pub use error::WorkspaceError;
+pub use gate::RelPath;
+
+/// A callback run between the gate check and the use of a path (tests use it to swap in a
+/// symlink at the worst moment).
+type AfterCheckHook = Arc<dyn Fn(&RelPath) + Send + Sync>;
+
+/// A project directory behind the gate. Cheap to share: all methods take `&self`, and the type
+/// is `Send + Sync`.
+pub struct Workspace {
+    root: PathBuf,
+    gate: gate::Gate,
+    cfg: WorkspaceConfig,
+    ignores: walk::GlobalIgnores,
+    stale_removed: usize,
+    after_check: Option<AfterCheckHook>,
+}
+
+impl std::fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace")
+            .field("root", &self.root)
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Workspace {
+    /// Open the project at `root` (made canonical). Removes temporary files a crashed pai run
+    /// left behind. Fails when the root is not a readable directory, its path is not UTF-8, or
+    /// the configured deny patterns are invalid.
+    pub fn open(root: &Path, cfg: WorkspaceConfig) -> Result<Workspace, WorkspaceError> {
+        let shown = root.to_string_lossy().into_owned();
+        let canon = std::fs::canonicalize(root)
+            .map_err(|e| WorkspaceError::io("open the project at", &shown, e))?;
+        let Some(root_str) = canon.to_str().map(str::to_string) else {
+            return Err(WorkspaceError::failed(
+                "open the project at",
+                &shown,
+                "its path is not valid UTF-8",
+            ));
+        };
+        let dir = std::fs::File::open(&canon)
+            .map_err(|e| WorkspaceError::io("open the project at", &root_str, e))?;
+        let fd: OwnedFd = dir.into();
+        let st = sys::fstat(fd.as_fd())
+            .map_err(|e| WorkspaceError::io("open the project at", &root_str, e))?;
+        if st.kind != sys::Kind::Dir {
+            return Err(WorkspaceError::failed(
+                "open the project at",
+                &root_str,
+                "it is not a directory",
+            ));
+        }
+        let deny =
+            deny::DenyList::new(&cfg.extra_deny).map_err(|reason| WorkspaceError::Config {
+                name: "extra_deny".into(),
+                value: cfg.extra_deny.join(", "),
+                reason,
+            })?;
+        let stale_removed = atomic::remove_stale(fd.as_fd(), &deny);
+        let ignores = walk::GlobalIgnores::load(&fd);
+        Ok(Workspace {
+            root: canon,
+            gate: gate::Gate::new(fd, root_str, deny),
+            cfg,
+            ignores,
+            stale_removed,
+            after_check: None,
+        })
+    }
+
+    /// The canonical project root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &WorkspaceConfig {
+        &self.cfg
+    }
+
+    /// How many stale temporary files [`Workspace::open`] removed.
+    pub fn stale_temps_removed(&self) -> usize {
+        self.stale_removed
+    }
+
+    /// Run the gate alone: lexical rules, deny-list, and resolution of every existing prefix
+    /// (a final symlink is resolved too). Plans are checked with this before anything runs.
+    pub fn check(&self, path: &str) -> Result<RelPath, WorkspaceError> {
+        self.gate.check(path, true)
+    }
+
+    /// Whether a relative `/`-separated path falls under the deny-list (any segment, lookalikes
+    /// included). The history layer uses it to never commit such a path.
+    pub fn is_denied(&self, rel: &str) -> bool {
+        self.gate
+            .deny
+            .path(rel.trim_start_matches("./").trim_end_matches('/'))
+            .is_some()
+    }
+
+    /// Testing aid: run `hook` after every gate check, before the path is used. Not for
+    /// production callers.
+    #[doc(hidden)]
+    pub fn with_after_check_hook(
+        mut self,
+        hook: impl Fn(&RelPath) + Send + Sync + 'static,
+    ) -> Self {
+        self.after_check = Some(Arc::new(hook));
+        self
+    }
+
+    /// Testing aid: skip the `openat2` fast path of the gate and always resolve component by
+    /// component (the path taken on kernels or sandboxes without `openat2`).
+    #[doc(hidden)]
+    pub fn with_portable_resolution(mut self) -> Self {
+        self.gate.slow_only = true;
+        self
+    }
+
+    /// The gate followed by the test hook, as every operation uses it.
+    fn gate_op(&self, path: &str, follow_last: bool) -> Result<RelPath, WorkspaceError> {
+        let rel = self.gate.check(path, follow_last)?;
+        if let Some(h) = &self.after_check {
+            h(&rel);
+        }
+        Ok(rel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn workspace_is_send_and_sync() {
+        assert_send_sync::<Workspace>();
+    }
+}

@@ -1,0 +1,421 @@
+//! The path gate (SPEC section 5): the one check every path passes before pai touches it.
+//!
+//! 1. Lexical rules on the text: not empty, not absolute, no NUL, control or invisible
+//!    characters, no backslashes or drive letters, no `~`, bounded length; `.` and empty
+//!    segments dropped and `..` folded, refusing any that climbs above the root.
+//! 2. The deny-list on every segment as written (so `.git/../x` is refused too).
+//! 3. Resolution of every existing prefix, symlinks included, like `realpath` but confined: a
+//!    symlink whose target leaves the root is refused, and the deny-list is applied again to the
+//!    resolved path (a link `cfg -> .git` does not open `.git/config`).
+//!
+//! The result, [`RelPath`], carries the resolved, symlink-free relative path that the operations
+//! then open component by component with `O_NOFOLLOW` (see `beneath.rs`), so a symlink swapped
+//! in after this check is refused at use instead of followed.
+//!
+//! Resolution has a fast path: one `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` tells us
+//! the kernel could walk the whole path beneath the root without meeting a symlink, in which
+//! case the lexical path is already resolved. It stops at the first missing component
+//! (`ENOENT`), and everything before it was walked symlink-free, so that counts as resolved too.
+//! Only paths that meet a symlink (`ELOOP`), or systems without `openat2`, take the slow path,
+//! which resolves prefix by prefix with `fstatat`/`readlinkat` relative to the root descriptor.
+
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, OwnedFd};
+
+use super::deny::{DenyClass, DenyList, is_invisible};
+use super::error::WorkspaceError;
+use super::sys;
+
+/// Longest path accepted, in bytes (Linux `PATH_MAX`).
+const MAX_PATH_BYTES: usize = 4096;
+/// Longest single name accepted, in bytes (Linux `NAME_MAX`).
+const MAX_NAME_BYTES: usize = 255;
+/// Symlink hops before giving up, as the kernel does.
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// A path that passed the gate: relative to the project root, normalised, `/`-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelPath {
+    lexical: String,
+    resolved: String,
+    dir_hint: bool,
+}
+
+impl RelPath {
+    /// The normalised path as the user or model wrote it (`""` for the root itself).
+    pub fn as_str(&self) -> &str {
+        &self.lexical
+    }
+
+    /// The path with every existing symlink resolved; this is what operations open.
+    pub fn resolved(&self) -> &str {
+        &self.resolved
+    }
+
+    /// Whether the path names the project root itself.
+    pub fn is_root(&self) -> bool {
+        self.resolved.is_empty()
+    }
+
+    /// Whether the path was written with a trailing `/` (so it can only name a directory).
+    pub fn dir_hint(&self) -> bool {
+        self.dir_hint
+    }
+
+    /// How to show the path to a user: the normalised text, `.` for the root.
+    pub fn display(&self) -> &str {
+        if self.lexical.is_empty() {
+            "."
+        } else {
+            &self.lexical
+        }
+    }
+
+    /// The resolved components.
+    pub(crate) fn components(&self) -> impl Iterator<Item = &str> {
+        self.resolved.split('/').filter(|s| !s.is_empty())
+    }
+
+    /// The final resolved component (`""` for the root).
+    pub(crate) fn file_name(&self) -> &str {
+        self.resolved.rsplit('/').next().unwrap_or("")
+    }
+
+    /// The resolved parent (`""` when the parent is the root).
+    pub(crate) fn parent(&self) -> &str {
+        match self.resolved.rfind('/') {
+            Some(i) => &self.resolved[..i],
+            None => "",
+        }
+    }
+
+    /// A path known to be inside the root and free of symlinks (from a walk or a join of a
+    /// checked directory and a listed name).
+    pub(crate) fn trusted(rel: String) -> RelPath {
+        RelPath {
+            lexical: rel.clone(),
+            resolved: rel,
+            dir_hint: false,
+        }
+    }
+}
+
+/// The gate: the canonical root, a descriptor on it, and the deny-list.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    pub(crate) root_fd: OwnedFd,
+    root_str: String,
+    pub(crate) deny: DenyList,
+    /// Skip the `openat2` fast path (tests exercise the portable path with it).
+    pub(crate) slow_only: bool,
+}
+
+fn refused_deny(input: &str, class: DenyClass, resolved: Option<&str>) -> WorkspaceError {
+    let reason = match resolved {
+        Some(r) => format!("is a protected path (it resolves to {r}; {})", {
+            let w = class.reason();
+            w.trim_start_matches('(').trim_end_matches(')')
+        }),
+        None => format!("is a protected path {}", class.reason()),
+    };
+    WorkspaceError::refused(input, reason)
+}
+
+impl Gate {
+    pub(crate) fn new(root_fd: OwnedFd, root_str: String, deny: DenyList) -> Gate {
+        Gate {
+            root_fd,
+            root_str,
+            deny,
+            slow_only: false,
+        }
+    }
+
+    /// Run the whole gate. `follow_last` resolves a final symlink (READ, WRITE, MODIFY); without
+    /// it the final component is taken as is (RM and MV act on a link, not on its target).
+    pub(crate) fn check(&self, input: &str, follow_last: bool) -> Result<RelPath, WorkspaceError> {
+        let (comps, dir_hint) = self.lexical(input)?;
+        let lexical = comps.join("/");
+        if lexical.is_empty() {
+            return Ok(RelPath {
+                lexical,
+                resolved: String::new(),
+                dir_hint: true,
+            });
+        }
+        if self.deny.has_path_patterns()
+            && let Some(class) = self.deny.path(&lexical)
+        {
+            return Err(refused_deny(input, class, None));
+        }
+        let c = sys::cstr(&lexical)
+            .map_err(|_| WorkspaceError::refused(input, "contains a NUL byte"))?;
+        let probe = if self.slow_only {
+            sys::Probe::NeedsSlowPath
+        } else {
+            sys::probe_beneath(self.root_fd.as_fd(), &c)
+        };
+        let resolved = match probe {
+            sys::Probe::Plain => lexical.clone(),
+            sys::Probe::TooLong => {
+                return Err(WorkspaceError::refused(
+                    input,
+                    "is too long for the file system",
+                ));
+            }
+            sys::Probe::NeedsSlowPath => {
+                let resolved = self.resolve_slow(input, &comps, follow_last)?;
+                if resolved != lexical
+                    && let Some(class) = self.deny.path(&resolved)
+                {
+                    return Err(refused_deny(input, class, Some(&resolved)));
+                }
+                resolved
+            }
+        };
+        Ok(RelPath {
+            lexical,
+            resolved,
+            dir_hint,
+        })
+    }
+
+    /// Step 1 and 2: lexical rules and the deny-list on the written segments. Returns the
+    /// normalised components and whether the path ended in `/`.
+    fn lexical<'a>(&self, input: &'a str) -> Result<(Vec<&'a str>, bool), WorkspaceError> {
+        let refuse = |reason: &str| Err(WorkspaceError::refused(input, reason.to_string()));
+        if input.is_empty() {
+            return refuse("is empty; give a path relative to the project root");
+        }
+        if input.len() > MAX_PATH_BYTES {
+            return refuse(&format!(
+                "is too long ({} bytes; the limit is {MAX_PATH_BYTES})",
+                input.len()
+            ));
+        }
+        let mut ascii = true;
+        for &b in input.as_bytes() {
+            match b {
+                0 => return refuse("contains a NUL byte"),
+                b'\\' => {
+                    return refuse("uses a backslash; use '/' to separate directories");
+                }
+                0x01..=0x1f | 0x7f => {
+                    return refuse(&format!("contains a control character (U+{b:04X})"));
+                }
+                0x80.. => ascii = false,
+                _ => {}
+            }
+        }
+        if !ascii {
+            for c in input.chars() {
+                if c.is_control() {
+                    return refuse(&format!(
+                        "contains a control character (U+{:04X})",
+                        c as u32
+                    ));
+                }
+                if is_invisible(c) {
+                    return refuse(&format!(
+                        "contains an invisible character (U+{:04X})",
+                        c as u32
+                    ));
+                }
+            }
+        }
+        if input.starts_with('/') {
+            return refuse(
+                "is an absolute path, which is outside the project; use a path relative to \
+                 the project root",
+            );
+        }
+        let b = input.as_bytes();
+        if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+            return refuse(
+                "looks like a Windows drive path; use a path relative to the project root",
+            );
+        }
+        if input.starts_with('~') {
+            return refuse(
+                "starts with '~', which pai does not expand; use a path relative to the project root",
+            );
+        }
+        let dir_hint = input.ends_with('/') || input.ends_with("/.") || input == ".";
+        let mut comps: Vec<&str> = Vec::with_capacity(8);
+        for seg in input.split('/') {
+            match seg {
+                "" | "." => {}
+                ".." => {
+                    if comps.pop().is_none() {
+                        return refuse("is outside the project");
+                    }
+                }
+                _ => {
+                    if seg.len() > MAX_NAME_BYTES {
+                        return refuse(&format!("has a name longer than {MAX_NAME_BYTES} bytes"));
+                    }
+                    if let Some(class) = self.deny.segment(seg) {
+                        return Err(refused_deny(input, class, None));
+                    }
+                    comps.push(seg);
+                }
+            }
+        }
+        Ok((comps, dir_hint))
+    }
+
+    /// Step 3, slow path: resolve prefix by prefix relative to the root descriptor.
+    fn resolve_slow(
+        &self,
+        input: &str,
+        comps: &[&str],
+        follow_last: bool,
+    ) -> Result<String, WorkspaceError> {
+        let outside = |detail: String| {
+            Err(WorkspaceError::refused(
+                input,
+                format!("is outside the project ({detail})"),
+            ))
+        };
+        let mut pending: VecDeque<String> = comps.iter().map(|s| s.to_string()).collect();
+        let mut resolved: Vec<String> = Vec::with_capacity(comps.len());
+        let mut hops = 0usize;
+        let mut exists = true;
+        while let Some(comp) = pending.pop_front() {
+            match comp.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    if resolved.pop().is_none() {
+                        return outside("a symbolic link on the path climbs above the root".into());
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            resolved.push(comp);
+            if !exists {
+                continue;
+            }
+            let is_last = pending.is_empty();
+            let prefix = resolved.join("/");
+            let c = sys::cstr(&prefix)
+                .map_err(|_| WorkspaceError::refused(input, "contains a NUL byte"))?;
+            let st = match sys::lstatat(self.root_fd.as_fd(), &c) {
+                Ok(st) => st,
+                Err(_) => {
+                    // Missing, not a directory, or unreadable: nothing below exists for us.
+                    exists = false;
+                    continue;
+                }
+            };
+            if st.kind != sys::Kind::Symlink || (is_last && !follow_last) {
+                continue;
+            }
+            hops += 1;
+            if hops > MAX_SYMLINK_HOPS {
+                return Err(WorkspaceError::refused(
+                    input,
+                    "has too many levels of symbolic links",
+                ));
+            }
+            let target = sys::readlinkat(self.root_fd.as_fd(), &c)
+                .map_err(|e| WorkspaceError::io("resolve", input, e))?;
+            let Ok(target) = String::from_utf8(target) else {
+                return Err(WorkspaceError::refused(
+                    input,
+                    format!("goes through {prefix}, a symbolic link whose target is not UTF-8"),
+                ));
+            };
+            resolved.pop();
+            let rest: Vec<String> = if let Some(abs) = target.strip_prefix('/') {
+                let root = self.root_str.trim_start_matches('/');
+                let inside = if root.is_empty() {
+                    Some(abs)
+                } else if abs == root {
+                    Some("")
+                } else {
+                    abs.strip_prefix(root).and_then(|r| r.strip_prefix('/'))
+                };
+                match inside {
+                    Some(r) => {
+                        resolved.clear();
+                        r.split('/').map(str::to_string).collect()
+                    }
+                    None => {
+                        return outside(format!(
+                            "{prefix} is a symbolic link to {}",
+                            super::error::display_path(&target)
+                        ));
+                    }
+                }
+            } else {
+                if target.is_empty() {
+                    return Err(WorkspaceError::refused(
+                        input,
+                        format!("goes through {prefix}, an empty symbolic link"),
+                    ));
+                }
+                target.split('/').map(str::to_string).collect()
+            };
+            for r in rest.into_iter().rev() {
+                pending.push_front(r);
+            }
+        }
+        Ok(resolved.join("/"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn gate(dir: &std::path::Path) -> Gate {
+        let root = std::fs::canonicalize(dir).unwrap();
+        let fd = std::fs::File::open(&root).unwrap();
+        Gate::new(
+            fd.into(),
+            root.to_str().unwrap().to_string(),
+            DenyList::default(),
+        )
+    }
+
+    #[test]
+    fn lexical_normalisation() {
+        let t = tempfile::tempdir().unwrap();
+        let g = gate(t.path());
+        assert_eq!(g.check("a/./b//c/../d", true).unwrap().as_str(), "a/b/d");
+        assert_eq!(g.check("./", true).unwrap().as_str(), "");
+        assert!(g.check("src/", true).unwrap().dir_hint());
+        assert!(!g.check("src", true).unwrap().dir_hint());
+        assert!(g.check("a/../..", true).is_err());
+        assert!(g.check(".git/../x", true).is_err());
+    }
+
+    #[test]
+    fn slow_path_resolves_inside_links() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("real/deep")).unwrap();
+        symlink("real", t.path().join("rel")).unwrap();
+        symlink("real/deep/../deep", t.path().join("twisty")).unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        symlink(root.join("real"), t.path().join("abs")).unwrap();
+        symlink("/tmp", t.path().join("out")).unwrap();
+        symlink(".git", t.path().join("sneaky")).unwrap();
+        let mut g = gate(t.path());
+        assert_eq!(g.check("rel/x", true).unwrap().resolved(), "real/x");
+        assert_eq!(g.check("twisty/x", true).unwrap().resolved(), "real/deep/x");
+        assert_eq!(g.check("abs/x", true).unwrap().resolved(), "real/x");
+        assert_eq!(g.check("rel", false).unwrap().resolved(), "rel");
+        assert!(g.check("out/x", true).is_err());
+        // A final symlink out is refused on the fast path too (O_PATH|O_NOFOLLOW would have
+        // returned the link itself).
+        assert!(g.check("out", true).is_err());
+        assert_eq!(g.check("out", false).unwrap().resolved(), "out");
+        assert!(g.check("sneaky/config", true).is_err());
+        g.slow_only = true;
+        assert_eq!(g.check("real/x", true).unwrap().resolved(), "real/x");
+        assert_eq!(g.check("rel/x", true).unwrap().resolved(), "real/x");
+        assert!(g.check("out/x", true).is_err());
+    }
+}

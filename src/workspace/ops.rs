@@ -1,0 +1,642 @@
+//! The file commands of SPEC section 4 (READ, WRITE, MODIFY, MKDIR, TOUCH, RM, MV) and the two
+//! primitives the history layer uses for undo/redo. Each one passes the gate, then works on
+//! descriptors opened beneath the root (`beneath.rs`), and reports what changed.
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, OwnedFd};
+
+use super::Workspace;
+use super::atomic::{self, Mode};
+use super::beneath::{self, open_parent};
+use super::change::{ChangeKind, FileChange, ReadContent, ReadOutput};
+use super::deny::DenyClass;
+use super::edits::{self, Modification};
+use super::error::WorkspaceError;
+use super::gate::RelPath;
+use super::guard::{self, LineDiff};
+use super::sys::{self, Kind};
+use super::text::{self, hash, looks_binary, normalise, thousands};
+use super::walk::{MAX_DEPTH, join};
+
+/// Flags for opening a file to read: never through a symlink, never blocking on a FIFO.
+const READ_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+/// One entry found below a directory that RM or MV is about to act on.
+struct Found {
+    rel: String,
+    kind: Kind,
+}
+
+impl Workspace {
+    /// Refuse the root and paths written with a trailing `/` for operations on files.
+    fn require_file_target(rel: &RelPath, op: &'static str) -> Result<(), WorkspaceError> {
+        if rel.is_root() {
+            return Err(WorkspaceError::failed(
+                op,
+                rel.display(),
+                "it is the project directory itself, not a file",
+            ));
+        }
+        if rel.dir_hint() {
+            return Err(WorkspaceError::failed(
+                op,
+                rel.display(),
+                "the path ends with '/', which names a directory; drop the trailing '/' to name a file",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Open an existing regular file for reading, explaining anything else found there.
+    fn open_file(
+        dir: &OwnedFd,
+        name: &CStr,
+        rel: &RelPath,
+        op: &'static str,
+        missing_hint: &str,
+    ) -> Result<(OwnedFd, sys::Stat), WorkspaceError> {
+        let shown = rel.display();
+        let fd = sys::openat(dir.as_fd(), name, READ_FLAGS, 0).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) => WorkspaceError::not_found(op, shown, missing_hint),
+            Some(libc::ELOOP) => WorkspaceError::refused(
+                shown,
+                "changed after it was checked: it is now a symbolic link, which pai does not follow",
+            ),
+            _ => WorkspaceError::io(op, shown, e),
+        })?;
+        let st = sys::fstat(fd.as_fd()).map_err(|e| WorkspaceError::io(op, shown, e))?;
+        match st.kind {
+            Kind::File => Ok((fd, st)),
+            Kind::Dir => Err(WorkspaceError::failed(
+                op,
+                shown,
+                "it is a directory; use TREE or LIST_PATH to see what it holds",
+            )),
+            _ => Err(WorkspaceError::failed(
+                op,
+                shown,
+                "it is not a regular file (a FIFO, socket or device)",
+            )),
+        }
+    }
+
+    /// READ: the text of a file (normalised to `\n`, cut at `max_read_bytes` and marked), or a
+    /// note that it is binary.
+    pub fn read(&self, path: &str) -> Result<ReadOutput, WorkspaceError> {
+        let rel = self.gate_op(path, true)?;
+        if rel.is_root() {
+            return Err(WorkspaceError::failed(
+                "read",
+                ".",
+                "it is the project directory; use TREE or LIST_PATH to see what it holds",
+            ));
+        }
+        let (dir, name) = open_parent(&self.gate, &rel, false, "read")?;
+        let (fd, st) = Self::open_file(&dir, &name, &rel, "read", "")?;
+        let limit = self.cfg.max_read_bytes;
+        let bytes = sys::read_up_to(&fd, limit.saturating_add(1))
+            .map_err(|e| WorkspaceError::io("read", rel.display(), e))?;
+        let truncated = bytes.len() > limit;
+        let shown = &bytes[..bytes.len().min(limit)];
+        let content = if looks_binary(shown) {
+            ReadContent::Binary
+        } else {
+            let valid = match std::str::from_utf8(shown) {
+                Ok(s) => Some(s),
+                // A multi-byte character cut by the limit is fine; anything else is not text.
+                Err(e) if truncated && e.error_len().is_none() => {
+                    std::str::from_utf8(&shown[..e.valid_up_to()]).ok()
+                }
+                Err(_) => None,
+            };
+            match valid {
+                None => ReadContent::Binary,
+                Some(s) => {
+                    let s = if truncated {
+                        match s.rfind('\n') {
+                            Some(i) if i > 0 => &s[..=i],
+                            _ => s,
+                        }
+                    } else {
+                        s
+                    };
+                    ReadContent::Text {
+                        text: normalise(s).body,
+                        truncated,
+                    }
+                }
+            }
+        };
+        Ok(ReadOutput {
+            path: rel.as_str().to_string(),
+            size: st.size,
+            content,
+        })
+    }
+
+    /// WRITE: create a new file (parents included). Fails if anything exists at the path.
+    pub fn write_new(&self, path: &str, content: &str) -> Result<FileChange, WorkspaceError> {
+        let rel = self.gate_op(path, true)?;
+        Self::require_file_target(&rel, "write")?;
+        let shown = rel.display();
+        let hint = "use MODIFY to change an existing file";
+        let (dir, name) = open_parent(&self.gate, &rel, true, "write")?;
+        match sys::lstatat(dir.as_fd(), &name) {
+            Ok(st) if st.kind == Kind::Dir => {
+                return Err(WorkspaceError::exists("write", shown, "it is a directory"));
+            }
+            Ok(_) => return Err(WorkspaceError::exists("write", shown, hint)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(WorkspaceError::io("write", shown, e)),
+        }
+        atomic::write(&dir, &name, content.as_bytes(), Mode::Keep, true).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EEXIST) {
+                WorkspaceError::exists("write", shown, hint)
+            } else {
+                WorkspaceError::io("write", shown, e)
+            }
+        })?;
+        let d = LineDiff::whole("", content);
+        Ok(FileChange {
+            after: Some(hash(content.as_bytes())),
+            added: d.added,
+            diff: d.unified(rel.resolved(), self.cfg.max_diff_lines),
+            ..FileChange::new(rel.resolved(), ChangeKind::Created)
+        })
+    }
+
+    /// MODIFY: change an existing text file by ordered search/replace edits or a whole new
+    /// content, under the diff guard. Permission bits, line endings and a byte-order mark are
+    /// kept. Identical text leaves the file untouched and reports [`ChangeKind::Unchanged`].
+    pub fn modify(&self, path: &str, m: &Modification) -> Result<FileChange, WorkspaceError> {
+        let rel = self.gate_op(path, true)?;
+        Self::require_file_target(&rel, "modify")?;
+        let shown = rel.display();
+        let missing = "use WRITE to create a new file";
+        let (dir, name) = open_parent(&self.gate, &rel, false, "modify").map_err(|e| match e {
+            WorkspaceError::NotFound { .. } => WorkspaceError::not_found("modify", shown, missing),
+            other => other,
+        })?;
+        let (fd, st) = Self::open_file(&dir, &name, &rel, "modify", missing)?;
+        let limit = self.cfg.max_edit_bytes;
+        if st.size > limit as u64 {
+            return Err(WorkspaceError::failed(
+                "modify",
+                shown,
+                format!(
+                    "it is {} bytes, over the {}-byte limit for edits",
+                    thousands(st.size as usize),
+                    thousands(limit)
+                ),
+            ));
+        }
+        let bytes = sys::read_up_to(&fd, limit.saturating_add(1))
+            .map_err(|e| WorkspaceError::io("modify", shown, e))?;
+        drop(fd);
+        let not_text = || {
+            WorkspaceError::failed(
+                "modify",
+                shown,
+                "it is a binary or non-UTF-8 file; text edits cannot change it",
+            )
+        };
+        if looks_binary(&bytes) || bytes.len() > limit {
+            return Err(not_text());
+        }
+        let old = std::str::from_utf8(&bytes).map_err(|_| not_text())?;
+        let styled = normalise(old);
+        let new_body = match m {
+            Modification::Edits(list) => edits::apply(&styled.body, list)
+                .map_err(|reason| WorkspaceError::failed("modify", shown, reason))?,
+            Modification::Content(c) => text::to_lf(c).into_owned(),
+        };
+        let before = hash(&bytes);
+        if new_body == styled.body {
+            return Ok(FileChange {
+                before: Some(before.clone()),
+                after: Some(before),
+                ..FileChange::new(rel.resolved(), ChangeKind::Unchanged)
+            });
+        }
+        let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved()).map_err(|r| {
+            WorkspaceError::DiffGuard {
+                path: shown.to_string(),
+                changed: r.changed,
+                added: r.added,
+                removed: r.removed,
+                original_lines: r.original_lines,
+                threshold: self.cfg.modify_threshold,
+                ratio_pct: format!("{:.0}", self.cfg.modify_max_ratio * 100.0),
+                preview: if r.lower_bound {
+                    format!("{}(at least this many lines change)\n", r.preview)
+                } else {
+                    r.preview
+                },
+            }
+        })?;
+        let new_bytes = text::restore(&new_body, styled.eol, styled.bom);
+        atomic::write(
+            &dir,
+            &name,
+            new_bytes.as_bytes(),
+            Mode::Exact(st.perm),
+            false,
+        )
+        .map_err(|e| WorkspaceError::io("modify", shown, e))?;
+        Ok(FileChange {
+            before: Some(before),
+            after: Some(hash(new_bytes.as_bytes())),
+            added: d.added,
+            removed: d.removed,
+            diff: d.unified(rel.resolved(), self.cfg.max_diff_lines),
+            ..FileChange::new(rel.resolved(), ChangeKind::Modified)
+        })
+    }
+
+    /// MKDIR: create a directory and any missing parents. An existing directory is
+    /// [`ChangeKind::Unchanged`].
+    pub fn mkdir(&self, path: &str) -> Result<FileChange, WorkspaceError> {
+        let rel = self.gate_op(path, true)?;
+        if rel.is_root() {
+            return Ok(FileChange::new("", ChangeKind::Unchanged));
+        }
+        let (_, created) =
+            beneath::open_dir(&self.gate, rel.components(), true, "mkdir", rel.display())?;
+        let kind = if created {
+            ChangeKind::DirCreated
+        } else {
+            ChangeKind::Unchanged
+        };
+        Ok(FileChange::new(rel.resolved(), kind))
+    }
+
+    /// TOUCH: create an empty file (parents included), or update the times of an existing one.
+    pub fn touch(&self, path: &str) -> Result<FileChange, WorkspaceError> {
+        let rel = self.gate_op(path, true)?;
+        Self::require_file_target(&rel, "touch")?;
+        let shown = rel.display();
+        let (dir, name) = open_parent(&self.gate, &rel, true, "touch")?;
+        match sys::lstatat(dir.as_fd(), &name) {
+            Ok(st) => match st.kind {
+                Kind::File => {
+                    sys::touch_at(dir.as_fd(), &name)
+                        .map_err(|e| WorkspaceError::io("touch", shown, e))?;
+                    Ok(FileChange::new(rel.resolved(), ChangeKind::Unchanged))
+                }
+                Kind::Dir => Err(WorkspaceError::failed("touch", shown, "it is a directory")),
+                Kind::Symlink => Err(WorkspaceError::refused(
+                    shown,
+                    "changed after it was checked: it is now a symbolic link, which pai does not follow",
+                )),
+                Kind::Other => Err(WorkspaceError::failed(
+                    "touch",
+                    shown,
+                    "it is not a regular file",
+                )),
+            },
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+                let fd = sys::openat(dir.as_fd(), &name, flags, 0o666)
+                    .map_err(|e| WorkspaceError::io("touch", shown, e))?;
+                sys::fsync(fd.as_fd()).map_err(|e| WorkspaceError::io("touch", shown, e))?;
+                let _ = sys::fsync(dir.as_fd());
+                Ok(FileChange {
+                    after: Some(hash(b"")),
+                    ..FileChange::new(rel.resolved(), ChangeKind::Created)
+                })
+            }
+            Err(e) => Err(WorkspaceError::io("touch", shown, e)),
+        }
+    }
+
+    /// RM: remove a file, a symlink (not its target) or a directory. A non-empty directory
+    /// needs `allow_recursive` (the caller asks the user first); a directory holding a
+    /// protected path (`.git`, `.env`, keys, ...) is never removed.
+    pub fn rm(&self, path: &str, allow_recursive: bool) -> Result<Vec<FileChange>, WorkspaceError> {
+        let rel = self.gate_op(path, false)?;
+        let shown = rel.display();
+        if rel.is_root() {
+            return Err(WorkspaceError::refused(
+                shown,
+                "is the project directory itself; pai never removes it",
+            ));
+        }
+        let (dir, name) = open_parent(&self.gate, &rel, false, "rm")?;
+        let st =
+            sys::lstatat(dir.as_fd(), &name).map_err(|e| WorkspaceError::io("rm", shown, e))?;
+        if rel.dir_hint() && st.kind != Kind::Dir {
+            return Err(WorkspaceError::failed("rm", shown, "it is not a directory"));
+        }
+        let mut changes = Vec::new();
+        if st.kind == Kind::Dir {
+            let sub = sys::openat(dir.as_fd(), &name, sys::DIR_READ, 0)
+                .map_err(|e| WorkspaceError::io("rm", shown, e))?;
+            let found = self.scan(&sub, rel.resolved(), "rm", shown)?;
+            if !found.is_empty() && !allow_recursive {
+                let dirs = found.iter().filter(|f| f.kind == Kind::Dir).count();
+                return Err(WorkspaceError::NeedsConfirmation {
+                    path: shown.to_string(),
+                    files: found.len() - dirs,
+                    dirs,
+                });
+            }
+            self.delete_tree(&sub, rel.resolved(), &mut changes, shown)?;
+            drop(sub);
+            sys::unlinkat(dir.as_fd(), &name, true)
+                .map_err(|e| WorkspaceError::io("rm", shown, e))?;
+            changes.push(FileChange::new(rel.resolved(), ChangeKind::DirRemoved));
+        } else {
+            changes.push(self.delete_entry(&dir, &name, st.kind, rel.resolved(), shown)?);
+        }
+        let _ = sys::fsync(dir.as_fd());
+        Ok(changes)
+    }
+
+    /// Remove one non-directory entry and describe it.
+    fn delete_entry(
+        &self,
+        dir: &OwnedFd,
+        name: &CStr,
+        kind: Kind,
+        rel: &str,
+        shown: &str,
+    ) -> Result<FileChange, WorkspaceError> {
+        let mut change = FileChange::new(rel, ChangeKind::Deleted);
+        if kind == Kind::File
+            && let Ok(fd) = sys::openat(dir.as_fd(), name, READ_FLAGS, 0)
+            && let Ok(bytes) = sys::read_up_to(&fd, usize::MAX)
+        {
+            change.before = Some(hash(&bytes));
+            if bytes.len() <= self.cfg.max_edit_bytes
+                && !looks_binary(&bytes)
+                && let Ok(s) = std::str::from_utf8(&bytes)
+            {
+                let body = normalise(s).body;
+                let d = LineDiff::whole(&body, "");
+                change.removed = d.removed;
+                change.diff = d.unified(rel, self.cfg.max_diff_lines);
+            }
+        }
+        sys::unlinkat(dir.as_fd(), name, false).map_err(|e| WorkspaceError::io("rm", shown, e))?;
+        Ok(change)
+    }
+
+    /// List everything below a directory (no ignore rules: RM and MV act on all of it), and
+    /// refuse if a protected path is among it.
+    fn scan(
+        &self,
+        dir: &OwnedFd,
+        rel: &str,
+        op: &'static str,
+        shown: &str,
+    ) -> Result<Vec<Found>, WorkspaceError> {
+        let mut out = Vec::new();
+        self.scan_rec(dir, rel, 0, &mut out, op, shown)?;
+        Ok(out)
+    }
+
+    fn scan_rec(
+        &self,
+        dir: &OwnedFd,
+        rel: &str,
+        depth: usize,
+        out: &mut Vec<Found>,
+        op: &'static str,
+        shown: &str,
+    ) -> Result<(), WorkspaceError> {
+        if depth > MAX_DEPTH {
+            return Err(WorkspaceError::failed(op, shown, "it is nested too deeply"));
+        }
+        let entries = sys::read_dir(dir.as_fd()).map_err(|e| WorkspaceError::io(op, shown, e))?;
+        for e in entries {
+            let name = String::from_utf8_lossy(e.name.to_bytes()).into_owned();
+            let path = join(rel, &name);
+            if let Some(DenyClass::Protected(why)) = self.gate.deny.path(&path) {
+                return Err(WorkspaceError::refused(
+                    shown,
+                    format!(
+                        "holds {path}, a protected path {why}; pai does not {} it",
+                        if op == "rm" { "remove" } else { "move" }
+                    ),
+                ));
+            }
+            if e.kind == Kind::Dir {
+                let sub = sys::openat(dir.as_fd(), &e.name, sys::DIR_READ, 0)
+                    .map_err(|err| WorkspaceError::io(op, &path, err))?;
+                out.push(Found {
+                    rel: path.clone(),
+                    kind: Kind::Dir,
+                });
+                self.scan_rec(&sub, &path, depth + 1, out, op, shown)?;
+            } else {
+                out.push(Found {
+                    rel: path,
+                    kind: e.kind,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove everything below a directory, deepest first, never following a symlink.
+    fn delete_tree(
+        &self,
+        dir: &OwnedFd,
+        rel: &str,
+        changes: &mut Vec<FileChange>,
+        shown: &str,
+    ) -> Result<(), WorkspaceError> {
+        let entries = sys::read_dir(dir.as_fd()).map_err(|e| WorkspaceError::io("rm", shown, e))?;
+        for e in entries {
+            let name = String::from_utf8_lossy(e.name.to_bytes()).into_owned();
+            let path = join(rel, &name);
+            // Checked again at deletion: something protected may have appeared since the scan.
+            if let Some(DenyClass::Protected(why)) = self.gate.deny.path(&path) {
+                return Err(WorkspaceError::refused(
+                    shown,
+                    format!("holds {path}, a protected path {why}; pai does not remove it"),
+                ));
+            }
+            if e.kind == Kind::Dir {
+                let sub = sys::openat(dir.as_fd(), &e.name, sys::DIR_READ, 0)
+                    .map_err(|err| WorkspaceError::io("rm", &path, err))?;
+                self.delete_tree(&sub, &path, changes, shown)?;
+                drop(sub);
+                sys::unlinkat(dir.as_fd(), &e.name, true)
+                    .map_err(|err| WorkspaceError::io("rm", &path, err))?;
+                changes.push(FileChange::new(path, ChangeKind::DirRemoved));
+            } else {
+                changes.push(self.delete_entry(dir, &e.name, e.kind, &path, shown)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// MV: move a file, symlink or directory. When `to` is an existing directory, the source
+    /// moves into it. Never replaces an existing destination.
+    pub fn mv(&self, from: &str, to: &str) -> Result<Vec<FileChange>, WorkspaceError> {
+        let src = self.gate_op(from, false)?;
+        let src_shown = src.display();
+        if src.is_root() {
+            return Err(WorkspaceError::refused(
+                src_shown,
+                "is the project directory itself; pai never moves it",
+            ));
+        }
+        let mut dst = self.gate_op(to, false)?;
+        let (sdir, sname) = open_parent(&self.gate, &src, false, "mv")?;
+        let st = sys::lstatat(sdir.as_fd(), &sname)
+            .map_err(|e| WorkspaceError::io("mv", src_shown, e))?;
+        if src.dir_hint() && st.kind != Kind::Dir {
+            return Err(WorkspaceError::failed(
+                "mv",
+                src_shown,
+                "it is not a directory",
+            ));
+        }
+        // Into an existing directory? (A symlink to a directory inside the project counts.)
+        let into = dst.is_root()
+            || match self.gate.check(to, true) {
+                Ok(d) if d.is_root() => {
+                    dst = d;
+                    true
+                }
+                Ok(d) => {
+                    let is_dir =
+                        beneath::open_dir(&self.gate, d.components(), false, "mv", d.display())
+                            .is_ok();
+                    if is_dir {
+                        dst = d;
+                    }
+                    is_dir
+                }
+                Err(_) => false,
+            };
+        if into {
+            let joined = join(dst.resolved(), src.file_name());
+            dst = self.gate_op(&joined, false)?;
+        }
+        let dst_shown = dst.display().to_string();
+        if dst.resolved() == src.resolved() {
+            return Err(WorkspaceError::failed(
+                "mv",
+                src_shown,
+                "the source and the destination are the same",
+            ));
+        }
+        let found = if st.kind == Kind::Dir {
+            if dst.resolved().starts_with(&format!("{}/", src.resolved())) {
+                return Err(WorkspaceError::failed(
+                    "mv",
+                    src_shown,
+                    format!("a directory cannot move into itself ({dst_shown})"),
+                ));
+            }
+            let sub = sys::openat(sdir.as_fd(), &sname, sys::DIR_READ, 0)
+                .map_err(|e| WorkspaceError::io("mv", src_shown, e))?;
+            self.scan(&sub, src.resolved(), "mv", src_shown)?
+        } else {
+            Vec::new()
+        };
+        let (ddir, dname) = open_parent(&self.gate, &dst, true, "mv")?;
+        sys::renameat(sdir.as_fd(), &sname, ddir.as_fd(), &dname, true).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::EEXIST) | Some(libc::ENOTEMPTY) => WorkspaceError::exists(
+                    "mv to",
+                    &dst_shown,
+                    "remove it first or choose another name",
+                ),
+                Some(libc::EXDEV) => WorkspaceError::failed(
+                    "mv",
+                    src_shown,
+                    "the destination is on another file system",
+                ),
+                _ => WorkspaceError::io("mv", src_shown, e),
+            }
+        })?;
+        let _ = sys::fsync(ddir.as_fd());
+        let _ = sys::fsync(sdir.as_fd());
+
+        let from_root = src.resolved();
+        let to_root = dst.resolved();
+        let moved = |old: &str| format!("{to_root}{}", &old[from_root.len()..]);
+        let mut changes = Vec::new();
+        let file_change = |old: &str, kind: Kind, ddir: &OwnedFd, name: &CStr| {
+            let mut c = FileChange::new(
+                moved(old),
+                ChangeKind::Renamed {
+                    from: old.to_string(),
+                },
+            );
+            if kind == Kind::File
+                && let Ok(fd) = sys::openat(ddir.as_fd(), name, READ_FLAGS, 0)
+                && let Ok(bytes) = sys::read_up_to(&fd, usize::MAX)
+            {
+                let h = hash(&bytes);
+                c.before = Some(h.clone());
+                c.after = Some(h);
+            }
+            c
+        };
+        if st.kind == Kind::Dir {
+            changes.push(FileChange::new(
+                to_root,
+                ChangeKind::DirRenamed {
+                    from: from_root.to_string(),
+                },
+            ));
+            for f in found.iter().filter(|f| f.kind != Kind::Dir) {
+                let new_rel = moved(&f.rel);
+                let checked = RelPath::trusted(new_rel);
+                let hashed = open_parent(&self.gate, &checked, false, "mv")
+                    .ok()
+                    .map(|(d, n)| file_change(&f.rel, f.kind, &d, &n));
+                changes.push(hashed.unwrap_or_else(|| {
+                    FileChange::new(
+                        moved(&f.rel),
+                        ChangeKind::Renamed {
+                            from: f.rel.clone(),
+                        },
+                    )
+                }));
+            }
+        } else {
+            changes.push(file_change(from_root, st.kind, &ddir, &dname));
+        }
+        Ok(changes)
+    }
+
+    /// For undo/redo: make `path` hold exactly `bytes` (parents created), atomically, through
+    /// the gate. `mode` sets the permission bits; `None` keeps the existing file's.
+    pub fn write_bytes(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        mode: Option<u32>,
+    ) -> Result<(), WorkspaceError> {
+        let rel = self.gate_op(path, true)?;
+        Self::require_file_target(&rel, "write")?;
+        let (dir, name) = open_parent(&self.gate, &rel, true, "write")?;
+        let mode = mode.map_or(Mode::Keep, Mode::Exact);
+        atomic::write(&dir, &name, bytes, mode, false)
+            .map_err(|e| WorkspaceError::io("write", rel.display(), e))
+    }
+
+    /// For undo/redo: remove one file or symlink (never a directory) through the gate. A
+    /// missing file is [`WorkspaceError::NotFound`].
+    pub fn remove_file(&self, path: &str) -> Result<(), WorkspaceError> {
+        let rel = self.gate_op(path, false)?;
+        Self::require_file_target(&rel, "remove")?;
+        let shown = rel.display();
+        let (dir, name) = open_parent(&self.gate, &rel, false, "remove")?;
+        let st =
+            sys::lstatat(dir.as_fd(), &name).map_err(|e| WorkspaceError::io("remove", shown, e))?;
+        if st.kind == Kind::Dir {
+            return Err(WorkspaceError::failed("remove", shown, "it is a directory"));
+        }
+        sys::unlinkat(dir.as_fd(), &name, false)
+            .map_err(|e| WorkspaceError::io("remove", shown, e))?;
+        let _ = sys::fsync(dir.as_fd());
+        Ok(())
+    }
+}

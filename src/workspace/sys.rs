@@ -1,0 +1,397 @@
+//! Thin, safe wrappers over the `*at` system calls the workspace is built on.
+//!
+//! Every file operation in the workspace is expressed relative to an open directory descriptor
+//! (ultimately the project root), never as an absolute path, so that the kernel resolves names
+//! one component at a time under our control. This file holds all the `unsafe` of the module;
+//! everything else works with [`OwnedFd`], [`BorrowedFd`] and [`CStr`].
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The kind of a directory entry or file, as far as the workspace cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link (never followed by the workspace's own walks).
+    Symlink,
+    /// A FIFO, socket or device node.
+    Other,
+}
+
+impl Kind {
+    fn from_mode(mode: libc::mode_t) -> Kind {
+        match mode & libc::S_IFMT {
+            libc::S_IFDIR => Kind::Dir,
+            libc::S_IFREG => Kind::File,
+            libc::S_IFLNK => Kind::Symlink,
+            _ => Kind::Other,
+        }
+    }
+}
+
+/// The parts of `struct stat` the workspace uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stat {
+    /// What the entry is.
+    pub kind: Kind,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub perm: u32,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Turn a path component or relative path into a C string; a NUL byte is refused by the gate
+/// long before this, so hitting it here is reported as an invalid-input error.
+pub(crate) fn cstr(s: &str) -> io::Result<CString> {
+    CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in path"))
+}
+
+/// `openat(2)`; `O_CLOEXEC` is always added.
+pub(crate) fn openat(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    loop {
+        // SAFETY: `name` is a valid NUL-terminated string and `dir` a live descriptor.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_CLOEXEC,
+                libc::c_uint::from(mode),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: the kernel just handed us this descriptor; nobody else owns it.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Open flags for a directory we only walk through.
+pub(crate) const DIR_PATH: libc::c_int = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+/// Open flags for a directory we read or fsync.
+pub(crate) const DIR_READ: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+
+/// `struct open_how` for `openat2(2)`; declared here because the libc crate marks its copy
+/// non-exhaustive.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// Set once `openat2` turned out to be unavailable (old kernel or a seccomp filter), so the
+/// gate stops trying it.
+static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// Outcome of probing a relative path with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// Every existing component was walked without meeting a symlink or leaving `dir`: the
+    /// lexical path is the resolved path.
+    Plain,
+    /// A symlink (or something the fast path cannot judge) is on the way: resolve by hand.
+    NeedsSlowPath,
+    /// The path is too long for the kernel.
+    TooLong,
+}
+
+/// Ask the kernel, in one call, whether `rel` can be walked beneath `dir` without following any
+/// symlink. This is the gate's fast path; see `gate.rs` for why a missing component still
+/// counts as plain.
+pub(crate) fn probe_beneath(dir: BorrowedFd<'_>, rel: &CStr) -> Probe {
+    if OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
+        return Probe::NeedsSlowPath;
+    }
+    // No O_NOFOLLOW: with O_PATH | O_NOFOLLOW the kernel hands back a descriptor to a final
+    // symlink instead of failing, which would let `link -> /tmp` pass as plain. Without it, a
+    // final symlink is a symlink to resolve, and RESOLVE_NO_SYMLINKS turns that into ELOOP.
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: `how` is a correctly laid out `struct open_how` that outlives the call, its size
+    // is passed alongside, and `rel` is NUL-terminated.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            rel.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if ret >= 0 {
+        // SAFETY: a successful openat2 returns a fresh descriptor that only we own; wrapping it
+        // closes it.
+        drop(unsafe { OwnedFd::from_raw_fd(ret as libc::c_int) });
+        return Probe::Plain;
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        // A component is missing, is not a directory, or may not be searched: everything
+        // before it was walked without a symlink, and nothing after it exists for us.
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES) => Probe::Plain,
+        Some(libc::ENAMETOOLONG) => Probe::TooLong,
+        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EINVAL) | Some(libc::E2BIG) => {
+            OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed);
+            Probe::NeedsSlowPath
+        }
+        _ => Probe::NeedsSlowPath,
+    }
+}
+
+fn stat_from(st: &libc::stat) -> Stat {
+    Stat {
+        kind: Kind::from_mode(st.st_mode),
+        perm: st.st_mode & 0o7777,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+    }
+}
+
+/// `fstatat(2)` without following a final symlink.
+pub(crate) fn lstatat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Stat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is a valid out-pointer for one `struct stat`; `name` is NUL-terminated.
+    cvt(unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: fstatat succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Ok(stat_from(&st))
+}
+
+/// `fstat(2)`.
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is a valid out-pointer for one `struct stat`.
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Ok(stat_from(&st))
+}
+
+/// `readlinkat(2)`: the raw target bytes of a symlink.
+pub(crate) fn readlinkat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: `buf` is writable for `buf.len()` bytes; `name` is NUL-terminated.
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// `mkdirat(2)`.
+pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated and `dir` is live.
+    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+}
+
+/// `unlinkat(2)`; `dir_entry` selects `AT_REMOVEDIR`.
+pub(crate) fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, dir_entry: bool) -> io::Result<()> {
+    let flags = if dir_entry { libc::AT_REMOVEDIR } else { 0 };
+    // SAFETY: `name` is NUL-terminated and `dir` is live.
+    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
+}
+
+/// `renameat2(2)`. With `no_replace`, an existing target makes it fail with `EEXIST`; on a
+/// file system without `RENAME_NOREPLACE` it falls back to a check followed by a plain rename.
+pub(crate) fn renameat(
+    from_dir: BorrowedFd<'_>,
+    from: &CStr,
+    to_dir: BorrowedFd<'_>,
+    to: &CStr,
+    no_replace: bool,
+) -> io::Result<()> {
+    let flags = if no_replace {
+        libc::RENAME_NOREPLACE
+    } else {
+        0
+    };
+    // SAFETY: both names are NUL-terminated and both descriptors live.
+    let ret = unsafe {
+        libc::renameat2(
+            from_dir.as_raw_fd(),
+            from.as_ptr(),
+            to_dir.as_raw_fd(),
+            to.as_ptr(),
+            flags,
+        )
+    };
+    if ret == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if no_replace && err.raw_os_error() == Some(libc::EINVAL) {
+        match lstatat(to_dir, to) {
+            Ok(_) => return Err(io::Error::from_raw_os_error(libc::EEXIST)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+        // SAFETY: as above.
+        return cvt(unsafe {
+            libc::renameat(
+                from_dir.as_raw_fd(),
+                from.as_ptr(),
+                to_dir.as_raw_fd(),
+                to.as_ptr(),
+            )
+        })
+        .map(drop);
+    }
+    Err(err)
+}
+
+/// `fsync(2)`.
+pub(crate) fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: `fd` is live.
+    cvt(unsafe { libc::fsync(fd.as_raw_fd()) }).map(drop)
+}
+
+/// `fchmod(2)`.
+pub(crate) fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
+    // SAFETY: `fd` is live.
+    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(drop)
+}
+
+/// Set access and modification time of `name` to now, without following a symlink.
+pub(crate) fn touch_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    let now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: libc::UTIME_NOW,
+    };
+    let times = [now, now];
+    // SAFETY: `times` holds two timespecs as utimensat requires; `name` is NUL-terminated.
+    cvt(unsafe {
+        libc::utimensat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+    .map(drop)
+}
+
+/// Whether a process with this id exists (used to tell stale temporary files of a crashed run
+/// from those of a live one).
+pub(crate) fn process_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission; it delivers nothing.
+    let ret = unsafe { libc::kill(pid, 0) };
+    ret == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// One entry of a directory listing.
+#[derive(Debug)]
+pub(crate) struct DirEntry {
+    /// The entry's name (never `.` or `..`).
+    pub name: CString,
+    /// Its kind, from `d_type` or, where the file system does not report it, `fstatat`.
+    pub kind: Kind,
+}
+
+/// Read every entry of the directory open as `dir` (which must have been opened with read
+/// access). The descriptor is duplicated, so `dir` stays usable.
+pub(crate) fn read_dir(dir: BorrowedFd<'_>) -> io::Result<Vec<DirEntry>> {
+    let dup = dir.try_clone_to_owned()?;
+    // The duplicate shares the file offset with `dir`; rewind so a directory can be read twice.
+    // SAFETY: `dup` is live.
+    unsafe { libc::lseek(dup.as_raw_fd(), 0, libc::SEEK_SET) };
+    let raw = std::os::fd::IntoRawFd::into_raw_fd(dup);
+    // SAFETY: `raw` is a directory descriptor we own; fdopendir takes ownership of it.
+    let dirp = unsafe { libc::fdopendir(raw) };
+    if dirp.is_null() {
+        let err = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so the descriptor is still ours to close.
+        unsafe { libc::close(raw) };
+        return Err(err);
+    }
+    let mut out = Vec::new();
+    let result = loop {
+        // readdir signals errors only through errno, so clear it first.
+        // SAFETY: __errno_location returns this thread's errno slot.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: `dirp` is a valid open DIR stream.
+        let ent = unsafe { libc::readdir64(dirp) };
+        if ent.is_null() {
+            // SAFETY: as above.
+            let errno = unsafe { *libc::__errno_location() };
+            break if errno == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::from_raw_os_error(errno))
+            };
+        }
+        // SAFETY: readdir returned a valid entry whose d_name is NUL-terminated; we copy it
+        // before the next readdir call invalidates it.
+        let (name, d_type) = unsafe { (CStr::from_ptr((*ent).d_name.as_ptr()), (*ent).d_type) };
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let kind = match d_type {
+            libc::DT_DIR => Kind::Dir,
+            libc::DT_REG => Kind::File,
+            libc::DT_LNK => Kind::Symlink,
+            libc::DT_UNKNOWN => match lstatat(dir, name) {
+                Ok(st) => st.kind,
+                Err(_) => Kind::Other,
+            },
+            _ => Kind::Other,
+        };
+        out.push(DirEntry {
+            name: name.to_owned(),
+            kind,
+        });
+    };
+    // SAFETY: `dirp` is valid and closed exactly once; this also closes the descriptor.
+    unsafe { libc::closedir(dirp) };
+    result.map(|()| out)
+}
+
+/// Read a whole file from an open descriptor, at most `limit` bytes.
+pub(crate) fn read_up_to(fd: &OwnedFd, limit: usize) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::from(fd.try_clone()?);
+    let mut out = Vec::new();
+    file.take(limit as u64).read_to_end(&mut out)?;
+    Ok(out)
+}
