@@ -10,6 +10,11 @@ use std::path::Path;
 use super::error::{Context, HistoryError};
 use super::store;
 
+/// Attempts before reporting another holder.
+const RETRIES: u32 = 10;
+/// Pause between attempts.
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Held for as long as the session (or the undo/redo) runs.
 #[derive(Debug)]
 pub(crate) struct WorkTreeLock {
@@ -28,7 +33,17 @@ impl WorkTreeLock {
             .truncate(false)
             .open(&path)
             .ctx(|| format!("cannot open the lock file {}", path.display()))?;
-        if !try_flock(&file).ctx(|| format!("cannot lock {}", path.display()))? {
+        // A process forked by this one (a git or RUN child between fork and exec) briefly
+        // shares the descriptor of a lock just released; give such a window time to close.
+        let mut locked = false;
+        for _ in 0..RETRIES {
+            locked = try_flock(&file).ctx(|| format!("cannot lock {}", path.display()))?;
+            if locked {
+                break;
+            }
+            std::thread::sleep(RETRY_PAUSE);
+        }
+        if !locked {
             let mut text = String::new();
             // The holder's pid is informational; an unreadable file only loses the pid.
             let _ = file.read_to_string(&mut text);

@@ -450,6 +450,14 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     let tree = commit.tree().ctx(|| "cannot read the plan's tree".into())?;
     let before_tree = revert::parent_tree(&commit)?;
     let changes = revert::changed_paths(repo, before_tree.as_ref(), Some(&tree))?;
+    let tip_tree = match tip {
+        Some(t) => Some(
+            read_commit(repo, t)?
+                .tree()
+                .ctx(|| "cannot read the tip".into())?,
+        ),
+        None => None,
+    };
     let mut index = index_sync::load(repo)?;
     let mut changed = Vec::new();
     for c in &changes {
@@ -464,8 +472,14 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
                 c.path,
                 revert::describe_difference(c.before, now)
             ));
-        } else if scope::index_file(&index, &c.path) != c.before {
-            changed.push(format!("{} (staged changes)", c.path));
+        } else {
+            // Undo left the index at the tip's entry, which for a path under a snapshot of
+            // the user's changes is not the plan's parent's entry.
+            let in_index = scope::index_file(&index, &c.path);
+            let at_tip = scope::tree_file(tip_tree.as_ref(), &c.path).ok().flatten();
+            if in_index != c.before && in_index != at_tip {
+                changed.push(format!("{} (staged changes)", c.path));
+            }
         }
     }
     if !changed.is_empty() {
@@ -516,14 +530,6 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
 
     // Index: the plan's paths, and snapshot paths between the tip and the plan whose index
     // entry is still the tip's.
-    let tip_tree = match tip {
-        Some(t) => Some(
-            read_commit(repo, t)?
-                .tree()
-                .ctx(|| "cannot read the tip".into())?,
-        ),
-        None => None,
-    };
     let mut entries: Vec<(String, Option<Entry>)> =
         changes.iter().map(|c| (c.path.clone(), c.after)).collect();
     if let Some(below) = &before_tree {
