@@ -1,1 +1,42 @@
-//! history: see the module plan in README.md (filled in by its issue).
+//! Git history (SPEC section 6): one plan, one commit on a session branch `pai/<id>`, so a
+//! session is reviewable (`pai log`), revertible (`pai undo` / `pai redo`) and mergeable with
+//! plain git — and nothing of the user's is ever lost: no clean, no reset, no whole-tree
+//! checkout, the user's own edits snapshotted before a plan touches them.
+//!
+//! History knows nothing of models or terminals; it receives lists of project-relative paths
+//! and reaches project files only through [`WorkTree`], which the workspace gate implements.
+//! Every operation costs in proportion to the paths involved, not to the repository's size.
+//!
+//! Modules: `repo` (discovery, refusals, identity), `session` (start, lock, summary),
+//! `snapshot` (user snapshots and trash before a plan), `commit` (the plan commit), `undo`
+//! (undo/redo), `log` (listing); helpers `scope`, `tree_edit`, `index_sync`, `message`,
+//! `names`, `meta`, `revert`, `trash`, `store`, `paths`, `lock`.
+
+mod commit;
+mod error;
+mod index_sync;
+mod lock;
+mod log;
+mod message;
+mod meta;
+mod names;
+mod paths;
+mod repo;
+mod revert;
+mod scope;
+mod session;
+mod snapshot;
+mod store;
+mod trash;
+mod tree_edit;
+mod undo;
+mod worktree;
+
+pub use commit::{CommitInfo, LeftOut};
+pub use error::HistoryError;
+pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
+pub use message::{Kind, PlanRecord};
+pub use repo::project_root;
+pub use session::{Session, SessionSummary, StartOptions};
+pub use undo::{RedoReport, UndoReport, redo, undo};
+pub use worktree::{WorkEntry, WorkTree};

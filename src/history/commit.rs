@@ -1,0 +1,193 @@
+//! One executed plan, one commit: the branch tip's tree plus exactly the paths the plan
+//! touched (built tree by tree, never from the user's index), then the user's index entries
+//! for those paths brought in line so `git status` is clean for them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::error::{Context, HistoryError};
+use super::message::{self, PlanRecord};
+use super::scope::{self, Class, Entry};
+use super::session::Session;
+use super::tree_edit;
+use super::worktree::WorkTree;
+use super::{index_sync, names, repo};
+
+/// A path of the plan that the commit does not hold, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// Project-relative path.
+    pub path: String,
+    /// `deny-listed`, `ignored`, `filter=lfs`, `symlink or submodule` or `not a regular file`.
+    pub reason: &'static str,
+}
+
+/// What [`Session::commit_plan`] recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommitInfo {
+    /// Full commit id.
+    pub id: String,
+    /// Abbreviated commit id.
+    pub short_id: String,
+    /// Session id.
+    pub session: String,
+    /// Plan number within the session.
+    pub plan: u32,
+    /// The session branch (`pai/<id>`).
+    pub branch: String,
+    /// Paths whose content the commit changed.
+    pub files: Vec<String>,
+    /// The snapshot of the user's changes below the plan commit, if one was needed.
+    pub snapshot: Option<String>,
+    /// Touched paths not recorded.
+    pub left_out: Vec<LeftOut>,
+    /// Things the user should know (e.g. an LFS file left out).
+    pub warnings: Vec<String>,
+}
+
+impl Session {
+    /// Commit the executed plan on the session branch. `Ok(None)` when the touched paths hold
+    /// nothing new (a failed or read-only plan); then no commit is made and any snapshot taken
+    /// by [`Session::prepare`] is dropped, the user's changes staying uncommitted as they were.
+    pub fn commit_plan(
+        &mut self,
+        wt: &dyn WorkTree,
+        plan: &PlanRecord,
+    ) -> Result<Option<CommitInfo>, HistoryError> {
+        let session = self.id.clone();
+        let w = self.writer()?;
+        w.check_head()?;
+        let number = w.next_plan;
+        let repo = &w.repo;
+        let tip = names::target(repo, &w.branch).ctx(|| "cannot read the session branch".into())?;
+        let pending = w.pending.take().filter(|p| p.base == tip);
+        w.prepared.clear();
+        let parent = pending.as_ref().map(|p| p.top).or(tip);
+        let parent_commit = match parent {
+            Some(c) => Some(
+                repo.find_commit(c)
+                    .ctx(|| format!("cannot read commit {c}"))?,
+            ),
+            None => None,
+        };
+        let parent_tree = match &parent_commit {
+            Some(c) => Some(
+                c.tree()
+                    .ctx(|| "cannot read the session branch's tree".into())?,
+            ),
+            None => None,
+        };
+        let mut index = index_sync::load(repo)?;
+        let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
+        let mut changes = BTreeMap::new();
+        let mut left_out = Vec::new();
+        let mut warnings = Vec::new();
+        for path in files {
+            let reason = match scope::classify(repo, wt, parent_tree.as_ref(), &index, &path) {
+                Class::Denied => Some("deny-listed"),
+                Class::Ignored => Some("ignored"),
+                Class::Lfs => {
+                    warnings.push(format!(
+                        "{path} is stored with Git LFS (filter=lfs); pai left it out of the commit: add it with `git add {path}`"
+                    ));
+                    Some("filter=lfs")
+                }
+                Class::Tracked | Class::Untracked => None,
+            };
+            if let Some(reason) = reason {
+                left_out.push(LeftOut { path, reason });
+                continue;
+            }
+            let Ok(before) = scope::tree_file(parent_tree.as_ref(), &path) else {
+                left_out.push(LeftOut {
+                    path,
+                    reason: "symlink or submodule",
+                });
+                continue;
+            };
+            let Ok(file) = scope::work_file(wt, &path)? else {
+                left_out.push(LeftOut {
+                    path,
+                    reason: "not a regular file",
+                });
+                continue;
+            };
+            let after = scope::entry_of(file.as_ref());
+            if after == before {
+                continue;
+            }
+            if let Some(f) = &file {
+                repo.blob(&f.bytes).ctx(|| format!("cannot store {path}"))?;
+            }
+            changes.insert(path, after);
+        }
+        if changes.is_empty() {
+            if pending.is_some() {
+                forget_pending(repo, &session);
+            }
+            return Ok(None);
+        }
+        let edits = changes
+            .iter()
+            .map(|(p, e)| (p.clone(), scope::change_to(*e)))
+            .collect();
+        let tree_id = tree_edit::edit_tree(repo, parent_tree.as_ref(), &edits)
+            .ctx(|| "cannot build the plan's tree".into())?;
+        let tree = repo
+            .find_tree(tree_id)
+            .ctx(|| "cannot build the plan's tree".into())?;
+        let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
+        let msg = message::plan_message(&session, number, plan);
+        let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
+        let commit = repo
+            .commit(None, &author, &committer, &msg, &tree, &parents)
+            .ctx(|| "cannot create the plan commit".into())?;
+        let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
+        let moved = match tip {
+            Some(old) => repo.reference_matching(&w.branch, commit, true, old, &reflog),
+            None => repo.reference(&w.branch, commit, false, &reflog),
+        };
+        moved.ctx(|| {
+            format!(
+                "cannot move {} to the plan commit {} (did it change meanwhile?)",
+                names::short(&w.branch),
+                names::short_id(commit)
+            )
+        })?;
+        // The index follows the branch for the recorded paths and the snapshotted ones.
+        let mut synced: BTreeSet<&String> = changes.keys().collect();
+        if let Some(p) = &pending {
+            synced.extend(p.paths.iter());
+        }
+        let entries: Vec<(String, Option<Entry>)> = synced
+            .into_iter()
+            .map(|p| (p.clone(), scope::tree_file(Some(&tree), p).ok().flatten()))
+            .collect();
+        index_sync::update(&mut index, &entries)?;
+        if pending.is_some() {
+            forget_pending(repo, &session);
+        }
+        w.next_plan += 1;
+        Ok(Some(CommitInfo {
+            id: commit.to_string(),
+            short_id: names::short_id(commit),
+            session: session.clone(),
+            plan: number,
+            branch: names::short(&w.branch).to_string(),
+            files: changes.into_keys().collect(),
+            snapshot: pending.map(|p| p.top.to_string()),
+            left_out,
+            warnings,
+        }))
+    }
+}
+
+/// Drop the pending-snapshot ref: the snapshots are now below the plan commit, or no longer
+/// needed because the work tree still holds the user's version.
+fn forget_pending(repo: &git2::Repository, session: &str) {
+    if let Ok(mut r) = repo.find_reference(&names::pending_ref(session)) {
+        // A leftover ref only keeps a few objects alive; it is overwritten next time.
+        let _ = r.delete();
+    }
+}

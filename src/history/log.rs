@@ -1,0 +1,400 @@
+//! `pai log`: the plans of every session (or one), newest first, as data (serialisable for
+//! `--json`) and as plain text for people. Read from git alone: session branches, the `Pai-*`
+//! trailers, `refs/pai/undone/...` and the session metadata refs.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use chrono::{DateTime, FixedOffset};
+use git2::{Commit, Oid, Patch, Repository, Sort};
+use serde::Serialize;
+
+use super::error::{Context, HistoryError};
+use super::message::{self, Kind};
+use super::meta::{self, Meta};
+use super::session::summary_for;
+use super::{names, repo, revert};
+
+/// One session and its plans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionLog {
+    /// Session id.
+    pub session: String,
+    /// `pai/<id>` while that branch exists.
+    pub branch: Option<String>,
+    /// Short id of the commit the session started from.
+    pub base_commit: Option<String>,
+    /// The branch the session started from.
+    pub base_branch: Option<String>,
+    /// Command to review the session.
+    pub review: Option<String>,
+    /// Command to merge it into its base branch.
+    pub merge: Option<String>,
+    /// Plans, newest first (undone ones included, marked).
+    pub plans: Vec<PlanLog>,
+}
+
+/// One plan commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanLog {
+    /// Abbreviated commit id.
+    pub commit: String,
+    /// Full commit id.
+    pub id: String,
+    /// Session id.
+    pub session: String,
+    /// Plan number within the session.
+    pub plan: u32,
+    /// Commit time, RFC 3339 with the committer's offset.
+    pub time: String,
+    /// The user's request.
+    pub request: String,
+    /// Files with added/deleted line counts.
+    pub files: Vec<FileStat>,
+    /// The model.
+    pub model: Option<String>,
+    /// API calls.
+    pub calls: Option<u32>,
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+    /// Taken off the branch by `pai undo` (kept for `pai redo`).
+    pub undone: bool,
+    /// The unified diff, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+}
+
+/// One file of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileStat {
+    /// Project-relative path.
+    pub path: String,
+    /// `added`, `modified` or `deleted`.
+    pub status: &'static str,
+    /// Lines added.
+    pub added: usize,
+    /// Lines deleted.
+    pub deleted: usize,
+    /// Whether git sees the file as binary (no line counts).
+    pub binary: bool,
+}
+
+/// The plan history of the project at `root`: every session, or only `session`.
+pub fn log(
+    root: &Path,
+    session: Option<&str>,
+    with_patch: bool,
+) -> Result<Vec<SessionLog>, HistoryError> {
+    let hr = repo::open_existing(root)?;
+    let repo = &hr.repo;
+    let all = sessions(repo);
+    let wanted: Vec<String> = match session {
+        Some(s) => {
+            if !all.contains(s) {
+                return Err(HistoryError::Refused {
+                    message: format!("no pai session `{s}` in {}", root.display()),
+                    hint: if all.is_empty() {
+                        "no pai sessions recorded here yet".into()
+                    } else {
+                        format!(
+                            "sessions here: {}",
+                            all.iter().rev().cloned().collect::<Vec<_>>().join(", ")
+                        )
+                    },
+                });
+            }
+            vec![s.to_string()]
+        }
+        None => all.into_iter().collect(),
+    };
+    let mut out = Vec::new();
+    for s in wanted {
+        let entry = session_log(repo, &s, with_patch, hr.private)?;
+        if session.is_some() || !entry.plans.is_empty() {
+            out.push(entry);
+        }
+    }
+    out.sort_by(|a, b| {
+        let newest = |l: &SessionLog| l.plans.first().map(|p| p.time.clone());
+        newest(b).cmp(&newest(a)).then(b.session.cmp(&a.session))
+    });
+    Ok(out)
+}
+
+/// Every session id known from branches, undone plans and metadata.
+fn sessions(repo: &Repository) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for glob in [
+        "refs/heads/pai/*",
+        "refs/pai/undone/*",
+        "refs/pai/sessions/*",
+    ] {
+        let Ok(refs) = repo.references_glob(glob) else {
+            continue;
+        };
+        for r in refs.flatten() {
+            let Ok(name) = r.name() else { continue };
+            let id = names::session_of_branch(name)
+                .or_else(|| {
+                    name.strip_prefix("refs/pai/undone/")
+                        .and_then(|s| s.split('/').next())
+                })
+                .or_else(|| name.strip_prefix("refs/pai/sessions/"));
+            if let Some(id) = id {
+                out.insert(id.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn session_log(
+    repo: &Repository,
+    session: &str,
+    with_patch: bool,
+    private: bool,
+) -> Result<SessionLog, HistoryError> {
+    let branch = names::branch_ref(session);
+    let tip = names::target(repo, &branch).ctx(|| format!("cannot read pai/{session}"))?;
+    let meta = meta::read(repo, session);
+    let mut plans = Vec::new();
+    if let Some(tip) = tip {
+        for id in branch_commits(repo, session, tip, meta.as_ref())? {
+            let commit = repo
+                .find_commit(id)
+                .ctx(|| format!("cannot read commit {id}"))?;
+            let t = message::parse(commit.message().unwrap_or_default());
+            if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
+                plans.push(plan_log(repo, &commit, session, false, with_patch)?);
+            }
+        }
+    }
+    if let Ok(refs) = repo.references_glob(&names::undone_glob(session)) {
+        for r in refs.flatten() {
+            let Some(id) = r.target() else { continue };
+            if plans.iter().any(|p: &PlanLog| p.id == id.to_string()) {
+                continue;
+            }
+            let commit = repo
+                .find_commit(id)
+                .ctx(|| format!("cannot read commit {id}"))?;
+            plans.push(plan_log(repo, &commit, session, true, with_patch)?);
+        }
+    }
+    plans.sort_by(|a, b| b.time.cmp(&a.time).then(b.plan.cmp(&a.plan)));
+    let summary = summary_for(
+        session,
+        &meta.unwrap_or_default(),
+        plans.len(),
+        private,
+        tip.is_some(),
+    );
+    Ok(SessionLog {
+        session: session.to_string(),
+        branch: summary.branch,
+        base_commit: summary.base_commit,
+        base_branch: summary.base_branch,
+        review: summary.review,
+        merge: summary.merge,
+        plans,
+    })
+}
+
+/// Commits of the session on its branch: down to the recorded base, or (without metadata)
+/// down to the first commit that is not the session's.
+fn branch_commits(
+    repo: &Repository,
+    session: &str,
+    tip: Oid,
+    meta: Option<&Meta>,
+) -> Result<Vec<Oid>, HistoryError> {
+    let mut walk = repo.revwalk().ctx(|| "cannot walk history".into())?;
+    walk.set_sorting(Sort::TOPOLOGICAL)
+        .and_then(|()| walk.push(tip))
+        .ctx(|| "cannot walk history".into())?;
+    walk.simplify_first_parent()
+        .ctx(|| "cannot walk history".into())?;
+    match meta.and_then(|m| m.base) {
+        Some(base) => {
+            walk.hide(base).ctx(|| "cannot walk history".into())?;
+            Ok(walk.flatten().collect())
+        }
+        None if meta.is_some() => Ok(walk.flatten().collect()),
+        None => {
+            let mut out = Vec::new();
+            for id in walk.flatten() {
+                let Ok(c) = repo.find_commit(id) else { break };
+                if message::parse(c.message().unwrap_or_default())
+                    .session
+                    .as_deref()
+                    != Some(session)
+                {
+                    break;
+                }
+                out.push(id);
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn plan_log(
+    repo: &Repository,
+    commit: &Commit<'_>,
+    session: &str,
+    undone: bool,
+    with_patch: bool,
+) -> Result<PlanLog, HistoryError> {
+    let msg = commit.message().unwrap_or_default();
+    let t = message::parse(msg);
+    let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
+    let parent = revert::parent_tree(commit)?;
+    let diff = repo
+        .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+        .ctx(|| "cannot diff a plan".into())?;
+    let mut files = Vec::new();
+    let mut patch_text = String::new();
+    for i in 0..diff.deltas().len() {
+        let Some(delta) = diff.get_delta(i) else {
+            continue;
+        };
+        let file = if delta.new_file().exists() {
+            delta.new_file()
+        } else {
+            delta.old_file()
+        };
+        let path = file
+            .path()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let status = match (delta.old_file().exists(), delta.new_file().exists()) {
+            (false, _) => "added",
+            (_, false) => "deleted",
+            _ => "modified",
+        };
+        let mut stat = FileStat {
+            path,
+            status,
+            added: 0,
+            deleted: 0,
+            binary: delta.flags().is_binary(),
+        };
+        if let Some(mut patch) = Patch::from_diff(&diff, i).ctx(|| "cannot diff a plan".into())? {
+            let (_, added, deleted) = patch.line_stats().ctx(|| "cannot count lines".into())?;
+            stat.added = added;
+            stat.deleted = deleted;
+            stat.binary = stat.binary || patch.delta().flags().is_binary();
+            if with_patch {
+                let buf = patch.to_buf().ctx(|| "cannot format a patch".into())?;
+                patch_text.push_str(&String::from_utf8_lossy(&buf));
+            }
+        }
+        files.push(stat);
+    }
+    let time = commit.time();
+    let when = FixedOffset::east_opt(time.offset_minutes() * 60)
+        .and_then(|tz| DateTime::from_timestamp(time.seconds(), 0).map(|d| d.with_timezone(&tz)))
+        .map(|d| d.to_rfc3339())
+        .unwrap_or_default();
+    Ok(PlanLog {
+        commit: names::short_id(commit.id()),
+        id: commit.id().to_string(),
+        session: t.session.clone().unwrap_or_else(|| session.to_string()),
+        plan: t.plan.unwrap_or(0),
+        time: when,
+        request: message::request_of(msg),
+        files,
+        model: t.model,
+        calls: t.calls,
+        input_tokens: t.tokens.map(|(i, _)| i),
+        output_tokens: t.tokens.map(|(_, o)| o),
+        undone,
+        patch: with_patch.then_some(patch_text),
+    })
+}
+
+/// Plain text for `pai log`.
+pub fn render_text(sessions: &[SessionLog]) -> String {
+    if sessions.is_empty() {
+        return "No pai plans recorded here yet.\n".into();
+    }
+    let mut out = String::new();
+    for s in sessions {
+        out.push_str(&format!("Session {}", s.session));
+        match &s.branch {
+            Some(b) => out.push_str(&format!("  {b}")),
+            None => out.push_str("  (branch deleted)"),
+        }
+        match (&s.base_commit, &s.base_branch) {
+            (Some(c), Some(b)) => out.push_str(&format!("  from {b} at {c}")),
+            (Some(c), None) => out.push_str(&format!("  from detached {c}")),
+            (None, Some(b)) => out.push_str(&format!("  from unborn {b}")),
+            (None, None) => {}
+        }
+        out.push('\n');
+        if s.branch.is_some() {
+            if let Some(merge) = &s.merge {
+                out.push_str(&format!("  merge: {merge}\n"));
+            }
+            if let Some(review) = &s.review {
+                out.push_str(&format!("  review: {review}\n"));
+            }
+        }
+        if s.plans.is_empty() {
+            out.push_str("  no plans\n");
+        }
+        for p in &s.plans {
+            let when = DateTime::parse_from_rfc3339(&p.time)
+                .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_else(|_| p.time.clone());
+            let request = p.request.lines().next().unwrap_or_default();
+            out.push_str(&format!(
+                "  plan {:<3} {}  {}  {}{}\n",
+                p.plan,
+                p.commit,
+                when,
+                request,
+                if p.undone { "  [undone]" } else { "" }
+            ));
+            let files: Vec<String> = p
+                .files
+                .iter()
+                .map(|f| {
+                    if f.binary {
+                        format!("{} (binary, {})", f.path, f.status)
+                    } else {
+                        format!("{} +{} -{}", f.path, f.added, f.deleted)
+                    }
+                })
+                .collect();
+            out.push_str(&format!("           {}\n", files.join(", ")));
+            let calls = p
+                .calls
+                .map(|c| format!("{c} call{}", if c == 1 { "" } else { "s" }));
+            let tokens = match (p.input_tokens, p.output_tokens) {
+                (Some(i), Some(o)) => Some(format!("tokens {i} in / {o} out")),
+                _ => None,
+            };
+            let details: Vec<String> = [calls, tokens, p.model.clone()]
+                .into_iter()
+                .flatten()
+                .collect();
+            if !details.is_empty() {
+                out.push_str(&format!("           {}\n", details.join(" · ")));
+            }
+            if let Some(patch) = &p.patch {
+                for line in patch.lines() {
+                    out.push_str(&format!("    {line}\n"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// JSON for `pai log --json`: an array of sessions.
+pub fn render_json(sessions: &[SessionLog]) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(sessions)
+}

@@ -1,0 +1,288 @@
+//! Commit messages: the subject, body and `Pai-*` trailers pai writes, and reading them back.
+//! The trailers are the durable record that undo, redo and log derive everything from.
+
+use serde::Serialize;
+
+/// What kind of commit pai made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// An executed plan: the agent's change.
+    Plan,
+    /// A snapshot of the user's own changes, taken before a plan touched those files.
+    User,
+    /// The state saved by `pai undo --force` before undoing.
+    Saved,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Plan => "plan",
+            Kind::User => "user",
+            Kind::Saved => "saved",
+        }
+    }
+}
+
+/// An executed plan as the agent reports it to history.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlanRecord {
+    /// The user's request, as typed.
+    pub request: String,
+    /// The plan's steps, one line each (e.g. "MODIFY calc.py: add power()").
+    pub steps: Vec<String>,
+    /// Project-relative paths the plan created, changed or removed (files or directories).
+    pub touched: Vec<String>,
+    /// What the plan did besides files (e.g. "RUN python3 -m py_compile calc.py: exit 0").
+    pub side_effects: Vec<String>,
+    /// The model that made the plan.
+    pub model: String,
+    /// API calls the turn made.
+    pub calls: u32,
+    /// Input tokens used.
+    pub input_tokens: u64,
+    /// Output tokens used.
+    pub output_tokens: u64,
+}
+
+/// The `Pai-*` trailers of a commit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Trailers {
+    pub session: Option<String>,
+    pub plan: Option<u32>,
+    pub kind: Option<Kind>,
+    pub model: Option<String>,
+    pub calls: Option<u32>,
+    pub tokens: Option<(u64, u64)>,
+}
+
+/// Longest subject line, as `git log --oneline` readers expect.
+const SUBJECT_MAX: usize = 72;
+/// Longest step line in the body.
+const STEP_MAX: usize = 200;
+
+/// Collapse whitespace (newlines included) so a value fits on one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Cut `text` to at most `max` characters, marking the cut with an ellipsis.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.truncate(out.trim_end().len());
+    out.push('…');
+    out
+}
+
+/// `pai: <request, shortened>`.
+pub(crate) fn subject(request: &str) -> String {
+    let line = one_line(request);
+    let line = if line.is_empty() {
+        "(no request text)".to_string()
+    } else {
+        line
+    };
+    format!("pai: {}", shorten(&line, SUBJECT_MAX - "pai: ".len()))
+}
+
+fn trailer_block(session: &str, plan: u32, kind: Kind) -> String {
+    format!(
+        "Pai-Session: {}\nPai-Plan: {plan}\nPai-Kind: {}\n",
+        one_line(session),
+        kind.as_str()
+    )
+}
+
+/// The full message of a plan commit.
+pub(crate) fn plan_message(session: &str, plan: u32, record: &PlanRecord) -> String {
+    let mut msg = subject(&record.request);
+    msg.push_str("\n\n");
+    // The full request, quoted line by line, when the subject had to shorten it.
+    if subject(&record.request) != format!("pai: {}", one_line(&record.request)) {
+        msg.push_str("Request:\n");
+        for line in record.request.trim().lines() {
+            msg.push_str(format!("> {}", line.trim_end()).trim_end());
+            msg.push('\n');
+        }
+        msg.push('\n');
+    }
+    if !record.steps.is_empty() {
+        msg.push_str("Steps:\n");
+        for (i, step) in record.steps.iter().enumerate() {
+            msg.push_str(&format!(
+                "{}. {}\n",
+                i + 1,
+                shorten(&one_line(step), STEP_MAX)
+            ));
+        }
+        msg.push('\n');
+    }
+    if !record.side_effects.is_empty() {
+        msg.push_str("Side effects:\n");
+        for effect in &record.side_effects {
+            msg.push_str(&format!("- {}\n", shorten(&one_line(effect), STEP_MAX)));
+        }
+        msg.push('\n');
+    }
+    msg.push_str(&trailer_block(session, plan, Kind::Plan));
+    let model = one_line(&record.model);
+    msg.push_str(&format!(
+        "Pai-Model: {}\nPai-Calls: {}\nPai-Tokens: {} in, {} out\n",
+        if model.is_empty() { "unknown" } else { &model },
+        record.calls,
+        record.input_tokens,
+        record.output_tokens
+    ));
+    msg
+}
+
+/// The message of a snapshot of the user's changes taken before plan `plan`.
+pub(crate) fn user_message(session: &str, plan: u32, staged: bool, files: &[String]) -> String {
+    let what = if staged { "staged changes" } else { "changes" };
+    let mut msg = format!("pai: snapshot of your {what} before plan {plan}\n\n");
+    msg.push_str("Files:\n");
+    for file in files {
+        msg.push_str(&format!("- {file}\n"));
+    }
+    msg.push('\n');
+    msg.push_str(&trailer_block(session, plan, Kind::User));
+    msg
+}
+
+/// The message of the state `pai undo --force` saves before undoing plan `plan`.
+pub(crate) fn saved_message(session: &str, plan: u32, files: &[String]) -> String {
+    let mut msg = format!(
+        "pai: your state of {} file(s) before undoing plan {plan}\n\n",
+        files.len()
+    );
+    msg.push_str("Files:\n");
+    for file in files {
+        msg.push_str(&format!("- {file}\n"));
+    }
+    msg.push('\n');
+    msg.push_str(&trailer_block(session, plan, Kind::Saved));
+    msg
+}
+
+/// Read the `Pai-*` trailers of a commit message.
+pub(crate) fn parse(message: &str) -> Trailers {
+    let mut t = Trailers::default();
+    let Ok(trailers) = git2::message_trailers_strs(message) else {
+        return t;
+    };
+    for (key, value) in trailers.iter() {
+        let value = value.trim();
+        match key {
+            "Pai-Session" => t.session = Some(value.to_string()),
+            "Pai-Plan" => t.plan = value.parse().ok(),
+            "Pai-Kind" => {
+                t.kind = match value {
+                    "plan" => Some(Kind::Plan),
+                    "user" => Some(Kind::User),
+                    "saved" => Some(Kind::Saved),
+                    _ => None,
+                }
+            }
+            "Pai-Model" => t.model = Some(value.to_string()),
+            "Pai-Calls" => t.calls = value.parse().ok(),
+            "Pai-Tokens" => t.tokens = parse_tokens(value),
+            _ => {}
+        }
+    }
+    t
+}
+
+fn parse_tokens(value: &str) -> Option<(u64, u64)> {
+    let (input, output) = value.split_once(',')?;
+    let input = input.trim().strip_suffix("in")?.trim().parse().ok()?;
+    let output = output.trim().strip_suffix("out")?.trim().parse().ok()?;
+    Some((input, output))
+}
+
+/// The request of a plan commit: the quoted full request when present, else the subject.
+pub(crate) fn request_of(message: &str) -> String {
+    let mut lines = message.lines();
+    let subject = lines.next().unwrap_or_default();
+    let mut quoted = Vec::new();
+    let mut in_request = false;
+    for line in lines {
+        if line == "Request:" && quoted.is_empty() {
+            in_request = true;
+        } else if in_request {
+            match line.strip_prefix('>') {
+                Some(rest) => quoted.push(rest.strip_prefix(' ').unwrap_or(rest)),
+                None => break,
+            }
+        }
+    }
+    if quoted.is_empty() {
+        subject.strip_prefix("pai: ").unwrap_or(subject).to_string()
+    } else {
+        quoted.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(request: &str) -> PlanRecord {
+        PlanRecord {
+            request: request.to_string(),
+            steps: vec!["WRITE calc.py: the script\nwith a newline".into()],
+            touched: vec!["calc.py".into()],
+            side_effects: vec!["RUN python3 -m py_compile calc.py: exit 0".into()],
+            model: "gemini-2.5-flash-lite".into(),
+            calls: 1,
+            input_tokens: 1234,
+            output_tokens: 567,
+        }
+    }
+
+    #[test]
+    fn plan_message_round_trips_trailers() {
+        let msg = plan_message("20250101_120000", 3, &record("make me a calculator"));
+        assert!(msg.starts_with(
+            "pai: make me a calculator\n\nSteps:\n1. WRITE calc.py: the script with a newline\n"
+        ));
+        let t = parse(&msg);
+        assert_eq!(t.session.as_deref(), Some("20250101_120000"));
+        assert_eq!(t.plan, Some(3));
+        assert_eq!(t.kind, Some(Kind::Plan));
+        assert_eq!(t.model.as_deref(), Some("gemini-2.5-flash-lite"));
+        assert_eq!(t.calls, Some(1));
+        assert_eq!(t.tokens, Some((1234, 567)));
+        assert_eq!(request_of(&msg), "make me a calculator");
+    }
+
+    #[test]
+    fn long_or_multiline_requests_are_shortened_and_kept_whole() {
+        let long = format!("{}\n\nsecond paragraph: Pai-Kind: user", "word ".repeat(30));
+        let msg = plan_message("s", 1, &record(&long));
+        let subject = msg.lines().next().unwrap();
+        assert!(subject.chars().count() <= SUBJECT_MAX, "{subject}");
+        assert!(subject.ends_with('…'));
+        assert_eq!(
+            request_of(&msg),
+            long.trim()
+                .lines()
+                .map(str::trim_end)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        // Text inside the request never reads as a trailer.
+        assert_eq!(parse(&msg).kind, Some(Kind::Plan));
+    }
+
+    #[test]
+    fn user_snapshot_is_kind_user() {
+        let msg = user_message("s", 2, false, &["a.txt".into()]);
+        let t = parse(&msg);
+        assert_eq!((t.kind, t.plan), (Some(Kind::User), Some(2)));
+        assert_eq!(parse("plain commit\n\nno trailers").kind, None);
+    }
+}

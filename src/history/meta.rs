@@ -1,0 +1,62 @@
+//! Per-session facts that git alone cannot tell later — the base commit and the branch the
+//! session started from — kept as a small blob at `refs/pai/sessions/<id>`, so `pai log` and the
+//! merge hints work from a fresh process.
+
+use git2::{Oid, Repository};
+
+use super::error::{Context, HistoryError};
+
+/// Where a session started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Meta {
+    /// The commit HEAD was at; `None` on an unborn branch.
+    pub base: Option<Oid>,
+    /// The branch HEAD was on (`refs/heads/...`); `None` when detached.
+    pub base_branch: Option<String>,
+}
+
+/// The ref holding a session's metadata.
+pub(crate) fn ref_name(session: &str) -> String {
+    format!("refs/pai/sessions/{session}")
+}
+
+/// Record `meta` for `session`.
+pub(crate) fn write(repo: &Repository, session: &str, meta: &Meta) -> Result<(), HistoryError> {
+    let text = format!(
+        "session {session}\nbase {}\nbase-branch {}\n",
+        meta.base
+            .map(|o| o.to_string())
+            .unwrap_or_else(|| "-".into()),
+        meta.base_branch.as_deref().unwrap_or("-")
+    );
+    let blob = repo
+        .blob(text.as_bytes())
+        .ctx(|| format!("cannot record session {session}"))?;
+    repo.reference(&ref_name(session), blob, true, "pai: session started")
+        .ctx(|| format!("cannot record session {session}"))?;
+    Ok(())
+}
+
+/// Read the metadata of `session`, if recorded.
+pub(crate) fn read(repo: &Repository, session: &str) -> Option<Meta> {
+    let reference = repo.find_reference(&ref_name(session)).ok()?;
+    let blob = repo.find_blob(reference.target()?).ok()?;
+    let text = std::str::from_utf8(blob.content()).ok()?;
+    let mut meta = Meta::default();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("base ") {
+            meta.base = Oid::from_str(v).ok();
+        } else if let Some(v) = line.strip_prefix("base-branch ") {
+            meta.base_branch = (v != "-").then(|| v.to_string());
+        }
+    }
+    Some(meta)
+}
+
+/// Forget `session`'s metadata (a session that recorded nothing).
+pub(crate) fn remove(repo: &Repository, session: &str) {
+    if let Ok(mut r) = repo.find_reference(&ref_name(session)) {
+        // Leftover metadata is harmless: log skips sessions without plans.
+        let _ = r.delete();
+    }
+}

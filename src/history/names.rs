@@ -1,0 +1,98 @@
+//! The ref names pai uses, in one place: session branches `pai/<id>` and pai's own
+//! `refs/pai/...` namespace, which plain git leaves alone (no gc of reachable objects, no
+//! clutter in `git branch`).
+
+use git2::{Oid, Repository};
+
+/// Prefix of session branches.
+pub(crate) const BRANCH_PREFIX: &str = "refs/heads/pai/";
+
+/// `refs/heads/pai/<session>`.
+pub(crate) fn branch_ref(session: &str) -> String {
+    format!("{BRANCH_PREFIX}{session}")
+}
+
+/// The session id of a `refs/heads/pai/<id>` ref.
+pub(crate) fn session_of_branch(refname: &str) -> Option<&str> {
+    refname
+        .strip_prefix(BRANCH_PREFIX)
+        .filter(|s| !s.is_empty())
+}
+
+/// Where an undone plan commit is kept for redo.
+pub(crate) fn undone_ref(session: &str, plan: u32) -> String {
+    format!("refs/pai/undone/{session}/{plan}")
+}
+
+/// Glob of a session's undone plans.
+pub(crate) fn undone_glob(session: &str) -> String {
+    format!("refs/pai/undone/{session}/*")
+}
+
+/// Where `pai undo --force` saves the state it overwrites.
+pub(crate) fn saved_ref(session: &str, plan: u32, n: u32) -> String {
+    if n <= 1 {
+        format!("refs/pai/saved/{session}/{plan}")
+    } else {
+        format!("refs/pai/saved/{session}/{plan}-{n}")
+    }
+}
+
+/// Where snapshots of the user's changes wait while a plan runs (crash safety).
+pub(crate) fn pending_ref(session: &str) -> String {
+    format!("refs/pai/pending/{session}")
+}
+
+/// `refs/heads/main` -> `main`.
+pub(crate) fn short(refname: &str) -> &str {
+    refname.strip_prefix("refs/heads/").unwrap_or(refname)
+}
+
+/// What HEAD points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// A branch (which may be unborn).
+    Branch(String),
+    /// A commit.
+    Detached(Oid),
+}
+
+impl Head {
+    /// Human wording: "`main`" or "detached HEAD at 1a2b3c4".
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Head::Branch(name) => format!("`{}`", short(name)),
+            Head::Detached(oid) => format!("detached HEAD at {}", short_id(*oid)),
+        }
+    }
+}
+
+/// Read HEAD without resolving it.
+pub(crate) fn head(repo: &Repository) -> Result<Head, git2::Error> {
+    let head = repo.find_reference("HEAD")?;
+    if let Some(target) = head.symbolic_target()? {
+        return Ok(Head::Branch(target.to_string()));
+    }
+    match head.target() {
+        Some(oid) => Ok(Head::Detached(oid)),
+        None => Err(git2::Error::from_str(
+            "HEAD is neither a branch nor a commit",
+        )),
+    }
+}
+
+/// The commit a ref points at, `None` when it does not exist (an unborn branch).
+pub(crate) fn target(repo: &Repository, refname: &str) -> Result<Option<Oid>, git2::Error> {
+    match repo.find_reference(refname) {
+        Ok(r) => Ok(r.resolve()?.target()),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Seven hex digits, for messages.
+pub(crate) fn short_id(oid: Oid) -> String {
+    let mut s = oid.to_string();
+    s.truncate(7);
+    s
+}

@@ -1,0 +1,265 @@
+//! Finding and opening the repository that holds a project's history, and the conditions under
+//! which pai must not write to it (SPEC section 6, "Refuse to write").
+
+use std::path::{Path, PathBuf};
+
+use git2::{ErrorCode, Repository, RepositoryState, Signature};
+
+use super::error::{Context, HistoryError};
+use super::store;
+
+/// The project root for a session started in `cwd`: the work tree's top level when `cwd` is
+/// inside a git work tree (linked worktrees included), else `cwd` itself.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    match Repository::discover(cwd) {
+        Ok(repo) => match repo.workdir() {
+            Some(dir) => dir.components().collect(),
+            None => cwd.to_path_buf(),
+        },
+        Err(e) if e.code() == ErrorCode::NotFound => cwd.to_path_buf(),
+        // libgit2 found a repository but will not open it (ownership, unknown extension):
+        // the project is still that work tree, which the session then treats as read-only.
+        Err(_) => cwd
+            .ancestors()
+            .find(|dir| dir.join(".git").exists())
+            .unwrap_or(cwd)
+            .to_path_buf(),
+    }
+}
+
+/// A repository pai can record history in.
+pub(crate) struct HistoryRepo {
+    /// The repository (its work tree is the project root).
+    pub repo: Repository,
+    /// True for the private `.pai_history/git` repository used outside git.
+    pub private: bool,
+}
+
+/// Why pai must not write: what is wrong and what the user can do about it.
+#[derive(Debug, Clone)]
+pub(crate) struct Blocker {
+    /// What is wrong.
+    pub what: String,
+    /// What to do about it.
+    pub todo: String,
+}
+
+impl Blocker {
+    fn new(what: impl Into<String>, todo: impl Into<String>) -> Blocker {
+        Blocker {
+            what: what.into(),
+            todo: todo.into(),
+        }
+    }
+
+    /// One sentence for a read-only session.
+    pub fn reason(&self) -> String {
+        format!("{}; {}", self.what, self.todo)
+    }
+
+    /// A refusal of `action` (e.g. "undo").
+    pub fn refusal(&self, action: &str) -> HistoryError {
+        HistoryError::Refused {
+            message: format!("cannot {action}: {}", self.what),
+            hint: self.todo.clone(),
+        }
+    }
+}
+
+/// The result of looking for a repository at the project root.
+pub(crate) enum Found {
+    /// A git repository or the private one.
+    Repo(HistoryRepo),
+    /// A repository exists but pai must not write to it.
+    Blocked(Blocker),
+    /// No repository and no private history.
+    Nothing,
+}
+
+/// Look for the repository of the project at `root`.
+pub(crate) fn find(root: &Path) -> Result<Found, HistoryError> {
+    match Repository::discover(root) {
+        Ok(repo) => {
+            if repo.is_bare() || repo.workdir().is_none() {
+                return Ok(Found::Blocked(Blocker::new(
+                    format!(
+                        "the repository at {} is bare (it has no work tree)",
+                        repo.path().display()
+                    ),
+                    "run pai in a clone or a worktree of it (`git worktree add <dir>`)",
+                )));
+            }
+            Ok(Found::Repo(HistoryRepo {
+                repo,
+                private: false,
+            }))
+        }
+        Err(e) if e.code() == ErrorCode::NotFound => {
+            let git_dir = store::private_git_dir(root);
+            if !git_dir.exists() {
+                return Ok(Found::Nothing);
+            }
+            let repo = Repository::open_bare(&git_dir)
+                .ctx(|| format!("cannot open pai's private history {}", git_dir.display()))?;
+            repo.set_workdir(root, false)
+                .ctx(|| format!("cannot use {} as the work tree", root.display()))?;
+            Ok(Found::Repo(HistoryRepo {
+                repo,
+                private: true,
+            }))
+        }
+        Err(e) if e.code() == ErrorCode::Owner => Ok(Found::Blocked(Blocker::new(
+            format!(
+                "git refuses to open the repository at {} because another user owns it",
+                root.display()
+            ),
+            format!(
+                "if you trust it, run `git config --global --add safe.directory {}` and start pai again",
+                root.display()
+            ),
+        ))),
+        Err(e) => Ok(Found::Blocked(Blocker::new(
+            format!(
+                "libgit2 cannot open the repository at {}: {}",
+                root.display(),
+                e.message()
+            ),
+            "pai will not write history it cannot read back; work in a clone that plain git tools (libgit2) can open",
+        ))),
+    }
+}
+
+/// Open the project's history for a new session, creating the private repository when the
+/// project is not in git.
+pub(crate) fn find_or_create(root: &Path) -> Result<Found, HistoryError> {
+    match find(root)? {
+        Found::Nothing => {
+            store::ensure_dir(root)?;
+            let git_dir = store::private_git_dir(root);
+            let repo = Repository::init_bare(&git_dir)
+                .ctx(|| format!("cannot create pai's private history {}", git_dir.display()))?;
+            // Recorded so plain git (`git --git-dir=.pai_history/git`) finds the work tree too;
+            // pai itself sets it explicitly on every open.
+            let mut config = repo
+                .config()
+                .ctx(|| format!("cannot configure {}", git_dir.display()))?;
+            config
+                .set_bool("core.bare", false)
+                .and_then(|()| config.set_str("core.worktree", "../.."))
+                .ctx(|| format!("cannot configure {}", git_dir.display()))?;
+            repo.set_workdir(root, false)
+                .ctx(|| format!("cannot use {} as the work tree", root.display()))?;
+            Ok(Found::Repo(HistoryRepo {
+                repo,
+                private: true,
+            }))
+        }
+        found => Ok(found),
+    }
+}
+
+/// Open the existing history at `root` for undo, redo or log.
+pub(crate) fn open_existing(root: &Path) -> Result<HistoryRepo, HistoryError> {
+    match find(root)? {
+        Found::Repo(repo) => Ok(repo),
+        Found::Blocked(blocker) => Err(HistoryError::ReadOnly {
+            reason: blocker.reason(),
+        }),
+        Found::Nothing => Err(HistoryError::NoHistory {
+            root: root.to_path_buf(),
+        }),
+    }
+}
+
+/// Why pai must not write to `repo` now: an operation in progress or unresolved conflicts.
+pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
+    let in_progress = |what: &str, todo: &str| {
+        Some(Blocker::new(
+            format!("{what} is in progress"),
+            todo.to_string(),
+        ))
+    };
+    match repo.state() {
+        RepositoryState::Clean => {}
+        RepositoryState::Merge => {
+            return in_progress(
+                "a merge",
+                "finish it (`git commit`) or abort it (`git merge --abort`), then try again",
+            );
+        }
+        RepositoryState::Rebase
+        | RepositoryState::RebaseInteractive
+        | RepositoryState::RebaseMerge => {
+            return in_progress(
+                "a rebase",
+                "finish it (`git rebase --continue`) or abort it (`git rebase --abort`), then try again",
+            );
+        }
+        RepositoryState::CherryPick | RepositoryState::CherryPickSequence => {
+            return in_progress(
+                "a cherry-pick",
+                "finish it (`git cherry-pick --continue`) or abort it (`git cherry-pick --abort`), then try again",
+            );
+        }
+        RepositoryState::Revert | RepositoryState::RevertSequence => {
+            return in_progress(
+                "a revert",
+                "finish it (`git revert --continue`) or abort it (`git revert --abort`), then try again",
+            );
+        }
+        RepositoryState::Bisect => {
+            return in_progress("a bisect", "end it with `git bisect reset`, then try again");
+        }
+        RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => {
+            return in_progress(
+                "`git am`",
+                "finish it (`git am --continue`) or abort it (`git am --abort`), then try again",
+            );
+        }
+    }
+    let index = match repo.index() {
+        Ok(index) => index,
+        Err(e) => {
+            return Some(Blocker::new(
+                format!("libgit2 cannot read the index: {}", e.message()),
+                "pai will not write history with an index it cannot update; run `git status` to check the repository",
+            ));
+        }
+    };
+    if index.has_conflicts() {
+        let mut files: Vec<String> = index
+            .conflicts()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        files.dedup();
+        return Some(Blocker::new(
+            format!("the index has unresolved conflicts ({})", files.join(", ")),
+            "resolve them and `git add` the files, then try again",
+        ));
+    }
+    None
+}
+
+/// The identity pai commits with: the user's git identity (config, or `GIT_AUTHOR_*` /
+/// `GIT_COMMITTER_*` like git itself), else `pai <pai@localhost>`; never written to config.
+pub(crate) fn signatures(
+    repo: &Repository,
+    identity: Option<&(String, String)>,
+) -> Result<(Signature<'static>, Signature<'static>), HistoryError> {
+    if let Some((name, email)) = identity {
+        let sig =
+            Signature::now(name, email).ctx(|| format!("invalid identity {name} <{email}>"))?;
+        return Ok((sig.clone(), sig));
+    }
+    let fallback = || Signature::now("pai", "pai@localhost");
+    let author = repo.author_from_env().or_else(|_| fallback());
+    let committer = repo.committer_from_env().or_else(|_| fallback());
+    match (author, committer) {
+        (Ok(a), Ok(c)) => Ok((a, c)),
+        (Err(e), _) | (_, Err(e)) => Err(e).ctx(|| "cannot build a commit signature".to_string()),
+    }
+}

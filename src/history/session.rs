@@ -1,0 +1,466 @@
+//! Starting a session: the branch `pai/<id>` at HEAD with HEAD pointed at it (index and work
+//! tree untouched), the read-only fallback with its reason, the work-tree lock, and the
+//! end-of-session summary with the review, merge and discard commands.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Local};
+use git2::{Oid, Repository};
+use serde::Serialize;
+
+use super::error::{Context, HistoryError};
+use super::lock::WorkTreeLock;
+use super::meta::{self, Meta};
+use super::names::{self, Head};
+use super::repo::{self, Found};
+use super::{message, store, trash};
+
+/// How to start a session.
+#[derive(Debug, Clone)]
+pub struct StartOptions {
+    /// The session's start time; its `YYYYMMDD_HHMMSS` form is the session id.
+    pub now: DateTime<Local>,
+    /// Commit as this (name, email) instead of the user's git identity.
+    pub identity: Option<(String, String)>,
+}
+
+impl StartOptions {
+    /// Start now, committing with the user's git identity (or `pai <pai@localhost>`).
+    pub fn now() -> StartOptions {
+        StartOptions {
+            now: Local::now(),
+            identity: None,
+        }
+    }
+}
+
+/// An open session. Writable sessions hold the work-tree lock until dropped.
+pub struct Session {
+    pub(super) id: String,
+    pub(super) root: PathBuf,
+    pub(super) state: State,
+}
+
+pub(super) enum State {
+    ReadOnly(String),
+    Writable(Box<Writer>),
+}
+
+/// Everything a writable session keeps between plans.
+pub(super) struct Writer {
+    pub repo: Repository,
+    pub private: bool,
+    /// `refs/heads/pai/<id>`.
+    pub branch: String,
+    pub meta: Meta,
+    pub identity: Option<(String, String)>,
+    /// The number the next plan commit gets (plan numbers only grow within a session).
+    pub next_plan: u32,
+    /// Paths already prepared for the plan under way (their work-tree state may be the
+    /// agent's by now, so they are never snapshotted twice).
+    pub prepared: BTreeSet<String>,
+    /// Snapshot commits of the user's changes made for the plan under way.
+    pub pending: Option<Pending>,
+    pub _lock: WorkTreeLock,
+}
+
+/// User-snapshot commits waiting for the plan commit on top of them.
+pub(super) struct Pending {
+    /// The branch tip they were made on.
+    pub base: Option<Oid>,
+    /// The newest snapshot commit.
+    pub top: Oid,
+    /// The paths they recorded.
+    pub paths: BTreeSet<String>,
+}
+
+impl Session {
+    /// Start a session for the project at `root` (from [`super::project_root`]).
+    ///
+    /// Inside a repository: branch `pai/<id>` at HEAD, HEAD attached to it; detached HEAD and
+    /// unborn branches work. Outside one: the private repository `.pai_history/git`. When pai
+    /// must not write (operation in progress, conflicts, bare or unopenable repository,
+    /// another session holding the lock) the session is read-only and says why.
+    pub fn start(root: &Path, opts: StartOptions) -> Result<Session, HistoryError> {
+        let stamp = opts.now.format("%Y%m%d_%H%M%S").to_string();
+        let read_only = |reason: String, repo: Option<&Repository>| Session {
+            id: unique_id(root, repo, &stamp),
+            root: root.to_path_buf(),
+            state: State::ReadOnly(reason),
+        };
+        let found = match repo::find(root)? {
+            Found::Nothing => repo::find_or_create(root)?,
+            found => found,
+        };
+        let hr = match found {
+            Found::Repo(hr) => hr,
+            Found::Blocked(b) => return Ok(read_only(b.reason(), None)),
+            Found::Nothing => return Err(HistoryError::NoHistory { root: root.into() }),
+        };
+        if let Some(b) = repo::blocker(&hr.repo) {
+            return Ok(read_only(b.reason(), Some(&hr.repo)));
+        }
+        let lock = match WorkTreeLock::acquire(root) {
+            Ok(lock) => lock,
+            Err(HistoryError::Busy { pid }) => {
+                let who = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+                return Ok(read_only(
+                    format!(
+                        "another pai session{who} is writing this work tree; use that session, or wait until it ends"
+                    ),
+                    Some(&hr.repo),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let repo = hr.repo;
+        if !hr.private && repo.find_reference("refs/heads/pai").is_ok() {
+            return Ok(read_only(
+                "a branch named `pai` exists, so session branches `pai/<id>` cannot be created; rename it (`git branch -m pai <new-name>`)".into(),
+                Some(&repo),
+            ));
+        }
+        let head = names::head(&repo).ctx(|| "cannot read HEAD".into())?;
+        let (base, base_branch) = match &head {
+            Head::Branch(name) => (
+                names::target(&repo, name).ctx(|| format!("cannot read {name}"))?,
+                Some(name.clone()),
+            ),
+            Head::Detached(oid) => (Some(*oid), None),
+        };
+        let id = unique_id(root, Some(&repo), &stamp);
+        let branch = names::branch_ref(&id);
+        let meta = Meta { base, base_branch };
+        meta::write(&repo, &id, &meta)?;
+        let from = match &head {
+            Head::Branch(name) => names::short(name).to_string(),
+            Head::Detached(oid) => names::short_id(*oid),
+        };
+        if let Some(base) = base {
+            repo.reference(
+                &branch,
+                base,
+                false,
+                &format!("pai: session {id} started from {from}"),
+            )
+            .ctx(|| format!("cannot create branch {}", names::short(&branch)))?;
+        }
+        // Attaching HEAD to a branch at the same commit changes neither index nor work tree;
+        // on an unborn branch HEAD simply names the new (still unborn) branch.
+        repo.set_head(&branch)
+            .ctx(|| format!("cannot point HEAD at {}", names::short(&branch)))?;
+        Ok(Session {
+            id,
+            root: root.to_path_buf(),
+            state: State::Writable(Box::new(Writer {
+                repo,
+                private: hr.private,
+                branch,
+                meta,
+                identity: opts.identity,
+                next_plan: 1,
+                prepared: BTreeSet::new(),
+                pending: None,
+                _lock: lock,
+            })),
+        })
+    }
+
+    /// The session id (`YYYYMMDD_HHMMSS`, maybe with `-2`, `-3`, ...): also the name of the
+    /// session log `.pai_history/session_<id>.log`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The project root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The session branch (`pai/<id>`), `None` for a read-only session.
+    pub fn branch(&self) -> Option<&str> {
+        match &self.state {
+            State::Writable(w) => Some(names::short(&w.branch)),
+            State::ReadOnly(_) => None,
+        }
+    }
+
+    /// Why this session cannot record history, and what to do; `None` when it can.
+    pub fn read_only_reason(&self) -> Option<&str> {
+        match &self.state {
+            State::ReadOnly(reason) => Some(reason),
+            State::Writable(_) => None,
+        }
+    }
+
+    /// Whether history lives in the private `.pai_history/git` (the project is not in git).
+    pub fn is_private(&self) -> bool {
+        matches!(&self.state, State::Writable(w) if w.private)
+    }
+
+    pub(super) fn writer(&mut self) -> Result<&mut Writer, HistoryError> {
+        match &mut self.state {
+            State::Writable(w) => Ok(w),
+            State::ReadOnly(reason) => Err(HistoryError::ReadOnly {
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// Branch, base, number of plans and the review / merge / discard commands.
+    pub fn summary(&self) -> SessionSummary {
+        match &self.state {
+            State::ReadOnly(reason) => SessionSummary {
+                session: self.id.clone(),
+                read_only: Some(reason.clone()),
+                ..SessionSummary::default()
+            },
+            State::Writable(w) => {
+                let plans = count_plans(&w.repo, &self.id, &w.branch, w.meta.base);
+                summary_for(&self.id, &w.meta, plans, w.private, true)
+            }
+        }
+    }
+
+    /// End the session. A session that recorded nothing removes its empty branch and puts HEAD
+    /// back where it was (only when that changes neither index nor work tree); the lock is
+    /// released either way.
+    pub fn finish(self) -> SessionSummary {
+        let summary = self.summary();
+        let State::Writable(w) = &self.state else {
+            return summary;
+        };
+        if summary.plans > 0 || has_undone(&w.repo, &self.id) || w.pending.is_some() {
+            return summary;
+        }
+        if restore_head(&w.repo, &w.branch, &w.meta).unwrap_or(false) {
+            meta::remove(&w.repo, &self.id);
+            let restored = w
+                .meta
+                .base_branch
+                .as_deref()
+                .map(|b| names::short(b).to_string())
+                .or_else(|| {
+                    w.meta
+                        .base
+                        .map(|o| format!("detached HEAD at {}", names::short_id(o)))
+                });
+            return SessionSummary {
+                session: self.id.clone(),
+                restored_head: restored,
+                ..SessionSummary::default()
+            };
+        }
+        summary
+    }
+}
+
+/// Put HEAD back on the base and delete the empty session branch. `Ok(false)` when anything
+/// moved in between, in which case nothing is touched.
+fn restore_head(repo: &Repository, branch: &str, meta: &Meta) -> Result<bool, git2::Error> {
+    if names::head(repo)? != Head::Branch(branch.to_string()) {
+        return Ok(false);
+    }
+    if names::target(repo, branch)? != meta.base {
+        return Ok(false);
+    }
+    match &meta.base_branch {
+        Some(base_branch) => {
+            if names::target(repo, base_branch)? != meta.base {
+                return Ok(false);
+            }
+            repo.set_head(base_branch)?;
+        }
+        None => match meta.base {
+            Some(base) => repo.set_head_detached(base)?,
+            None => return Ok(false),
+        },
+    }
+    if let Ok(mut r) = repo.find_reference(branch) {
+        r.delete()?;
+    }
+    Ok(true)
+}
+
+/// A session id not yet used by a branch, undone plans, a session log or trash.
+fn unique_id(root: &Path, repo: Option<&Repository>, stamp: &str) -> String {
+    let taken = |id: &str| {
+        store::session_log(root, id).exists()
+            || trash::session_dir(root, id).exists()
+            || repo.is_some_and(|r| {
+                r.find_reference(&names::branch_ref(id)).is_ok()
+                    || r.find_reference(&meta::ref_name(id)).is_ok()
+                    || has_undone(r, id)
+            })
+    };
+    let mut id = stamp.to_string();
+    let mut n = 2;
+    while taken(&id) {
+        id = format!("{stamp}-{n}");
+        n += 1;
+    }
+    id
+}
+
+fn has_undone(repo: &Repository, session: &str) -> bool {
+    repo.references_glob(&names::undone_glob(session))
+        .map(|mut refs| refs.next().is_some())
+        .unwrap_or(false)
+}
+
+/// Plan commits of `session` on `branch` above `base`.
+pub(super) fn count_plans(
+    repo: &Repository,
+    session: &str,
+    branch: &str,
+    base: Option<Oid>,
+) -> usize {
+    let Ok(Some(tip)) = names::target(repo, branch) else {
+        return 0;
+    };
+    let Ok(mut walk) = repo.revwalk() else {
+        return 0;
+    };
+    if walk.push(tip).is_err() {
+        return 0;
+    }
+    if let Some(base) = base {
+        let _ = walk.hide(base);
+    }
+    walk.flatten()
+        .filter_map(|oid| repo.find_commit(oid).ok())
+        .filter(|c| {
+            let t = message::parse(c.message().unwrap_or_default());
+            t.kind == Some(message::Kind::Plan) && t.session.as_deref() == Some(session)
+        })
+        .count()
+}
+
+/// The end-of-session facts and the commands that review, merge or discard the session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    /// Session id.
+    pub session: String,
+    /// `pai/<id>`; `None` when read-only or when an empty session removed its branch.
+    pub branch: Option<String>,
+    /// Short id of the commit the session started from (`None` on an unborn branch).
+    pub base_commit: Option<String>,
+    /// The branch the session started from (`None` when HEAD was detached).
+    pub base_branch: Option<String>,
+    /// Plan commits on the session branch.
+    pub plans: usize,
+    /// Whether history lives in the private `.pai_history/git`.
+    pub private: bool,
+    /// Why the session could not record history.
+    pub read_only: Option<String>,
+    /// Where HEAD went back to when an empty session removed its branch.
+    pub restored_head: Option<String>,
+    /// Command to review the session's changes.
+    pub review: Option<String>,
+    /// Command to merge them into the base branch.
+    pub merge: Option<String>,
+    /// Command to throw the session away.
+    pub discard: Option<String>,
+}
+
+pub(super) fn summary_for(
+    session: &str,
+    meta: &Meta,
+    plans: usize,
+    private: bool,
+    branch_exists: bool,
+) -> SessionSummary {
+    let branch = format!("pai/{session}");
+    let base_short = meta.base.map(names::short_id);
+    let base_branch = meta
+        .base_branch
+        .as_deref()
+        .map(|b| names::short(b).to_string());
+    let (review, merge, discard) = if private {
+        (
+            Some(format!("git --git-dir={}/git log -p {branch}", store::DIR)),
+            None,
+            None,
+        )
+    } else {
+        let review = match &base_short {
+            Some(base) => format!("git diff {base}...{branch}"),
+            None => format!("git log -p {branch}"),
+        };
+        let (merge, discard) = match (&base_branch, &base_short) {
+            (Some(b), Some(_)) => (
+                format!("git switch {b} && git merge {branch}"),
+                format!("git switch {b} && git branch -D {branch}"),
+            ),
+            (Some(b), None) => (
+                format!("git switch -c {b} {branch}"),
+                format!("git symbolic-ref HEAD refs/heads/{b} && git branch -D {branch}"),
+            ),
+            (None, Some(base)) => (
+                format!("git switch --detach {base} && git merge {branch}"),
+                format!("git switch --detach {base} && git branch -D {branch}"),
+            ),
+            (None, None) => (String::new(), String::new()),
+        };
+        (
+            Some(review),
+            (!merge.is_empty()).then_some(merge),
+            (!discard.is_empty()).then_some(discard),
+        )
+    };
+    SessionSummary {
+        session: session.to_string(),
+        branch: branch_exists.then_some(branch),
+        base_commit: base_short,
+        base_branch,
+        plans,
+        private,
+        read_only: None,
+        restored_head: None,
+        review,
+        merge,
+        discard,
+    }
+}
+
+impl SessionSummary {
+    /// Plain text for the end of a session.
+    pub fn render(&self) -> String {
+        if let Some(reason) = &self.read_only {
+            return format!(
+                "Session {}: no history recorded ({reason}).\n",
+                self.session
+            );
+        }
+        if let Some(head) = &self.restored_head {
+            return format!(
+                "Session {}: no plans recorded; back on {head}.\n",
+                self.session
+            );
+        }
+        let mut out = format!(
+            "Session {}: {} plan(s) on {}",
+            self.session,
+            self.plans,
+            self.branch.as_deref().unwrap_or("(no branch)")
+        );
+        match (&self.base_branch, &self.base_commit) {
+            (Some(b), Some(c)) => out.push_str(&format!(" (from {b} at {c})")),
+            (Some(b), None) => out.push_str(&format!(" (from unborn {b})")),
+            (None, Some(c)) => out.push_str(&format!(" (from detached {c})")),
+            (None, None) => {}
+        }
+        out.push('\n');
+        for (label, cmd) in [
+            ("review ", &self.review),
+            ("merge  ", &self.merge),
+            ("discard", &self.discard),
+        ] {
+            if let Some(cmd) = cmd {
+                out.push_str(&format!("  {label}  {cmd}\n"));
+            }
+        }
+        out
+    }
+}

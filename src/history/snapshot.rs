@@ -1,0 +1,189 @@
+//! Before a plan touches files: snapshot the user's own changes to them as `Pai-Kind: user`
+//! commits (so the plan commit holds only the agent's change and undo gives back the user's
+//! exact bytes), and copy files git would not keep to the trash.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use git2::{Oid, Repository, Signature};
+
+use super::error::{Context, HistoryError};
+use super::scope::{self, Class, Entry};
+use super::session::{Pending, Session, Writer};
+use super::tree_edit::{self, Change};
+use super::worktree::WorkTree;
+use super::{index_sync, message, names, repo, trash};
+
+impl Session {
+    /// Call before a plan creates, changes or removes `paths` (files or directories; calling
+    /// again for more paths of the same plan is fine). Changes the user made to them that the
+    /// session branch does not hold are committed as `Pai-Kind: user` snapshots (staged
+    /// content that differs from both the branch and the work tree gets its own snapshot);
+    /// ignored, untracked and `filter=lfs` files are copied to
+    /// `.pai_history/trash/<session>/<plan>/`. The branch itself moves only with the plan
+    /// commit; until then the snapshots are kept at `refs/pai/pending/<session>`.
+    pub fn prepare(&mut self, wt: &dyn WorkTree, paths: &[String]) -> Result<(), HistoryError> {
+        let session = self.id.clone();
+        let root = self.root.clone();
+        let w = self.writer()?;
+        w.check_head()?;
+        let plan = w.next_plan;
+        let tip =
+            names::target(&w.repo, &w.branch).ctx(|| "cannot read the session branch".into())?;
+        if w.pending.as_ref().is_some_and(|p| p.base != tip) {
+            // The branch moved under the plan (the user committed): those snapshots no longer
+            // sit on the tip. They stay reachable at the pending ref until the next snapshot.
+            w.pending = None;
+        }
+        let base = w.pending.as_ref().map(|p| p.top).or(tip);
+        let repo = &w.repo;
+        let base_tree = match base {
+            Some(c) => Some(
+                repo.find_commit(c)
+                    .and_then(|c| c.tree())
+                    .ctx(|| "cannot read the session branch".into())?,
+            ),
+            None => None,
+        };
+        let index = index_sync::load(repo)?;
+        let files = scope::expand(repo, wt, base_tree.as_ref(), &index, paths)?;
+        let trash_dir = trash::plan_dir(&root, &session, plan);
+        let mut staged: BTreeMap<String, Option<Entry>> = BTreeMap::new();
+        let mut work: BTreeMap<String, Option<Entry>> = BTreeMap::new();
+        let mut blobs: Vec<Vec<u8>> = Vec::new();
+        for path in files {
+            if w.prepared.contains(&path) {
+                continue;
+            }
+            w.prepared.insert(path.clone());
+            let class = scope::classify(repo, wt, base_tree.as_ref(), &index, &path);
+            if class == Class::Denied {
+                continue;
+            }
+            let Ok(file) = scope::work_file(wt, &path)? else {
+                continue;
+            };
+            if matches!(class, Class::Ignored | Class::Lfs | Class::Untracked)
+                && let Some(f) = &file
+            {
+                trash::save(
+                    &root,
+                    &trash_dir,
+                    &path,
+                    &f.bytes,
+                    f.mode == scope::MODE_EXEC,
+                )?;
+            }
+            if matches!(class, Class::Ignored | Class::Lfs) {
+                continue;
+            }
+            let Ok(in_tree) = scope::tree_file(base_tree.as_ref(), &path) else {
+                continue;
+            };
+            let in_index = scope::index_file(&index, &path);
+            let in_work = scope::entry_of(file.as_ref());
+            // Staged content that is neither the branch's nor the work tree's would be lost
+            // when the plan rewrites the index entry: record it first.
+            let recorded = if in_index != in_tree && in_index != in_work {
+                staged.insert(path.clone(), in_index);
+                in_index
+            } else {
+                in_tree
+            };
+            if in_work != recorded {
+                work.insert(path.clone(), in_work);
+                if let Some(f) = file {
+                    blobs.push(f.bytes);
+                }
+            }
+        }
+        if staged.is_empty() && work.is_empty() {
+            return Ok(());
+        }
+        for bytes in &blobs {
+            repo.blob(bytes)
+                .ctx(|| "cannot store a snapshot of your changes".into())?;
+        }
+        let sigs = repo::signatures(repo, w.identity.as_ref())?;
+        let mut top = base;
+        for (changes, is_staged) in [(&staged, true), (&work, false)] {
+            if changes.is_empty() {
+                continue;
+            }
+            let files: Vec<String> = changes.keys().cloned().collect();
+            let msg = message::user_message(&session, plan, is_staged, &files);
+            top = Some(commit_changes(repo, top, changes, &msg, &sigs)?);
+        }
+        let Some(top) = top else { return Ok(()) };
+        repo.reference(
+            &names::pending_ref(&session),
+            top,
+            true,
+            &format!("pai: snapshot before plan {plan}"),
+        )
+        .ctx(|| "cannot keep the snapshot of your changes".into())?;
+        let mut snapshot_paths: BTreeSet<String> = staged.into_keys().collect();
+        snapshot_paths.extend(work.into_keys());
+        match &mut w.pending {
+            Some(p) => {
+                p.top = top;
+                p.paths.extend(snapshot_paths);
+            }
+            None => {
+                w.pending = Some(Pending {
+                    base: tip,
+                    top,
+                    paths: snapshot_paths,
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Writer {
+    /// Refuse to record when HEAD no longer points at the session branch.
+    pub(super) fn check_head(&self) -> Result<(), HistoryError> {
+        let head = names::head(&self.repo).ctx(|| "cannot read HEAD".into())?;
+        if head == names::Head::Branch(self.branch.clone()) {
+            Ok(())
+        } else {
+            Err(HistoryError::HeadMoved {
+                expected: names::short(&self.branch).to_string(),
+                found: head.describe(),
+            })
+        }
+    }
+}
+
+/// Commit `parent`'s tree with `changes` applied, without moving any ref.
+pub(super) fn commit_changes(
+    repo: &Repository,
+    parent: Option<Oid>,
+    changes: &BTreeMap<String, Option<Entry>>,
+    msg: &str,
+    sigs: &(Signature<'static>, Signature<'static>),
+) -> Result<Oid, HistoryError> {
+    let parent = match parent {
+        Some(p) => Some(
+            repo.find_commit(p)
+                .ctx(|| format!("cannot read commit {p}"))?,
+        ),
+        None => None,
+    };
+    let base_tree = match &parent {
+        Some(p) => Some(p.tree().ctx(|| "cannot read a tree".into())?),
+        None => None,
+    };
+    let edits: BTreeMap<String, Change> = changes
+        .iter()
+        .map(|(p, e)| (p.clone(), scope::change_to(*e)))
+        .collect();
+    let tree_id = tree_edit::edit_tree(repo, base_tree.as_ref(), &edits)
+        .ctx(|| "cannot build a tree".into())?;
+    let tree = repo
+        .find_tree(tree_id)
+        .ctx(|| "cannot build a tree".into())?;
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    repo.commit(None, &sigs.0, &sigs.1, msg, &tree, &parents)
+        .ctx(|| "cannot create a commit".into())
+}

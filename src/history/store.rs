@@ -1,0 +1,33 @@
+//! pai's own directory in the project, `.pai_history/`: session logs, the lock file, trash
+//! copies and (outside a repository) the private git repository. History writes here directly;
+//! the workspace gate keeps the model out of it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::error::{Context, HistoryError};
+
+/// The directory's name at the project root.
+pub(crate) const DIR: &str = ".pai_history";
+
+/// `<root>/.pai_history`, created on first use with a `.gitignore` of `*` so that it never
+/// shows up in the user's `git status`.
+pub(crate) fn ensure_dir(root: &Path) -> Result<PathBuf, HistoryError> {
+    let dir = root.join(DIR);
+    fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        fs::write(&ignore, "*\n").ctx(|| format!("cannot write {}", ignore.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The session log a session id names (SPEC section 9); its existence reserves the id.
+pub(crate) fn session_log(root: &Path, id: &str) -> PathBuf {
+    root.join(DIR).join(format!("session_{id}.log"))
+}
+
+/// The private repository used outside a git repository.
+pub(crate) fn private_git_dir(root: &Path) -> PathBuf {
+    root.join(DIR).join("git")
+}

@@ -1,0 +1,38 @@
+//! The narrow door through which history touches project files. History never writes the
+//! project itself: restoring files on undo/redo goes through the workspace gate (root
+//! confinement, deny-list, atomic writes), which implements [`WorkTree`].
+
+use std::io;
+
+/// What is at a project path right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkEntry {
+    /// Nothing there.
+    Absent,
+    /// A regular file (a symlink to a file inside the project reads as its target's contents).
+    File {
+        /// The exact bytes, line endings untouched.
+        bytes: Vec<u8>,
+        /// Whether any execute bit is set.
+        executable: bool,
+    },
+    /// A directory; its entry names (not paths), in any order.
+    Dir(Vec<String>),
+    /// Something history does not record (socket, device, dangling link, ...).
+    Other,
+}
+
+/// Access to the project's files, implemented by the workspace gate.
+///
+/// Paths are project-relative, `/`-separated, without `.` or `..` segments.
+pub trait WorkTree {
+    /// What is at `rel`. `Ok(WorkEntry::Absent)` when nothing is there.
+    fn read(&self, rel: &str) -> io::Result<WorkEntry>;
+    /// Replace `rel` atomically with `bytes`, creating missing parent directories, with the
+    /// execute bits set or cleared as asked.
+    fn write(&self, rel: &str, bytes: &[u8], executable: bool) -> io::Result<()>;
+    /// Remove the file at `rel`; an absent file is not an error.
+    fn remove(&self, rel: &str) -> io::Result<()>;
+    /// Whether `rel` is on the deny-list (`.env`, `.git`, key material, ...): never committed.
+    fn is_denied(&self, rel: &str) -> bool;
+}
