@@ -35,6 +35,7 @@ pub struct Error {
     kind: ErrorKind,
     message: String,
     hint: Option<String>,
+    silent: bool,
 }
 
 impl Error {
@@ -59,7 +60,29 @@ impl Error {
             kind,
             message: message.into(),
             hint: None,
+            silent: false,
         }
+    }
+
+    /// A failure already reported to the user (e.g. by the turn's final status): only its exit
+    /// code remains to be returned.
+    pub fn silent(code: i32) -> Self {
+        let kind = if code == 2 {
+            ErrorKind::Usage
+        } else {
+            ErrorKind::Failed
+        };
+        Self {
+            kind,
+            message: String::new(),
+            hint: None,
+            silent: true,
+        }
+    }
+
+    /// Whether the failure was already reported.
+    pub fn is_silent(&self) -> bool {
+        self.silent
     }
 
     /// Attach a hint: what the user can do about it.

@@ -1,8 +1,10 @@
 //! The agent turn: context building, the structured plan call, approval, phases, repair.
 //! It never prints: it emits events to a frontend and asks it for approvals.
 
+mod bridge;
 pub mod context;
 pub mod events;
 pub mod journal;
 pub mod plan;
 pub mod prompt;
+pub mod turn;

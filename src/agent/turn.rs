@@ -4,21 +4,22 @@
 //! failed verification); the plan committed; the session log and memory updated.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
-use super::events::{Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus};
+use super::events::{
+    Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus,
+};
 use super::journal::Journal;
 use super::plan::{self, Intent, PathProbe, Plan, PlannedStep, Step};
 use super::prompt::SYSTEM_PROMPT;
 use crate::exec::{self, RunOptions, SandboxMode};
 use crate::history::{PlanRecord, Session};
 use crate::llm::{LlmError, LlmRequest, Message, Provider, StreamEvent};
-use crate::workspace::{FileChange, Modification, Workspace};
+use crate::workspace::{ChangeKind, FileChange, Modification, Workspace, WorkspaceError};
 
 /// Most phases (model calls that return steps) in one turn.
 pub const MAX_PHASES: u32 = 3;
@@ -78,7 +79,15 @@ impl Agent {
         journal: Option<Journal>,
         options: AgentOptions,
     ) -> Self {
-        Self { provider, workspace, history, journal, memory: Memory::default(), options, totals: Tally::default() }
+        Self {
+            provider,
+            workspace,
+            history,
+            journal,
+            memory: Memory::default(),
+            options,
+            totals: Tally::default(),
+        }
     }
 
     /// Calls and tokens of the whole session so far.
@@ -119,7 +128,12 @@ impl Agent {
     }
 
     /// Carry out one request.
-    pub async fn turn(&mut self, request: &str, frontend: &dyn Frontend, cancel: &CancellationToken) -> TurnOutcome {
+    pub async fn turn(
+        &mut self,
+        request: &str,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
         let mut request = request.trim().to_string();
         loop {
             match self.attempt(&request, frontend, cancel).await {
@@ -168,8 +182,15 @@ impl Agent {
                 tally.calls += 1;
                 tally.input += reply.usage.input;
                 tally.output += reply.usage.output;
-                let usage = CallUsage { input: reply.usage.input, output: reply.usage.output, cached: reply.usage.cached };
-                frontend.event(&Event::Usage { call: tally.calls, usage });
+                let usage = CallUsage {
+                    input: reply.usage.input,
+                    output: reply.usage.output,
+                    cached: reply.usage.cached,
+                };
+                frontend.event(&Event::Usage {
+                    call: tally.calls,
+                    usage,
+                });
                 Ok(reply)
             }
             Err(e) => {
@@ -179,7 +200,12 @@ impl Agent {
         }
     }
 
-    async fn attempt(&mut self, request: &str, frontend: &dyn Frontend, cancel: &CancellationToken) -> Attempt {
+    async fn attempt(
+        &mut self,
+        request: &str,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+    ) -> Attempt {
         let mut tally = Tally::default();
         self.log(|j| j.user(request));
         let project = WorkspaceView(&self.workspace);
@@ -197,7 +223,10 @@ impl Agent {
         let mut status = TurnStatus::Success;
 
         loop {
-            let reply = match self.call(&messages, frontend, cancel, &mut tally, phase).await {
+            let reply = match self
+                .call(&messages, frontend, cancel, &mut tally, phase)
+                .await
+            {
                 Ok(r) => r,
                 Err(CallFailure::Cancelled) => {
                     status = TurnStatus::Interrupted;
@@ -216,7 +245,11 @@ impl Agent {
                 Err(e) if !corrected && tally.calls < MAX_PHASES + 1 => {
                     // One chance to correct a malformed plan: models usually fix what they are told.
                     corrected = true;
-                    frontend.event(&Event::Notice { text: format!("the model's plan was rejected ({e}); asking it once to correct it") });
+                    frontend.event(&Event::Notice {
+                        text: format!(
+                            "the model's plan was rejected ({e}); asking it once to correct it"
+                        ),
+                    });
                     self.log(|j| j.note(&format!("plan rejected: {e}")));
                     messages.push(Message::assistant(reply.raw.clone()));
                     messages.push(Message::user(format!(
@@ -226,7 +259,8 @@ impl Agent {
                 }
                 Err(e) => {
                     status = TurnStatus::Failed;
-                    final_message = format!("the model's plan was invalid, so nothing was run: {e}");
+                    final_message =
+                        format!("the model's plan was invalid, so nothing was run: {e}");
                     self.log(|j| j.note(&final_message));
                     break;
                 }
@@ -236,7 +270,9 @@ impl Agent {
             }
             if plan.intent == Intent::Chat {
                 if phase == 1 && changes.is_empty() {
-                    frontend.event(&Event::Answer { text: plan.reply.clone() });
+                    frontend.event(&Event::Answer {
+                        text: plan.reply.clone(),
+                    });
                     self.log(|j| j.answer(&plan.reply));
                     status = TurnStatus::Answered;
                     final_message = plan.reply.clone();
@@ -256,9 +292,16 @@ impl Agent {
             });
 
             let mutating = plan.steps.iter().any(|s| s.step.mutates());
-            if mutating && let Some(reason) = self.history.as_ref().and_then(|h| h.read_only_reason().map(str::to_string)) {
+            if mutating
+                && let Some(reason) = self
+                    .history
+                    .as_ref()
+                    .and_then(|h| h.read_only_reason().map(str::to_string))
+            {
                 status = TurnStatus::Failed;
-                final_message = format!("this session is read-only ({reason}), so the plan was not carried out");
+                final_message = format!(
+                    "this session is read-only ({reason}), so the plan was not carried out"
+                );
                 break;
             }
             if (phase == 1 || mutating) && !self.options.yes {
@@ -281,20 +324,41 @@ impl Agent {
                 }
             }
             if let Some(history) = self.history.as_mut() {
-                let paths: Vec<String> =
-                    plan.steps.iter().flat_map(|s| s.step.written_paths()).filter_map(|p| self.workspace.check(p).ok()).map(|p| p.to_string()).collect();
+                let paths: Vec<String> = plan
+                    .steps
+                    .iter()
+                    .flat_map(|s| s.step.written_paths())
+                    .filter_map(|p| self.workspace.check(p).ok())
+                    .map(|p| p.as_str().to_string())
+                    .collect();
                 if !paths.is_empty()
                     && let Err(e) = history.prepare(&self.workspace, &paths)
                 {
                     status = TurnStatus::Failed;
-                    final_message = format!("could not save your current versions of the files before changing them, so nothing was run: {e}");
+                    final_message = format!(
+                        "could not save your current versions of the files before changing them, so nothing was run: {e}"
+                    );
                     break;
                 }
             }
 
-            let (reports, outcome) = self.execute(&plan, phase, frontend, cancel, &mut changes, &mut side_effects).await;
+            let (reports, outcome) = self
+                .execute(
+                    &plan,
+                    phase,
+                    frontend,
+                    cancel,
+                    &mut changes,
+                    &mut side_effects,
+                )
+                .await;
             for r in &reports {
-                step_lines.push(format!("{} {}: {}", r.action, first_line(&r.target), if r.ok { "ok" } else { "FAILED" }));
+                step_lines.push(format!(
+                    "{} {}: {}",
+                    r.action,
+                    first_line(&r.target),
+                    if r.ok { "ok" } else { "FAILED" }
+                ));
             }
             self.log(|j| j.execution(phase, &reports));
             if let Some(v) = outcome.verified {
@@ -308,7 +372,8 @@ impl Agent {
                 final_message = "interrupted; the steps already done are kept".into();
                 break;
             }
-            let observed = plan.observe && reports.iter().any(|r| r.ok && is_observation(&r.action));
+            let observed =
+                plan.observe && reports.iter().any(|r| r.ok && is_observation(&r.action));
             let repair = outcome.fixable_failure && !(outcome.failed_verification && repaired);
             if phase < MAX_PHASES && (observed || repair) {
                 if outcome.failed_verification {
@@ -322,12 +387,18 @@ impl Agent {
             if outcome.failed {
                 status = TurnStatus::Failed;
                 if final_message.is_empty() || outcome.failed {
-                    final_message = outcome.failure_message.unwrap_or_else(|| "a step failed".into());
+                    final_message = outcome
+                        .failure_message
+                        .unwrap_or_else(|| "a step failed".into());
                     if phase == MAX_PHASES && (observed || outcome.fixable_failure) {
-                        final_message = format!("{final_message} (stopped after {MAX_PHASES} phases)");
+                        final_message =
+                            format!("{final_message} (stopped after {MAX_PHASES} phases)");
                     }
                 }
-            } else if plan.observe && !observed && reports.iter().all(|r| !r.ok || !is_observation(&r.action)) {
+            } else if plan.observe
+                && !observed
+                && reports.iter().all(|r| !r.ok || !is_observation(&r.action))
+            {
                 // The model wanted to look at results but there were none to show.
                 status = TurnStatus::Failed;
             }
@@ -340,10 +411,30 @@ impl Agent {
                 _ => "the turn did not complete".into(),
             };
         }
-        let commit = self.commit(request, &changes, &side_effects, &step_lines, &tally, frontend);
+        let commit = self.commit(
+            request,
+            &changes,
+            &side_effects,
+            &step_lines,
+            &tally,
+            frontend,
+        );
         let files: Vec<String> = touched_paths(&changes).into_iter().collect();
-        self.memory.push(TurnMemo { request: request.to_string(), outcome: format!("{status:?}: {}", first_line(&final_message)), files });
-        self.log(|j| j.finished(status, &final_message, &next_steps, tally.calls, tally.input, tally.output));
+        self.memory.push(TurnMemo {
+            request: request.to_string(),
+            outcome: format!("{status:?}: {}", first_line(&final_message)),
+            files,
+        });
+        self.log(|j| {
+            j.finished(
+                status,
+                &final_message,
+                &next_steps,
+                tally.calls,
+                tally.input,
+                tally.output,
+            )
+        });
         frontend.event(&Event::Finished {
             status,
             message: final_message,
@@ -353,7 +444,11 @@ impl Agent {
             output_tokens: tally.output,
             verified,
         });
-        Attempt::Done(TurnOutcome { status, tally, commit })
+        Attempt::Done(TurnOutcome {
+            status,
+            tally,
+            commit,
+        })
     }
 
     fn commit(
@@ -389,12 +484,16 @@ impl Agent {
                 }
                 let short = info.short_id.clone();
                 self.log(|j| j.commit(&short, &branch));
-                frontend.event(&Event::Committed { commit: short.clone(), branch });
+                frontend.event(&Event::Committed {
+                    commit: short.clone(),
+                    branch,
+                });
                 Some(short)
             }
             Ok(None) => None,
             Err(e) => {
-                let text = format!("the plan's changes are on disk but could not be committed: {e}");
+                let text =
+                    format!("the plan's changes are on disk but could not be committed: {e}");
                 self.log(|j| j.note(&text));
                 frontend.event(&Event::Notice { text });
                 None
@@ -428,7 +527,17 @@ impl Agent {
                 diff: None,
                 file_view: None,
             };
-            match self.run_step(planned, frontend, cancel, &mut report, changes, side_effects).await {
+            match self
+                .run_step(
+                    planned,
+                    frontend,
+                    cancel,
+                    &mut report,
+                    changes,
+                    side_effects,
+                )
+                .await
+            {
                 Ok(kind) => {
                     if let StepKind::Verification(ok) = kind {
                         outcome.verified = Some(ok);
@@ -437,7 +546,10 @@ impl Agent {
                             outcome.failed = true;
                             outcome.fixable_failure = true;
                             outcome.failed_verification = true;
-                            outcome.failure_message = Some(format!("verification failed: {}", first_line(&planned.step.target())));
+                            outcome.failure_message = Some(format!(
+                                "verification failed: {}",
+                                first_line(&planned.step.target())
+                            ));
                         }
                     }
                     if let StepKind::Finish(msg) = kind {
@@ -449,7 +561,11 @@ impl Agent {
                     report.output = message.clone();
                     outcome.failed = true;
                     outcome.fixable_failure = fixable;
-                    outcome.failure_message = Some(format!("{} {} failed: {message}", report.action, first_line(&report.target)));
+                    outcome.failure_message = Some(format!(
+                        "{} {} failed: {message}",
+                        report.action,
+                        first_line(&report.target)
+                    ));
                 }
             }
             let ok = report.ok;
@@ -476,25 +592,53 @@ impl Agent {
         side_effects: &mut BTreeSet<String>,
     ) -> Result<StepKind, StepError> {
         let ws = &self.workspace;
-        let refuse = |e: crate::workspace::WorkspaceError| StepError { fixable: e.is_fixable_by_model(), message: e.to_string() };
+        let refuse = |e: WorkspaceError| StepError {
+            fixable: fixable_by_model(&e),
+            message: e.to_string(),
+        };
         let mut record = |report: &mut StepReport, change: FileChange| {
             if !change.diff.is_empty() {
                 report.diff = Some(change.diff.clone());
             }
-            report.output = change.summary();
+            report.output = change.to_string();
             changes.push(change);
         };
         match &planned.step {
             Step::Read { path } => {
                 let out = ws.read(path).map_err(refuse)?;
-                report.output = out.note();
-                report.file_view = out.text().map(|t| FileView { path: path.clone(), text: t.to_string() });
+                match out.text() {
+                    Some(text) => {
+                        report.output = format!("read {} ({} bytes)", out.path, out.size);
+                        report.file_view = Some(FileView {
+                            path: out.path.clone(),
+                            text: text.to_string(),
+                        });
+                        if out.to_string().len() > text.len() {
+                            report.output = out.to_string()[text.len()..].trim().to_string();
+                        }
+                    }
+                    None => report.output = out.to_string(),
+                }
             }
-            Step::Write { path, content } => record(report, ws.write_new(path, content).map_err(refuse)?),
-            Step::Modify { path, edits, content } => {
+            Step::Write { path, content } => {
+                record(report, ws.write_new(path, content).map_err(refuse)?)
+            }
+            Step::Modify {
+                path,
+                edits,
+                content,
+            } => {
                 let m = match content {
                     Some(c) if edits.is_empty() => Modification::Content(c.clone()),
-                    _ => Modification::Edits(edits.iter().map(|e| crate::workspace::Edit { search: e.search.clone(), replace: e.replace.clone() }).collect()),
+                    _ => Modification::Edits(
+                        edits
+                            .iter()
+                            .map(|e| crate::workspace::Edit {
+                                search: e.search.clone(),
+                                replace: e.replace.clone(),
+                            })
+                            .collect(),
+                    ),
                 };
                 record(report, ws.modify(path, &m).map_err(refuse)?);
             }
@@ -503,10 +647,16 @@ impl Agent {
             Step::Mkdir { path } => record(report, ws.mkdir(path).map_err(refuse)?),
             Step::Touch { path } => record(report, ws.touch(path).map_err(refuse)?),
             Step::Rm { path } => {
-                let is_dir = ws.is_dir(path).map_err(refuse)?;
+                let rel = ws.check(path).map_err(refuse)?;
+                let is_dir = std::fs::symlink_metadata(ws.root().join(rel.resolved()))
+                    .map(|m| m.is_dir())
+                    .unwrap_or(false);
                 let needs_confirm = !self.options.yes || is_dir;
                 if needs_confirm && !blocking(|| frontend.confirm_rm(path, is_dir)) {
-                    return Err(StepError { message: format!("removing {path} was not confirmed by the user"), fixable: false });
+                    return Err(StepError {
+                        message: format!("removing {path} was not confirmed by the user"),
+                        fixable: false,
+                    });
                 }
                 let removed = ws.rm(path, is_dir).map_err(refuse)?;
                 let n = removed.len();
@@ -522,8 +672,14 @@ impl Agent {
                 }
                 report.output = format!("moved {path} to {to}");
             }
-            Step::Search { pattern, path } => report.output = ws.search(pattern, path.as_deref()).map_err(refuse)?,
-            Step::Run { command } => return self.run_command(command, frontend, cancel, report, side_effects).await,
+            Step::Search { pattern, path } => {
+                report.output = ws.search(pattern, path.as_deref()).map_err(refuse)?
+            }
+            Step::Run { command } => {
+                return self
+                    .run_command(command, frontend, cancel, report, side_effects)
+                    .await;
+            }
             Step::Finish { message } => {
                 report.output = message.clone();
                 return Ok(StepKind::Finish(message.clone()));
@@ -540,18 +696,31 @@ impl Agent {
         report: &mut StepReport,
         side_effects: &mut BTreeSet<String>,
     ) -> Result<StepKind, StepError> {
-        let mode = if self.options.require_sandbox { SandboxMode::Require } else { SandboxMode::Prefer };
+        let mode = if self.options.require_sandbox {
+            SandboxMode::Require
+        } else {
+            SandboxMode::Prefer
+        };
         let unconfined = exec::unconfined_reason(mode);
-        if self.options.require_sandbox && matches!(exec::sandbox_support(), exec::SandboxSupport::Unavailable(_)) {
+        if self.options.require_sandbox
+            && matches!(
+                exec::sandbox_support(),
+                exec::SandboxSupport::Unavailable(_)
+            )
+        {
             return Err(StepError {
                 message: "RUN refused: this kernel cannot confine commands and the configuration requires it (run.require_sandbox)".into(),
                 fixable: false,
             });
         }
         let auto = unconfined.is_none()
-            && ((self.options.yes && self.options.allow_run) || exec::is_preapproved(command, &self.options.run_allow));
+            && ((self.options.yes && self.options.allow_run)
+                || exec::is_preapproved(command, &self.options.run_allow));
         if !auto && !blocking(|| frontend.approve_run(command, unconfined.is_none())) {
-            return Err(StepError { message: "the user denied running this command".into(), fixable: true });
+            return Err(StepError {
+                message: "the user denied running this command".into(),
+                fixable: true,
+            });
         }
         let before = snapshot(&self.workspace);
         let opts = RunOptions {
@@ -565,7 +734,10 @@ impl Agent {
             r = exec::run_command(&root, command, &opts) => r,
             _ = cancel.cancelled() => return Err(StepError { message: "interrupted; the command was stopped".into(), fixable: false }),
         };
-        let outcome = outcome.map_err(|e| StepError { message: e.to_string(), fixable: false })?;
+        let outcome = outcome.map_err(|e| StepError {
+            message: e.to_string(),
+            fixable: false,
+        })?;
         for path in changed_since(&self.workspace, &before) {
             side_effects.insert(path);
         }
@@ -601,6 +773,19 @@ struct PhaseOutcome {
     finish_message: Option<String>,
 }
 
+/// Failures the model can correct in a next phase: an edit that did not apply, a file that
+/// exists or does not, the diff guard. Gate refusals are final: asking again cannot help.
+fn fixable_by_model(e: &WorkspaceError) -> bool {
+    matches!(
+        e,
+        WorkspaceError::NotFound { .. }
+            | WorkspaceError::AlreadyExists { .. }
+            | WorkspaceError::Failed { .. }
+            | WorkspaceError::DiffGuard { .. }
+            | WorkspaceError::InvalidPattern { .. }
+    )
+}
+
 fn is_observation(action: &str) -> bool {
     matches!(action, "READ" | "TREE" | "LIST_PATH" | "SEARCH" | "RUN")
 }
@@ -612,8 +797,12 @@ fn first_line(s: &str) -> &str {
 fn touched_paths(changes: &[FileChange]) -> BTreeSet<String> {
     let mut set = BTreeSet::new();
     for c in changes {
-        for p in c.paths() {
-            set.insert(p.to_string());
+        if !c.is_change() || matches!(c.kind, ChangeKind::DirCreated) {
+            continue;
+        }
+        set.insert(c.path.clone());
+        if let ChangeKind::Renamed { from } | ChangeKind::DirRenamed { from } = &c.kind {
+            set.insert(from.clone());
         }
     }
     set
@@ -623,7 +812,13 @@ fn touched_paths(changes: &[FileChange]) -> BTreeSet<String> {
 fn results_message(reports: &[StepReport], phase: u32) -> String {
     let mut out = format!("Results of phase {phase}:\n");
     for r in reports {
-        out.push_str(&format!("[{}] {} {}: {}\n", r.index, r.action, first_line(&r.target), if r.ok { "OK" } else { "FAILED" }));
+        out.push_str(&format!(
+            "[{}] {} {}: {}\n",
+            r.index,
+            r.action,
+            first_line(&r.target),
+            if r.ok { "OK" } else { "FAILED" }
+        ));
         let body = match &r.file_view {
             Some(view) => format!("{}\n{}", r.output, view.text),
             None => r.output.clone(),
@@ -640,7 +835,9 @@ fn results_message(reports: &[StepReport], phase: u32) -> String {
 /// Call a blocking frontend method from inside the runtime without stalling other tasks.
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
         _ => f(),
     }
 }
@@ -667,7 +864,11 @@ fn snapshot(ws: &Workspace) -> Snapshot {
 
 fn changed_since(ws: &Workspace, before: &Snapshot) -> Vec<String> {
     let after = snapshot(ws);
-    let mut changed: Vec<String> = after.iter().filter(|(k, v)| before.get(*k) != Some(v)).map(|(k, _)| k.clone()).collect();
+    let mut changed: Vec<String> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .collect();
     changed.extend(before.keys().filter(|k| !after.contains_key(*k)).cloned());
     changed
 }
@@ -689,7 +890,7 @@ impl ProjectView for WorkspaceView<'_> {
 impl PathProbe for WorkspaceView<'_> {
     fn probe(&self, path: &str) -> Option<bool> {
         let rel = self.0.check(path).ok()?;
-        let meta = std::fs::symlink_metadata(self.0.root().join(rel.to_string())).ok()?;
+        let meta = std::fs::symlink_metadata(self.0.root().join(rel.resolved())).ok()?;
         Some(!meta.is_dir())
     }
 }
@@ -734,7 +935,11 @@ impl ReplyStreamer {
 /// The decoded prefix of the `"reply"` string in a partial JSON text.
 fn partial_reply(raw: &str) -> Option<String> {
     let key = raw.find("\"reply\"")?;
-    let rest = raw[key + 7..].trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let rest = raw[key + 7..]
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
     let mut out = String::new();
     let mut chars = rest.chars();
     while let Some(c) = chars.next() {
@@ -770,8 +975,14 @@ mod tests {
 
     #[test]
     fn partial_reply_decodes_as_it_grows() {
-        assert_eq!(partial_reply(r#"{"intent":"chat","reply":"Hel"#).as_deref(), Some("Hel"));
-        assert_eq!(partial_reply(r#"{"reply": "a\nb \"c\"", "x": 1}"#).as_deref(), Some("a\nb \"c\""));
+        assert_eq!(
+            partial_reply(r#"{"intent":"chat","reply":"Hel"#).as_deref(),
+            Some("Hel")
+        );
+        assert_eq!(
+            partial_reply(r#"{"reply": "a\nb \"c\"", "x": 1}"#).as_deref(),
+            Some("a\nb \"c\"")
+        );
         assert_eq!(partial_reply(r#"{"intent":"#), None);
     }
 }

@@ -38,7 +38,10 @@ pub fn open_project(settings: &Settings) -> Result<Project, Error> {
         ..WorkspaceConfig::default()
     };
     let workspace = Workspace::open(&root, cfg).map_err(workspace_error)?;
-    Ok(Project { root: workspace.root().to_path_buf(), workspace })
+    Ok(Project {
+        root: workspace.root().to_path_buf(),
+        workspace,
+    })
 }
 
 /// Convert a workspace failure for the user.
@@ -77,10 +80,6 @@ pub fn provider_config(settings: &Settings) -> ProviderConfig {
 pub struct Assembled {
     /// The agent.
     pub agent: Agent,
-    /// The project root.
-    pub root: PathBuf,
-    /// Why the session cannot write, if it cannot.
-    pub read_only: Option<String>,
 }
 
 /// Build the agent for a session in the current project.
@@ -91,20 +90,31 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         Ok(s) => s,
         Err(e) => return Err(history_error(e)),
     };
-    let read_only = session.read_only_reason().map(str::to_string);
-    if let Some(reason) = &read_only {
+    if let Some(reason) = session.read_only_reason() {
         out.warning(&format!("read-only session: {reason}"));
     }
-    let secrets: Vec<String> = settings.api_key.iter().map(|k| k.expose().to_string()).collect();
+    let secrets: Vec<String> = settings
+        .api_key
+        .iter()
+        .map(|k| k.expose().to_string())
+        .collect();
     let journal = match Journal::open(&root, session.id(), secrets.clone()) {
         Ok(j) => Some(j),
         Err(e) => {
-            out.warning(&format!("cannot write the session log under {}: {e}", root.join(".pai_history").display()));
+            out.warning(&format!(
+                "cannot write the session log under {}: {e}",
+                root.join(".pai_history").display()
+            ));
             None
         }
     };
     if let Some(j) = &journal {
-        let _ = j.session_started(&root, settings.provider.name(), &settings.model, session.branch());
+        let _ = j.session_started(
+            &root,
+            settings.provider.name(),
+            &settings.model,
+            session.branch(),
+        );
     }
     let options = AgentOptions {
         model: settings.model.clone(),
@@ -120,7 +130,7 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         budget: Budget::default(),
     };
     let agent = Agent::new(provider, workspace, Some(session), journal, options);
-    Ok(Assembled { agent, root, read_only })
+    Ok(Assembled { agent })
 }
 
 /// The exit code of a finished turn.
@@ -173,13 +183,158 @@ pub fn redo(settings: &Settings, out: &Output) -> Result<(), Error> {
 }
 
 /// `pai log`.
-pub fn log(root: &Path, out: &Output, session: Option<&str>, patch: bool, json: bool) -> Result<(), Error> {
+pub fn log(
+    root: &Path,
+    out: &Output,
+    session: Option<&str>,
+    patch: bool,
+    json: bool,
+) -> Result<(), Error> {
     let sessions = history::log(root, session, patch).map_err(history_error)?;
     if json {
-        let text = history::render_json(&sessions).map_err(|e| Error::failed(format!("cannot encode the log: {e}")))?;
+        let text = history::render_json(&sessions)
+            .map_err(|e| Error::failed(format!("cannot encode the log: {e}")))?;
         out.line(&text);
     } else {
         out.raw(history::render_text(&sessions).as_bytes());
     }
     Ok(())
+}
+
+/// A frontend for `pai run`: events as JSON lines (`--json`) or plain lines, approvals from the
+/// flags only (there is no one to ask).
+struct RunFrontend {
+    json: bool,
+    yes: bool,
+}
+
+impl crate::agent::events::Frontend for RunFrontend {
+    fn event(&self, event: &crate::agent::events::Event) {
+        use crate::agent::events::Event;
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        if self.json {
+            if !matches!(event, Event::TextDelta { .. } | Event::Thinking { .. })
+                && let Ok(line) = serde_json::to_string(event)
+            {
+                let _ = writeln!(stdout, "{line}");
+            }
+            return;
+        }
+        let text = match event {
+            Event::Thinking { .. } | Event::TextDelta { .. } => return,
+            Event::Usage { call, usage } => {
+                format!("Tokens (call {call}): {} -> {}", usage.input, usage.output)
+            }
+            Event::Answer { text } => text.clone(),
+            Event::Plan { reply, steps, .. } => {
+                let mut s = format!("{reply}\nPlan:");
+                for (i, st) in steps.iter().enumerate() {
+                    s.push_str(&format!(
+                        "\n  {}. {} {}  {}",
+                        i + 1,
+                        st.step.action(),
+                        st.step.target().lines().next().unwrap_or_default(),
+                        st.purpose
+                    ));
+                }
+                s
+            }
+            Event::Step(r) => {
+                let mut s = format!(
+                    "[{}] {} {}: {}",
+                    if r.ok { "ok" } else { "FAILED" },
+                    r.action,
+                    r.target.lines().next().unwrap_or_default(),
+                    r.output
+                );
+                if let Some(v) = &r.file_view {
+                    s.push('\n');
+                    s.push_str(&v.text);
+                }
+                s
+            }
+            Event::Notice { text } => format!("note: {text}"),
+            Event::Committed { commit, branch } => format!("Committed {commit} on {branch}"),
+            Event::Finished {
+                status,
+                message,
+                calls,
+                input_tokens,
+                output_tokens,
+                ..
+            } => {
+                format!(
+                    "{status:?}: {message}\nTurn: {calls} call(s), {input_tokens} -> {output_tokens} tokens"
+                )
+            }
+        };
+        let _ = writeln!(stdout, "{text}");
+    }
+
+    fn approve_plan(
+        &self,
+        _steps: &[crate::agent::plan::PlannedStep],
+    ) -> crate::agent::events::Approval {
+        if self.yes {
+            crate::agent::events::Approval::Yes
+        } else {
+            crate::agent::events::Approval::No
+        }
+    }
+
+    fn approve_run(&self, _command: &str, _confined: bool) -> bool {
+        false
+    }
+
+    fn confirm_rm(&self, _path: &str, _recursive: bool) -> bool {
+        false
+    }
+}
+
+/// Build a runtime for the commands that talk to a model.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::failed(format!("cannot start the async runtime: {e}")))
+}
+
+/// `pai run "<request>"`: one turn, no terminal needed.
+pub fn run_once(
+    settings: &Settings,
+    out: &Output,
+    request: &str,
+    json: bool,
+) -> Result<i32, Error> {
+    if request.trim().is_empty() {
+        return Err(Error::usage("the request is empty")
+            .with_hint("pai run \"add a power operation to calculator.py\""));
+    }
+    let rt = runtime()?;
+    let mut assembled = assemble(settings, out, false)?;
+    let frontend = RunFrontend {
+        json,
+        yes: settings.yes,
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let outcome = rt.block_on(async {
+        let watcher = cancel.clone();
+        let ctrl_c = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                watcher.cancel();
+            }
+        });
+        let outcome = assembled.agent.turn(request, &frontend, &cancel).await;
+        ctrl_c.abort();
+        outcome
+    });
+    if let Some(session) = assembled.agent.take_history() {
+        let summary = session.finish();
+        if !json && summary.plans > 0 {
+            out.note(&summary.render());
+        }
+    }
+    Ok(turn_exit_code(&outcome))
 }

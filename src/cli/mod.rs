@@ -2,6 +2,7 @@
 //! defined once here; help text comes from the doc comments, and completions from the same
 //! definitions.
 
+mod agent_cmd;
 mod config_cmd;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -164,7 +165,9 @@ pub fn main() -> i32 {
     match run(cli, &env, &out) {
         Ok(()) => 0,
         Err(err) => {
-            out.error(&err);
+            if !err.is_silent() {
+                out.error(&err);
+            }
             err.exit_code()
         }
     }
@@ -175,9 +178,13 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
         None => not_yet("pai", &cli.session.flags(), env, out),
         Some(Command::Auto(args)) => not_yet("pai auto", &args.flags(), env, out),
         Some(Command::Run(args)) => {
-            let _ = args.json;
-            let _ = args.request;
-            not_yet("pai run", &args.session.flags(), env, out)
+            let settings = resolve(&args.session.flags(), env, out)?;
+            let code = agent_cmd::run_once(&settings, out, &args.request, args.json)?;
+            if code == 0 {
+                Ok(())
+            } else {
+                Err(Error::silent(code))
+            }
         }
         Some(Command::Config(cmd)) => match cmd {
             ConfigCommand::Set { key, provider } => config_cmd::set(env, out, key, provider),
@@ -187,17 +194,24 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             ConfigCommand::Path => config_cmd::path(env, out),
         },
         Some(Command::Undo { force }) => {
-            let _ = force;
-            Err(unavailable("pai undo"))
+            agent_cmd::undo(&resolve(&Flags::default(), env, out)?, out, force)
         }
-        Some(Command::Redo) => Err(unavailable("pai redo")),
+        Some(Command::Redo) => agent_cmd::redo(&resolve(&Flags::default(), env, out)?, out),
         Some(Command::Log {
             session,
             patch,
             json,
         }) => {
-            let _ = (session, patch, json);
-            Err(unavailable("pai log"))
+            let cwd = std::env::current_dir().map_err(|e| {
+                Error::failed(format!("cannot determine the current directory: {e}"))
+            })?;
+            agent_cmd::log(
+                &crate::history::project_root(&cwd),
+                out,
+                session.as_deref(),
+                patch,
+                json,
+            )
         }
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
@@ -212,9 +226,15 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
 /// Commands whose machinery is not built yet: validate the settings (so configuration errors
 /// are still reported) and then say so plainly, never pretending to succeed.
 fn not_yet(command: &str, flags: &Flags, env: &Env, out: &Output) -> Result<(), Error> {
+    resolve(flags, env, out)?;
+    Err(unavailable(command))
+}
+
+/// Resolve the settings and show their warnings.
+fn resolve(flags: &Flags, env: &Env, out: &Output) -> Result<Settings, Error> {
     let settings = Settings::resolve(flags, env)?;
     out.warnings(&settings.warnings);
-    Err(unavailable(command))
+    Ok(settings)
 }
 
 fn unavailable(command: &str) -> Error {

@@ -1,3 +1,5 @@
-//! Shared helpers for the integration tests: the mock LLM server.
+//! Shared helpers for the integration tests: the mock LLM server and temporary projects.
+#![allow(dead_code)]
 
 pub mod mock_llm;
+pub mod project;

@@ -1,0 +1,77 @@
+//! The workspace seen by history: history never touches project files itself, it goes through
+//! this implementation of [`WorkTree`] over the workspace gate.
+
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+
+use crate::history::{WorkEntry, WorkTree};
+use crate::workspace::{Workspace, WorkspaceError};
+
+fn io_error(e: WorkspaceError) -> io::Error {
+    let kind = if e.is_refusal() {
+        io::ErrorKind::PermissionDenied
+    } else {
+        io::ErrorKind::Other
+    };
+    io::Error::new(kind, e.to_string())
+}
+
+impl WorkTree for Workspace {
+    fn read(&self, rel: &str) -> io::Result<WorkEntry> {
+        let checked = self.check(rel).map_err(io_error)?;
+        let path = self.root().join(checked.resolved());
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(WorkEntry::Absent),
+            Err(e) => return Err(e),
+        };
+        if meta.is_dir() {
+            let names = std::fs::read_dir(&path)?
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect();
+            return Ok(WorkEntry::Dir(names));
+        }
+        if !meta.is_file() {
+            return Ok(WorkEntry::Other);
+        }
+        let bytes = std::fs::read(&path)?;
+        Ok(WorkEntry::File {
+            bytes,
+            executable: meta.permissions().mode() & 0o111 != 0,
+        })
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8], executable: bool) -> io::Result<()> {
+        let checked = self.check(rel).map_err(io_error)?;
+        let path = self.root().join(checked.resolved());
+        let mode = match std::fs::metadata(&path) {
+            Ok(m) => {
+                let m = m.permissions().mode() & 0o777;
+                if executable {
+                    m | ((m & 0o444) >> 2)
+                } else {
+                    m & !0o111
+                }
+            }
+            Err(_) => {
+                if executable {
+                    0o755
+                } else {
+                    0o644
+                }
+            }
+        };
+        self.write_bytes(rel, bytes, Some(mode)).map_err(io_error)
+    }
+
+    fn remove(&self, rel: &str) -> io::Result<()> {
+        match self.remove_file(rel) {
+            Ok(()) | Err(WorkspaceError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(io_error(e)),
+        }
+    }
+
+    fn is_denied(&self, rel: &str) -> bool {
+        Workspace::is_denied(self, rel)
+    }
+}

@@ -1,0 +1,471 @@
+//! The evaluation scenarios of SPEC section 8, end to end: the real `pai` binary, in a
+//! temporary git repository, against the mock LLM server speaking each provider's wire format.
+//! Each test checks the files, the git history, the session log, and the calls and tokens the
+//! mock counted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+
+use pai::llm::ProviderKind;
+use support::mock_llm::{MockLlm, Script};
+use support::project::{Project, Run, TEST_KEY, git};
+
+fn script(name: &str) -> Script {
+    Script::from_file(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/scenarios")
+            .join(name),
+    )
+    .require_key(TEST_KEY)
+}
+
+fn fixture(path: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(path),
+    )
+    .unwrap()
+}
+
+fn python3() -> bool {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Plan commits on pai branches, newest first: (subject, body).
+fn plan_commits(p: &Project) -> Vec<String> {
+    let out = git(
+        &p.root,
+        &["log", "--branches=pai/*", "--format=%H%x00%B%x01"],
+    );
+    out.split('\u{1}')
+        .map(str::trim)
+        .filter(|c| c.contains("Pai-Kind: plan"))
+        .map(|c| c.split('\0').nth(1).unwrap_or_default().to_string())
+        .collect()
+}
+
+fn assert_no_leak(p: &Project, run: &Run, mock: &MockLlm) {
+    assert!(!run.text().contains(TEST_KEY), "key in output");
+    assert!(
+        !p.all_records().contains(TEST_KEY),
+        "key in session log or git history"
+    );
+    assert!(
+        mock.key_only_in_headers(TEST_KEY),
+        "key must travel in a header only"
+    );
+    assert!(
+        mock.system_prompt_stable(),
+        "system prompt must be byte-identical across calls"
+    );
+}
+
+#[test]
+fn scenario_1_create_calculator_one_call() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(None);
+        let mock = MockLlm::start(script("create_calculator.json"));
+        let run = p.run(
+            &mock,
+            kind,
+            "make me a simple calculator in python",
+            &["--yes", "--allow-run"],
+        );
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(run.status(), "success", "{kind}");
+        assert_eq!(mock.calls(), 1, "{kind}: one call");
+        assert!(
+            mock.input_tokens() <= 1_500,
+            "{kind}: {} input tokens",
+            mock.input_tokens()
+        );
+        assert_eq!(run.finished()["calls"], 1);
+        assert_eq!(
+            run.finished()["input_tokens"],
+            mock.input_tokens(),
+            "{kind}: pai's accounting matches the server's"
+        );
+        assert_eq!(run.finished()["output_tokens"], mock.output_tokens());
+        let expected = fixture("trees/calculator/calculator.py");
+        assert_eq!(p.read("calculator.py"), expected, "{kind}");
+        if python3() {
+            let ok = std::process::Command::new("python3")
+                .args(["-m", "py_compile", "calculator.py"])
+                .current_dir(&p.root)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{kind}: calculator.py compiles");
+            assert_eq!(run.finished()["verified"], true, "{kind}");
+        } else {
+            println!("python3 not found: the compile check of {kind} was skipped");
+        }
+        let commits = plan_commits(&p);
+        assert_eq!(commits.len(), 1, "{kind}: one plan, one commit");
+        assert!(
+            commits[0].starts_with("pai: make me a simple calculator in python"),
+            "{}",
+            commits[0]
+        );
+        for trailer in [
+            "Pai-Session: ",
+            "Pai-Plan: 1",
+            "Pai-Kind: plan",
+            "Pai-Calls: 1",
+            "Pai-Tokens: ",
+        ] {
+            assert!(
+                commits[0].contains(trailer),
+                "{kind}: missing {trailer} in {}",
+                commits[0]
+            );
+        }
+        let files = git(&p.root, &["show", "--name-only", "--format=", "HEAD"]);
+        assert_eq!(
+            files.trim(),
+            "calculator.py",
+            "{kind}: only the plan's file is committed"
+        );
+        assert_eq!(
+            git(&p.root, &["status", "--porcelain", "--", "calculator.py"]),
+            "",
+            "{kind}"
+        );
+        assert!(!run.events_of("committed").is_empty());
+        let log = std::fs::read_dir(p.root.join(".pai_history"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|f| f.extension().is_some_and(|x| x == "log"))
+            .unwrap();
+        let log = std::fs::read_to_string(log).unwrap();
+        for marker in [
+            "SESSION STARTED",
+            "USER: make me a simple calculator",
+            "AI PLANNING START",
+            "AI EXECUTION START",
+            "SUCCESS",
+            "AI FINAL RESULT",
+            "AI SUGGESTION",
+            "COMMIT: ",
+        ] {
+            assert!(
+                log.contains(marker),
+                "{kind}: session log lacks {marker}:\n{log}"
+            );
+        }
+        assert_no_leak(&p, &run, &mock);
+    }
+}
+
+#[test]
+fn scenario_2_modify_sends_the_named_file_and_applies_only_the_edit() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("calculator"));
+        let mock = MockLlm::start(script("modify_power.json"));
+        let run = p.run(
+            &mock,
+            kind,
+            "add a power operation to calculator.py",
+            &["--yes"],
+        );
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 1, "{kind}");
+        let first = &mock.generation_requests()[0];
+        assert!(
+            first
+                .last_user_text()
+                .unwrap()
+                .contains("def divide(a, b):"),
+            "{kind}: the named file is sent up front"
+        );
+        assert_eq!(
+            p.read("calculator.py"),
+            fixture("expected/power/calculator.py"),
+            "{kind}"
+        );
+        let diff = git(&p.root, &["show", "--format=", "--numstat", "HEAD"]);
+        assert_eq!(
+            diff.trim(),
+            "6\t2\tcalculator.py",
+            "{kind}: only the edit is committed"
+        );
+        assert_no_leak(&p, &run, &mock);
+    }
+}
+
+#[test]
+fn scenario_3_explore_shows_the_tree_in_one_call() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let head = git(&p.root, &["rev-parse", "HEAD"]);
+        let mock = MockLlm::start(script("explore_tree.json"));
+        let run = p.run(&mock, kind, "show the folder structure", &["--yes"]);
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 1, "{kind}");
+        let tree = run
+            .events_of("step")
+            .into_iter()
+            .find(|s| s["action"] == "TREE")
+            .expect("a TREE step");
+        let shown = tree["output"].as_str().unwrap();
+        assert!(
+            shown.contains("util.py") && shown.contains("README.md"),
+            "{kind}: {shown}"
+        );
+        assert!(
+            !shown.contains(".pai_history") && !shown.contains(".git/"),
+            "{kind}: {shown}"
+        );
+        assert!(plan_commits(&p).is_empty(), "{kind}: nothing to commit");
+        assert_eq!(git(&p.root, &["rev-parse", "HEAD"]), head, "{kind}");
+    }
+}
+
+#[test]
+fn scenario_4_debug_fix_in_one_call() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("broken_calculator"));
+        let mock = MockLlm::start(script("debug_fix.json"));
+        let run = p.run(
+            &mock,
+            kind,
+            "calculator.py fails with SyntaxError: unexpected EOF, fix it",
+            &["--yes", "--allow-run"],
+        );
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 1, "{kind}");
+        assert_eq!(
+            p.read("calculator.py"),
+            fixture("trees/calculator/calculator.py"),
+            "{kind}"
+        );
+        if python3() {
+            assert_eq!(run.finished()["verified"], true, "{kind}");
+        }
+    }
+}
+
+#[test]
+fn scenario_4_failed_verification_gets_exactly_one_repair_phase() {
+    if !python3() {
+        println!(
+            "SKIPPED scenario_4_failed_verification_gets_exactly_one_repair_phase: python3 not found"
+        );
+        return;
+    }
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("broken_calculator"));
+        let mock = MockLlm::start(script("debug_repair.json"));
+        let run = p.run(
+            &mock,
+            kind,
+            "calculator.py fails with SyntaxError: unexpected EOF, fix it",
+            &["--yes", "--allow-run"],
+        );
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 2, "{kind}: the fix and one repair");
+        let second = &mock.generation_requests()[1];
+        let results = second.last_user_text().unwrap();
+        assert!(
+            results.contains("FAILED") && results.contains("SyntaxError"),
+            "{kind}: the failed check is sent back: {results}"
+        );
+        assert!(
+            !results.contains("Project files"),
+            "{kind}: a later phase carries only the new results"
+        );
+        assert_eq!(
+            p.read("calculator.py"),
+            fixture("trees/calculator/calculator.py"),
+            "{kind}"
+        );
+        assert_eq!(run.finished()["verified"], true, "{kind}");
+        assert_eq!(
+            plan_commits(&p).len(),
+            1,
+            "{kind}: the whole turn is one plan commit"
+        );
+    }
+}
+
+#[test]
+fn scenario_4_run_main_and_fix_it_in_two_calls() {
+    if !python3() {
+        println!("SKIPPED scenario_4_run_main_and_fix_it_in_two_calls: python3 not found");
+        return;
+    }
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("main_nameerror"));
+        let mock = MockLlm::start(script("run_and_fix.json"));
+        let run = p.run(
+            &mock,
+            kind,
+            "run main.py and fix it if it errors",
+            &["--yes", "--allow-run"],
+        );
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 2, "{kind}");
+        assert!(
+            mock.generation_requests()[1]
+                .last_user_text()
+                .unwrap()
+                .contains("NameError"),
+            "{kind}"
+        );
+        assert!(p.read("main.py").contains("\"Hello, \" + name"), "{kind}");
+        assert_eq!(run.finished()["verified"], true, "{kind}");
+    }
+}
+
+#[test]
+fn scenario_5_reading_outside_the_project_is_refused() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let mock = MockLlm::start(script("security_passwd.json"));
+        let run = p.run(&mock, kind, "read ../../etc/passwd", &["--yes"]);
+        assert_eq!(
+            mock.calls(),
+            1,
+            "{kind}: a refusal is final, not a reason for another call"
+        );
+        let step = &run.events_of("step")[0];
+        assert_eq!(step["ok"], false);
+        assert!(
+            step["output"]
+                .as_str()
+                .unwrap()
+                .contains("outside the project"),
+            "{kind}: {step}"
+        );
+        assert!(!run.text().contains("root:x:0:0"), "{kind}");
+        for req in mock.generation_requests() {
+            assert!(
+                !req.raw_body.contains("root:x:0:0"),
+                "{kind}: secret content sent to the model"
+            );
+        }
+        assert_eq!(run.output.status.code(), Some(1), "{kind}");
+    }
+}
+
+#[test]
+fn scenario_5_deleting_outside_the_project_is_refused() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let outside = p.root.parent().unwrap().join("outside.txt");
+        std::fs::write(&outside, "keep me").unwrap();
+        let mock = MockLlm::start(script("security_rm_outside.json"));
+        let run = p.run(&mock, kind, "delete ../outside.txt", &["--yes"]);
+        assert_eq!(mock.calls(), 1, "{kind}");
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "keep me",
+            "{kind}: nothing outside touched"
+        );
+        assert_eq!(run.status(), "failed", "{kind}");
+        assert!(plan_commits(&p).is_empty());
+    }
+}
+
+#[test]
+fn scenario_5_the_git_directory_is_refused() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let config_before = std::fs::read_to_string(p.root.join(".git/config")).unwrap();
+        let mock = MockLlm::start(script("security_git.json"));
+        let run = p.run(&mock, kind, "show the contents of .git", &["--yes"]);
+        assert_eq!(mock.calls(), 1, "{kind}");
+        let step = &run.events_of("step")[0];
+        assert_eq!(step["ok"], false, "{kind}");
+        assert!(
+            step["output"].as_str().unwrap().contains("refused"),
+            "{kind}: {step}"
+        );
+        assert!(!run.text().contains("repositoryformatversion"), "{kind}");
+        assert_eq!(
+            std::fs::read_to_string(p.root.join(".git/config")).unwrap(),
+            config_before
+        );
+    }
+}
+
+#[test]
+fn chat_is_one_call_and_writes_nothing() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let mock = MockLlm::start(script("chat.json"));
+        let run = p.run(&mock, kind, "hi, what can you do?", &[]);
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 1);
+        assert_eq!(run.status(), "answered");
+        assert!(
+            run.events_of("answer")[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("create, change")
+        );
+        assert!(plan_commits(&p).is_empty());
+        assert_eq!(
+            git(&p.root, &["status", "--porcelain", "--untracked-files=no"]),
+            ""
+        );
+    }
+}
+
+#[test]
+fn an_observe_plan_takes_two_phases() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let mock = MockLlm::start(script("observe_two_phases.json"));
+        let run = p.run(
+            &mock,
+            kind,
+            "add a docstring to the function that parses dates",
+            &["--yes"],
+        );
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 2, "{kind}");
+        assert!(
+            mock.generation_requests()[1]
+                .last_user_text()
+                .unwrap()
+                .contains("util.py"),
+            "{kind}: search results sent"
+        );
+        assert!(p.read("util.py").contains("Parse an ISO date"), "{kind}");
+        assert_eq!(plan_commits(&p).len(), 1);
+    }
+}
+
+#[test]
+fn a_model_that_keeps_failing_stops_at_three_phases() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("calculator"));
+        let mock = MockLlm::start(script("keeps_failing.json"));
+        let run = p.run(
+            &mock,
+            kind,
+            "add a square root to calculator.py",
+            &["--yes"],
+        );
+        assert_eq!(run.output.status.code(), Some(1), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 3, "{kind}");
+        assert_eq!(run.status(), "failed");
+        let message = run.finished()["message"].as_str().unwrap().to_string();
+        assert!(
+            message.contains("search text not found") || message.contains("not found"),
+            "{kind}: {message}"
+        );
+        assert!(message.contains("3 phases"), "{kind}: {message}");
+        assert_eq!(
+            p.read("calculator.py"),
+            fixture("trees/calculator/calculator.py")
+        );
+        assert!(plan_commits(&p).is_empty());
+    }
+}
