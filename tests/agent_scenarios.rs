@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use pai::llm::ProviderKind;
-use support::mock_llm::{MockLlm, Script};
+use support::mock_llm::{MockLlm, Reply, Script};
 use support::project::{Project, Run, TEST_KEY, git};
 
 fn script(name: &str) -> Script {
@@ -468,4 +468,278 @@ fn a_model_that_keeps_failing_stops_at_three_phases() {
         );
         assert!(plan_commits(&p).is_empty());
     }
+}
+
+fn task(steps: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"intent": "task", "reply": "ok", "steps": steps, "observe": false})
+}
+
+/// Replies no plan may be carried out from, each with the words its rejection must contain.
+fn malformed_replies() -> Vec<(&'static str, Reply, &'static str)> {
+    use serde_json::json;
+    vec![
+        (
+            "invalid_json",
+            Reply::text("{\"intent\": \"task\", \"steps\": [ {\"action\": "),
+            "JSON",
+        ),
+        (
+            "prose_only",
+            Reply::text("Sure! I will create the file for you."),
+            "JSON",
+        ),
+        (
+            "not_an_object",
+            Reply::plan(json!([1, 2, 3])),
+            "JSON object",
+        ),
+        (
+            "intent_wrong_type",
+            Reply::plan(json!({"intent": 5, "steps": []})),
+            "`intent`",
+        ),
+        (
+            "unknown_intent",
+            Reply::plan(json!({"intent": "maybe", "reply": "x", "steps": []})),
+            "\"chat\" or \"task\"",
+        ),
+        (
+            "steps_not_array",
+            Reply::plan(json!({"intent": "task", "reply": "x", "steps": "WRITE a.py"})),
+            "`steps` must be an array",
+        ),
+        (
+            "unknown_action",
+            Reply::plan(task(json!([{"action": "FORMAT_DISK", "path": "."}]))),
+            "unknown action",
+        ),
+        (
+            "missing_path",
+            Reply::plan(task(json!([{"action": "WRITE", "content": "x"}]))),
+            "`path`",
+        ),
+        (
+            "missing_content",
+            Reply::plan(task(json!([{"action": "WRITE", "path": "new.py"}]))),
+            "`content`",
+        ),
+        (
+            "content_wrong_type",
+            Reply::plan(task(
+                json!([{"action": "WRITE", "path": "new.py", "content": ["a"]}]),
+            )),
+            "must be a string",
+        ),
+        (
+            "write_over_existing",
+            Reply::plan(task(
+                json!([{"action": "WRITE", "path": "util.py", "content": "x"}]),
+            )),
+            "already exists",
+        ),
+        (
+            "modify_missing_file",
+            Reply::plan(task(
+                json!([{"action": "MODIFY", "path": "ghost.py", "edits": [{"search": "a", "replace": "b"}]}]),
+            )),
+            "does not exist",
+        ),
+        (
+            "content_posing_as_command",
+            Reply::plan(task(json!([{"action": "import os\nos.remove('x')"}]))),
+            "looks like file content",
+        ),
+        (
+            "two_megabytes",
+            Reply::plan(task(
+                json!([{"action": "WRITE", "path": "big.txt", "content": "x".repeat(2 * 1024 * 1024)}]),
+            )),
+            "at most",
+        ),
+        (
+            "modify_without_edits",
+            Reply::plan(task(json!([{"action": "MODIFY", "path": "util.py"}]))),
+            "needs `edits`",
+        ),
+        (
+            "edits_wrong_shape",
+            Reply::plan(task(
+                json!([{"action": "MODIFY", "path": "util.py", "edits": [{"find": "a"}]}]),
+            )),
+            "each edit",
+        ),
+        (
+            "mv_without_destination",
+            Reply::plan(task(json!([{"action": "MV", "path": "util.py"}]))),
+            "needs `to`",
+        ),
+        (
+            "observe_wrong_type",
+            Reply::plan(
+                json!({"intent": "task", "reply": "x", "observe": "yes", "steps": [{"action": "TREE"}]}),
+            ),
+            "`observe`",
+        ),
+        (
+            "empty_task",
+            Reply::plan(json!({"intent": "task", "reply": "x", "steps": []})),
+            "at least one step",
+        ),
+        // The second step is invalid: the first, valid one must not run either.
+        (
+            "valid_then_invalid",
+            Reply::plan(task(
+                json!([{"action": "WRITE", "path": "first.py", "content": "x"}, {"action": "RM"}]),
+            )),
+            "step 2",
+        ),
+    ]
+}
+
+#[test]
+fn malformed_plans_run_nothing() {
+    let cases = malformed_replies();
+    assert!(cases.len() >= 15);
+    for (i, (name, bad, expected)) in cases.into_iter().enumerate() {
+        // Rotate the providers so every wire format sees malformed replies.
+        let kind = ProviderKind::ALL[i % 3];
+        let p = Project::repo(Some("util"));
+        let mock = MockLlm::start(Script::with_replies([bad.clone(), bad]).require_key(TEST_KEY));
+        let run = p.run(&mock, kind, "make a change", &["--yes"]);
+        assert_eq!(
+            run.output.status.code(),
+            Some(1),
+            "{name} ({kind}): {}",
+            run.text()
+        );
+        assert_eq!(run.status(), "failed", "{name}");
+        assert_eq!(
+            mock.calls(),
+            2,
+            "{name} ({kind}): one request for a corrected reply, no more"
+        );
+        let message = run.finished()["message"].as_str().unwrap();
+        assert!(
+            message.contains(expected),
+            "{name} ({kind}): `{expected}` not in `{message}`"
+        );
+        assert!(run.events_of("step").is_empty(), "{name}: no step may run");
+        assert_eq!(
+            git(
+                &p.root,
+                &[
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=all",
+                    "--",
+                    ".",
+                    ":!.pai_history"
+                ]
+            ),
+            "",
+            "{name}: nothing written"
+        );
+        assert!(plan_commits(&p).is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn a_malformed_plan_is_corrected_once() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let good = Reply::plan(task(
+            serde_json::json!([{"action": "WRITE", "path": "notes.txt", "content": "hello\n"}]),
+        ));
+        let mock = MockLlm::start(
+            Script::with_replies([Reply::text("I'll write notes.txt now."), good])
+                .require_key(TEST_KEY),
+        );
+        let run = p.run(&mock, kind, "write hello into notes.txt", &["--yes"]);
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        assert_eq!(mock.calls(), 2);
+        assert!(
+            mock.generation_requests()[1]
+                .last_user_text()
+                .unwrap()
+                .contains("could not be parsed"),
+            "{kind}"
+        );
+        assert_eq!(p.read("notes.txt"), "hello\n");
+    }
+}
+
+#[test]
+fn without_yes_and_without_a_terminal_the_plan_is_not_carried_out() {
+    let p = Project::repo(Some("util"));
+    let mock = MockLlm::start(script("create_calculator.json"));
+    let run = p.run(
+        &mock,
+        ProviderKind::Gemini,
+        "make me a simple calculator in python",
+        &[],
+    );
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.text());
+    assert_eq!(run.status(), "rejected");
+    assert!(!p.root.join("calculator.py").exists());
+}
+
+#[test]
+fn interrupting_pai_run_stops_promptly_and_writes_nothing() {
+    use std::time::{Duration, Instant};
+    let p = Project::repo(Some("util"));
+    let mock = MockLlm::start(Script::with_replies([Reply::drip(200)]).require_key(TEST_KEY));
+    let kind = ProviderKind::OpenAi;
+    let mut child = p
+        .pai()
+        .env(kind.key_env_var(), TEST_KEY)
+        .args([
+            "run",
+            "make a change",
+            "--json",
+            "--yes",
+            "--provider",
+            kind.name(),
+            "--base-url",
+            &mock.base_url(kind),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the request is in flight, then interrupt as Ctrl+C would.
+    let start = Instant::now();
+    while mock.requests().is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    unsafe_kill_int(child.id());
+    let status = child.wait().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "pai took {:?} to stop",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(1));
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(out.contains("\"status\":\"interrupted\""), "{out}");
+    assert!(
+        mock.wait_for_aborted(1, Duration::from_secs(2)),
+        "the in-flight request is dropped"
+    );
+    assert_eq!(
+        git(
+            &p.root,
+            &["status", "--porcelain", "--", ".", ":!.pai_history"]
+        ),
+        ""
+    );
+}
+
+fn unsafe_kill_int(pid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
 }

@@ -10,6 +10,10 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+mod support;
+
+use support::mock_llm::{MockLlm, Script};
+
 const GEMINI_KEY: &str = "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv";
 const OPENAI_KEY: &str = "sk-proj-0123456789abcdefghijklmnopqrstuvwxyz";
 
@@ -430,20 +434,29 @@ fn home_unset_is_a_clear_error() {
 #[test]
 fn the_full_key_never_appears_in_any_output() {
     let home = Home::new();
+    // A local mock stands in for the provider: no test reaches the internet.
+    let mock = MockLlm::start(Script::new());
+    let base = mock.base_url(pai::llm::ProviderKind::Gemini);
     let outputs = [
         home.pai()
             .args(["config", "set", GEMINI_KEY])
             .output()
             .unwrap(),
         home.pai().args(["config", "show"]).output().unwrap(),
-        home.pai().args(["config", "validate"]).output().unwrap(),
+        home.pai()
+            .args(["config", "validate", "--base-url", &base])
+            .output()
+            .unwrap(),
         home.pai().args(["config", "path"]).output().unwrap(),
         home.pai()
             .env("OPENAI_API_KEY", OPENAI_KEY)
             .args(["config", "show"])
             .output()
             .unwrap(),
-        home.pai().args(["run", "hello"]).output().unwrap(),
+        home.pai()
+            .args(["run", "hello", "--base-url", &base])
+            .output()
+            .unwrap(),
     ];
     for out in &outputs {
         let all = text(out);
@@ -647,4 +660,66 @@ fn help_and_version_succeed() {
             "help lists {command}"
         );
     }
+}
+
+#[test]
+fn validate_makes_one_real_call_and_reports_the_providers_answer() {
+    let home = Home::new();
+    home.pai()
+        .args(["config", "set", GEMINI_KEY])
+        .assert()
+        .success();
+    let mock = MockLlm::start(Script::new().require_key(GEMINI_KEY));
+    let base = mock.base_url(pai::llm::ProviderKind::Gemini);
+    let out = home
+        .pai()
+        .args(["config", "validate", "--base-url", &base])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("accepted"), "{}", text(&out));
+    assert_eq!(mock.requests().len(), 1, "exactly one cheap call");
+    assert!(
+        mock.requests()[0].key_is(GEMINI_KEY),
+        "the key travels in its header"
+    );
+    assert!(!mock.any_url_contains(GEMINI_KEY), "never in the URL");
+
+    let wrong = Home::new();
+    wrong
+        .pai()
+        .args(["config", "set", "AIzaSyWRONGWRONGWRONGWRONG00"])
+        .assert()
+        .success();
+    let out = wrong
+        .pai()
+        .args(["config", "validate", "--base-url", &base])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a rejected key is a configuration error: {}",
+        text(&out)
+    );
+    assert!(text(&out).to_lowercase().contains("key"), "{}", text(&out));
+    assert!(!text(&out).contains("AIzaSyWRONGWRONGWRONGWRONG00"));
+
+    // A local OpenAI-compatible server needs no key.
+    let open = MockLlm::start(Script::new());
+    let local = Home::new();
+    let out = local
+        .pai()
+        .args([
+            "config",
+            "validate",
+            "--provider",
+            "openai",
+            "--base-url",
+            &open.base_url(pai::llm::ProviderKind::OpenAi),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(open.requests().len(), 1);
 }

@@ -25,6 +25,8 @@ use crate::workspace::{ChangeKind, FileChange, Modification, Workspace, Workspac
 pub const MAX_PHASES: u32 = 3;
 /// Characters of one step's output sent back to the model.
 const RESULT_CHARS: usize = 6_000;
+/// Characters of a rejected reply echoed back when asking for a correction.
+const ECHO_CHARS: usize = 8_000;
 
 /// How the agent behaves; built from the settings.
 #[derive(Debug, Clone)]
@@ -67,7 +69,8 @@ pub struct Agent {
 /// Why a model call produced no usable reply.
 enum CallFailure {
     Cancelled,
-    Failed(String),
+    /// The message, and what to ask the model when a corrected reply could help.
+    Failed(String, Option<String>),
 }
 
 impl Agent {
@@ -173,18 +176,28 @@ impl Agent {
                 frontend.event(&Event::TextDelta { text: delta });
             }
         };
+        let before = self.provider.usage_totals();
         let result = tokio::select! {
-            r = self.provider.complete(&req, &on_text) => r,
-            _ = cancel.cancelled() => return Err(CallFailure::Cancelled),
+            r = self.provider.complete(&req, &on_text) => Some(r),
+            _ = cancel.cancelled() => None,
+        };
+        // Count what the provider actually sent and was billed for, retries and unusable
+        // replies included, so the figures match the provider's bill.
+        let after = self.provider.usage_totals();
+        let requests = after.requests.saturating_sub(before.requests) as u32;
+        let input = after.usage.input.saturating_sub(before.usage.input);
+        let output = after.usage.output.saturating_sub(before.usage.output);
+        tally.calls += requests;
+        tally.input += input;
+        tally.output += output;
+        let Some(result) = result else {
+            return Err(CallFailure::Cancelled);
         };
         match result {
             Ok(reply) => {
-                tally.calls += 1;
-                tally.input += reply.usage.input;
-                tally.output += reply.usage.output;
                 let usage = CallUsage {
-                    input: reply.usage.input,
-                    output: reply.usage.output,
+                    input,
+                    output,
                     cached: reply.usage.cached,
                 };
                 frontend.event(&Event::Usage {
@@ -193,10 +206,10 @@ impl Agent {
                 });
                 Ok(reply)
             }
-            Err(e) => {
-                tally.calls += 1;
-                Err(CallFailure::Failed(describe_llm_error(&e)))
-            }
+            Err(e) => Err(CallFailure::Failed(
+                describe_llm_error(&e),
+                e.correction_request(),
+            )),
         }
     }
 
@@ -233,7 +246,17 @@ impl Agent {
                     final_message = "interrupted while waiting for the model".into();
                     break;
                 }
-                Err(CallFailure::Failed(msg)) => {
+                Err(CallFailure::Failed(msg, Some(correction))) if !corrected => {
+                    corrected = true;
+                    frontend.event(&Event::Notice {
+                        text: format!("{msg}; asking the model once for a corrected reply"),
+                    });
+                    self.log(|j| j.note(&msg));
+                    messages.push(Message::assistant("(an unusable reply)"));
+                    messages.push(Message::user(correction));
+                    continue;
+                }
+                Err(CallFailure::Failed(msg, _)) => {
                     status = TurnStatus::Failed;
                     final_message = msg;
                     break;
@@ -251,7 +274,9 @@ impl Agent {
                         ),
                     });
                     self.log(|j| j.note(&format!("plan rejected: {e}")));
-                    messages.push(Message::assistant(reply.raw.clone()));
+                    messages.push(Message::assistant(context::truncate(
+                        &reply.raw, ECHO_CHARS,
+                    )));
                     messages.push(Message::user(format!(
                         "Your reply was rejected and nothing was run: {e}\nReply again with the complete corrected JSON object."
                     )));
@@ -379,7 +404,7 @@ impl Agent {
                 if outcome.failed_verification {
                     repaired = true;
                 }
-                messages.push(Message::assistant(reply.raw.clone()));
+                messages.push(Message::assistant(compact_reply(&plan)));
                 messages.push(Message::user(results_message(&reports, phase)));
                 phase += 1;
                 continue;
@@ -806,6 +831,23 @@ fn touched_paths(changes: &[FileChange]) -> BTreeSet<String> {
         }
     }
     set
+}
+
+/// The model's own plan as it is carried into the next phase: file contents it wrote are
+/// replaced by their size (they are on disk now and cost tokens on every later call).
+fn compact_reply(plan: &Plan) -> String {
+    let mut value = serde_json::to_value(plan).unwrap_or_default();
+    if let Some(steps) = value.get_mut("steps").and_then(|s| s.as_array_mut()) {
+        for step in steps {
+            if let Some(content) = step.get("content").and_then(|c| c.as_str()).map(str::len) {
+                step["content"] = serde_json::Value::String(format!("<{content} bytes, written>"));
+            }
+        }
+    }
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("analysis");
+    }
+    value.to_string()
 }
 
 /// What the next phase's call carries: only the new results.

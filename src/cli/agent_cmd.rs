@@ -61,8 +61,12 @@ pub fn history_error(e: HistoryError) -> Error {
 
 /// Convert a provider failure: configuration problems (no key, bad URL) exit 2.
 pub fn llm_error(e: LlmError) -> Error {
-    let kind = match e.kind() {
-        llm::LlmErrorKind::Config => ErrorKind::Config,
+    // A rejected key, an unknown model or a wrong base URL is fixed in the configuration,
+    // not by trying again.
+    let kind = match (&e, e.kind()) {
+        (_, llm::LlmErrorKind::Config) | (LlmError::Auth { .. } | LlmError::NotFound { .. }, _) => {
+            ErrorKind::Config
+        }
         _ => ErrorKind::Failed,
     };
     Error::new(kind, e.to_string()).with_hint(e.hint())

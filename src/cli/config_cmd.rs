@@ -2,12 +2,13 @@
 
 use std::io::{IsTerminal, Read};
 
+use super::agent_cmd;
 use crate::config::{
     ApiKey, ConfigDir, CredentialStore, Env, FileSettings, Flags, KeySource, Settings,
     gemini_key_shape_problem,
 };
 use crate::error::Error;
-use crate::llm::ProviderKind;
+use crate::llm::{self, ProviderKind};
 use crate::ui::output::Output;
 
 /// Longest key accepted; real keys are far shorter, and a huge paste is a mistake.
@@ -209,38 +210,48 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
     Ok(())
 }
 
-/// `pai config validate`: the key's shape, then one cheap call.
+/// `pai config validate`: the key's shape, then one cheap call to the provider.
 pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
     let settings = Settings::resolve(flags, env)?;
     out.warnings(&settings.warnings);
     let provider = settings.provider;
-    let Some(key) = &settings.api_key else {
-        return Err(
-            Error::config(format!("no {provider} API key is configured")).with_hint(format!(
-                "run `pai config set --provider {provider}` or set {}",
-                provider.key_env_var()
-            )),
-        );
-    };
-    if provider == ProviderKind::Gemini
-        && let Some(problem) = gemini_key_shape_problem(key.expose())
-    {
-        return Err(Error::config(format!(
-            "the Gemini key {} is malformed: {problem}",
-            key.masked()
-        ))
-        .with_hint("copy the key again from Google AI Studio and run `pai config set`"));
+    match &settings.api_key {
+        Some(key) => {
+            if provider == ProviderKind::Gemini
+                && let Some(problem) = gemini_key_shape_problem(key.expose())
+            {
+                return Err(Error::config(format!(
+                    "the Gemini key {} is malformed: {problem}",
+                    key.masked()
+                ))
+                .with_hint("copy the key again from Google AI Studio and run `pai config set`"));
+            }
+            let source = settings
+                .key_source
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            out.line(&format!(
+                "The {provider} key {} from {source} has the expected shape",
+                key.masked()
+            ));
+        }
+        None => out.note(&format!(
+            "no {provider} API key is configured; trying {} without one",
+            settings.effective_base_url()
+        )),
     }
-    let source = settings
-        .key_source
-        .as_ref()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    // Without a key, building the provider fails for anything but a local server, with the
+    // provider's own explanation of where to put the key.
+    let client = llm::build_provider(&agent_cmd::provider_config(&settings))
+        .map_err(agent_cmd::llm_error)?;
+    let rt = agent_cmd::runtime()?;
+    rt.block_on(client.validate())
+        .map_err(agent_cmd::llm_error)?;
     out.line(&format!(
-        "The {provider} key {} from {source} has the expected shape",
-        key.masked()
+        "{provider} accepted it: model {} is available at {}",
+        settings.model,
+        settings.effective_base_url()
     ));
-    Err(Error::usage(
-        "the live check against the provider is not available yet in this build of pai",
-    ))
+    Ok(())
 }
