@@ -75,12 +75,12 @@ impl Theme {
 
     /// The success mark.
     pub fn ok_mark(&self) -> &'static str {
-        if self.unicode { "✓" } else { "+" }
+        if self.unicode { "✓" } else { "[ok]" }
     }
 
     /// The failure mark.
     pub fn fail_mark(&self) -> &'static str {
-        if self.unicode { "✗" } else { "x" }
+        if self.unicode { "✗" } else { "[FAIL]" }
     }
 
     /// A bullet for lists.

@@ -344,11 +344,20 @@ pub fn notice(text: &str, theme: &Theme) -> String {
     out
 }
 
+/// A title with a mark in front when marks are Unicode (`✓ Done`), bare otherwise.
+fn marked(mark: &str, title: &str, theme: &Theme) -> String {
+    if theme.unicode {
+        format!("{mark} {title}")
+    } else {
+        title.to_string()
+    }
+}
+
 /// The commit that records the plan.
 pub fn committed(commit: &str, branch: &str, theme: &Theme) -> String {
     let line = Line::new()
-        .with(theme.ok_mark(), green())
-        .text(" Committed ")
+        .with(&marked("✓", "", theme), green())
+        .text("Committed ")
         .with(commit, yellow().bold())
         .text(" on ")
         .with(branch, bold());
@@ -391,14 +400,8 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
     match f.status {
         // The answer itself was already shown.
         TurnStatus::Answered => {}
-        TurnStatus::Success => out.push_str(&status_panel(
-            &format!("{} Done", theme.ok_mark()),
-            green(),
-        )),
-        TurnStatus::Failed => out.push_str(&status_panel(
-            &format!("{} Failed", theme.fail_mark()),
-            red(),
-        )),
+        TurnStatus::Success => out.push_str(&status_panel(&marked("✓", "Done", theme), green())),
+        TurnStatus::Failed => out.push_str(&status_panel(&marked("✗", "Failed", theme), red())),
         TurnStatus::Rejected => out.push_str(&status_panel("Not carried out", yellow())),
         TurnStatus::Interrupted => out.push_str(&status_panel("Interrupted", yellow())),
     }

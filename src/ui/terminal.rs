@@ -73,3 +73,28 @@ fn restore() {
         let _ = out.flush();
     }
 }
+
+/// Switch the terminal's echo of typed keys off (`false`) while a turn draws a spinner and
+/// panels, and back on. Otherwise a key typed during a turn, Ctrl+C's `^C` among them, lands in
+/// the middle of the drawing (after a full-width spinner line it even wraps and leaves the
+/// spinner behind). Line editing and Ctrl+C keep working; prompts set their own modes.
+pub(crate) fn set_echo(on: bool) {
+    if !std::io::stdin().is_terminal() {
+        return;
+    }
+    let mut modes = std::mem::MaybeUninit::<libc::termios>::uninit();
+    // SAFETY: tcgetattr fills the struct when it returns 0; it is used only then, and passed
+    // back unchanged except for the ECHO bit.
+    unsafe {
+        if libc::tcgetattr(libc::STDIN_FILENO, modes.as_mut_ptr()) != 0 {
+            return;
+        }
+        let mut modes = modes.assume_init();
+        if on {
+            modes.c_lflag |= libc::ECHO;
+        } else {
+            modes.c_lflag &= !libc::ECHO;
+        }
+        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSADRAIN, &modes);
+    }
+}

@@ -67,6 +67,11 @@ impl InteractiveFrontend {
         }
     }
 
+    /// Colour, Unicode and a spinner.
+    pub(crate) fn rich(&self) -> bool {
+        self.settings.rich
+    }
+
     /// A turn starts: `cancel` is its token (approval prompts cancel it on Ctrl+C).
     pub(crate) fn begin_turn(&self, cancel: &CancellationToken) {
         *lock(&self.cancel) = Some(cancel.clone());

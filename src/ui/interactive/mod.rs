@@ -26,7 +26,7 @@ use self::frontend::{InteractiveFrontend, Settings};
 use self::input::{LineInput, Read};
 use self::signals::Interrupts;
 use super::prompt::Asker;
-use super::terminal::TerminalGuard;
+use super::terminal::{TerminalGuard, set_echo};
 use super::{Appearance, SessionInfo, render};
 use crate::agent::events::{Frontend, Tally, TurnOutcome, TurnStatus};
 
@@ -138,7 +138,8 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
             Read::Line(line) => line,
         };
         let command = commands::parse(&line);
-        if command != Command::Empty {
+        // `exit` is left out so Up in the next session recalls the last real request.
+        if !matches!(command, Command::Empty | Command::Exit) {
             input.remember(&line);
         }
         let theme = frontend.theme();
@@ -222,6 +223,10 @@ async fn run_turn(
     while interrupts.try_next().is_some() {}
     interrupts.arm(&cancel);
     frontend.begin_turn(&cancel);
+    let quiet = frontend.rich();
+    if quiet {
+        set_echo(false);
+    }
 
     let mut quit = false;
     let outcome = {
@@ -254,6 +259,9 @@ async fn run_turn(
     };
     interrupts.disarm();
     let reported = frontend.end_turn();
+    if quiet {
+        set_echo(true);
+    }
     if !reported {
         // The driver ended without the agent's final event (it failed before the model
         // answered, or was interrupted early): say how it ended.
