@@ -49,15 +49,15 @@ fn driver_log(dir: &Path) -> Vec<(String, String)> {
 }
 
 fn logged(dir: &Path, kind: &str, text: &str) -> bool {
-    driver_log(dir)
-        .iter()
-        .any(|(k, t)| k == kind && t == text)
+    driver_log(dir).iter().any(|(k, t)| k == kind && t == text)
 }
 
 fn exit(pty: &mut Pty) {
     pty.send_line("exit");
     pty.expect("Session ended");
-    let status = pty.wait(Duration::from_secs(10)).expect("the session did not exit");
+    let status = pty
+        .wait(Duration::from_secs(10))
+        .expect("the session did not exit");
     assert!(status.success(), "{status:?}");
 }
 
@@ -66,7 +66,10 @@ fn a_plan_is_shown_approved_carried_out_and_committed() {
     let dir = tempfile::tempdir().unwrap();
     let mut pty = demo(dir.path(), 100, &[], &[]);
     let welcome = pty.text();
-    assert!(welcome.contains(&dir.path().display().to_string()), "{welcome}");
+    assert!(
+        welcome.contains(&dir.path().display().to_string()),
+        "{welcome}"
+    );
     assert!(welcome.contains("gemini-2.5-flash-lite"));
     assert!(welcome.contains("pai/20250101_120000"));
     assert!(welcome.contains("Alt+Enter"));
@@ -92,7 +95,10 @@ fn a_plan_is_shown_approved_carried_out_and_committed() {
     pty.expect(PROMPT);
     assert!(logged(dir.path(), "plan", "approved"));
     exit(&mut pty);
-    assert!(pty.text().contains("Session pai/20250101_120000: 1 plan(s)."));
+    assert!(
+        pty.text()
+            .contains("Session pai/20250101_120000: 1 plan(s).")
+    );
 }
 
 #[test]
@@ -165,7 +171,9 @@ fn ctrl_c_twice_ends_the_session_with_the_summary() {
     pty.send(CTRL_C);
     pty.expect("Session ended");
     pty.expect("Review: git diff main...pai/20250101_120000");
-    let status = pty.wait(Duration::from_secs(5)).expect("the session did not exit");
+    let status = pty
+        .wait(Duration::from_secs(5))
+        .expect("the session did not exit");
     assert!(status.success(), "{status:?}");
     assert!(logged(dir.path(), "finish", ""));
 }
@@ -194,7 +202,9 @@ fn ctrl_d_leaves_with_the_summary() {
     let mut pty = demo(dir.path(), 100, &[], &[]);
     pty.send(CTRL_D);
     pty.expect("Session ended");
-    let status = pty.wait(Duration::from_secs(5)).expect("the session did not exit");
+    let status = pty
+        .wait(Duration::from_secs(5))
+        .expect("the session did not exit");
     assert!(status.success());
     assert!(logged(dir.path(), "finish", ""));
 }
@@ -231,7 +241,10 @@ fn slash_commands_call_the_driver() {
     pty.expect("unknown command /bogus");
     let kinds: Vec<String> = driver_log(dir.path()).into_iter().map(|(k, _)| k).collect();
     for kind in ["undo", "redo", "log", "model", "clear"] {
-        assert!(kinds.iter().any(|k| k == kind), "{kind} missing from {kinds:?}");
+        assert!(
+            kinds.iter().any(|k| k == kind),
+            "{kind} missing from {kinds:?}"
+        );
     }
     exit(&mut pty);
 }
@@ -361,11 +374,51 @@ fn a_panic_leaves_the_terminal_usable() {
     let mut pty = demo(dir.path(), 100, &[], &[]);
     pty.send_line("panic now");
     pty.expect("the demo driver was asked to panic");
-    let status = pty.wait(Duration::from_secs(10)).expect("the session did not exit");
+    let status = pty
+        .wait(Duration::from_secs(10))
+        .expect("the session did not exit");
     assert!(!status.success());
     // The turn had switched echo off, the line editor uses raw mode: both must be undone.
     let modes = pty.local_modes();
     for flag in [libc::ECHO, libc::ICANON, libc::ISIG] {
         assert_ne!(modes & flag, 0, "terminal mode {flag:#x} not restored");
     }
+}
+
+#[test]
+fn ctrl_c_at_an_approval_prompt_declines_and_stops_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut pty = demo(dir.path(), 100, &[], &[]);
+    pty.send_line("make hello");
+    pty.expect("Carry out this plan?");
+    std::thread::sleep(Duration::from_millis(200));
+    pty.send(CTRL_C);
+    pty.expect(PROMPT);
+    assert!(logged(dir.path(), "plan", "declined"));
+    // The session is still there.
+    std::thread::sleep(Duration::from_millis(2100));
+    pty.send_line("/tokens");
+    pty.expect("Session: 1 call");
+    exit(&mut pty);
+}
+
+#[test]
+fn a_resize_during_a_turn_applies_to_what_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut pty = demo(dir.path(), 100, &[], &[]);
+    pty.send_line("slow request");
+    pty.expect("Thinking");
+    pty.resize(60, 40);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = pty.raw().len();
+    pty.send(CTRL_C);
+    pty.expect("Interrupted");
+    pty.expect(PROMPT);
+    let after = String::from_utf8_lossy(&pty.raw()[before..]).into_owned();
+    let lines = screen_lines(&after);
+    assert!(lines.iter().any(|l| l.contains("Interrupted")));
+    for line in lines {
+        assert!(line.width() <= 60, "{} columns: {line:?}", line.width());
+    }
+    exit(&mut pty);
 }

@@ -192,4 +192,3 @@ pub struct TurnOutcome {
     /// The commit that records it, if any.
     pub commit: Option<String>,
 }
-

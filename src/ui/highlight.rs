@@ -110,11 +110,14 @@ pub fn rgb_to_256(r: u8, g: u8, b: u8) -> u8 {
     let value = |l: u8| -> i32 { if l == 0 { 0 } else { 55 + 40 * i32::from(l) } };
     let (lr, lg, lb) = (level(r), level(g), level(b));
     let cube = 16 + 36 * lr + 6 * lg + lb;
-    let cube_err = sq(value(lr) - i32::from(r))
-        + sq(value(lg) - i32::from(g))
-        + sq(value(lb) - i32::from(b));
+    let cube_err =
+        sq(value(lr) - i32::from(r)) + sq(value(lg) - i32::from(g)) + sq(value(lb) - i32::from(b));
     let avg = (u32::from(r) + u32::from(g) + u32::from(b)) / 3;
-    let grey_index = if avg > 238 { 23 } else { (avg.saturating_sub(3) / 10) as u8 };
+    let grey_index = if avg > 238 {
+        23
+    } else {
+        (avg.saturating_sub(3) / 10) as u8
+    };
     let grey = 8 + 10 * i32::from(grey_index);
     let grey_err = sq(grey - i32::from(r)) + sq(grey - i32::from(g)) + sq(grey - i32::from(b));
     if grey_err < cube_err {

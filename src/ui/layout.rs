@@ -128,7 +128,10 @@ impl Theme {
         let rest = self.cols().min(MAX_PANEL_WIDTH).saturating_sub(used);
         format!(
             "{}{}{}\n",
-            self.paint(&format!("{}{} ", b.horizontal, b.horizontal), &Style::new().dim()),
+            self.paint(
+                &format!("{}{} ", b.horizontal, b.horizontal),
+                &Style::new().dim()
+            ),
             self.paint(&label, style),
             self.paint(
                 &format!(" {}", b.horizontal.repeat(rest)),
@@ -374,11 +377,11 @@ pub fn wrap_hard(line: &Line, width: usize, indent: usize) -> Vec<Line> {
 }
 
 fn push_span(line: &mut Line, text: &str, style: &Option<Style>) {
-    if let Some(last) = line.0.last_mut() {
-        if styles_equal(&last.style, style) {
-            last.text.push_str(text);
-            return;
-        }
+    if let Some(last) = line.0.last_mut()
+        && styles_equal(&last.style, style)
+    {
+        last.text.push_str(text);
+        return;
     }
     line.0.push(Span {
         text: text.to_string(),
@@ -413,11 +416,9 @@ fn tokens(text: &str) -> Vec<&str> {
     let mut in_space: Option<bool> = None;
     for (i, c) in text.char_indices() {
         let space = c == ' ';
-        if let Some(prev) = in_space {
-            if prev != space {
-                out.push(&text[start..i]);
-                start = i;
-            }
+        if in_space.is_some_and(|prev| prev != space) {
+            out.push(&text[start..i]);
+            start = i;
         }
         in_space = Some(space);
     }

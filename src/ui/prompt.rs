@@ -102,9 +102,7 @@ impl Asker {
                     .with_prompt(PLAN_QUESTION)
                     .default("y".into())
                     .validate_with(|s: &String| -> Result<(), &str> {
-                        parse_plan_answer(s)
-                            .map(|_| ())
-                            .ok_or("answer y, n or e")
+                        parse_plan_answer(s).map(|_| ()).ok_or("answer y, n or e")
                     })
                     .interact_text();
                 let choice = match answer {

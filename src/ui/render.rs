@@ -5,9 +5,9 @@
 
 use console::Style;
 
+use super::SessionInfo;
 use super::highlight::highlight;
 use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_hard};
-use super::SessionInfo;
 use crate::agent::events::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
 use crate::agent::plan::{Analysis, Complexity, PlannedStep};
 
@@ -152,7 +152,10 @@ pub fn plan(
     let title = if phase <= 1 {
         format!("Plan ({}, {count})", complexity_name(complexity))
     } else {
-        format!("Plan, phase {phase} ({}, {count})", complexity_name(complexity))
+        format!(
+            "Plan, phase {phase} ({}, {count})",
+            complexity_name(complexity)
+        )
     };
     let inner = theme.panel_inner();
     let number_width = steps.len().to_string().len();
@@ -242,7 +245,9 @@ pub fn step(report: &StepReport, theme: &Theme) -> String {
 
     let shows_file = report.file_view.is_some();
     let output = report.output.trim_end();
-    if !output.is_empty() && !(shows_file && output.lines().count() > 1) {
+    // A READ's output is the file itself when it has more than a note: the view shows it.
+    let duplicate = shows_file && output.lines().count() > 1;
+    if !output.is_empty() && !duplicate {
         let style = if report.ok { dim() } else { red() };
         let lines: Vec<&str> = output.lines().collect();
         let mut body = Vec::new();

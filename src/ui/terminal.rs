@@ -59,12 +59,12 @@ impl Drop for TerminalGuard {
 /// Put the saved modes back (if a session saved any) and, in rich mode, show the cursor.
 fn restore() {
     // try_lock: a panic while the lock is held must not deadlock the hook.
-    if let Ok(slot) = SAVED.try_lock() {
-        if let Some(modes) = slot.as_ref() {
-            // SAFETY: `modes` is a valid termios obtained from tcgetattr on the same fd.
-            unsafe {
-                libc::tcsetattr(libc::STDIN_FILENO, libc::TCSADRAIN, modes);
-            }
+    if let Ok(slot) = SAVED.try_lock()
+        && let Some(modes) = slot.as_ref()
+    {
+        // SAFETY: `modes` is a valid termios obtained from tcgetattr on the same fd.
+        unsafe {
+            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSADRAIN, modes);
         }
     }
     if RICH.load(Ordering::SeqCst) && std::io::stdout().is_terminal() {

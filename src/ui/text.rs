@@ -60,7 +60,12 @@ impl TextFrontend {
 
     /// Print to `out` with a fixed theme; approvals not given by the flags are declined (tests,
     /// embedding).
-    pub fn with_writer(out: Box<dyn Write + Send>, theme: Theme, yes: bool, allow_run: bool) -> Self {
+    pub fn with_writer(
+        out: Box<dyn Write + Send>,
+        theme: Theme,
+        yes: bool,
+        allow_run: bool,
+    ) -> Self {
         Self {
             out: Mutex::new(out),
             presenter: Mutex::new(Presenter::new(true)),
@@ -74,10 +79,10 @@ impl TextFrontend {
 
     fn theme(&self) -> Theme {
         let mut theme = self.theme;
-        if self.track_width {
-            if let Some(width) = stdout_width() {
-                theme.width = width;
-            }
+        if self.track_width
+            && let Some(width) = stdout_width()
+        {
+            theme.width = width;
         }
         theme
     }
@@ -179,9 +184,12 @@ mod tests {
     #[test]
     fn streams_then_renders_and_never_prompts_without_a_terminal() {
         let buf = Shared::default();
-        let front = TextFrontend::with_writer(Box::new(buf.clone()), Theme::plain(40), false, false);
+        let front =
+            TextFrontend::with_writer(Box::new(buf.clone()), Theme::plain(40), false, false);
         front.event(&Event::Thinking { phase: 1 });
-        front.event(&Event::TextDelta { text: "Sure, ".into() });
+        front.event(&Event::TextDelta {
+            text: "Sure, ".into(),
+        });
         front.event(&Event::TextDelta {
             text: "here it is.".into(),
         });
@@ -209,11 +217,13 @@ mod tests {
 
     #[test]
     fn flags_approve_without_asking() {
-        let front = TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, true);
+        let front =
+            TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, true);
         assert_eq!(front.approve_plan(&[]), Approval::Yes);
         assert!(front.approve_run("ls", false));
         assert!(front.confirm_rm("a", true));
-        let front = TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, false);
+        let front =
+            TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, false);
         assert!(!front.approve_run("ls", true));
     }
 }

@@ -170,7 +170,10 @@ impl Pty {
 
     /// The text printed after the last match.
     pub fn pending(&self) -> String {
-        self.text().get(self.cursor..).unwrap_or_default().to_string()
+        self.text()
+            .get(self.cursor..)
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// Wait until `needle` appears after the last match; returns how long it took.
@@ -189,7 +192,11 @@ impl Pty {
                 let tail: String = text.get(self.cursor..).unwrap_or_default().to_string();
                 return Err(format!(
                     "`{needle}` did not appear within {timeout:?}{}; output since the last match:\n{tail}",
-                    if guard.closed { " (the program closed the terminal)" } else { "" }
+                    if guard.closed {
+                        " (the program closed the terminal)"
+                    } else {
+                        ""
+                    }
                 ));
             }
             guard = cv.wait_timeout(guard, timeout - elapsed).unwrap().0;
@@ -328,22 +335,30 @@ pub fn build_example(name: &str) -> PathBuf {
         return path.clone();
     }
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--example", name, "--message-format=json"]);
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+        "build",
+        "--example",
+        name,
+        "--message-format=json",
+    ]);
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
     }
     let output = cmd.stderr(Stdio::inherit()).output().unwrap();
-    assert!(output.status.success(), "building the {name} example failed");
+    assert!(
+        output.status.success(),
+        "building the {name} example failed"
+    );
     let mut path = None;
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if msg["reason"] == "compiler-artifact" && msg["target"]["name"] == name {
-            if let Some(exe) = msg["executable"].as_str() {
-                path = Some(PathBuf::from(exe));
-            }
+        if msg["reason"] == "compiler-artifact"
+            && msg["target"]["name"] == name
+            && let Some(exe) = msg["executable"].as_str()
+        {
+            path = Some(PathBuf::from(exe));
         }
     }
     let path = path.unwrap_or_else(|| panic!("cargo did not report the {name} executable"));

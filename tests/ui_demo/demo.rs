@@ -36,7 +36,11 @@ impl Demo {
     fn record(&self, kind: &str, text: &str) {
         let Some(path) = &self.log else { return };
         let line = serde_json::json!({"kind": kind, "text": text}).to_string();
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
             let _ = writeln!(f, "{line}");
         }
     }
@@ -113,24 +117,45 @@ impl Demo {
                     return self.finished(frontend, TurnStatus::Interrupted, "stopped before the model answered", tally);
                 }
             }
-            return self.finished(frontend, TurnStatus::Failed, "the model never answered", tally);
+            return self.finished(
+                frontend,
+                TurnStatus::Failed,
+                "the model never answered",
+                tally,
+            );
         }
         if lower.contains("make") || lower.contains("create") {
             return self.plan(frontend, cancel, tally).await;
         }
         if lower.contains("run") {
-            self.call(frontend, "I'll run the script. ", &mut tally).await;
+            self.call(frontend, "I'll run the script. ", &mut tally)
+                .await;
             let confined = !lower.contains("unconfined");
-            let ok = tokio::task::block_in_place(|| frontend.approve_run("python3 hello.py", confined));
+            let ok =
+                tokio::task::block_in_place(|| frontend.approve_run("python3 hello.py", confined));
             self.record("run", if ok { "approved" } else { "declined" });
-            let status = if ok { TurnStatus::Success } else { TurnStatus::Failed };
-            return self.finished(frontend, status, if ok { "ran it" } else { "RUN was declined" }, tally);
+            let status = if ok {
+                TurnStatus::Success
+            } else {
+                TurnStatus::Failed
+            };
+            return self.finished(
+                frontend,
+                status,
+                if ok { "ran it" } else { "RUN was declined" },
+                tally,
+            );
         }
         if lower.contains("rm") {
-            self.call(frontend, "I'll remove old.txt. ", &mut tally).await;
+            self.call(frontend, "I'll remove old.txt. ", &mut tally)
+                .await;
             let ok = tokio::task::block_in_place(|| frontend.confirm_rm("old.txt", false));
             self.record("rm", if ok { "approved" } else { "declined" });
-            let status = if ok { TurnStatus::Success } else { TurnStatus::Failed };
+            let status = if ok {
+                TurnStatus::Success
+            } else {
+                TurnStatus::Failed
+            };
             return self.finished(frontend, status, "rm handled", tally);
         }
         let answer = "Python is a programming language that is easy to read and has a large standard library.";
@@ -180,20 +205,31 @@ impl Demo {
             Approval::Yes => {}
             Approval::No => {
                 self.record("plan", "declined");
-                return self.finished(frontend, TurnStatus::Rejected, "The plan was declined; nothing changed.", tally);
+                return self.finished(
+                    frontend,
+                    TurnStatus::Rejected,
+                    "The plan was declined; nothing changed.",
+                    tally,
+                );
             }
             Approval::Amend(text) => {
                 self.record("amend", &text);
-                return self.finished(frontend, TurnStatus::Rejected, "Amended; the demo does not re-plan.", tally);
+                return self.finished(
+                    frontend,
+                    TurnStatus::Rejected,
+                    "Amended; the demo does not re-plan.",
+                    tally,
+                );
             }
         }
         self.record("plan", "approved");
         if cancel.is_cancelled() {
             return self.finished(frontend, TurnStatus::Interrupted, "stopped", tally);
         }
-        let diff: String = std::iter::once("--- /dev/null\n+++ b/hello.py\n@@ -0,0 +1,25 @@\n".to_string())
-            .chain(content.lines().map(|l| format!("+{l}\n")))
-            .collect();
+        let diff: String =
+            std::iter::once("--- /dev/null\n+++ b/hello.py\n@@ -0,0 +1,25 @@\n".to_string())
+                .chain(content.lines().map(|l| format!("+{l}\n")))
+                .collect();
         frontend.event(&Event::Step(StepReport {
             index: 1,
             phase: 1,
@@ -249,8 +285,10 @@ impl SessionDriver for Demo {
     fn undo(&mut self) -> Result<String, Error> {
         self.record("undo", "");
         if self.plans == 0 {
-            return Err(Error::failed("nothing to undo: this session has no plan yet")
-                .with_hint("make a request first"));
+            return Err(
+                Error::failed("nothing to undo: this session has no plan yet")
+                    .with_hint("make a request first"),
+            );
         }
         self.plans -= 1;
         self.undone += 1;
@@ -269,7 +307,9 @@ impl SessionDriver for Demo {
 
     fn log(&mut self) -> Result<String, Error> {
         self.record("log", "");
-        Ok(format!("{COMMIT}  plan 1  make hello  hello.py +25 -0  1 call"))
+        Ok(format!(
+            "{COMMIT}  plan 1  make hello  hello.py +25 -0  1 call"
+        ))
     }
 
     fn set_model(&mut self, model: &str) -> String {

@@ -45,7 +45,7 @@ pub(crate) fn parse(line: &str) -> Command {
     let mut words = rest.split_whitespace();
     let name = words.next().unwrap_or_default().to_ascii_lowercase();
     let args: Vec<&str> = words.collect();
-    let command = match (name.as_str(), args.as_slice()) {
+    match (name.as_str(), args.as_slice()) {
         ("help" | "?", []) => Command::Help,
         ("undo", []) => Command::Undo,
         ("redo", []) => Command::Redo,
@@ -58,8 +58,7 @@ pub(crate) fn parse(line: &str) -> Command {
             Command::Request(trimmed.to_string())
         }
         _ => Command::Unknown(format!("/{name}")),
-    };
-    command
+    }
 }
 
 fn is_command_name(name: &str) -> bool {
@@ -98,6 +97,9 @@ mod tests {
             parse("make a calculator\nin python"),
             Command::Request("make a calculator\nin python".into())
         );
-        assert_eq!(parse("exit the loop early in main.py"), Command::Request("exit the loop early in main.py".into()));
+        assert_eq!(
+            parse("exit the loop early in main.py"),
+            Command::Request("exit the loop early in main.py".into())
+        );
     }
 }

@@ -130,10 +130,10 @@ impl Frontend for InteractiveFrontend {
         }
         let text = lock(&self.presenter).event(event, &theme);
         print_out(&text);
-        if let Event::Thinking { phase } = event {
-            if self.settings.rich {
-                self.start_spinner(*phase);
-            }
+        if let Event::Thinking { phase } = event
+            && self.settings.rich
+        {
+            self.start_spinner(*phase);
         }
     }
 

@@ -166,10 +166,8 @@ impl LineInput {
         if line.trim().is_empty() {
             return;
         }
-        if let Some(path) = &self.history_path {
-            if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
+        if let Some(dir) = self.history_path.as_deref().and_then(Path::parent) {
+            let _ = std::fs::create_dir_all(dir);
         }
         match &mut self.mode {
             Mode::Editor(editor) => {

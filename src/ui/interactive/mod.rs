@@ -120,6 +120,7 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
         input.rich(),
         &frontend.theme(),
     ));
+    frontend.say("\n");
 
     let mut last_press: Option<Instant> = None;
     loop {
@@ -175,18 +176,13 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
                 &theme,
             )),
             Command::Request(request) => {
-                let (quit, press) = run_turn(
-                    driver,
-                    &request,
-                    &frontend,
-                    &mut interrupts,
-                    last_press,
-                )
-                .await;
+                let (quit, press) =
+                    run_turn(driver, &request, &frontend, &mut interrupts, last_press).await;
                 last_press = press;
                 if quit {
                     break;
                 }
+                frontend.say("\n");
             }
         }
     }
@@ -295,8 +291,21 @@ mod tests {
     fn double_press_window() {
         let t0 = Instant::now();
         assert!(!within_double_press(None, t0));
-        assert!(within_double_press(Some(t0), t0 + Duration::from_millis(1999)));
-        assert!(!within_double_press(Some(t0), t0 + Duration::from_millis(2001)));
+        assert!(within_double_press(
+            Some(t0),
+            t0 + Duration::from_millis(1999)
+        ));
+        assert!(!within_double_press(
+            Some(t0),
+            t0 + Duration::from_millis(2001)
+        ));
+    }
+
+    /// The CLI may spawn the session on the runtime: its future must be `Send`.
+    #[allow(dead_code)]
+    fn the_session_future_is_send(driver: &'static mut dyn SessionDriver) {
+        fn is_send<T: Send>(_: &T) {}
+        is_send(&run_interactive(driver, InteractiveOptions::default()));
     }
 
     #[test]

@@ -25,17 +25,16 @@ impl Interrupts {
     pub(crate) fn listen() -> Self {
         let (tx, presses) = unbounded_channel();
         let turn: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
-        let task = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        {
+        let task = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
             Ok(mut signal) => {
                 let turn = Arc::clone(&turn);
                 Some(tokio::spawn(async move {
                     while signal.recv().await.is_some() {
                         let at = Instant::now();
-                        if let Ok(slot) = turn.lock() {
-                            if let Some(token) = slot.as_ref() {
-                                token.cancel();
-                            }
+                        if let Ok(slot) = turn.lock()
+                            && let Some(token) = slot.as_ref()
+                        {
+                            token.cancel();
                         }
                         if tx.send(at).is_err() {
                             break;
