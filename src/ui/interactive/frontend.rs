@@ -28,6 +28,7 @@ pub(crate) struct Settings {
     pub allow_run: bool,
 }
 
+/// The frontend the session hands to each turn; it lives for the whole session.
 pub(crate) struct InteractiveFrontend {
     settings: Settings,
     presenter: Mutex<Presenter>,
@@ -45,6 +46,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl InteractiveFrontend {
+    /// A frontend that asks approvals with `asker` when the flags do not give them.
     pub(crate) fn new(settings: Settings, asker: Asker) -> Self {
         let presenter = Presenter::new(!settings.rich);
         Self {
