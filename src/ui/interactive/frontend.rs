@@ -1,0 +1,189 @@
+//! The interactive session's [`Frontend`]: renders events as they come, shows a spinner while
+//! the model is working (rich mode only), and asks approvals on the terminal unless the
+//! session's flags already gave them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::events::{Approval, Event, Frontend};
+use crate::agent::plan::PlannedStep;
+use crate::ui::layout::Theme;
+use crate::ui::present::Presenter;
+use crate::ui::prompt::Asker;
+use crate::ui::{DEFAULT_WIDTH, print_out, render, stdout_width};
+
+/// How the session looks and answers.
+pub(crate) struct Settings {
+    /// Colour, Unicode and spinner.
+    pub rich: bool,
+    /// 24-bit colour for highlighting.
+    pub truecolor: bool,
+    /// `--yes`.
+    pub yes: bool,
+    /// `--allow-run`.
+    pub allow_run: bool,
+}
+
+/// The frontend the session hands to each turn; it lives for the whole session.
+pub(crate) struct InteractiveFrontend {
+    settings: Settings,
+    presenter: Mutex<Presenter>,
+    spinner: Mutex<Option<ProgressBar>>,
+    asker: Asker,
+    cancel: Mutex<Option<CancellationToken>>,
+    finished: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl InteractiveFrontend {
+    /// A frontend that asks approvals with `asker` when the flags do not give them.
+    pub(crate) fn new(settings: Settings, asker: Asker) -> Self {
+        let presenter = Presenter::new(!settings.rich);
+        Self {
+            settings,
+            presenter: Mutex::new(presenter),
+            spinner: Mutex::new(None),
+            asker,
+            cancel: Mutex::new(None),
+            finished: AtomicBool::new(false),
+        }
+    }
+
+    /// The theme for the terminal as it is now (its width may have changed).
+    pub(crate) fn theme(&self) -> Theme {
+        Theme {
+            width: stdout_width().unwrap_or(DEFAULT_WIDTH),
+            color: self.settings.rich,
+            unicode: self.settings.rich,
+            truecolor: self.settings.truecolor,
+        }
+    }
+
+    /// Colour, Unicode and a spinner.
+    pub(crate) fn rich(&self) -> bool {
+        self.settings.rich
+    }
+
+    /// A turn starts: `cancel` is its token (approval prompts cancel it on Ctrl+C).
+    pub(crate) fn begin_turn(&self, cancel: &CancellationToken) {
+        *lock(&self.cancel) = Some(cancel.clone());
+        self.finished.store(false, Ordering::SeqCst);
+    }
+
+    /// The turn is over: stop the spinner, close streamed text. Returns whether the agent
+    /// reported the end of the turn itself (its final status panel was shown).
+    pub(crate) fn end_turn(&self) -> bool {
+        self.settle();
+        *lock(&self.cancel) = None;
+        self.finished.load(Ordering::SeqCst)
+    }
+
+    /// Print session text (notes, command results) in the right place: below the spinner and
+    /// any streamed text.
+    pub(crate) fn say(&self, text: &str) {
+        self.settle();
+        print_out(text);
+    }
+
+    fn settle(&self) {
+        self.stop_spinner();
+        let text = lock(&self.presenter).end_stream();
+        print_out(&text);
+    }
+
+    fn start_spinner(&self, phase: u32) {
+        self.stop_spinner();
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
+        if let Ok(style) = ProgressStyle::with_template("{spinner:.cyan} {msg:.dim}") {
+            bar.set_style(style.tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "));
+        }
+        bar.set_message(render::spinner_message(phase));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        *lock(&self.spinner) = Some(bar);
+    }
+
+    fn stop_spinner(&self) {
+        if let Some(bar) = lock(&self.spinner).take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn token(&self) -> Option<CancellationToken> {
+        lock(&self.cancel).clone()
+    }
+}
+
+impl Frontend for InteractiveFrontend {
+    fn event(&self, event: &Event) {
+        let theme = self.theme();
+        self.stop_spinner();
+        if let Event::Finished { .. } = event {
+            self.finished.store(true, Ordering::SeqCst);
+        }
+        let text = lock(&self.presenter).event(event, &theme);
+        print_out(&text);
+        if let Event::Thinking { phase } = event
+            && self.settings.rich
+        {
+            self.start_spinner(*phase);
+        }
+    }
+
+    fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
+        if self.settings.yes {
+            return Approval::Yes;
+        }
+        self.settle();
+        let token = self.token();
+        if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
+            return Approval::No;
+        }
+        self.asker.plan(token.as_ref())
+    }
+
+    fn approve_run(&self, command: &str, confined: bool) -> bool {
+        if self.settings.allow_run {
+            return true;
+        }
+        self.settle();
+        let token = self.token();
+        if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
+            return false;
+        }
+        print_out(&render::run_question(command, confined, &self.theme()));
+        self.asker.yes_no(
+            "Run it?",
+            false,
+            "RUN was not allowed: start pai with --yes --allow-run to allow commands.",
+            token.as_ref(),
+        )
+    }
+
+    fn confirm_rm(&self, path: &str, recursive: bool) -> bool {
+        if self.settings.yes {
+            return true;
+        }
+        self.settle();
+        let token = self.token();
+        if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
+            return false;
+        }
+        print_out(&render::rm_question(path, recursive, &self.theme()));
+        self.asker.yes_no(
+            "Remove it?",
+            false,
+            "RM was not confirmed: start pai with --yes to allow removals.",
+            token.as_ref(),
+        )
+    }
+}

@@ -1,0 +1,88 @@
+//! Ctrl+C while the terminal is in its normal (cooked) mode, that is during a turn or at a
+//! plain prompt: SIGINT is caught for the whole session, the running turn's token is cancelled
+//! at once (from the listener task, so it works even while the session's own task is blocked
+//! in an approval prompt), and the time of each press is queued for the session loop, which
+//! decides whether it was the second press within 2 seconds. In the line editor's raw mode
+//! Ctrl+C arrives as a key instead and the editor reports it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The session's SIGINT listener.
+pub(crate) struct Interrupts {
+    presses: UnboundedReceiver<Instant>,
+    turn: Arc<Mutex<Option<CancellationToken>>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Interrupts {
+    /// Start listening. Without a signal driver (no runtime with signals enabled) Ctrl+C keeps
+    /// its default effect and this reports nothing.
+    pub(crate) fn listen() -> Self {
+        let (tx, presses) = unbounded_channel();
+        let turn: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
+        let task = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(mut signal) => {
+                let turn = Arc::clone(&turn);
+                Some(tokio::spawn(async move {
+                    while signal.recv().await.is_some() {
+                        let at = Instant::now();
+                        if let Ok(slot) = turn.lock()
+                            && let Some(token) = slot.as_ref()
+                        {
+                            token.cancel();
+                        }
+                        if tx.send(at).is_err() {
+                            break;
+                        }
+                    }
+                }))
+            }
+            Err(_) => None,
+        };
+        Self {
+            presses,
+            turn,
+            task,
+        }
+    }
+
+    /// Cancel `token` on the next Ctrl+C (the turn that is starting).
+    pub(crate) fn arm(&self, token: &CancellationToken) {
+        if let Ok(mut slot) = self.turn.lock() {
+            *slot = Some(token.clone());
+        }
+    }
+
+    /// No turn is running.
+    pub(crate) fn disarm(&self) {
+        if let Ok(mut slot) = self.turn.lock() {
+            *slot = None;
+        }
+    }
+
+    /// The next press (waits forever when not listening).
+    pub(crate) async fn next(&mut self) -> Instant {
+        match self.presses.recv().await {
+            Some(at) => at,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A press already queued, if any.
+    pub(crate) fn try_next(&mut self) -> Option<Instant> {
+        self.presses.try_recv().ok()
+    }
+}
+
+impl Drop for Interrupts {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}

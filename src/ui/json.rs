@@ -1,0 +1,220 @@
+//! `pai run --json`: every event as one JSON object on its own line of stdout, for scripts and
+//! editors. It never prompts: approvals come from the flags (`--yes` approves plans and RM,
+//! `--allow-run` approves RUN), and each decision that declines is reported as a `notice` event
+//! so a reader of the stream knows why nothing happened.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use crate::agent::events::{Approval, Event, Frontend};
+use crate::agent::plan::PlannedStep;
+
+/// The JSON-lines frontend.
+pub struct JsonFrontend {
+    out: Mutex<Box<dyn Write + Send>>,
+    yes: bool,
+    allow_run: bool,
+}
+
+impl JsonFrontend {
+    /// Print to stdout; `yes` and `allow_run` are the command-line flags.
+    pub fn new(yes: bool, allow_run: bool) -> Self {
+        Self::with_writer(Box::new(std::io::stdout()), yes, allow_run)
+    }
+
+    /// Print to any writer (tests).
+    pub fn with_writer(out: Box<dyn Write + Send>, yes: bool, allow_run: bool) -> Self {
+        Self {
+            out: Mutex::new(out),
+            yes,
+            allow_run,
+        }
+    }
+
+    fn emit(&self, event: &Event) {
+        let Ok(mut line) = serde_json::to_vec(event) else {
+            return;
+        };
+        line.push(b'\n');
+        let mut out = match self.out.lock() {
+            Ok(out) => out,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // A reader that went away (`| head`) must not fail the turn.
+        let _ = out.write_all(&line);
+        let _ = out.flush();
+    }
+
+    fn declined(&self, text: &str) {
+        self.emit(&Event::Notice { text: text.into() });
+    }
+}
+
+impl Frontend for JsonFrontend {
+    fn event(&self, event: &Event) {
+        self.emit(event);
+    }
+
+    fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
+        if self.yes {
+            Approval::Yes
+        } else {
+            self.declined("the plan was not carried out: pass --yes to approve plans");
+            Approval::No
+        }
+    }
+
+    fn approve_run(&self, command: &str, _confined: bool) -> bool {
+        if self.allow_run {
+            true
+        } else {
+            self.declined(&format!(
+                "RUN `{command}` was not allowed: pass --allow-run to allow commands"
+            ));
+            false
+        }
+    }
+
+    fn confirm_rm(&self, path: &str, _recursive: bool) -> bool {
+        if self.yes {
+            true
+        } else {
+            self.declined(&format!(
+                "RM {path} was not confirmed: pass --yes to allow removals"
+            ));
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::agent::events::{CallUsage, StepReport, TurnStatus};
+    use crate::agent::plan::{Analysis, Complexity, Step};
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn lines(buf: &Shared) -> Vec<Value> {
+        let bytes = buf.0.lock().unwrap().clone();
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn one_object_per_line_per_event() {
+        let buf = Shared::default();
+        let front = JsonFrontend::with_writer(Box::new(buf.clone()), true, false);
+        let steps = vec![PlannedStep {
+            step: Step::Write {
+                path: "a.py".into(),
+                content: "print(1)\n".into(),
+            },
+            purpose: "make it".into(),
+        }];
+        front.event(&Event::Thinking { phase: 1 });
+        front.event(&Event::Usage {
+            call: 1,
+            usage: CallUsage {
+                input: 10,
+                output: 5,
+                cached: 0,
+            },
+        });
+        front.event(&Event::Plan {
+            phase: 1,
+            reply: "ok\nmultiline".into(),
+            analysis: Analysis::default(),
+            complexity: Complexity::Simple,
+            steps,
+            observe: false,
+        });
+        front.event(&Event::Step(StepReport {
+            index: 1,
+            phase: 1,
+            action: "WRITE".into(),
+            target: "a.py".into(),
+            ok: true,
+            output: "created".into(),
+            diff: Some("+print(1)".into()),
+            file_view: None,
+        }));
+        front.event(&Event::Finished {
+            status: TurnStatus::Success,
+            message: "done".into(),
+            next_steps: vec![],
+            calls: 1,
+            input_tokens: 10,
+            output_tokens: 5,
+            verified: None,
+        });
+        let got = lines(&buf);
+        assert_eq!(got.len(), 5);
+        assert_eq!(got[0]["event"], "thinking");
+        assert_eq!(got[1]["event"], "usage");
+        assert_eq!(got[1]["input"], 10);
+        assert_eq!(got[2]["event"], "plan");
+        assert_eq!(got[2]["steps"][0]["action"], "WRITE");
+        assert_eq!(got[2]["steps"][0]["purpose"], "make it");
+        assert_eq!(got[3]["event"], "step");
+        assert_eq!(got[3]["ok"], true);
+        assert_eq!(got[4]["status"], "success");
+    }
+
+    #[test]
+    fn approvals_come_from_the_flags_and_declines_are_reported() {
+        let buf = Shared::default();
+        let front = JsonFrontend::with_writer(Box::new(buf.clone()), false, false);
+        assert_eq!(front.approve_plan(&[]), Approval::No);
+        assert!(!front.approve_run("make", true));
+        assert!(!front.confirm_rm("x", false));
+        let got = lines(&buf);
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(|v| v["event"] == "notice"));
+        assert!(got[0]["text"].as_str().unwrap().contains("--yes"));
+        assert!(got[1]["text"].as_str().unwrap().contains("--allow-run"));
+
+        let buf = Shared::default();
+        let front = JsonFrontend::with_writer(Box::new(buf.clone()), true, false);
+        assert_eq!(front.approve_plan(&[]), Approval::Yes);
+        assert!(front.confirm_rm("x", true));
+        // --yes alone does not approve RUN.
+        assert!(!front.approve_run("make", true));
+
+        let front = JsonFrontend::with_writer(Box::new(Shared::default()), true, true);
+        assert!(front.approve_run("make", false));
+    }
+
+    #[test]
+    fn a_closed_reader_is_not_an_error() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+        }
+        let front = JsonFrontend::with_writer(Box::new(Closed), true, true);
+        front.event(&Event::Notice { text: "x".into() });
+    }
+}

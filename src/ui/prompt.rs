@@ -1,0 +1,263 @@
+//! Approval questions: the plan (yes / no / edit the request), RUN commands and RM. On a
+//! capable terminal they are `dialoguer` prompts; in plain mode they are plain lines (no escape
+//! sequences) answered from a line source; without a terminal to ask on they are declined with
+//! a message saying which flag approves them.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+
+use dialoguer::theme::ColorfulTheme;
+use dialoguer::{Confirm, Input};
+use tokio_util::sync::CancellationToken;
+
+use super::print_err;
+use crate::agent::events::Approval;
+
+/// Where plain answers come from.
+pub(crate) trait LineSource: Send + Sync {
+    /// The next line, without its newline; `None` at end of input or when `cancel` fires.
+    fn read_line(&self, cancel: Option<&CancellationToken>) -> Option<String>;
+}
+
+/// Lines read straight from stdin (`pai run` in plain mode).
+pub(crate) struct StdinLines;
+
+impl LineSource for StdinLines {
+    fn read_line(&self, _cancel: Option<&CancellationToken>) -> Option<String> {
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
+        }
+    }
+}
+
+/// How questions are asked.
+#[derive(Clone)]
+pub(crate) enum Asker {
+    /// `dialoguer` prompts on stderr.
+    Dialog,
+    /// Plain text questions, answered by lines. `to_stdout` puts the questions on stdout (the
+    /// interactive session) rather than stderr (`pai run`, whose stdout may be captured).
+    Lines {
+        source: Arc<dyn LineSource>,
+        to_stdout: bool,
+    },
+    /// Nobody to ask: decline and say how to approve.
+    Deny,
+}
+
+/// What a plan answer typed as text means.
+fn parse_plan_answer(text: &str) -> Option<PlanChoice> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "" | "y" | "yes" => Some(PlanChoice::Yes),
+        "n" | "no" => Some(PlanChoice::No),
+        "e" | "edit" | "a" | "amend" => Some(PlanChoice::Edit),
+        _ => None,
+    }
+}
+
+fn parse_yes_no(text: &str, default: bool) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "" => Some(default),
+        "y" | "yes" => Some(true),
+        "n" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlanChoice {
+    Yes,
+    No,
+    Edit,
+}
+
+const PLAN_QUESTION: &str = "Carry out this plan? [y]es [n]o [e]dit";
+const MAX_TRIES: usize = 3;
+
+impl Asker {
+    fn say(&self, text: &str) {
+        match self {
+            Asker::Lines {
+                to_stdout: true, ..
+            } => super::print_out(text),
+            _ => print_err(text),
+        }
+    }
+
+    /// Ask whether to carry out a plan. `cancel` is the turn's token: a Ctrl+C while asking
+    /// cancels the turn and declines.
+    pub(crate) fn plan(&self, cancel: Option<&CancellationToken>) -> Approval {
+        match self {
+            Asker::Deny => {
+                print_err(
+                    "The plan was not carried out: it needs approval. Pass --yes to approve plans (and --allow-run to allow RUN commands), or run pai in a terminal.\n",
+                );
+                Approval::No
+            }
+            Asker::Dialog => {
+                let theme = ColorfulTheme::default();
+                let answer = Input::<String>::with_theme(&theme)
+                    .with_prompt(PLAN_QUESTION)
+                    .default("y".into())
+                    .validate_with(|s: &String| -> Result<(), &str> {
+                        parse_plan_answer(s).map(|_| ()).ok_or("answer y, n or e")
+                    })
+                    .interact_text();
+                let choice = match answer {
+                    Ok(text) => parse_plan_answer(&text).unwrap_or(PlanChoice::No),
+                    Err(_) => return interrupted(cancel),
+                };
+                match choice {
+                    PlanChoice::Yes => Approval::Yes,
+                    PlanChoice::No => Approval::No,
+                    PlanChoice::Edit => {
+                        match Input::<String>::with_theme(&theme)
+                            .with_prompt("New request")
+                            .allow_empty(true)
+                            .interact_text()
+                        {
+                            Ok(text) if !text.trim().is_empty() => Approval::Amend(text),
+                            Ok(_) => Approval::No,
+                            Err(_) => interrupted(cancel),
+                        }
+                    }
+                }
+            }
+            Asker::Lines { source, .. } => {
+                for _ in 0..MAX_TRIES {
+                    self.say(&format!("{PLAN_QUESTION} "));
+                    let Some(text) = source.read_line(cancel) else {
+                        self.say("\n");
+                        return Approval::No;
+                    };
+                    match parse_plan_answer(&text) {
+                        Some(PlanChoice::Yes) => return Approval::Yes,
+                        Some(PlanChoice::No) => return Approval::No,
+                        Some(PlanChoice::Edit) => {
+                            self.say("New request: ");
+                            return match source.read_line(cancel) {
+                                Some(text) if !text.trim().is_empty() => Approval::Amend(text),
+                                _ => Approval::No,
+                            };
+                        }
+                        None => self.say("Please answer y, n or e.\n"),
+                    }
+                }
+                Approval::No
+            }
+        }
+    }
+
+    /// Ask a yes/no question (RUN, RM); `default` is the answer to a bare Enter. `denied`
+    /// explains which flag approves it when nobody can be asked.
+    pub(crate) fn yes_no(
+        &self,
+        question: &str,
+        default: bool,
+        denied: &str,
+        cancel: Option<&CancellationToken>,
+    ) -> bool {
+        match self {
+            Asker::Deny => {
+                print_err(&format!("{denied}\n"));
+                false
+            }
+            Asker::Dialog => {
+                let theme = ColorfulTheme::default();
+                match Confirm::with_theme(&theme)
+                    .with_prompt(question)
+                    .default(default)
+                    .wait_for_newline(true)
+                    .interact()
+                {
+                    Ok(answer) => answer,
+                    Err(_) => {
+                        interrupted(cancel);
+                        false
+                    }
+                }
+            }
+            Asker::Lines { source, .. } => {
+                let hint = if default { "[Y/n]" } else { "[y/N]" };
+                for _ in 0..MAX_TRIES {
+                    self.say(&format!("{question} {hint} "));
+                    let Some(text) = source.read_line(cancel) else {
+                        self.say("\n");
+                        return false;
+                    };
+                    match parse_yes_no(&text, default) {
+                        Some(answer) => return answer,
+                        None => self.say("Please answer y or n.\n"),
+                    }
+                }
+                false
+            }
+        }
+    }
+}
+
+/// A prompt was interrupted (Ctrl+C) or its terminal went away: stop the turn and decline.
+fn interrupted(cancel: Option<&CancellationToken>) -> Approval {
+    if let Some(cancel) = cancel {
+        cancel.cancel();
+    }
+    // dialoguer may leave the cursor hidden or mid-line.
+    let term = console::Term::stderr();
+    let _ = term.show_cursor();
+    let _ = std::io::stderr().write_all(b"\n");
+    Approval::No
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    struct Scripted(Mutex<Vec<&'static str>>);
+
+    impl LineSource for Scripted {
+        fn read_line(&self, _cancel: Option<&CancellationToken>) -> Option<String> {
+            let mut lines = self.0.lock().unwrap();
+            if lines.is_empty() {
+                None
+            } else {
+                Some(lines.remove(0).to_string())
+            }
+        }
+    }
+
+    fn asker(lines: Vec<&'static str>) -> Asker {
+        Asker::Lines {
+            source: Arc::new(Scripted(Mutex::new(lines))),
+            to_stdout: false,
+        }
+    }
+
+    #[test]
+    fn plan_answers() {
+        assert_eq!(asker(vec!["y"]).plan(None), Approval::Yes);
+        assert_eq!(asker(vec![""]).plan(None), Approval::Yes);
+        assert_eq!(asker(vec!["No"]).plan(None), Approval::No);
+        assert_eq!(
+            asker(vec!["e", "add tests too"]).plan(None),
+            Approval::Amend("add tests too".into())
+        );
+        assert_eq!(asker(vec!["e", ""]).plan(None), Approval::No);
+        assert_eq!(asker(vec!["maybe", "y"]).plan(None), Approval::Yes);
+        assert_eq!(asker(vec!["?", "?", "?", "y"]).plan(None), Approval::No);
+        assert_eq!(asker(vec![]).plan(None), Approval::No);
+        assert_eq!(Asker::Deny.plan(None), Approval::No);
+    }
+
+    #[test]
+    fn yes_no_answers_respect_the_default() {
+        assert!(!asker(vec![""]).yes_no("Run?", false, "", None));
+        assert!(asker(vec![""]).yes_no("Run?", true, "", None));
+        assert!(asker(vec!["yes"]).yes_no("Run?", false, "", None));
+        assert!(!asker(vec![]).yes_no("Run?", true, "", None));
+        assert!(!Asker::Deny.yes_no("Run?", true, "no", None));
+    }
+}

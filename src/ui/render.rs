@@ -1,0 +1,623 @@
+//! Pure renderings of everything the terminal shows: one function per agent event, plus the
+//! welcome panel, totals and messages of the interactive session. Each returns finished
+//! terminal text (lines ending in `\n`) for a [`Theme`], so the text and interactive frontends
+//! draw the same thing and tests compare plain renderings as strings.
+
+use console::Style;
+
+use super::SessionInfo;
+use super::highlight::highlight;
+use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_hard};
+use crate::agent::events::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
+use crate::agent::plan::{Analysis, Complexity, PlannedStep};
+
+/// Lines of a file shown on screen; the rest is summarised ("… 12 more lines").
+pub const FILE_VIEW_LINES: usize = 20;
+/// Lines of step output (RUN, SEARCH, TREE) shown on screen.
+pub const OUTPUT_LINES: usize = 20;
+/// Lines of a diff shown on screen.
+pub const DIFF_LINES: usize = 60;
+
+fn dim() -> Style {
+    Style::new().dim()
+}
+fn green() -> Style {
+    Style::new().green()
+}
+fn red() -> Style {
+    Style::new().red()
+}
+fn yellow() -> Style {
+    Style::new().yellow()
+}
+fn cyan() -> Style {
+    Style::new().cyan()
+}
+fn bold() -> Style {
+    Style::new().bold()
+}
+
+/// Render any event without state. Frontends use [`super::present::Presenter`], which adds
+/// streaming and phase headers on top of these.
+pub fn event(event: &Event, theme: &Theme) -> String {
+    match event {
+        Event::Thinking { phase } => thinking(*phase, theme),
+        Event::TextDelta { text } => super::layout::clean(text),
+        Event::Usage { call, usage } => usage_line(*call, usage, theme),
+        Event::Answer { text } => reply(text, theme),
+        Event::Plan {
+            phase,
+            reply: ack,
+            analysis,
+            complexity,
+            steps,
+            observe,
+        } => {
+            let mut out = String::new();
+            if !ack.trim().is_empty() {
+                out.push_str(&reply(ack, theme));
+            }
+            out.push_str(&plan(*phase, analysis, *complexity, steps, *observe, theme));
+            out
+        }
+        Event::Step(report) => step(report, theme),
+        Event::Notice { text } => notice(text, theme),
+        Event::Committed { commit, branch } => committed(commit, branch, theme),
+        Event::Finished {
+            status,
+            message,
+            next_steps,
+            calls,
+            input_tokens,
+            output_tokens,
+            verified,
+        } => finished(
+            &Finished {
+                status: *status,
+                message,
+                next_steps,
+                tally: Tally {
+                    calls: *calls,
+                    input: *input_tokens,
+                    output: *output_tokens,
+                },
+                verified: *verified,
+            },
+            theme,
+        ),
+    }
+}
+
+/// The line shown while a model call runs, when there is no spinner.
+pub fn thinking(phase: u32, theme: &Theme) -> String {
+    let text = if phase <= 1 {
+        format!("{} thinking", theme.ellipsis())
+    } else {
+        format!("{} thinking (phase {phase})", theme.ellipsis())
+    };
+    join(&[Line::styled(&text, dim())], theme)
+}
+
+/// The spinner's message while a model call runs.
+pub fn spinner_message(phase: u32) -> String {
+    if phase <= 1 {
+        "Thinking… (Ctrl+C stops the turn)".into()
+    } else {
+        format!("Thinking, phase {phase}… (Ctrl+C stops the turn)")
+    }
+}
+
+/// `Tokens: in -> out` for one call.
+pub fn usage_line(call: u32, usage: &CallUsage, theme: &Theme) -> String {
+    let mut text = format!(
+        "Tokens: {} {} {} (call {call}",
+        usage.input,
+        theme.arrow(),
+        usage.output
+    );
+    if usage.cached > 0 {
+        text.push_str(&format!(", {} cached", usage.cached));
+    }
+    text.push(')');
+    wrapped(&Line::styled(&text, dim()), theme, 2)
+}
+
+/// The model's reply: a chat answer or a plan's acknowledgment.
+pub fn reply(text: &str, theme: &Theme) -> String {
+    panel("pai", &paragraphs(text, None), theme, &cyan())
+}
+
+fn complexity_name(c: Complexity) -> &'static str {
+    match c {
+        Complexity::Simple => "simple",
+        Complexity::Moderate => "moderate",
+        Complexity::Complex => "complex",
+    }
+}
+
+/// The plan as a numbered table: action, target and purpose of each step, the complexity in
+/// the title, risks and whether the model will look at results before going on.
+pub fn plan(
+    phase: u32,
+    analysis: &Analysis,
+    complexity: Complexity,
+    steps: &[PlannedStep],
+    observe: bool,
+    theme: &Theme,
+) -> String {
+    let count = match steps.len() {
+        1 => "1 step".to_string(),
+        n => format!("{n} steps"),
+    };
+    let title = if phase <= 1 {
+        format!("Plan ({}, {count})", complexity_name(complexity))
+    } else {
+        format!(
+            "Plan, phase {phase} ({}, {count})",
+            complexity_name(complexity)
+        )
+    };
+    let inner = theme.panel_inner();
+    let number_width = steps.len().to_string().len();
+    let action_width = steps
+        .iter()
+        .map(|s| s.step.action().len())
+        .max()
+        .unwrap_or(4);
+    let indent = number_width + 2 + action_width + 2;
+    let mut body = Vec::new();
+    for (i, planned) in steps.iter().enumerate() {
+        let row = Line::new()
+            .with(&format!("{:>number_width$}. ", i + 1), dim())
+            .with(
+                &format!("{:<action_width$}  ", planned.step.action()),
+                bold(),
+            )
+            .text(&first_line_of(&planned.step.target()));
+        body.extend(wrap(&row, inner, indent));
+        if !planned.purpose.trim().is_empty() {
+            let purpose = Line::new()
+                .text(&" ".repeat(indent))
+                .with(planned.purpose.trim(), dim());
+            body.extend(wrap(&purpose, inner, indent));
+        }
+    }
+    if !analysis.risks.trim().is_empty() {
+        body.push(Line::new());
+        body.extend(wrap(
+            &Line::new()
+                .with("Risks: ", yellow())
+                .text(analysis.risks.trim()),
+            inner,
+            2,
+        ));
+    }
+    if observe {
+        body.push(Line::new());
+        body.extend(wrap(
+            &Line::styled(
+                "pai will look at the results before planning the rest.",
+                dim(),
+            ),
+            inner,
+            0,
+        ));
+    }
+    panel(&title, &body, theme, &Style::new().magenta())
+}
+
+/// The first line of a multi-line target (a RUN script), marked when there is more.
+fn first_line_of(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default().to_string();
+    if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first
+    }
+}
+
+/// The header above the step results of a phase.
+pub fn execution_header(phase: u32, theme: &Theme) -> String {
+    let label = if phase <= 1 {
+        "Execution".to_string()
+    } else {
+        format!("Execution, phase {phase}")
+    };
+    theme.rule(&label, &bold())
+}
+
+/// One step's result: a ✓/✗ line, its output (capped), its diff and its file view.
+pub fn step(report: &StepReport, theme: &Theme) -> String {
+    let cols = theme.cols();
+    let (mark, mark_style) = if report.ok {
+        (theme.ok_mark(), green())
+    } else {
+        (theme.fail_mark(), red())
+    };
+    let head = Line::new()
+        .with(mark, mark_style.bold())
+        .text(&format!(" {}. ", report.index))
+        .with(&report.action, bold())
+        .text(" ")
+        .text(&first_line_of(&report.target));
+    let mut out = wrapped(&head, theme, 4);
+
+    let shows_file = report.file_view.is_some();
+    let output = report.output.trim_end();
+    // A READ's output is the file itself when it has more than a note: the view shows it.
+    let duplicate = shows_file && output.lines().count() > 1;
+    if !output.is_empty() && !duplicate {
+        let style = if report.ok { dim() } else { red() };
+        let lines: Vec<&str> = output.lines().collect();
+        let mut body = Vec::new();
+        for text in lines.iter().take(OUTPUT_LINES) {
+            let line = Line::new().text("    ").with(text, style.clone());
+            body.extend(wrap_hard(&line, cols, 4));
+        }
+        if lines.len() > OUTPUT_LINES {
+            body.push(more_lines(lines.len() - OUTPUT_LINES, 4, theme));
+        }
+        out.push_str(&join(&body, theme));
+    }
+    if let Some(diff_text) = &report.diff {
+        out.push_str(&diff(diff_text, theme));
+    }
+    if let Some(view) = &report.file_view {
+        out.push_str(&file_view(view, theme));
+    }
+    out
+}
+
+fn more_lines(n: usize, indent: usize, theme: &Theme) -> Line {
+    let noun = if n == 1 { "line" } else { "lines" };
+    Line::new()
+        .text(&" ".repeat(indent))
+        .with(&format!("{} {n} more {noun}", theme.ellipsis()), dim())
+}
+
+/// A coloured unified diff, indented under its step and capped at [`DIFF_LINES`].
+pub fn diff(text: &str, theme: &Theme) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut body = Vec::new();
+    for raw in lines.iter().take(DIFF_LINES) {
+        let style = if raw.starts_with("+++") || raw.starts_with("---") {
+            Some(bold())
+        } else if raw.starts_with('+') {
+            Some(green())
+        } else if raw.starts_with('-') {
+            Some(red())
+        } else if raw.starts_with("@@") {
+            Some(cyan())
+        } else {
+            None
+        };
+        let mut line = Line::new().text("    ");
+        line.push(raw, style);
+        body.extend(wrap_hard(&line, theme.cols(), 4));
+    }
+    if lines.len() > DIFF_LINES {
+        body.push(more_lines(lines.len() - DIFF_LINES, 4, theme));
+    }
+    join(&body, theme)
+}
+
+/// A file's text in a panel titled with its path: highlighted, numbered, the first
+/// [`FILE_VIEW_LINES`] lines.
+pub fn file_view(view: &FileView, theme: &Theme) -> String {
+    let total = view.text.lines().count();
+    let shown = highlight(&view.path, &view.text, FILE_VIEW_LINES, theme);
+    let gutter_digits = shown.len().max(1).to_string().len();
+    let separator = if theme.unicode { "│" } else { "|" };
+    let gutter = gutter_digits + 3;
+    let inner = theme.panel_inner();
+    let code_width = inner.saturating_sub(gutter).max(8);
+    let mut body = Vec::new();
+    for (i, line) in shown.iter().enumerate() {
+        for (j, piece) in wrap_hard(line, code_width, 0).into_iter().enumerate() {
+            let number = if j == 0 {
+                format!("{:>gutter_digits$} {separator} ", i + 1)
+            } else {
+                format!("{:>gutter_digits$} {separator} ", "")
+            };
+            let mut row = Line::styled(&number, dim());
+            row.0.extend(piece.0);
+            body.push(row);
+        }
+    }
+    if total > shown.len() {
+        body.push(more_lines(total - shown.len(), 0, theme));
+    }
+    if body.is_empty() {
+        body.push(Line::styled("(empty file)", dim()));
+    }
+    panel(&view.path, &body, theme, &Style::new().blue())
+}
+
+/// Something the user should know that is not a failure.
+pub fn notice(text: &str, theme: &Theme) -> String {
+    let mut out = String::new();
+    for (i, para) in paragraphs(text, None).into_iter().enumerate() {
+        let mut line = if i == 0 {
+            Line::styled("note: ", yellow())
+        } else {
+            Line::plain("      ")
+        };
+        line.0.extend(para.0);
+        out.push_str(&wrapped(&line, theme, 6));
+    }
+    out
+}
+
+/// A title with a mark in front when marks are Unicode (`✓ Done`), bare otherwise.
+fn marked(mark: &str, title: &str, theme: &Theme) -> String {
+    if theme.unicode {
+        format!("{mark} {title}")
+    } else {
+        title.to_string()
+    }
+}
+
+/// The commit that records the plan.
+pub fn committed(commit: &str, branch: &str, theme: &Theme) -> String {
+    let line = Line::new()
+        .with(&marked("✓", "", theme), green())
+        .text("Committed ")
+        .with(commit, yellow().bold())
+        .text(" on ")
+        .with(branch, bold());
+    wrapped(&line, theme, 2)
+}
+
+/// The fields of [`Event::Finished`].
+#[derive(Debug, Clone, Copy)]
+pub struct Finished<'a> {
+    /// How the turn ended.
+    pub status: TurnStatus,
+    /// The final message.
+    pub message: &'a str,
+    /// Suggestions.
+    pub next_steps: &'a [String],
+    /// Calls and tokens of the turn.
+    pub tally: Tally,
+    /// Whether a verification passed.
+    pub verified: Option<bool>,
+}
+
+/// The final status panel, the next-step suggestions and the turn's token summary.
+pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
+    let mut out = String::new();
+    let status_panel = |title: &str, accent: Style| {
+        let mut body = paragraphs(f.message, None);
+        if let Some(ok) = f.verified {
+            body.push(if ok {
+                Line::new()
+                    .with("Verified: ", bold())
+                    .with("the check passed", green())
+            } else {
+                Line::new()
+                    .with("Verified: ", bold())
+                    .with("the check failed", red())
+            });
+        }
+        panel(title, &body, theme, &accent)
+    };
+    match f.status {
+        // The answer itself was already shown.
+        TurnStatus::Answered => {}
+        TurnStatus::Success => out.push_str(&status_panel(&marked("✓", "Done", theme), green())),
+        TurnStatus::Failed => out.push_str(&status_panel(&marked("✗", "Failed", theme), red())),
+        TurnStatus::Rejected => out.push_str(&status_panel("Not carried out", yellow())),
+        TurnStatus::Interrupted => out.push_str(&status_panel("Interrupted", yellow())),
+    }
+    if !f.next_steps.is_empty() {
+        let inner = theme.panel_inner();
+        let mut body = Vec::new();
+        for s in f.next_steps {
+            let line = Line::new()
+                .text(&format!("{} ", theme.bullet()))
+                .text(s.trim());
+            body.extend(wrap(&line, inner, 2));
+        }
+        out.push_str(&panel("Next steps", &body, theme, &cyan()));
+    }
+    out.push_str(&turn_summary(&f.tally, theme));
+    out
+}
+
+fn calls_text(calls: u32) -> String {
+    match calls {
+        1 => "1 call".into(),
+        n => format!("{n} calls"),
+    }
+}
+
+/// The token summary of one turn.
+pub fn turn_summary(tally: &Tally, theme: &Theme) -> String {
+    let text = format!(
+        "Turn: {}, Tokens: {} {} {}",
+        calls_text(tally.calls),
+        tally.input,
+        theme.arrow(),
+        tally.output
+    );
+    wrapped(&Line::styled(&text, dim()), theme, 2)
+}
+
+/// Calls and tokens of the whole session (`/tokens`).
+pub fn totals(tally: &Tally, theme: &Theme) -> String {
+    let text = format!(
+        "Session: {}, Tokens: {} {} {}",
+        calls_text(tally.calls),
+        tally.input,
+        theme.arrow(),
+        tally.output
+    );
+    wrapped(&Line::plain(&text), theme, 2)
+}
+
+/// The welcome panel of an interactive session. `rich_input`: the line editor is active
+/// (Alt+Enter and history work); otherwise lines ending in `\` continue.
+pub fn welcome(info: &SessionInfo, rich_input: bool, theme: &Theme) -> String {
+    let label = |name: &str| Line::styled(&format!("{name:<9}"), dim());
+    let mut body = Vec::new();
+    let inner = theme.panel_inner();
+    let mut row = |name: &str, value: Line| {
+        let mut line = label(name);
+        line.0.extend(value.0);
+        body.extend(wrap(&line, inner, 9));
+    };
+    row("Project", Line::plain(&info.root.display().to_string()));
+    row(
+        "Model",
+        Line::new()
+            .with(&info.model, bold())
+            .text(&format!(" ({})", info.provider)),
+    );
+    match (&info.branch, &info.read_only) {
+        (_, Some(reason)) => row(
+            "Session",
+            Line::new().with("read-only: ", yellow()).text(reason),
+        ),
+        (Some(branch), None) => row("Session", Line::styled(branch, green())),
+        (None, None) => {}
+    }
+    body.push(Line::new());
+    let newline = if rich_input {
+        "Enter sends, Alt+Enter starts a new line, Up/Down recall history."
+    } else {
+        "Enter sends; end a line with \\ to continue on the next one."
+    };
+    body.extend(wrap(&Line::plain(newline), inner, 0));
+    body.extend(wrap(
+        &Line::plain("exit, quit or Ctrl+D leaves; /help lists commands."),
+        inner,
+        0,
+    ));
+    panel("pai", &body, theme, &cyan())
+}
+
+/// `/help`.
+pub fn help(theme: &Theme) -> String {
+    let rows = [
+        ("/help", "this list"),
+        ("/undo", "roll back the last plan (its commit)"),
+        ("/redo", "re-apply the plan last undone"),
+        ("/log", "the plans of this session"),
+        ("/model NAME", "use another model from the next request on"),
+        ("/clear", "forget the session memory"),
+        ("/tokens", "calls and tokens so far"),
+        ("exit, quit", "end the session (also Ctrl+D)"),
+    ];
+    let inner = theme.panel_inner();
+    let mut body = Vec::new();
+    for (cmd, what) in rows {
+        let line = Line::new().with(&format!("{cmd:<12}"), bold()).text(what);
+        body.extend(wrap(&line, inner, 12));
+    }
+    body.push(Line::new());
+    body.extend(wrap(
+        &Line::styled(
+            "Ctrl+C stops a turn after its current step; twice within 2 s ends the session.",
+            dim(),
+        ),
+        inner,
+        0,
+    ));
+    panel("Commands", &body, theme, &cyan())
+}
+
+/// Text a command produced (`/undo`, `/log`), wrapped.
+pub fn message(text: &str, theme: &Theme) -> String {
+    let mut out = String::new();
+    for line in paragraphs(text, None) {
+        out.push_str(&wrapped(&line, theme, 2));
+    }
+    out
+}
+
+/// An error with its hint.
+pub fn error(message: &str, hint: Option<&str>, theme: &Theme) -> String {
+    let mut out = wrapped(
+        &Line::new().with("error: ", red().bold()).text(message),
+        theme,
+        7,
+    );
+    if let Some(hint) = hint {
+        out.push_str(&wrapped(
+            &Line::new().with("  hint: ", cyan()).text(hint),
+            theme,
+            8,
+        ));
+    }
+    out
+}
+
+/// The question asked before a RUN command.
+pub fn run_question(command: &str, confined: bool, theme: &Theme) -> String {
+    let mut body = paragraphs(command, Some(bold()));
+    body.push(Line::new());
+    body.push(if confined {
+        Line::new()
+            .with("sandboxed: ", green())
+            .text("it can write only inside the project and temporary directories")
+    } else {
+        Line::new()
+            .with("UNCONFINED: ", red().bold())
+            .text("no sandbox is available here; it can change anything you can")
+    });
+    panel("Run this command?", &body, theme, &yellow())
+}
+
+/// The question asked before an RM.
+pub fn rm_question(path: &str, recursive: bool, theme: &Theme) -> String {
+    let what = if recursive {
+        format!("Remove the directory {path} and everything in it?")
+    } else {
+        format!("Remove {path}?")
+    };
+    wrapped(&Line::styled(&what, yellow().bold()), theme, 2)
+}
+
+/// The end-of-session text, around the driver's summary.
+pub fn goodbye(summary: &str, totals: &Tally, theme: &Theme) -> String {
+    let mut body = paragraphs(summary, None);
+    body.push(Line::new());
+    body.push(Line::styled(
+        &format!(
+            "{}, Tokens: {} {} {}",
+            calls_text(totals.calls),
+            totals.input,
+            theme.arrow(),
+            totals.output
+        ),
+        dim(),
+    ));
+    panel("Session ended", &body, theme, &cyan())
+}
+
+fn wrapped(line: &Line, theme: &Theme, indent: usize) -> String {
+    join(&wrap(line, theme.cols(), indent), theme)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_unbroken_output_is_wrapped() {
+        let report = StepReport {
+            index: 1,
+            phase: 1,
+            action: "RUN".into(),
+            target: "x".into(),
+            ok: true,
+            output: "y".repeat(500),
+            diff: None,
+            file_view: None,
+        };
+        for line in step(&report, &Theme::plain(60)).lines() {
+            assert!(super::super::layout::display_width(line) <= 60, "{line}");
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! `pai run` without `--json`: the interactive renderings printed in order, with colour only
+//! on a terminal that wants it. Approvals are asked on the terminal when stdin is one and
+//! declined otherwise, with a message naming the flags that approve them (`--yes`,
+//! `--allow-run`).
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+
+use super::layout::Theme;
+use super::present::Presenter;
+use super::prompt::{Asker, StdinLines};
+use super::{Appearance, DEFAULT_WIDTH, print_err, render, stdout_width};
+use crate::agent::events::{Approval, Event, Frontend};
+use crate::agent::plan::PlannedStep;
+
+/// The plain-text frontend.
+pub struct TextFrontend {
+    out: Mutex<Box<dyn Write + Send>>,
+    presenter: Mutex<Presenter>,
+    theme: Theme,
+    /// Follow the terminal's width (stdout is a terminal).
+    track_width: bool,
+    asker: Asker,
+    yes: bool,
+    allow_run: bool,
+}
+
+impl TextFrontend {
+    /// Print to stdout; colour when stdout is a terminal and `appearance` allows it. `yes` and
+    /// `allow_run` are the command-line flags.
+    pub fn new(appearance: Appearance, yes: bool, allow_run: bool) -> Self {
+        let tty = std::io::stdout().is_terminal();
+        let rich = tty && !appearance.plain;
+        let theme = Theme {
+            width: stdout_width().unwrap_or(DEFAULT_WIDTH),
+            color: rich,
+            unicode: rich,
+            truecolor: appearance.truecolor,
+        };
+        let asker = if !std::io::stdin().is_terminal() {
+            Asker::Deny
+        } else if rich && std::io::stderr().is_terminal() {
+            Asker::Dialog
+        } else {
+            Asker::Lines {
+                source: Arc::new(StdinLines),
+                to_stdout: false,
+            }
+        };
+        Self {
+            out: Mutex::new(Box::new(std::io::stdout())),
+            presenter: Mutex::new(Presenter::new(true)),
+            theme,
+            track_width: tty,
+            asker,
+            yes,
+            allow_run,
+        }
+    }
+
+    /// Print to `out` with a fixed theme; approvals not given by the flags are declined (tests,
+    /// embedding).
+    pub fn with_writer(
+        out: Box<dyn Write + Send>,
+        theme: Theme,
+        yes: bool,
+        allow_run: bool,
+    ) -> Self {
+        Self {
+            out: Mutex::new(out),
+            presenter: Mutex::new(Presenter::new(true)),
+            theme,
+            track_width: false,
+            asker: Asker::Deny,
+            yes,
+            allow_run,
+        }
+    }
+
+    fn theme(&self) -> Theme {
+        let mut theme = self.theme;
+        if self.track_width
+            && let Some(width) = stdout_width()
+        {
+            theme.width = width;
+        }
+        theme
+    }
+
+    fn write(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut out = match self.out.lock() {
+            Ok(out) => out,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    fn presenter(&self) -> std::sync::MutexGuard<'_, Presenter> {
+        match self.presenter.lock() {
+            Ok(p) => p,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Close streamed text before a question is asked.
+    fn settle(&self) {
+        let text = self.presenter().end_stream();
+        self.write(&text);
+    }
+}
+
+impl Frontend for TextFrontend {
+    fn event(&self, event: &Event) {
+        let theme = self.theme();
+        let text = self.presenter().event(event, &theme);
+        self.write(&text);
+    }
+
+    fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
+        if self.yes {
+            return Approval::Yes;
+        }
+        self.settle();
+        self.asker.plan(None)
+    }
+
+    fn approve_run(&self, command: &str, confined: bool) -> bool {
+        if self.allow_run {
+            return true;
+        }
+        self.settle();
+        if !matches!(self.asker, Asker::Deny) {
+            print_err(&render::run_question(command, confined, &self.theme()));
+        }
+        self.asker.yes_no(
+            "Run it?",
+            false,
+            &format!(
+                "RUN `{command}` was not allowed: pass --yes --allow-run to allow commands, or run pai in a terminal."
+            ),
+            None,
+        )
+    }
+
+    fn confirm_rm(&self, path: &str, recursive: bool) -> bool {
+        if self.yes {
+            return true;
+        }
+        self.settle();
+        if !matches!(self.asker, Asker::Deny) {
+            print_err(&render::rm_question(path, recursive, &self.theme()));
+        }
+        self.asker.yes_no(
+            "Remove it?",
+            false,
+            &format!("RM {path} was not confirmed: pass --yes to allow removals."),
+            None,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::events::TurnStatus;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn streams_then_renders_and_never_prompts_without_a_terminal() {
+        let buf = Shared::default();
+        let front =
+            TextFrontend::with_writer(Box::new(buf.clone()), Theme::plain(40), false, false);
+        front.event(&Event::Thinking { phase: 1 });
+        front.event(&Event::TextDelta {
+            text: "Sure, ".into(),
+        });
+        front.event(&Event::TextDelta {
+            text: "here it is.".into(),
+        });
+        front.event(&Event::Answer {
+            text: "Sure, here it is.".into(),
+        });
+        front.event(&Event::Finished {
+            status: TurnStatus::Answered,
+            message: String::new(),
+            next_steps: vec![],
+            calls: 1,
+            input_tokens: 100,
+            output_tokens: 20,
+            verified: None,
+        });
+        assert_eq!(front.approve_plan(&[]), Approval::No);
+        assert!(!front.approve_run("ls", true));
+        assert!(!front.confirm_rm("a", false));
+        let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            out,
+            "... thinking\nSure, here it is.\nTurn: 1 call, Tokens: 100 -> 20\n"
+        );
+    }
+
+    #[test]
+    fn flags_approve_without_asking() {
+        let front =
+            TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, true);
+        assert_eq!(front.approve_plan(&[]), Approval::Yes);
+        assert!(front.approve_run("ls", false));
+        assert!(front.confirm_rm("a", true));
+        let front =
+            TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, false);
+        assert!(!front.approve_run("ls", true));
+    }
+}
