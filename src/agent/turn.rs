@@ -113,9 +113,15 @@ impl Agent {
         self.history.take()
     }
 
-    /// Change the model for later turns (`/model`).
-    pub fn set_model(&mut self, model: String) {
+    /// Change the model for later turns (`/model`): a provider built for it, and its name.
+    pub fn set_provider(&mut self, provider: Box<dyn Provider>, model: String) {
+        self.provider = provider;
         self.options.model = model;
+    }
+
+    /// The git session and the workspace together, for `/undo` and `/redo`.
+    pub fn history_and_workspace(&mut self) -> (Option<&mut Session>, &Workspace) {
+        (self.history.as_mut(), &self.workspace)
     }
 
     /// Forget the session memory (`/clear`).
@@ -153,7 +159,7 @@ impl Agent {
     }
 
     async fn call(
-        &self,
+        &mut self,
         messages: &[Message],
         frontend: &dyn Frontend,
         cancel: &CancellationToken,
@@ -527,7 +533,7 @@ impl Agent {
     }
 
     async fn execute(
-        &self,
+        &mut self,
         plan: &Plan,
         phase: u32,
         frontend: &dyn Frontend,
@@ -608,7 +614,7 @@ impl Agent {
     }
 
     async fn run_step(
-        &self,
+        &mut self,
         planned: &PlannedStep,
         frontend: &dyn Frontend,
         cancel: &CancellationToken,
@@ -714,7 +720,7 @@ impl Agent {
     }
 
     async fn run_command(
-        &self,
+        &mut self,
         command: &str,
         frontend: &dyn Frontend,
         cancel: &CancellationToken,

@@ -5,14 +5,20 @@
 use std::path::{Path, PathBuf};
 
 use crate::agent::context::Budget;
-use crate::agent::events::{TurnOutcome, TurnStatus};
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::events::{Frontend, Tally, TurnOutcome, TurnStatus};
 use crate::agent::journal::Journal;
 use crate::agent::turn::{Agent, AgentOptions};
-use crate::config::Settings;
+use crate::config::{Env, Settings};
 use crate::error::{Error, ErrorKind};
-use crate::history::{self, HistoryError, Session, StartOptions};
+use crate::history::{self, HistoryError, RedoReport, Session, StartOptions, UndoReport};
 use crate::llm::{self, LlmError, ProviderConfig};
+use crate::ui::json::JsonFrontend;
 use crate::ui::output::Output;
+use crate::ui::text::TextFrontend;
+use crate::ui::{Appearance, InteractiveOptions, SessionDriver, SessionInfo, run_interactive};
 use crate::workspace::{Workspace, WorkspaceConfig, WorkspaceError};
 
 /// Output token limit per call: enough for a few complete files.
@@ -145,27 +151,42 @@ pub fn turn_exit_code(outcome: &TurnOutcome) -> i32 {
     }
 }
 
+fn describe_undo(report: &UndoReport) -> String {
+    let mut text =
+        format!("Undid plan {} of session {} ({}): {}\n", report.plan, report.session, report.commit, report.request);
+    for f in &report.restored {
+        text.push_str(&format!("  restored  {f}\n"));
+    }
+    for f in &report.removed {
+        text.push_str(&format!("  removed   {f}\n"));
+    }
+    for f in &report.from_trash {
+        text.push_str(&format!("  recovered {f} from .pai_history/trash\n"));
+    }
+    if let Some(saved) = &report.saved {
+        text.push_str(&format!("  your previous state is saved at {saved}\n"));
+    }
+    text.push_str("Run `pai redo` (or /redo) to re-apply it.");
+    text
+}
+
+fn describe_redo(report: &RedoReport) -> String {
+    let mut text =
+        format!("Re-applied plan {} of session {} ({}): {}", report.plan, report.session, report.commit, report.request);
+    for f in report.written.iter().chain(&report.from_trash) {
+        text.push_str(&format!("\n  wrote   {f}"));
+    }
+    for f in &report.removed {
+        text.push_str(&format!("\n  removed {f}"));
+    }
+    text
+}
+
 /// `pai undo`.
 pub fn undo(settings: &Settings, out: &Output, force: bool) -> Result<(), Error> {
     let project = open_project(settings)?;
     let report = history::undo(&project.root, &project.workspace, force).map_err(history_error)?;
-    out.line(&format!(
-        "Undid plan {} of session {} ({}): {}",
-        report.plan, report.session, report.commit, report.request
-    ));
-    for f in &report.restored {
-        out.line(&format!("  restored {f}"));
-    }
-    for f in &report.removed {
-        out.line(&format!("  removed  {f}"));
-    }
-    for f in &report.from_trash {
-        out.line(&format!("  recovered {f} from .pai_history/trash"));
-    }
-    if let Some(saved) = &report.saved {
-        out.line(&format!("  your previous state is saved at {saved}"));
-    }
-    out.line("Run `pai redo` to re-apply it.");
+    out.line(&describe_undo(&report));
     Ok(())
 }
 
@@ -173,17 +194,112 @@ pub fn undo(settings: &Settings, out: &Output, force: bool) -> Result<(), Error>
 pub fn redo(settings: &Settings, out: &Output) -> Result<(), Error> {
     let project = open_project(settings)?;
     let report = history::redo(&project.root, &project.workspace).map_err(history_error)?;
-    out.line(&format!(
-        "Re-applied plan {} of session {} ({}): {}",
-        report.plan, report.session, report.commit, report.request
-    ));
-    for f in report.written.iter().chain(&report.from_trash) {
-        out.line(&format!("  wrote   {f}"));
-    }
-    for f in &report.removed {
-        out.line(&format!("  removed {f}"));
-    }
+    out.line(&describe_redo(&report));
     Ok(())
+}
+
+/// The interactive session's view of the agent.
+struct Driver {
+    agent: Agent,
+    settings: Settings,
+    root: PathBuf,
+    finished: bool,
+}
+
+impl SessionDriver for Driver {
+    fn info(&self) -> SessionInfo {
+        let history = self.agent.history();
+        SessionInfo {
+            root: self.root.clone(),
+            provider: self.settings.provider.name().to_string(),
+            model: self.settings.model.clone(),
+            branch: history.and_then(|h| h.branch().map(str::to_string)),
+            read_only: history.and_then(|h| h.read_only_reason().map(str::to_string)),
+        }
+    }
+
+    fn turn<'a>(
+        &'a mut self,
+        request: &'a str,
+        frontend: &'a dyn Frontend,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, TurnOutcome> {
+        Box::pin(self.agent.turn(request, frontend, cancel))
+    }
+
+    fn undo(&mut self) -> Result<String, Error> {
+        let (history, workspace) = self.agent.history_and_workspace();
+        let history = history.ok_or_else(|| Error::failed("this session keeps no history"))?;
+        let report = history.undo(workspace, false).map_err(history_error)?;
+        Ok(describe_undo(&report))
+    }
+
+    fn redo(&mut self) -> Result<String, Error> {
+        let (history, workspace) = self.agent.history_and_workspace();
+        let history = history.ok_or_else(|| Error::failed("this session keeps no history"))?;
+        let report = history.redo(workspace).map_err(history_error)?;
+        Ok(describe_redo(&report))
+    }
+
+    fn log(&mut self) -> Result<String, Error> {
+        let session = self.agent.history().map(|h| h.id().to_string());
+        let sessions = history::log(&self.root, session.as_deref(), false).map_err(history_error)?;
+        Ok(history::render_text(&sessions))
+    }
+
+    fn set_model(&mut self, model: &str) -> String {
+        let model = model.trim();
+        if model.is_empty() {
+            return format!("The model is {}. Use /model <name> to change it.", self.settings.model);
+        }
+        let mut settings = self.settings.clone();
+        settings.model = model.to_string();
+        match llm::build_provider(&provider_config(&settings)) {
+            Ok(provider) => {
+                self.agent.set_provider(provider, model.to_string());
+                self.settings = settings;
+                format!("Model set to {model} for the next requests.")
+            }
+            Err(e) => format!("Cannot use model {model}: {e}"),
+        }
+    }
+
+    fn clear_memory(&mut self) {
+        self.agent.clear_memory();
+    }
+
+    fn totals(&self) -> Tally {
+        self.agent.totals()
+    }
+
+    fn finish(&mut self) -> String {
+        if self.finished {
+            return String::new();
+        }
+        self.finished = true;
+        match self.agent.take_history() {
+            Some(session) => session.finish().render(),
+            None => String::new(),
+        }
+    }
+}
+
+/// `pai` / `pai auto`: the interactive session.
+pub fn interactive(settings: &Settings, env: &Env, out: &Output) -> Result<i32, Error> {
+    let rt = runtime()?;
+    let assembled = assemble(settings, out, true)?;
+    let root = assembled.agent.workspace().root().to_path_buf();
+    let mut driver = Driver { agent: assembled.agent, settings: settings.clone(), root: root.clone(), finished: false };
+    let opts = InteractiveOptions {
+        appearance: Appearance::from_env(env),
+        yes: settings.yes,
+        allow_run: settings.allow_run,
+        history_file: Some(crate::ui::interactive::history_path(&root)),
+    };
+    let code = rt.block_on(run_interactive(&mut driver, opts));
+    // Whatever way the session ended, release it (summary already shown when it ended normally).
+    let _ = driver.finish();
+    Ok(code)
 }
 
 /// `pai log`.
@@ -205,97 +321,6 @@ pub fn log(
     Ok(())
 }
 
-/// A frontend for `pai run`: events as JSON lines (`--json`) or plain lines, approvals from the
-/// flags only (there is no one to ask).
-struct RunFrontend {
-    json: bool,
-    yes: bool,
-}
-
-impl crate::agent::events::Frontend for RunFrontend {
-    fn event(&self, event: &crate::agent::events::Event) {
-        use crate::agent::events::Event;
-        use std::io::Write;
-        let mut stdout = std::io::stdout().lock();
-        if self.json {
-            if !matches!(event, Event::TextDelta { .. } | Event::Thinking { .. })
-                && let Ok(line) = serde_json::to_string(event)
-            {
-                let _ = writeln!(stdout, "{line}");
-            }
-            return;
-        }
-        let text = match event {
-            Event::Thinking { .. } | Event::TextDelta { .. } => return,
-            Event::Usage { call, usage } => {
-                format!("Tokens (call {call}): {} -> {}", usage.input, usage.output)
-            }
-            Event::Answer { text } => text.clone(),
-            Event::Plan { reply, steps, .. } => {
-                let mut s = format!("{reply}\nPlan:");
-                for (i, st) in steps.iter().enumerate() {
-                    s.push_str(&format!(
-                        "\n  {}. {} {}  {}",
-                        i + 1,
-                        st.step.action(),
-                        st.step.target().lines().next().unwrap_or_default(),
-                        st.purpose
-                    ));
-                }
-                s
-            }
-            Event::Step(r) => {
-                let mut s = format!(
-                    "[{}] {} {}: {}",
-                    if r.ok { "ok" } else { "FAILED" },
-                    r.action,
-                    r.target.lines().next().unwrap_or_default(),
-                    r.output
-                );
-                if let Some(v) = &r.file_view {
-                    s.push('\n');
-                    s.push_str(&v.text);
-                }
-                s
-            }
-            Event::Notice { text } => format!("note: {text}"),
-            Event::Committed { commit, branch } => format!("Committed {commit} on {branch}"),
-            Event::Finished {
-                status,
-                message,
-                calls,
-                input_tokens,
-                output_tokens,
-                ..
-            } => {
-                format!(
-                    "{status:?}: {message}\nTurn: {calls} call(s), {input_tokens} -> {output_tokens} tokens"
-                )
-            }
-        };
-        let _ = writeln!(stdout, "{text}");
-    }
-
-    fn approve_plan(
-        &self,
-        _steps: &[crate::agent::plan::PlannedStep],
-    ) -> crate::agent::events::Approval {
-        if self.yes {
-            crate::agent::events::Approval::Yes
-        } else {
-            crate::agent::events::Approval::No
-        }
-    }
-
-    fn approve_run(&self, _command: &str, _confined: bool) -> bool {
-        false
-    }
-
-    fn confirm_rm(&self, _path: &str, _recursive: bool) -> bool {
-        false
-    }
-}
-
 /// Build a runtime for the commands that talk to a model.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
@@ -306,21 +331,17 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 }
 
 /// `pai run "<request>"`: one turn, no terminal needed.
-pub fn run_once(
-    settings: &Settings,
-    out: &Output,
-    request: &str,
-    json: bool,
-) -> Result<i32, Error> {
+pub fn run_once(settings: &Settings, env: &Env, out: &Output, request: &str, json: bool) -> Result<i32, Error> {
     if request.trim().is_empty() {
         return Err(Error::usage("the request is empty")
             .with_hint("pai run \"add a power operation to calculator.py\""));
     }
     let rt = runtime()?;
     let mut assembled = assemble(settings, out, false)?;
-    let frontend = RunFrontend {
-        json,
-        yes: settings.yes,
+    let frontend: Box<dyn Frontend> = if json {
+        Box::new(JsonFrontend::new(settings.yes, settings.allow_run))
+    } else {
+        Box::new(TextFrontend::new(Appearance::from_env(env), settings.yes, settings.allow_run))
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let outcome = rt.block_on(async {
@@ -330,7 +351,7 @@ pub fn run_once(
                 watcher.cancel();
             }
         });
-        let outcome = assembled.agent.turn(request, &frontend, &cancel).await;
+        let outcome = assembled.agent.turn(request, frontend.as_ref(), &cancel).await;
         ctrl_c.abort();
         outcome
     });

@@ -175,11 +175,11 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
     match cli.command {
-        None => not_yet("pai", &cli.session.flags(), env, out),
-        Some(Command::Auto(args)) => not_yet("pai auto", &args.flags(), env, out),
+        None => session(&cli.session.flags(), env, out),
+        Some(Command::Auto(args)) => session(&args.flags(), env, out),
         Some(Command::Run(args)) => {
             let settings = resolve(&args.session.flags(), env, out)?;
-            let code = agent_cmd::run_once(&settings, out, &args.request, args.json)?;
+            let code = agent_cmd::run_once(&settings, env, out, &args.request, args.json)?;
             if code == 0 {
                 Ok(())
             } else {
@@ -223,11 +223,13 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
     }
 }
 
-/// Commands whose machinery is not built yet: validate the settings (so configuration errors
-/// are still reported) and then say so plainly, never pretending to succeed.
-fn not_yet(command: &str, flags: &Flags, env: &Env, out: &Output) -> Result<(), Error> {
-    resolve(flags, env, out)?;
-    Err(unavailable(command))
+/// The interactive session.
+fn session(flags: &Flags, env: &Env, out: &Output) -> Result<(), Error> {
+    let settings = resolve(flags, env, out)?;
+    match agent_cmd::interactive(&settings, env, out)? {
+        0 => Ok(()),
+        code => Err(Error::silent(code)),
+    }
 }
 
 /// Resolve the settings and show their warnings.
@@ -235,11 +237,4 @@ fn resolve(flags: &Flags, env: &Env, out: &Output) -> Result<Settings, Error> {
     let settings = Settings::resolve(flags, env)?;
     out.warnings(&settings.warnings);
     Ok(settings)
-}
-
-fn unavailable(command: &str) -> Error {
-    Error::usage(format!(
-        "`{command}` is not available yet in this build of pai"
-    ))
-    .with_hint("`pai config` works now; the agent, undo and log arrive in later releases")
 }
