@@ -152,8 +152,10 @@ pub fn turn_exit_code(outcome: &TurnOutcome) -> i32 {
 }
 
 fn describe_undo(report: &UndoReport) -> String {
-    let mut text =
-        format!("Undid plan {} of session {} ({}): {}\n", report.plan, report.session, report.commit, report.request);
+    let mut text = format!(
+        "Undid plan {} of session {} ({}): {}\n",
+        report.plan, report.session, report.commit, report.request
+    );
     for f in &report.restored {
         text.push_str(&format!("  restored  {f}\n"));
     }
@@ -171,8 +173,10 @@ fn describe_undo(report: &UndoReport) -> String {
 }
 
 fn describe_redo(report: &RedoReport) -> String {
-    let mut text =
-        format!("Re-applied plan {} of session {} ({}): {}", report.plan, report.session, report.commit, report.request);
+    let mut text = format!(
+        "Re-applied plan {} of session {} ({}): {}",
+        report.plan, report.session, report.commit, report.request
+    );
     for f in report.written.iter().chain(&report.from_trash) {
         text.push_str(&format!("\n  wrote   {f}"));
     }
@@ -243,14 +247,18 @@ impl SessionDriver for Driver {
 
     fn log(&mut self) -> Result<String, Error> {
         let session = self.agent.history().map(|h| h.id().to_string());
-        let sessions = history::log(&self.root, session.as_deref(), false).map_err(history_error)?;
+        let sessions =
+            history::log(&self.root, session.as_deref(), false).map_err(history_error)?;
         Ok(history::render_text(&sessions))
     }
 
     fn set_model(&mut self, model: &str) -> String {
         let model = model.trim();
         if model.is_empty() {
-            return format!("The model is {}. Use /model <name> to change it.", self.settings.model);
+            return format!(
+                "The model is {}. Use /model <name> to change it.",
+                self.settings.model
+            );
         }
         let mut settings = self.settings.clone();
         settings.model = model.to_string();
@@ -289,7 +297,12 @@ pub fn interactive(settings: &Settings, env: &Env, out: &Output) -> Result<i32, 
     let rt = runtime()?;
     let assembled = assemble(settings, out, true)?;
     let root = assembled.agent.workspace().root().to_path_buf();
-    let mut driver = Driver { agent: assembled.agent, settings: settings.clone(), root: root.clone(), finished: false };
+    let mut driver = Driver {
+        agent: assembled.agent,
+        settings: settings.clone(),
+        root: root.clone(),
+        finished: false,
+    };
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
         yes: settings.yes,
@@ -331,7 +344,13 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 }
 
 /// `pai run "<request>"`: one turn, no terminal needed.
-pub fn run_once(settings: &Settings, env: &Env, out: &Output, request: &str, json: bool) -> Result<i32, Error> {
+pub fn run_once(
+    settings: &Settings,
+    env: &Env,
+    out: &Output,
+    request: &str,
+    json: bool,
+) -> Result<i32, Error> {
     if request.trim().is_empty() {
         return Err(Error::usage("the request is empty")
             .with_hint("pai run \"add a power operation to calculator.py\""));
@@ -341,7 +360,11 @@ pub fn run_once(settings: &Settings, env: &Env, out: &Output, request: &str, jso
     let frontend: Box<dyn Frontend> = if json {
         Box::new(JsonFrontend::new(settings.yes, settings.allow_run))
     } else {
-        Box::new(TextFrontend::new(Appearance::from_env(env), settings.yes, settings.allow_run))
+        Box::new(TextFrontend::new(
+            Appearance::from_env(env),
+            settings.yes,
+            settings.allow_run,
+        ))
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let outcome = rt.block_on(async {
@@ -351,7 +374,10 @@ pub fn run_once(settings: &Settings, env: &Env, out: &Output, request: &str, jso
                 watcher.cancel();
             }
         });
-        let outcome = assembled.agent.turn(request, frontend.as_ref(), &cancel).await;
+        let outcome = assembled
+            .agent
+            .turn(request, frontend.as_ref(), &cancel)
+            .await;
         ctrl_c.abort();
         outcome
     });
