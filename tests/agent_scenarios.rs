@@ -743,3 +743,58 @@ fn unsafe_kill_int(pid: u32) {
         .unwrap();
     assert!(ok.success());
 }
+
+#[test]
+fn run_denied_is_reported_to_the_model_as_denied() {
+    use serde_json::json;
+    let p = Project::repo(Some("util"));
+    let run_step = Reply::plan(
+        json!({"intent": "task", "reply": "Running it.", "observe": true,
+        "steps": [{"action": "RUN", "command": "python3 util.py"}]}),
+    );
+    let done = Reply::plan(json!({"intent": "chat", "reply": "Understood, I will not run it."}));
+    let mock = MockLlm::start(Script::with_replies([run_step, done]).require_key(TEST_KEY));
+    // --yes approves plans but never RUN without --allow-run.
+    let run = p.run(&mock, ProviderKind::Anthropic, "run util.py", &["--yes"]);
+    assert_eq!(mock.calls(), 2, "{}", run.text());
+    let results = mock.generation_requests()[1]
+        .last_user_text()
+        .unwrap()
+        .to_string();
+    assert!(results.contains("denied"), "{results}");
+    let step = &run.events_of("step")[0];
+    assert_eq!(step["ok"], false);
+}
+
+#[test]
+fn files_a_run_changed_are_committed_as_side_effects() {
+    use serde_json::json;
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(Some("util"));
+        let plan = Reply::plan(
+            json!({"intent": "task", "reply": "Generating.", "observe": false, "steps": [
+            {"action": "RUN", "command": "printf 'generated\\n' > out.txt && printf 'x = 1\\n' >> util.py"},
+            {"action": "FINISH", "message": "generated"}]}),
+        );
+        let mock = MockLlm::start(Script::with_replies([plan]).require_key(TEST_KEY));
+        let run = p.run(&mock, kind, "generate out.txt", &["--yes", "--allow-run"]);
+        assert!(run.output.status.success(), "{kind}: {}", run.text());
+        let files = git(&p.root, &["show", "--name-only", "--format=", "HEAD"]);
+        let mut files: Vec<&str> = files.lines().collect();
+        files.sort();
+        assert_eq!(files, ["out.txt", "util.py"], "{kind}");
+        let body = git(&p.root, &["log", "-1", "--format=%B"]);
+        assert!(
+            body.contains("Side effects:") && body.contains("out.txt: changed by a RUN command"),
+            "{kind}: {body}"
+        );
+        assert_eq!(
+            git(
+                &p.root,
+                &["status", "--porcelain", "--", "out.txt", "util.py"]
+            ),
+            "",
+            "{kind}"
+        );
+    }
+}

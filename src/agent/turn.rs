@@ -64,6 +64,8 @@ pub struct Agent {
     memory: Memory,
     options: AgentOptions,
     totals: Tally,
+    /// Whether the user was told this kernel cannot confine RUN (said once per session).
+    told_unconfined: bool,
 }
 
 /// Why a model call produced no usable reply.
@@ -90,6 +92,7 @@ impl Agent {
             memory: Memory::default(),
             options,
             totals: Tally::default(),
+            told_unconfined: false,
         }
     }
 
@@ -501,7 +504,10 @@ impl Agent {
             request: request.to_string(),
             steps: steps.to_vec(),
             touched: touched.into_iter().collect(),
-            side_effects: side_effects.iter().cloned().collect(),
+            side_effects: side_effects
+                .iter()
+                .map(|p| format!("{p}: changed by a RUN command"))
+                .collect(),
             model: self.options.model.clone(),
             calls: tally.calls,
             input_tokens: tally.input,
@@ -742,6 +748,14 @@ impl Agent {
             return Err(StepError {
                 message: "RUN refused: this kernel cannot confine commands and the configuration requires it (run.require_sandbox)".into(),
                 fixable: false,
+            });
+        }
+        if let Some(reason) = &unconfined
+            && !self.told_unconfined
+        {
+            self.told_unconfined = true;
+            frontend.event(&Event::Notice {
+                text: format!("commands will run without the sandbox ({reason}); each one needs your explicit approval"),
             });
         }
         let auto = unconfined.is_none()
