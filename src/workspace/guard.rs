@@ -20,10 +20,14 @@ use std::time::{Duration, Instant};
 use similar::{Algorithm, DiffOp, DiffTag};
 
 use super::config::WorkspaceConfig;
+use super::error::WorkspaceError;
 use super::text::thousands;
 
-/// How long Myers may run before `similar` falls back to a coarser diff.
-const DIFF_DEADLINE: Duration = Duration::from_millis(500);
+/// How long exact Myers may run before the anchored diff is used instead.
+const MYERS_BUDGET: Duration = Duration::from_millis(10);
+/// How long Myers may run, in total, in the gaps between anchors; past it, `similar` finishes
+/// with a coarser (still correct, possibly larger) diff.
+const GAP_BUDGET: Duration = Duration::from_millis(200);
 /// Lines of context around each hunk.
 const CONTEXT: usize = 3;
 
@@ -46,7 +50,14 @@ impl Hasher for FxHasher {
         }
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply above leaves the low bits weak, and the table indexes buckets by the
+        // low bits: finish with a full avalanche (MurmurHash3's fmix64).
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
     }
 }
 
@@ -94,6 +105,24 @@ pub(crate) fn over_limits(cfg: &WorkspaceConfig, changed: usize, original: usize
         return true;
     }
     changed as f64 / original as f64 > cfg.modify_max_ratio
+}
+
+/// The error MODIFY reports for a refusal.
+pub(crate) fn refusal_error(cfg: &WorkspaceConfig, path: &str, r: Refusal) -> WorkspaceError {
+    WorkspaceError::DiffGuard {
+        path: super::error::display_path(path),
+        changed: r.changed,
+        added: r.added,
+        removed: r.removed,
+        original_lines: r.original_lines,
+        threshold: cfg.modify_threshold,
+        ratio_pct: format!("{:.0}", cfg.modify_max_ratio * 100.0),
+        preview: if r.lower_bound {
+            format!("{}(at least this many lines change)\n", r.preview)
+        } else {
+            r.preview
+        },
+    }
 }
 
 /// Diff `old` against `new` and apply the guard. `Ok` carries the diff for display and counts.
@@ -185,28 +214,10 @@ pub(crate) fn guard<'a>(
         .filter(|&(_, &id)| on_old[id as usize])
         .map(|(i, &id)| (i, id))
         .unzip();
-    let deadline = Instant::now() + DIFF_DEADLINE;
-    let filtered = similar::capture_diff_deadline(
-        Algorithm::Myers,
-        &old_f,
-        0..old_f.len(),
-        &new_f,
-        0..new_f.len(),
-        Some(deadline),
-    );
-    let mut matches: Vec<(usize, usize)> = Vec::new();
-    for op in &filtered {
-        if let DiffOp::Equal {
-            old_index,
-            new_index,
-            len,
-        } = *op
-        {
-            for k in 0..len {
-                matches.push((old_pos[old_index + k], new_pos[new_index + k]));
-            }
-        }
-    }
+    let matches: Vec<(usize, usize)> = match_lines(&old_f, &new_f, ids.len())
+        .into_iter()
+        .map(|(o, n)| (old_pos[o], new_pos[n]))
+        .collect();
     let mut ops = Vec::with_capacity(matches.len() / 4 + 4);
     if prefix > 0 {
         ops.push(DiffOp::Equal {
@@ -264,6 +275,119 @@ fn diff_ops(
         Some(deadline),
     ));
     ops
+}
+
+/// Matched pairs of equal lines between two id sequences, increasing in both coordinates.
+/// Exact (a longest common subsequence, by Myers) when that finishes within `MYERS_BUDGET`;
+/// otherwise the patience approach: lines unique on both sides are matched along their longest
+/// increasing run, and Myers fills the gaps between those anchors. Myers costs O(n * d), which
+/// explodes when many shared lines move (d is large but few lines are new); the anchors keep
+/// that case in O(n log n) plus small gaps.
+fn match_lines(old: &[u32], new: &[u32], n_ids: usize) -> Vec<(usize, usize)> {
+    match_lines_within(old, new, n_ids, MYERS_BUDGET)
+}
+
+fn match_lines_within(
+    old: &[u32],
+    new: &[u32],
+    n_ids: usize,
+    budget: Duration,
+) -> Vec<(usize, usize)> {
+    let start = Instant::now();
+    let ops = similar::capture_diff_deadline(
+        Algorithm::Myers,
+        old,
+        0..old.len(),
+        new,
+        0..new.len(),
+        Some(start + budget),
+    );
+    if start.elapsed() < budget {
+        let mut out = Vec::new();
+        push_equal_pairs(&ops, &mut out);
+        return out;
+    }
+    let mut count_old = vec![0u32; n_ids];
+    let mut count_new = vec![0u32; n_ids];
+    let mut pos_new = vec![0usize; n_ids];
+    for &id in old {
+        count_old[id as usize] += 1;
+    }
+    for (j, &id) in new.iter().enumerate() {
+        count_new[id as usize] += 1;
+        pos_new[id as usize] = j;
+    }
+    let candidates: Vec<(usize, usize)> = old
+        .iter()
+        .enumerate()
+        .filter(|&(_, &id)| count_old[id as usize] == 1 && count_new[id as usize] == 1)
+        .map(|(i, &id)| (i, pos_new[id as usize]))
+        .collect();
+    let anchors = longest_increasing(&candidates);
+    let deadline = Instant::now() + GAP_BUDGET;
+    let mut out = Vec::with_capacity(anchors.len());
+    let (mut po, mut pn) = (0usize, 0usize);
+    for &(o, n) in anchors
+        .iter()
+        .chain(std::iter::once(&(old.len(), new.len())))
+    {
+        if o > po && n > pn {
+            let gap = similar::capture_diff_deadline(
+                Algorithm::Myers,
+                old,
+                po..o,
+                new,
+                pn..n,
+                Some(deadline),
+            );
+            push_equal_pairs(&gap, &mut out);
+        }
+        if o < old.len() {
+            out.push((o, n));
+        }
+        po = o + 1;
+        pn = n + 1;
+    }
+    out
+}
+
+fn push_equal_pairs(ops: &[DiffOp], out: &mut Vec<(usize, usize)>) {
+    for op in ops {
+        if let DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = *op
+        {
+            out.extend((0..len).map(|k| (old_index + k, new_index + k)));
+        }
+    }
+}
+
+/// The longest subsequence of `pairs` (sorted by `.0`) increasing in `.1` (patience sorting).
+fn longest_increasing(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    // tails[k]: index into `pairs` of the smallest tail of an increasing run of length k + 1.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut prev: Vec<Option<usize>> = vec![None; pairs.len()];
+    for (i, &(_, n)) in pairs.iter().enumerate() {
+        let k = tails.partition_point(|&t| pairs[t].1 < n);
+        if k > 0 {
+            prev[i] = Some(tails[k - 1]);
+        }
+        if k == tails.len() {
+            tails.push(i);
+        } else {
+            tails[k] = i;
+        }
+    }
+    let mut out = Vec::with_capacity(tails.len());
+    let mut cur = tails.last().copied();
+    while let Some(i) = cur {
+        out.push(pairs[i]);
+        cur = prev[i];
+    }
+    out.reverse();
+    out
 }
 
 /// Turn matched line pairs (increasing in both coordinates) of two sequences of lengths
@@ -518,6 +642,30 @@ mod tests {
             }
             assert_eq!(rebuilt, new);
         }
+    }
+
+    #[test]
+    fn anchored_matching_is_valid_and_handles_moves() {
+        // Lines 0..200, with every 10th line moved 5 places down.
+        let old: Vec<u32> = (0..200).collect();
+        let mut new = old.clone();
+        for i in (0..190).step_by(10) {
+            new.swap(i, i + 5);
+        }
+        new.push(7); // a repeated line: never an anchor
+        let exact = match_lines_within(&old, &new, 200, Duration::from_secs(5));
+        let anchored = match_lines_within(&old, &new, 200, Duration::ZERO);
+        for m in [&exact, &anchored] {
+            assert!(m.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+            assert!(m.iter().all(|&(o, n)| old[o] == new[n]));
+        }
+        // 19 swaps of two lines: each swapped pair leaves the common subsequence.
+        assert_eq!(exact.len(), 200 - 2 * 19);
+        assert_eq!(anchored.len(), exact.len());
+        assert_eq!(
+            longest_increasing(&[(0, 3), (1, 1), (2, 2), (3, 0), (4, 4)]),
+            [(1, 1), (2, 2), (4, 4)]
+        );
     }
 
     #[test]

@@ -171,6 +171,20 @@ impl Workspace {
     }
 }
 
+/// The diff guard alone (SPEC section 5), as MODIFY applies it: the added and removed line
+/// counts of changing `old` into `new` (both already normalised to `\n`), or the refusal MODIFY
+/// would give for `path`. For callers vetting a change before applying it, and for benchmarks.
+pub fn diff_guard(
+    cfg: &WorkspaceConfig,
+    path: &str,
+    old: &str,
+    new: &str,
+) -> Result<(usize, usize), WorkspaceError> {
+    guard::guard(cfg, old, new, path)
+        .map(|d| (d.added, d.removed))
+        .map_err(|r| guard::refusal_error(cfg, path, r))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,7 +121,7 @@ impl Workspace {
                         s
                     };
                     ReadContent::Text {
-                        text: normalise(s).body,
+                        text: normalise(s).body.into_owned(),
                         truncated,
                     }
                 }
@@ -218,22 +218,8 @@ impl Workspace {
                 ..FileChange::new(rel.resolved(), ChangeKind::Unchanged)
             });
         }
-        let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved()).map_err(|r| {
-            WorkspaceError::DiffGuard {
-                path: shown.to_string(),
-                changed: r.changed,
-                added: r.added,
-                removed: r.removed,
-                original_lines: r.original_lines,
-                threshold: self.cfg.modify_threshold,
-                ratio_pct: format!("{:.0}", self.cfg.modify_max_ratio * 100.0),
-                preview: if r.lower_bound {
-                    format!("{}(at least this many lines change)\n", r.preview)
-                } else {
-                    r.preview
-                },
-            }
-        })?;
+        let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved())
+            .map_err(|r| guard::refusal_error(&self.cfg, shown, r))?;
         let new_bytes = text::restore(&new_body, styled.eol, styled.bom);
         atomic::write(
             &dir,
