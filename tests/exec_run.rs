@@ -34,6 +34,19 @@ fn alive(pid: i32) -> bool {
     }
 }
 
+/// Whether `pid` is gone within a moment: a killed process closes its files (which ends the
+/// run's output) a little before the kernel marks it a zombie, so an instant check would race.
+fn dies_soon(pid: i32) -> bool {
+    let start = std::time::Instant::now();
+    while alive(pid) {
+        if start.elapsed() > Duration::from_secs(1) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 fn read_pid(root: &Path, name: &str) -> i32 {
     let text = std::fs::read_to_string(root.join(name))
         .unwrap_or_else(|e| panic!("{name} was not written by the command: {e}"));
@@ -65,8 +78,8 @@ async fn timeout_kills_the_command_and_its_children() {
         read_pid(root.path(), "sh.pid"),
     );
     // Checked right away: run_command returns only once the group is gone.
-    assert!(!alive(bg), "background child {bg} survived the timeout");
-    assert!(!alive(sh), "shell {sh} survived the timeout");
+    assert!(dies_soon(bg), "background child {bg} survived the timeout");
+    assert!(dies_soon(sh), "shell {sh} survived the timeout");
     assert!(out.summary_for_model().starts_with("timed out after"));
 }
 
@@ -89,7 +102,7 @@ async fn timeout_escalates_to_sigkill_when_sigterm_is_ignored() {
     );
     assert!(out.duration < Duration::from_secs(6), "{:?}", out.duration);
     let bg = read_pid(root.path(), "bg.pid");
-    assert!(!alive(bg), "background child {bg} survived SIGKILL");
+    assert!(dies_soon(bg), "background child {bg} survived SIGKILL");
 }
 
 #[tokio::test]
@@ -106,7 +119,7 @@ async fn background_jobs_do_not_outlive_a_finished_run() {
     assert_eq!(out.output, "done\n");
     assert!(out.duration < Duration::from_secs(3), "{:?}", out.duration);
     let bg = read_pid(root.path(), "bg.pid");
-    assert!(!alive(bg), "background job {bg} outlived the run");
+    assert!(dies_soon(bg), "background job {bg} outlived the run");
 }
 
 #[tokio::test]
@@ -134,7 +147,7 @@ async fn dropping_the_future_kills_the_process_group() {
         !alive(bg),
         "background child {bg} survived the dropped future"
     );
-    assert!(!alive(sh), "shell {sh} survived the dropped future");
+    assert!(dies_soon(sh), "shell {sh} survived the dropped future");
 }
 
 #[tokio::test]

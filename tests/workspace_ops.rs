@@ -975,3 +975,35 @@ fn check_reports_resolved_path() {
     assert_eq!(r.resolved(), "real/a.txt");
     assert!(ws.check(".").unwrap().is_root());
 }
+
+#[test]
+fn concurrent_listings_agree() {
+    // The root descriptor is shared; listings must not share its read offset.
+    let fx = Fx::new();
+    for d in 0..20 {
+        for f in 0..20 {
+            fx.put(&format!("d{d:02}/f{f:02}.txt"), "x");
+        }
+    }
+    let ws = std::sync::Arc::new(fx.ws_with(WorkspaceConfig {
+        max_list_entries: usize::MAX,
+        ..WorkspaceConfig::default()
+    }));
+    let expected = ws.list_path(".").unwrap();
+    assert_eq!(expected.lines().count(), 420);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let ws = ws.clone();
+            std::thread::spawn(move || {
+                (0..20)
+                    .map(|_| ws.list_path(".").unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for h in handles {
+        for out in h.join().unwrap() {
+            assert_eq!(out, expected);
+        }
+    }
+}

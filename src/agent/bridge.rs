@@ -19,26 +19,30 @@ fn io_error(e: WorkspaceError) -> io::Error {
 impl WorkTree for Workspace {
     fn read(&self, rel: &str) -> io::Result<WorkEntry> {
         let checked = self.check(rel).map_err(io_error)?;
+        // Directories are only listed (names), never read; everything with content goes
+        // through the gate's no-follow opening.
         let path = self.root().join(checked.resolved());
-        let meta = match std::fs::symlink_metadata(&path) {
-            Ok(m) => m,
+        match std::fs::symlink_metadata(&path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(WorkEntry::Absent),
             Err(e) => return Err(e),
-        };
-        if meta.is_dir() {
-            let names = std::fs::read_dir(&path)?
-                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-                .collect();
-            return Ok(WorkEntry::Dir(names));
+            Ok(meta) if meta.is_dir() => {
+                let names = std::fs::read_dir(&path)?
+                    .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect();
+                return Ok(WorkEntry::Dir(names));
+            }
+            Ok(meta) if !meta.is_file() => return Ok(WorkEntry::Other),
+            Ok(_) => {}
         }
-        if !meta.is_file() {
-            return Ok(WorkEntry::Other);
+        match self.read_bytes(rel) {
+            Ok(Some((bytes, perm))) => Ok(WorkEntry::File {
+                bytes,
+                executable: perm & 0o111 != 0,
+            }),
+            Ok(None) => Ok(WorkEntry::Absent),
+            Err(WorkspaceError::Failed { .. }) => Ok(WorkEntry::Other),
+            Err(e) => Err(io_error(e)),
         }
-        let bytes = std::fs::read(&path)?;
-        Ok(WorkEntry::File {
-            bytes,
-            executable: meta.permissions().mode() & 0o111 != 0,
-        })
     }
 
     fn write(&self, rel: &str, bytes: &[u8], executable: bool) -> io::Result<()> {

@@ -120,7 +120,7 @@ const MAX_DEPTH: usize = 256;
 pub(crate) fn remove_stale(root: BorrowedFd<'_>, deny: &DenyList) -> usize {
     let me = std::process::id() as i32;
     let mut removed = 0;
-    let Ok(dup) = root.try_clone_to_owned() else {
+    let Ok(dup) = sys::reopen_dir(root) else {
         return 0;
     };
     sweep(&dup, deny, me, 0, &mut removed);

@@ -58,11 +58,6 @@ impl Default for WorkspaceConfig {
 }
 
 impl WorkspaceConfig {
-    /// Apply `PAI_MODIFY_THRESHOLD` and `PAI_MODIFY_MAX_RATIO` from the process environment.
-    pub fn with_env_overrides(self) -> Result<Self, WorkspaceError> {
-        self.with_overrides(|name| std::env::var(name).ok())
-    }
-
     /// Apply the overrides from any lookup (the environment in production, a map in tests).
     /// Empty values are ignored; unparsable ones are an error naming the variable.
     pub fn with_overrides(

@@ -57,10 +57,7 @@ impl Workspace {
     ) -> Result<(Walker<'_>, Start), WorkspaceError> {
         let shown = rel.display();
         let mut w = Walker::new(&self.gate.deny, &self.ignores);
-        let mut cur = self
-            .gate
-            .root_fd
-            .try_clone()
+        let mut cur = sys::reopen_dir(self.gate.root_fd.as_fd())
             .map_err(|e| WorkspaceError::io(op, shown, e))?;
         let comps: Vec<&str> = rel.components().collect();
         let Some((last, parents)) = comps.split_last() else {
@@ -174,7 +171,7 @@ impl Workspace {
     /// the model's context.
     pub fn project_files(&self, max: usize) -> (Vec<String>, usize) {
         let mut w = Walker::new(&self.gate.deny, &self.ignores);
-        let Ok(root) = self.gate.root_fd.try_clone() else {
+        let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
             return (Vec::new(), 0);
         };
         let mut files = Vec::new();
@@ -217,7 +214,7 @@ fn list_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, st: &mut ListState) {
                 st.out.push_str(rel);
                 st.out.push('/');
             }
-            st.out.push_str(&e.name);
+            st.out.push_str(&e.name());
             st.out.push_str(e.marker());
             st.out.push('\n');
             st.shown += 1;
@@ -228,7 +225,7 @@ fn list_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, st: &mut ListState) {
         }
         if is_dir && w.depth() < MAX_DEPTH {
             match open_child(dir, e) {
-                Ok(sub) => list_rec(w, &sub, &join(rel, &e.name), st),
+                Ok(sub) => list_rec(w, &sub, &join(rel, &e.name()), st),
                 Err(_) => st.unreadable += 1,
             }
         }
@@ -268,7 +265,7 @@ fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut
                 if w.depth() < MAX_DEPTH
                     && let Ok(sub) = open_child(dir, e)
                 {
-                    let below = count_rec(w, &sub, &join(rel, &e.name));
+                    let below = count_rec(w, &sub, &join(rel, &e.name()));
                     c.files += below.files;
                     c.dirs += below.dirs;
                 }
@@ -287,7 +284,7 @@ fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut
         let last = i + 1 == n && !truncated_here;
         st.out.push_str(prefix);
         st.out.push_str(if last { "└── " } else { "├── " });
-        st.out.push_str(&e.name);
+        st.out.push_str(&e.name());
         st.out.push_str(e.marker());
         st.out.push('\n');
         st.shown += 1;
@@ -295,7 +292,7 @@ fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut
             match open_child(dir, e) {
                 Ok(sub) => {
                     let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
-                    tree_rec(w, &sub, &join(rel, &e.name), &child_prefix, st);
+                    tree_rec(w, &sub, &join(rel, &e.name()), &child_prefix, st);
                 }
                 Err(_) => st.unreadable += 1,
             }
@@ -323,7 +320,7 @@ fn count_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str) -> Omitted {
             if w.depth() < MAX_DEPTH
                 && let Ok(sub) = open_child(dir, e)
             {
-                let s = count_rec(w, &sub, &join(rel, &e.name));
+                let s = count_rec(w, &sub, &join(rel, &e.name()));
                 c.files += s.files;
                 c.dirs += s.dirs;
             }
@@ -353,12 +350,12 @@ fn files_rec(
                 if w.depth() < MAX_DEPTH
                     && let Ok(sub) = open_child(dir, e)
                 {
-                    files_rec(w, &sub, &join(rel, &e.name), max, files, omitted);
+                    files_rec(w, &sub, &join(rel, &e.name()), max, files, omitted);
                 }
             }
             Kind::File => {
                 if files.len() < max {
-                    files.push(join(rel, &e.name));
+                    files.push(join(rel, &e.name()));
                 } else {
                     *omitted += 1;
                 }

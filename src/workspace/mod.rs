@@ -54,8 +54,16 @@ pub struct Workspace {
     gate: gate::Gate,
     cfg: WorkspaceConfig,
     ignores: walk::GlobalIgnores,
-    stale_removed: usize,
+    /// The sweep for temporaries of crashed runs, running in the background: it walks the
+    /// whole tree, and start-up must not wait for that on a big project.
+    stale_sweep: std::sync::Mutex<StaleSweep>,
     after_check: Option<AfterCheckHook>,
+}
+
+/// The background sweep for stale temporaries, or its result once known.
+enum StaleSweep {
+    Running(std::thread::JoinHandle<usize>),
+    Done(usize),
 }
 
 impl std::fmt::Debug for Workspace {
@@ -100,14 +108,25 @@ impl Workspace {
                 value: cfg.extra_deny.join(", "),
                 reason,
             })?;
-        let stale_removed = atomic::remove_stale(fd.as_fd(), &deny);
+        // The sweep only removes temporaries whose writing process is gone, so it can run
+        // while this process writes its own.
+        let sweep_fd = sys::reopen_dir(fd.as_fd())
+            .map_err(|e| WorkspaceError::io("open the project at", &root_str, e))?;
+        let sweep_deny = deny.clone();
+        let stale_sweep = match std::thread::Builder::new()
+            .name("pai-stale-sweep".into())
+            .spawn(move || atomic::remove_stale(sweep_fd.as_fd(), &sweep_deny))
+        {
+            Ok(handle) => StaleSweep::Running(handle),
+            Err(_) => StaleSweep::Done(0),
+        };
         let ignores = walk::GlobalIgnores::load(&fd);
         Ok(Workspace {
             root: canon,
             gate: gate::Gate::new(fd, root_str, deny),
             cfg,
             ignores,
-            stale_removed,
+            stale_sweep: std::sync::Mutex::new(stale_sweep),
             after_check: None,
         })
     }
@@ -122,9 +141,18 @@ impl Workspace {
         &self.cfg
     }
 
-    /// How many stale temporary files [`Workspace::open`] removed.
+    /// How many stale temporary files the sweep started by [`Workspace::open`] removed
+    /// (waits for the sweep to finish).
     pub fn stale_temps_removed(&self) -> usize {
-        self.stale_removed
+        let Ok(mut sweep) = self.stale_sweep.lock() else {
+            return 0;
+        };
+        let done = match std::mem::replace(&mut *sweep, StaleSweep::Done(0)) {
+            StaleSweep::Running(handle) => handle.join().unwrap_or(0),
+            StaleSweep::Done(n) => n,
+        };
+        *sweep = StaleSweep::Done(done);
+        done
     }
 
     /// Run the gate alone: lexical rules, deny-list, and resolution of every existing prefix
@@ -169,6 +197,20 @@ impl Workspace {
         }
         Ok(rel)
     }
+}
+
+/// The diff guard alone (SPEC section 5), as MODIFY applies it: the added and removed line
+/// counts of changing `old` into `new` (both already normalised to `\n`), or the refusal MODIFY
+/// would give for `path`. For callers vetting a change before applying it, and for benchmarks.
+pub fn diff_guard(
+    cfg: &WorkspaceConfig,
+    path: &str,
+    old: &str,
+    new: &str,
+) -> Result<(usize, usize), WorkspaceError> {
+    guard::guard(cfg, old, new, path)
+        .map(|d| (d.added, d.removed))
+        .map_err(|r| guard::refusal_error(cfg, path, r))
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ impl Workspace {
                         s
                     };
                     ReadContent::Text {
-                        text: normalise(s).body,
+                        text: normalise(s).body.into_owned(),
                         truncated,
                     }
                 }
@@ -132,6 +132,27 @@ impl Workspace {
             size: st.size,
             content,
         })
+    }
+
+    /// For history: a file's exact bytes and permission bits, opened through the gate like
+    /// every other operation (so a symlink swapped in after the check is not followed).
+    /// `Ok(None)` when nothing is there.
+    pub fn read_bytes(&self, path: &str) -> Result<Option<(Vec<u8>, u32)>, WorkspaceError> {
+        let rel = self.gate_op(path, false)?;
+        let (dir, name) = match open_parent(&self.gate, &rel, false, "read") {
+            Ok(found) => found,
+            Err(WorkspaceError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match Self::open_file(&dir, &name, &rel, "read", "") {
+            Ok((fd, st)) => {
+                let bytes = sys::read_up_to(&fd, usize::MAX)
+                    .map_err(|e| WorkspaceError::io("read", rel.display(), e))?;
+                Ok(Some((bytes, st.perm)))
+            }
+            Err(WorkspaceError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// WRITE: create a new file (parents included). Fails if anything exists at the path.
@@ -218,22 +239,8 @@ impl Workspace {
                 ..FileChange::new(rel.resolved(), ChangeKind::Unchanged)
             });
         }
-        let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved()).map_err(|r| {
-            WorkspaceError::DiffGuard {
-                path: shown.to_string(),
-                changed: r.changed,
-                added: r.added,
-                removed: r.removed,
-                original_lines: r.original_lines,
-                threshold: self.cfg.modify_threshold,
-                ratio_pct: format!("{:.0}", self.cfg.modify_max_ratio * 100.0),
-                preview: if r.lower_bound {
-                    format!("{}(at least this many lines change)\n", r.preview)
-                } else {
-                    r.preview
-                },
-            }
-        })?;
+        let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved())
+            .map_err(|r| guard::refusal_error(&self.cfg, shown, r))?;
         let new_bytes = text::restore(&new_body, styled.eol, styled.bom);
         atomic::write(
             &dir,

@@ -126,7 +126,7 @@ fn search_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, st: &mut State<'_>) 
         return;
     };
     for e in &entries {
-        let path = join(rel, &e.name);
+        let path = join(rel, &e.name());
         match e.kind {
             Kind::Dir => {
                 if w.depth() < MAX_DEPTH

@@ -1,6 +1,8 @@
 //! Text handling shared by READ and MODIFY: binary detection, line-ending and BOM detection,
 //! normalisation to `\n` for matching and diffing, and restoring the file's style on write.
 
+use std::borrow::Cow;
+
 use sha2::{Digest, Sha256};
 
 const BOM: &str = "\u{FEFF}";
@@ -26,9 +28,10 @@ pub(crate) enum Eol {
 
 /// A file's text split into the normalised body and the style needed to write it back.
 #[derive(Debug, Clone)]
-pub(crate) struct Styled {
-    /// The text with `\r\n` turned into `\n` (unless mixed) and without a BOM.
-    pub body: String,
+pub(crate) struct Styled<'a> {
+    /// The text with `\r\n` turned into `\n` (unless mixed) and without a BOM; borrowed when
+    /// nothing had to change.
+    pub body: Cow<'a, str>,
     /// Line-ending style of the original.
     pub eol: Eol,
     /// Whether the original started with a UTF-8 byte-order mark.
@@ -49,25 +52,25 @@ pub(crate) fn detect_eol(text: &str) -> Eol {
 }
 
 /// Split a file's text into normalised body and style.
-pub(crate) fn normalise(text: &str) -> Styled {
+pub(crate) fn normalise(text: &str) -> Styled<'_> {
     let (bom, text) = match text.strip_prefix(BOM) {
         Some(rest) => (true, rest),
         None => (false, text),
     };
     let eol = detect_eol(text);
     let body = match eol {
-        Eol::Crlf => text.replace("\r\n", "\n"),
-        Eol::Lf | Eol::Mixed => text.to_string(),
+        Eol::Crlf => Cow::Owned(text.replace("\r\n", "\n")),
+        Eol::Lf | Eol::Mixed => Cow::Borrowed(text),
     };
     Styled { body, eol, bom }
 }
 
 /// Normalise text coming from the model (search, replace, whole content) to `\n`.
-pub(crate) fn to_lf(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn to_lf(text: &str) -> Cow<'_, str> {
     if text.contains('\r') {
-        std::borrow::Cow::Owned(text.replace("\r\n", "\n"))
+        Cow::Owned(text.replace("\r\n", "\n"))
     } else {
-        std::borrow::Cow::Borrowed(text)
+        Cow::Borrowed(text)
     }
 }
 

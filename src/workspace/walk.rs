@@ -7,6 +7,7 @@
 //! user's global excludes file. As in git, the nearest `.gitignore` decides, and an ignored
 //! directory is not entered. They apply whether or not the project is a git repository.
 
+use std::borrow::Cow;
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
@@ -25,8 +26,6 @@ const MAX_IGNORE_FILE: usize = 1 << 20;
 /// A visible directory entry.
 #[derive(Debug)]
 pub(crate) struct Entry {
-    /// The name (lossily decoded when not UTF-8).
-    pub name: String,
     /// The raw name for `*at` calls.
     pub cname: CString,
     /// Its kind (symlinks are not followed).
@@ -34,6 +33,11 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// The name for display and matching (lossily decoded when not UTF-8).
+    pub(crate) fn name(&self) -> Cow<'_, str> {
+        self.cname.to_string_lossy()
+    }
+
     /// The marker appended in listings: `/` for directories, `@` for symlinks.
     pub(crate) fn marker(&self) -> &'static str {
         match self.kind {
@@ -154,10 +158,7 @@ impl<'w> Walker<'w> {
         let path_patterns = self.deny.has_path_patterns();
         let mut out = Vec::with_capacity(raw.len());
         for e in raw {
-            let name = match e.name.to_str() {
-                Ok(s) => s.to_string(),
-                Err(_) => String::from_utf8_lossy(e.name.to_bytes()).into_owned(),
-            };
+            let name = e.name.to_string_lossy();
             if name.starts_with(TEMP_PREFIX) || self.deny.segment(&name).is_some() {
                 continue;
             }
@@ -175,13 +176,13 @@ impl<'w> Walker<'w> {
                     continue;
                 }
             }
+            drop(name);
             out.push(Entry {
-                name,
                 cname: e.name,
                 kind: e.kind,
             });
         }
-        out.sort_by(|a, b| {
+        out.sort_unstable_by(|a, b| {
             (a.kind != Kind::Dir)
                 .cmp(&(b.kind != Kind::Dir))
                 .then_with(|| a.cname.as_bytes().cmp(b.cname.as_bytes()))
