@@ -12,7 +12,7 @@ use super::scope::{self, Class, Entry};
 use super::session::Session;
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{index_sync, names, repo};
+use super::{index_file, names, repo};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,7 +78,7 @@ impl Session {
             ),
             None => None,
         };
-        let mut index = index_sync::load(repo)?;
+        let index = index_file::load(repo)?;
         let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
         let mut changes = BTreeMap::new();
         let mut left_out = Vec::new();
@@ -143,6 +143,18 @@ impl Session {
         let commit = repo
             .commit(None, &author, &committer, &msg, &tree, &parents)
             .ctx(|| "cannot create the plan commit".into())?;
+        // The index follows the branch for the recorded and the snapshotted paths.
+        let mut synced: BTreeSet<&String> = changes.keys().collect();
+        if let Some(p) = &pending {
+            synced.extend(p.paths.iter());
+        }
+        let entries: Vec<(String, Option<Entry>)> = synced
+            .into_iter()
+            .map(|p| (p.clone(), scope::tree_file(Some(&tree), p).ok().flatten()))
+            .collect();
+        // Prepared (under index.lock) before the branch moves, put in place after: a failure
+        // on either side leaves branch and index consistent.
+        let new_index = index_file::prepare(repo.path(), &entries.into_iter().collect())?;
         let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
         let moved = match tip {
             Some(old) => repo.reference_matching(&w.branch, commit, true, old, &reflog),
@@ -155,16 +167,9 @@ impl Session {
                 names::short_id(commit)
             )
         })?;
-        // The index follows the branch for the recorded paths and the snapshotted ones.
-        let mut synced: BTreeSet<&String> = changes.keys().collect();
-        if let Some(p) = &pending {
-            synced.extend(p.paths.iter());
+        if let Some(index) = new_index {
+            index.commit()?;
         }
-        let entries: Vec<(String, Option<Entry>)> = synced
-            .into_iter()
-            .map(|p| (p.clone(), scope::tree_file(Some(&tree), p).ok().flatten()))
-            .collect();
-        index_sync::update(&mut index, &entries)?;
         if pending.is_some() {
             forget_pending(repo, &session);
         }

@@ -9,12 +9,12 @@
 //!
 //! Modules: `repo` (discovery, refusals, identity), `session` (start, lock, summary),
 //! `snapshot` (user snapshots and trash before a plan), `commit` (the plan commit), `undo`
-//! (undo/redo), `log` (listing); helpers `scope`, `tree_edit`, `index_sync`, `message`,
+//! (undo/redo), `log` (listing); helpers `scope`, `tree_edit`, `index_file`, `message`,
 //! `names`, `meta`, `revert`, `trash`, `store`, `paths`, `lock`.
 
 mod commit;
 mod error;
-mod index_sync;
+mod index_file;
 mod lock;
 mod log;
 mod message;
