@@ -78,7 +78,11 @@ impl Session {
             ),
             None => None,
         };
-        let index = index_file::load(repo)?;
+        // Held from here to the end: the entries checked are the entries rewritten.
+        let index = index_file::lock(repo.path())?;
+        if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
+            return Err(HistoryError::ReadOnly { reason: b.reason() });
+        }
         let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
         let mut changes = BTreeMap::new();
         let mut left_out = Vec::new();
@@ -154,7 +158,7 @@ impl Session {
             .collect();
         // Prepared (under index.lock) before the branch moves, put in place after: a failure
         // on either side leaves branch and index consistent.
-        let new_index = index_file::prepare(repo.path(), &entries.into_iter().collect())?;
+        let new_index = index.stage(&entries.into_iter().collect())?;
         let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
         let moved = match tip {
             Some(old) => repo.reference_matching(&w.branch, commit, true, old, &reflog),

@@ -14,8 +14,8 @@
 //! caches are dropped (as git drops extensions it cannot keep valid), and an index that needs
 //! a mandatory extension pai does not know (split or sparse index) is refused, never guessed.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, OpenOptions};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -306,70 +306,104 @@ impl IndexFile {
             .collect()
     }
 
-    /// The file with each path of `updates` set to its entry (or removed), and anything that
-    /// would clash with an added file (a file where its directory goes, a directory where it
-    /// goes) removed, as `git add` would.
-    fn rewrite(&self, updates: &BTreeMap<String, Option<Entry>>) -> Vec<u8> {
-        let added: Vec<&[u8]> = updates
-            .iter()
-            .filter(|(_, e)| e.is_some())
-            .map(|(p, _)| p.as_bytes())
-            .collect();
-        let mut ancestors: BTreeSet<&[u8]> = BTreeSet::new();
-        for p in &added {
-            for (i, &b) in p.iter().enumerate() {
+    /// Indices of the entries an update replaces or removes: the updated paths (every stage),
+    /// and whatever would clash with an added file — a file where one of its directories
+    /// goes, or anything below a directory where it goes — as `git add` would remove them.
+    fn dropped(&self, updates: &BTreeMap<String, Option<Entry>>) -> Vec<bool> {
+        let mut dropped = vec![false; self.entries.len()];
+        let mark_exact = |path: &[u8], dropped: &mut Vec<bool>| {
+            let mut i = self.lower_bound(path);
+            while i < self.entries.len() && self.path_of(&self.entries[i]) == path {
+                dropped[i] = true;
+                i += 1;
+            }
+        };
+        for (path, entry) in updates {
+            let path = path.as_bytes();
+            mark_exact(path, &mut dropped);
+            if entry.is_none() {
+                continue;
+            }
+            for (i, &b) in path.iter().enumerate() {
                 if b == b'/' {
-                    ancestors.insert(&p[..i]);
+                    mark_exact(&path[..i], &mut dropped);
                 }
             }
+            let mut below = path.to_vec();
+            below.push(b'/');
+            let mut i = self.lower_bound(&below);
+            while i < self.entries.len() && self.path_of(&self.entries[i]).starts_with(&below) {
+                dropped[i] = true;
+                i += 1;
+            }
         }
-        let dropped = |path: &[u8]| {
-            std::str::from_utf8(path).is_ok_and(|s| updates.contains_key(s))
-                || ancestors.contains(path)
-                || added
-                    .iter()
-                    .any(|a| path.len() > a.len() && path.starts_with(a) && path[a.len()] == b'/')
-        };
+        dropped
+    }
+
+    /// The whole file with `updates` applied. Unchanged entries are copied in runs, byte for
+    /// byte (in version 4 only the first entry of a run is re-encoded, since its predecessor
+    /// may have changed), so the cost is a copy and a hash of the file.
+    fn rewrite(&self, updates: &BTreeMap<String, Option<Entry>>) -> Vec<u8> {
+        let dropped = self.dropped(updates);
+        // New entries, each with the position of the old entry it goes before.
+        let inserts: Vec<(usize, &[u8], Oid, u32)> = updates
+            .iter()
+            .filter_map(|(p, e)| {
+                e.map(|(id, mode)| {
+                    (
+                        self.lower_bound(p.as_bytes()),
+                        p.as_bytes(),
+                        id,
+                        mode as u32,
+                    )
+                })
+            })
+            .collect();
         let mut out = Vec::with_capacity(self.buf.len() + updates.len() * 96);
         out.extend_from_slice(SIGNATURE);
         out.extend_from_slice(&self.version.to_be_bytes());
         out.extend_from_slice(&[0; 4]);
         let mut count: u32 = 0;
         let mut prev: Vec<u8> = Vec::new();
-        let mut new = updates
-            .iter()
-            .filter_map(|(p, e)| e.map(|(id, mode)| (p.as_bytes(), id, mode as u32)))
-            .peekable();
-        let emit_new = |out: &mut Vec<u8>, prev: &mut Vec<u8>, (p, id, mode): (&[u8], Oid, u32)| {
-            let mut fixed = [0u8; FIXED_LEN];
-            fixed[MODE_OFFSET..MODE_OFFSET + 4].copy_from_slice(&mode.to_be_bytes());
-            fixed[OID_OFFSET..OID_OFFSET + 20].copy_from_slice(id.as_bytes());
-            let flags = p.len().min(NAME_MASK as usize) as u16;
-            fixed[FLAGS_OFFSET..FLAGS_OFFSET + 2].copy_from_slice(&flags.to_be_bytes());
-            out.extend_from_slice(&fixed);
-            self.emit_path(out, prev, p, FIXED_LEN);
-        };
-        for e in &self.entries {
-            let path = self.path_of(e);
-            // An updated path's new entry takes the place of the old one (dropped below).
-            while let Some(next) = new.next_if(|n| n.0 <= path) {
-                emit_new(&mut out, &mut prev, next);
+        let n = self.entries.len();
+        let mut inserts = inserts.into_iter().peekable();
+        let mut i = 0;
+        loop {
+            while let Some((_, p, id, mode)) = inserts.next_if(|x| x.0 <= i) {
+                let mut fixed = [0u8; FIXED_LEN];
+                fixed[MODE_OFFSET..MODE_OFFSET + 4].copy_from_slice(&mode.to_be_bytes());
+                fixed[OID_OFFSET..OID_OFFSET + 20].copy_from_slice(id.as_bytes());
+                let flags = p.len().min(NAME_MASK as usize) as u16;
+                fixed[FLAGS_OFFSET..FLAGS_OFFSET + 2].copy_from_slice(&flags.to_be_bytes());
+                out.extend_from_slice(&fixed);
+                self.emit_path(&mut out, &mut prev, p, FIXED_LEN);
                 count += 1;
             }
-            if dropped(path) {
+            if i == n {
+                break;
+            }
+            if dropped[i] {
+                i += 1;
                 continue;
             }
-            if self.version == 4 {
-                out.extend_from_slice(&self.buf[e.span.start..e.span.start + e.fixed]);
-                self.emit_path(&mut out, &mut prev, path, e.fixed);
-            } else {
-                out.extend_from_slice(&self.buf[e.span.clone()]);
+            let next_insert = inserts.peek().map_or(n, |x| x.0);
+            let mut j = i + 1;
+            while j < n && j < next_insert && !dropped[j] {
+                j += 1;
             }
-            count += 1;
-        }
-        for next in new {
-            emit_new(&mut out, &mut prev, next);
-            count += 1;
+            let first = &self.entries[i];
+            let last = &self.entries[j - 1];
+            if self.version == 4 {
+                out.extend_from_slice(&self.buf[first.span.start..first.span.start + first.fixed]);
+                self.emit_path(&mut out, &mut prev, self.path_of(first), first.fixed);
+                out.extend_from_slice(&self.buf[first.span.end..last.span.end]);
+                prev.clear();
+                prev.extend_from_slice(self.path_of(last));
+            } else {
+                out.extend_from_slice(&self.buf[first.span.start..last.span.end]);
+            }
+            count += (j - i) as u32;
+            i = j;
         }
         out[8..12].copy_from_slice(&count.to_be_bytes());
         let changed: Vec<&str> = updates.keys().map(String::as_str).collect();
@@ -523,18 +557,28 @@ impl PendingIndex {
     }
 }
 
-/// Prepare the index of `git_dir` with each path's stage-0 entry set to the given blob (or
-/// the path removed), under git's `index.lock`. `None` when there is nothing to change.
-pub(crate) fn prepare(
-    git_dir: &Path,
-    updates: &BTreeMap<String, Option<Entry>>,
-) -> Result<Option<PendingIndex>, HistoryError> {
-    if updates.is_empty() {
-        return Ok(None);
+/// The index read under git's `index.lock`: no git command can change it until this is
+/// dropped (lock removed, index unchanged) or [`LockedIndex::stage`]d.
+pub(crate) struct LockedIndex {
+    index: IndexFile,
+    index_path: PathBuf,
+    file: File,
+    guard: LockGuard,
+}
+
+impl std::ops::Deref for LockedIndex {
+    type Target = IndexFile;
+    fn deref(&self) -> &IndexFile {
+        &self.index
     }
+}
+
+/// Take `index.lock` in `git_dir` and read the index (checksum verified, so a corrupt index
+/// is never re-sealed with a fresh checksum).
+pub(crate) fn lock(git_dir: &Path) -> Result<LockedIndex, HistoryError> {
     let index_path = git_dir.join("index");
     let lock_path = git_dir.join("index.lock");
-    let mut lock = match OpenOptions::new()
+    let file = match OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&lock_path)
@@ -552,19 +596,43 @@ pub(crate) fn prepare(
         Err(e) => return Err(bad(&lock_path, e)),
     };
     let guard = LockGuard {
-        path: lock_path.clone(),
+        path: lock_path,
         done: false,
     };
     let index = IndexFile::read(&index_path, true)?;
-    let bytes = index.rewrite(updates);
-    lock.write_all(&bytes)
-        .and_then(|()| lock.flush())
-        .map_err(|e| bad(&lock_path, e))?;
-    if let Ok(meta) = fs::metadata(&index_path) {
-        // Keep the index's permission bits (shared repositories).
-        let _ = fs::set_permissions(&lock_path, meta.permissions());
+    Ok(LockedIndex {
+        index,
+        index_path,
+        file,
+        guard,
+    })
+}
+
+impl LockedIndex {
+    /// Write the index with `updates` applied into the lock file; it takes effect with
+    /// [`PendingIndex::commit`]. `None` (and the lock released) when there is nothing to do.
+    pub(crate) fn stage(
+        mut self,
+        updates: &BTreeMap<String, Option<Entry>>,
+    ) -> Result<Option<PendingIndex>, HistoryError> {
+        if updates.is_empty() {
+            return Ok(None);
+        }
+        let bytes = self.index.rewrite(updates);
+        let lock_path = self.guard.path.clone();
+        self.file
+            .write_all(&bytes)
+            .and_then(|()| self.file.flush())
+            .map_err(|e| bad(&lock_path, e))?;
+        if let Ok(meta) = fs::metadata(&self.index_path) {
+            // Keep the index's permission bits (shared repositories).
+            let _ = fs::set_permissions(&lock_path, meta.permissions());
+        }
+        Ok(Some(PendingIndex {
+            index_path: self.index_path,
+            guard: self.guard,
+        }))
     }
-    Ok(Some(PendingIndex { index_path, guard }))
 }
 
 #[cfg(test)]
@@ -634,6 +702,64 @@ mod tests {
             assert_eq!(read.get("a.txt"), None);
             assert_eq!(read.get(&long), Some((id, 0o100644)));
             assert_eq!(read.entries.len(), 2);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn rewrite_matches_a_model_in_every_version(
+            version in 2u32..=4,
+            start in proptest::collection::btree_map("[ab]{1,2}(/[ab]{1,2}){0,2}", 0u8..4, 0..40),
+            edits in proptest::collection::btree_map("[ab]{1,2}(/[ab]{1,2}){0,2}", proptest::option::of(0u8..4), 0..8),
+        ) {
+            let id = |n: u8| Oid::from_bytes(&[n + 1; 20]).unwrap();
+            // A valid index has no file/directory clashes: build the start state through
+            // rewrite itself, which removes them as git add would.
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("index");
+            let mut empty = IndexFile::empty();
+            empty.version = version;
+            let mut model: BTreeMap<String, u8> = BTreeMap::new();
+            let mut current = empty;
+            for (path, n) in &start {
+                let mut one = BTreeMap::new();
+                one.insert(path.clone(), Some((id(*n), 0o100644)));
+                fs::write(&p, current.rewrite(&one)).unwrap();
+                current = IndexFile::read(&p, true).unwrap();
+                apply(&mut model, path, Some(*n));
+            }
+            let updates: BTreeMap<String, Option<Entry>> = edits
+                .iter()
+                .map(|(p, n)| (p.clone(), n.map(|n| (id(n), 0o100644))))
+                .collect();
+            for (path, n) in &edits {
+                apply(&mut model, path, *n);
+            }
+            // Apply all edits at once; clashes among the edits themselves resolve in path order.
+            fs::write(&p, current.rewrite(&updates)).unwrap();
+            let read = IndexFile::read(&p, true).unwrap();
+            let got: BTreeMap<String, u8> = read
+                .entries
+                .iter()
+                .map(|e| (String::from_utf8(read.path_of(e).to_vec()).unwrap(), e.id.as_bytes()[0] - 1))
+                .collect();
+            let paths: Vec<&[u8]> = read.entries.iter().map(|e| read.path_of(e)).collect();
+            proptest::prop_assert!(paths.windows(2).all(|w| w[0] < w[1]), "unsorted: {paths:?}");
+            if edits.keys().all(|a| edits.keys().all(|b| a == b || !(b.starts_with(&format!("{a}/"))))) {
+                proptest::prop_assert_eq!(got, model);
+            }
+        }
+    }
+
+    /// The model of `git add` / `git rm --cached` for one path.
+    fn apply(model: &mut BTreeMap<String, u8>, path: &str, n: Option<u8>) {
+        model.remove(path);
+        if let Some(n) = n {
+            model.retain(|k, _| {
+                !k.starts_with(&format!("{path}/")) && !path.starts_with(&format!("{k}/"))
+            });
+            model.insert(path.to_string(), n);
         }
     }
 

@@ -191,6 +191,37 @@ pub(crate) fn open_existing(root: &Path) -> Result<HistoryRepo, HistoryError> {
 
 /// Why pai must not write to `repo` now: an operation in progress or unresolved conflicts.
 pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
+    if let Some(b) = state_blocker(repo) {
+        return Some(b);
+    }
+    match super::index_file::load(repo) {
+        Ok(index) => index_blocker(&index),
+        Err(e) => Some(unreadable_index(&e)),
+    }
+}
+
+/// The blocker for an index pai cannot read.
+pub(crate) fn unreadable_index(e: &HistoryError) -> Blocker {
+    Blocker::new(
+        e.to_string(),
+        "pai will not write history with an index it cannot update; check the repository with `git status`",
+    )
+}
+
+/// Unresolved conflicts in `index`.
+pub(crate) fn index_blocker(index: &super::index_file::IndexFile) -> Option<Blocker> {
+    let files = index.conflicts();
+    if files.is_empty() {
+        return None;
+    }
+    Some(Blocker::new(
+        format!("the index has unresolved conflicts ({})", files.join(", ")),
+        "resolve them and `git add` the files, then try again",
+    ))
+}
+
+/// A merge, rebase, cherry-pick, revert, bisect or `git am` in progress.
+pub(crate) fn state_blocker(repo: &Repository) -> Option<Blocker> {
     let in_progress = |what: &str, todo: &str| {
         Some(Blocker::new(
             format!("{what} is in progress"),
@@ -234,22 +265,6 @@ pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
                 "finish it (`git am --continue`) or abort it (`git am --abort`), then try again",
             );
         }
-    }
-    let index = match super::index_file::load(repo) {
-        Ok(index) => index,
-        Err(e) => {
-            return Some(Blocker::new(
-                e.to_string(),
-                "pai will not write history with an index it cannot update; check the repository with `git status`",
-            ));
-        }
-    };
-    let files = index.conflicts();
-    if !files.is_empty() {
-        return Some(Blocker::new(
-            format!("the index has unresolved conflicts ({})", files.join(", ")),
-            "resolve them and `git add` the files, then try again",
-        ));
     }
     None
 }

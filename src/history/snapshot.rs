@@ -45,6 +45,9 @@ impl Session {
             None => None,
         };
         let index = index_file::load(repo)?;
+        if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
+            return Err(HistoryError::ReadOnly { reason: b.reason() });
+        }
         let files = scope::expand(repo, wt, base_tree.as_ref(), &index, paths)?;
         let trash_dir = trash::plan_dir(&root, &session, plan);
         let mut staged: BTreeMap<String, Option<Entry>> = BTreeMap::new();

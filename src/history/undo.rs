@@ -112,7 +112,7 @@ fn undo_in(
     force: bool,
     identity: Option<&(String, String)>,
 ) -> Result<UndoReport, HistoryError> {
-    if let Some(b) = repo::blocker(repo) {
+    if let Some(b) = repo::state_blocker(repo) {
         return Err(b.refusal("undo"));
     }
     let branch = revert::session_branch(repo, "undo")?;
@@ -170,7 +170,11 @@ fn undo_in(
     let changes = revert::changed_paths(repo, before_tree.as_ref(), Some(&plan_tree))?;
 
     // Everything the plan wrote must still be exactly as it wrote it.
-    let index = index_file::load(repo)?;
+    // Held to the end, so the entries checked are the entries rewritten.
+    let index = index_file::lock(repo.path())?;
+    if let Some(b) = repo::index_blocker(&index) {
+        return Err(b.refusal("undo"));
+    }
     let mut changed: Vec<String> = Vec::new();
     let mut staged_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     let mut work_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
@@ -244,7 +248,7 @@ fn undo_in(
     }
     // Prepared (holding index.lock) before any file is written; put in place once the
     // branch has moved.
-    let new_index = index_file::prepare(repo.path(), &entries.into_iter().collect())?;
+    let new_index = index.stage(&entries.into_iter().collect())?;
 
     let undone_ref = names::undone_ref(&session, number);
     repo.reference(
@@ -400,7 +404,7 @@ fn restore_trash(
 }
 
 fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
-    if let Some(b) = repo::blocker(repo) {
+    if let Some(b) = repo::state_blocker(repo) {
         return Err(b.refusal("redo"));
     }
     let branch = revert::session_branch(repo, "redo")?;
@@ -462,7 +466,11 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         ),
         None => None,
     };
-    let index = index_file::load(repo)?;
+    // Held to the end, so the entries checked are the entries rewritten.
+    let index = index_file::lock(repo.path())?;
+    if let Some(b) = repo::index_blocker(&index) {
+        return Err(b.refusal("redo"));
+    }
     let mut changed = Vec::new();
     for c in &changes {
         let Ok(file) = scope::work_file(wt, &c.path)? else {
@@ -508,7 +516,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
             }
         }
     }
-    let new_index = index_file::prepare(repo.path(), &entries.into_iter().collect())?;
+    let new_index = index.stage(&entries.into_iter().collect())?;
 
     let mut removed = Vec::new();
     for c in changes.iter().filter(|c| c.after.is_none()) {
