@@ -38,18 +38,19 @@ const FLAG_EXTENDED: u16 = 0x4000;
 const STAGE_MASK: u16 = 0x3000;
 const NAME_MASK: u16 = 0x0fff;
 
-/// One entry as found in the file.
-#[derive(Debug, Clone)]
+/// One entry as found in the file, kept small (100,000 of them are read per commit).
+#[derive(Debug, Clone, Copy)]
 struct RawEntry {
-    /// The path, in `IndexFile::arena`.
-    path: Range<usize>,
-    /// The whole encoded entry, in `IndexFile::buf`.
-    span: Range<usize>,
+    /// Where the encoded entry starts and ends in `IndexFile::buf`.
+    start: u32,
+    end: u32,
+    /// Where its path starts: in `buf` (versions 2, 3) or in `IndexFile::arena` (version 4,
+    /// whose paths are prefix-compressed).
+    path: u32,
+    path_len: u32,
     /// Length of the fixed part (62, or 64 with extended flags).
-    fixed: usize,
+    fixed: u8,
     stage: u8,
-    mode: u32,
-    id: Oid,
 }
 
 /// A parsed index file.
@@ -122,17 +123,21 @@ impl IndexFile {
         }
     }
 
-    /// Read the index at `path`; a missing file is an empty index. `verify` checks the
-    /// trailing checksum (done before rewriting, so corruption is never re-sealed).
-    pub(crate) fn read(path: &Path, verify: bool) -> Result<IndexFile, HistoryError> {
+    /// Read the index at `path`; a missing file is an empty index. Like git, the trailing
+    /// checksum is not re-computed on read (that alone would cost as much as the rest); the
+    /// structure is checked instead.
+    pub(crate) fn read(path: &Path) -> Result<IndexFile, HistoryError> {
         match fs::read(path) {
-            Ok(buf) => IndexFile::parse(path, buf, verify),
+            Ok(buf) => IndexFile::parse(path, buf),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(IndexFile::empty()),
             Err(e) => Err(bad(path, e)),
         }
     }
 
-    fn parse(path: &Path, buf: Vec<u8>, verify: bool) -> Result<IndexFile, HistoryError> {
+    fn parse(path: &Path, buf: Vec<u8>) -> Result<IndexFile, HistoryError> {
+        if buf.len() > u32::MAX as usize {
+            return Err(bad(path, "larger than 4 GiB"));
+        }
         if buf.len() < HEADER_LEN + HASH_LEN || &buf[..4] != SIGNATURE {
             return Err(bad(path, "not a git index file"));
         }
@@ -145,16 +150,9 @@ impl IndexFile {
         }
         let count = be32(&buf, 8) as usize;
         let end = buf.len() - HASH_LEN;
-        if verify {
-            let stored = &buf[end..];
-            // An all-zero checksum is git's `index.skipHash`.
-            if stored.iter().any(|&b| b != 0) && Sha1::digest(&buf[..end]).as_slice() != stored {
-                return Err(bad(path, "checksum mismatch (the index is corrupt)"));
-            }
-        }
         let truncated = || bad(path, "truncated entry");
         let mut entries = Vec::with_capacity(count);
-        let mut arena: Vec<u8> = Vec::with_capacity(count * 32);
+        let mut arena: Vec<u8> = Vec::with_capacity(if version == 4 { count * 32 } else { 0 });
         let mut prev: Range<usize> = 0..0;
         let mut nameless = false;
         let mut pos = HEADER_LEN;
@@ -163,9 +161,6 @@ impl IndexFile {
             if pos + FIXED_LEN > end {
                 return Err(truncated());
             }
-            let mode = be32(&buf, pos + MODE_OFFSET);
-            let id = Oid::from_bytes(&buf[pos + OID_OFFSET..pos + OID_OFFSET + 20])
-                .map_err(|e| bad(path, e.message()))?;
             let flags = be16(&buf, pos + FLAGS_OFFSET);
             let mut fixed = FIXED_LEN;
             if flags & FLAG_EXTENDED != 0 {
@@ -178,8 +173,9 @@ impl IndexFile {
             if pos > end {
                 return Err(truncated());
             }
-            let path_start = arena.len();
+            let path_range;
             if version == 4 {
+                let path_start = arena.len();
                 let (strip, used) = decode_varint(&buf[pos..end]).ok_or_else(truncated)?;
                 pos += used;
                 let nul = buf[pos..end]
@@ -191,6 +187,7 @@ impl IndexFile {
                 }
                 arena.extend_from_within(prev.start..prev.end - strip);
                 arena.extend_from_slice(&buf[pos..pos + nul]);
+                path_range = path_start..arena.len();
                 pos += nul + 1;
             } else {
                 let len = (flags & NAME_MASK) as usize;
@@ -205,23 +202,22 @@ impl IndexFile {
                 if pos + nul >= end || buf[pos + nul] != 0 {
                     return Err(truncated());
                 }
-                arena.extend_from_slice(&buf[pos..pos + nul]);
+                path_range = pos..pos + nul;
                 pos = start + ((fixed + nul + 8) & !7);
                 if pos > end {
                     return Err(truncated());
                 }
             }
-            let path_range = path_start..arena.len();
             // A split index has nameless entries; the `link` extension below says so.
             nameless |= path_range.is_empty();
             prev = path_range.clone();
             entries.push(RawEntry {
-                path: path_range,
-                span: start..pos,
-                fixed,
+                start: start as u32,
+                end: pos as u32,
+                path: path_range.start as u32,
+                path_len: path_range.len() as u32,
+                fixed: fixed as u8,
                 stage: ((flags & STAGE_MASK) >> 12) as u8,
-                mode,
-                id,
             });
         }
         let mut extensions = Vec::new();
@@ -263,7 +259,22 @@ impl IndexFile {
     }
 
     fn path_of(&self, e: &RawEntry) -> &[u8] {
-        &self.arena[e.path.clone()]
+        let range = e.path as usize..(e.path + e.path_len) as usize;
+        if self.version == 4 {
+            &self.arena[range]
+        } else {
+            &self.buf[range]
+        }
+    }
+
+    /// The blob id and mode an entry records.
+    fn entry_of(&self, e: &RawEntry) -> Entry {
+        let at = e.start as usize;
+        let mut id = [0u8; 20];
+        id.copy_from_slice(&self.buf[at + OID_OFFSET..at + OID_OFFSET + 20]);
+        // 20 bytes always make an id.
+        let id = Oid::from_bytes(&id).unwrap_or(Oid::ZERO_SHA1);
+        (id, be32(&self.buf, at + MODE_OFFSET) as i32)
     }
 
     /// Paths with unresolved conflicts (entries at a stage other than 0).
@@ -291,7 +302,7 @@ impl IndexFile {
             .iter()
             .take_while(|e| self.path_of(e) == path)
             .find(|e| e.stage == 0)
-            .map(|e| (e.id, e.mode as i32))
+            .map(|e| self.entry_of(e))
     }
 
     /// Paths of the entries below directory `dir`.
@@ -393,14 +404,15 @@ impl IndexFile {
             }
             let first = &self.entries[i];
             let last = &self.entries[j - 1];
+            let (start, fixed) = (first.start as usize, first.fixed as usize);
             if self.version == 4 {
-                out.extend_from_slice(&self.buf[first.span.start..first.span.start + first.fixed]);
-                self.emit_path(&mut out, &mut prev, self.path_of(first), first.fixed);
-                out.extend_from_slice(&self.buf[first.span.end..last.span.end]);
+                out.extend_from_slice(&self.buf[start..start + fixed]);
+                self.emit_path(&mut out, &mut prev, self.path_of(first), fixed);
+                out.extend_from_slice(&self.buf[first.end as usize..last.end as usize]);
                 prev.clear();
                 prev.extend_from_slice(self.path_of(last));
             } else {
-                out.extend_from_slice(&self.buf[first.span.start..last.span.end]);
+                out.extend_from_slice(&self.buf[start..last.end as usize]);
             }
             count += (j - i) as u32;
             i = j;
@@ -523,7 +535,7 @@ fn invalidate_cache_tree(data: &[u8], changed: &[&str]) -> Option<Vec<u8>> {
 
 /// The index of `repo` as it is now (not checksum-verified: read-only use).
 pub(crate) fn load(repo: &git2::Repository) -> Result<IndexFile, HistoryError> {
-    IndexFile::read(&repo.path().join("index"), false)
+    IndexFile::read(&repo.path().join("index"))
 }
 
 /// Removes the lock file unless the update went through.
@@ -573,8 +585,7 @@ impl std::ops::Deref for LockedIndex {
     }
 }
 
-/// Take `index.lock` in `git_dir` and read the index (checksum verified, so a corrupt index
-/// is never re-sealed with a fresh checksum).
+/// Take `index.lock` in `git_dir` and read the index.
 pub(crate) fn lock(git_dir: &Path) -> Result<LockedIndex, HistoryError> {
     let index_path = git_dir.join("index");
     let lock_path = git_dir.join("index.lock");
@@ -599,7 +610,7 @@ pub(crate) fn lock(git_dir: &Path) -> Result<LockedIndex, HistoryError> {
         path: lock_path,
         done: false,
     };
-    let index = IndexFile::read(&index_path, true)?;
+    let index = IndexFile::read(&index_path)?;
     Ok(LockedIndex {
         index,
         index_path,
@@ -667,10 +678,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("index");
         fs::write(&p, b"DIRC\0\0\0\x02\0\0\0\x05short").unwrap();
-        assert!(IndexFile::read(&p, false).is_err());
+        assert!(IndexFile::read(&p).is_err());
         fs::write(&p, b"not an index at all, not at all......").unwrap();
-        assert!(IndexFile::read(&p, false).is_err());
-        let missing = IndexFile::read(&dir.path().join("none"), true).unwrap();
+        assert!(IndexFile::read(&p).is_err());
+        let missing = IndexFile::read(&dir.path().join("none")).unwrap();
         assert!(missing.get("a").is_none());
     }
 
@@ -688,7 +699,7 @@ mod tests {
             updates.insert("a/b.txt".to_string(), Some((id, 0o100755)));
             updates.insert(long.clone(), Some((id, 0o100644)));
             fs::write(&p, empty.rewrite(&updates)).unwrap();
-            let read = IndexFile::read(&p, true).unwrap();
+            let read = IndexFile::read(&p).unwrap();
             assert_eq!(read.version, version);
             assert_eq!(read.get("a.txt"), Some((id, 0o100644)));
             assert_eq!(read.get("a/b.txt"), Some((id, 0o100755)));
@@ -698,7 +709,7 @@ mod tests {
             let mut updates = BTreeMap::new();
             updates.insert("a.txt".to_string(), None);
             fs::write(&p, read.rewrite(&updates)).unwrap();
-            let read = IndexFile::read(&p, true).unwrap();
+            let read = IndexFile::read(&p).unwrap();
             assert_eq!(read.get("a.txt"), None);
             assert_eq!(read.get(&long), Some((id, 0o100644)));
             assert_eq!(read.entries.len(), 2);
@@ -726,7 +737,7 @@ mod tests {
                 let mut one = BTreeMap::new();
                 one.insert(path.clone(), Some((id(*n), 0o100644)));
                 fs::write(&p, current.rewrite(&one)).unwrap();
-                current = IndexFile::read(&p, true).unwrap();
+                current = IndexFile::read(&p).unwrap();
                 apply(&mut model, path, Some(*n));
             }
             let updates: BTreeMap<String, Option<Entry>> = edits
@@ -738,11 +749,11 @@ mod tests {
             }
             // Apply all edits at once; clashes among the edits themselves resolve in path order.
             fs::write(&p, current.rewrite(&updates)).unwrap();
-            let read = IndexFile::read(&p, true).unwrap();
+            let read = IndexFile::read(&p).unwrap();
             let got: BTreeMap<String, u8> = read
                 .entries
                 .iter()
-                .map(|e| (String::from_utf8(read.path_of(e).to_vec()).unwrap(), e.id.as_bytes()[0] - 1))
+                .map(|e| (String::from_utf8(read.path_of(e).to_vec()).unwrap(), read.entry_of(e).0.as_bytes()[0] - 1))
                 .collect();
             let paths: Vec<&[u8]> = read.entries.iter().map(|e| read.path_of(e)).collect();
             proptest::prop_assert!(paths.windows(2).all(|w| w[0] < w[1]), "unsorted: {paths:?}");
@@ -772,12 +783,12 @@ mod tests {
         updates.insert("x".to_string(), Some((id, 0o100644)));
         updates.insert("y/z".to_string(), Some((id, 0o100644)));
         fs::write(&p, IndexFile::empty().rewrite(&updates)).unwrap();
-        let read = IndexFile::read(&p, true).unwrap();
+        let read = IndexFile::read(&p).unwrap();
         let mut updates = BTreeMap::new();
         updates.insert("x/inner".to_string(), Some((id, 0o100644)));
         updates.insert("y".to_string(), Some((id, 0o100644)));
         fs::write(&p, read.rewrite(&updates)).unwrap();
-        let read = IndexFile::read(&p, true).unwrap();
+        let read = IndexFile::read(&p).unwrap();
         let paths: Vec<&[u8]> = read.entries.iter().map(|e| read.path_of(e)).collect();
         assert_eq!(paths, [b"x/inner".as_slice(), b"y".as_slice()]);
     }
