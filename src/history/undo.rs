@@ -419,19 +419,31 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     let mut fitting: Vec<(u32, String, Oid)> = Vec::new();
     let mut stale: Vec<String> = Vec::new();
     let refs = repo
-        .references_glob(&names::undone_glob(&branch_session))
+        .references_glob("refs/pai/undone/*")
         .ctx(|| "cannot list undone plans".into())?;
     for r in refs.flatten() {
         let (Ok(name), Some(id)) = (r.name().map(str::to_string), r.target()) else {
             continue;
         };
+        // This session's undone plans, and those of sessions whose branch is gone (undone
+        // here because this branch was started from theirs).
+        let Some(session) = name
+            .strip_prefix("refs/pai/undone/")
+            .and_then(|rest| rest.split('/').next())
+        else {
+            continue;
+        };
+        let own = session == branch_session;
+        if !own && repo.find_reference(&names::branch_ref(session)).is_ok() {
+            continue;
+        }
         let commit = read_commit(repo, id)?;
         let number = message::parse(commit.message().unwrap_or_default())
             .plan
             .unwrap_or(0);
         if lands_on(&commit, tip) {
             fitting.push((number, name, id));
-        } else {
+        } else if own {
             stale.push(format!(
                 "plan {number} ({}): `git cherry-pick {}`",
                 names::short_id(id),
