@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use history_common::{FsWorkTree, Project};
 use pai::history::{PlanRecord, Session, StartOptions, WorkEntry, WorkTree, undo};
 
+/// Runs per size unless `PAI_BENCH_RUNS` says otherwise; the table shows medians.
 const RUNS: usize = 5;
 const FILES_PER_DIR: usize = 100;
 
@@ -55,6 +56,14 @@ struct Row {
     undo_writes: Duration,
     git_commit: Duration,
     git_status: Duration,
+}
+
+fn runs() -> usize {
+    std::env::var("PAI_BENCH_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(RUNS)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -125,7 +134,7 @@ fn measure(files: usize) -> Row {
         mut git_commit,
         mut git_status,
     ) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-    for run in 0..RUNS {
+    for run in 0..runs() {
         let t = Instant::now();
         let mut session = Session::start(&p.root, StartOptions::now()).unwrap();
         start.push(t.elapsed());
@@ -191,7 +200,10 @@ fn main() {
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![1_000, 100_000]);
     let rows: Vec<Row> = sizes.iter().map(|&n| measure(n)).collect();
-    println!("\nhistory benchmark (median of {RUNS} runs; plan touches 3 files)\n");
+    println!(
+        "\nhistory benchmark (median of {} runs; plan touches 3 files)\n",
+        runs()
+    );
     print!("{:<34}", "operation");
     for r in &rows {
         print!("{:>16}", format!("{} files", r.files));
