@@ -502,3 +502,46 @@ fn no_history_here_is_reported() {
     let err = undo(&p.root, &p.wt(), false).unwrap_err();
     assert!(matches!(err, HistoryError::NoHistory { .. }), "{err}");
 }
+
+#[test]
+fn undo_and_redo_a_plan_inherited_from_a_deleted_session_branch() {
+    let p = Project::repo();
+    let mut first = p.start();
+    let first_branch = first.branch().unwrap().to_string();
+    let first_id = first.id().to_string();
+    let one = run_plan(&mut first, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
+    drop(first);
+    let second = p.start();
+    let second_branch = second.branch().unwrap().to_string();
+    drop(second);
+    p.git(&["branch", "-D", &first_branch]);
+    let report = undo(&p.root, &p.wt(), false).unwrap();
+    assert_eq!(
+        (report.session.as_str(), report.plan),
+        (first_id.as_str(), 1)
+    );
+    assert_eq!(p.read("a.txt"), "alpha\n");
+    // The session's log still shows the plan, as undone, although its branch is gone.
+    let sessions = pai::history::log(&p.root, Some(&first_id), false).unwrap();
+    assert_eq!(sessions[0].branch, None);
+    assert!(sessions[0].plans[0].undone);
+    redo(&p.root, &p.wt()).unwrap();
+    assert_eq!(p.rev(&second_branch), one.id);
+    assert_eq!(p.read("a.txt"), "one\n");
+}
+
+#[test]
+fn redo_ignores_plans_undone_on_another_live_session_branch() {
+    let p = Project::repo();
+    let mut first = p.start();
+    run_plan(&mut first, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
+    run_plan(&mut first, &p.wt(), "two", &[Op::Write("a.txt", b"two\n")]).unwrap();
+    first.undo(&p.wt(), false).unwrap();
+    drop(first);
+    // A new session starts where the first one's undo left it; its redo is its own.
+    let second = p.start();
+    drop(second);
+    let (message, _) = refused(redo(&p.root, &p.wt()).unwrap_err());
+    assert!(message.contains("nothing to redo"), "{message}");
+    assert_eq!(p.read("a.txt"), "one\n");
+}

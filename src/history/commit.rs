@@ -12,7 +12,7 @@ use super::scope::{self, Class, Entry};
 use super::session::Session;
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{index_sync, names, repo};
+use super::{index_file, names, repo};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,7 +78,11 @@ impl Session {
             ),
             None => None,
         };
-        let mut index = index_sync::load(repo)?;
+        // Held from here to the end: the entries checked are the entries rewritten.
+        let index = index_file::lock(repo.path())?;
+        if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
+            return Err(HistoryError::ReadOnly { reason: b.reason() });
+        }
         let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
         let mut changes = BTreeMap::new();
         let mut left_out = Vec::new();
@@ -143,6 +147,18 @@ impl Session {
         let commit = repo
             .commit(None, &author, &committer, &msg, &tree, &parents)
             .ctx(|| "cannot create the plan commit".into())?;
+        // The index follows the branch for the recorded and the snapshotted paths.
+        let mut synced: BTreeSet<&String> = changes.keys().collect();
+        if let Some(p) = &pending {
+            synced.extend(p.paths.iter());
+        }
+        let entries: Vec<(String, Option<Entry>)> = synced
+            .into_iter()
+            .map(|p| (p.clone(), scope::tree_file(Some(&tree), p).ok().flatten()))
+            .collect();
+        // Prepared (under index.lock) before the branch moves, put in place after: a failure
+        // on either side leaves branch and index consistent.
+        let new_index = index.stage(&entries.into_iter().collect())?;
         let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
         let moved = match tip {
             Some(old) => repo.reference_matching(&w.branch, commit, true, old, &reflog),
@@ -155,16 +171,9 @@ impl Session {
                 names::short_id(commit)
             )
         })?;
-        // The index follows the branch for the recorded paths and the snapshotted ones.
-        let mut synced: BTreeSet<&String> = changes.keys().collect();
-        if let Some(p) = &pending {
-            synced.extend(p.paths.iter());
+        if let Some(index) = new_index {
+            index.commit()?;
         }
-        let entries: Vec<(String, Option<Entry>)> = synced
-            .into_iter()
-            .map(|p| (p.clone(), scope::tree_file(Some(&tree), p).ok().flatten()))
-            .collect();
-        index_sync::update(&mut index, &entries)?;
         if pending.is_some() {
             forget_pending(repo, &session);
         }

@@ -61,6 +61,14 @@ pub enum HistoryError {
         /// The workspace's error.
         source: std::io::Error,
     },
+    /// The git index could not be read or updated.
+    #[error("cannot use the git index {}: {why}", path.display())]
+    Index {
+        /// The index file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// A file of pai's own (`.pai_history/...`) could not be read or written.
     #[error("{context}: {source}")]
     Io {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use chrono::{DateTime, FixedOffset};
-use git2::{Commit, Oid, Patch, Repository, Sort};
+use git2::{Commit, DiffOptions, Oid, Patch, Repository, Sort};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
@@ -251,9 +251,19 @@ fn plan_log(
     let t = message::parse(msg);
     let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
     let parent = revert::parent_tree(commit)?;
-    let diff = repo
-        .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
-        .ctx(|| "cannot diff a plan".into())?;
+    // Limit libgit2's diff to the paths the plan changed, so it need not walk the whole tree.
+    let changed = revert::changed_paths(repo, parent.as_ref(), Some(&tree))?;
+    let mut opts = DiffOptions::new();
+    opts.disable_pathspec_match(true);
+    for c in &changed {
+        opts.pathspec(&c.path);
+    }
+    let diff = if changed.is_empty() {
+        repo.diff_tree_to_tree(Some(&tree), Some(&tree), None)
+    } else {
+        repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), Some(&mut opts))
+    }
+    .ctx(|| "cannot diff a plan".into())?;
     let mut files = Vec::new();
     let mut patch_text = String::new();
     for i in 0..diff.deltas().len() {

@@ -9,12 +9,14 @@
 //!
 //! Modules: `repo` (discovery, refusals, identity), `session` (start, lock, summary),
 //! `snapshot` (user snapshots and trash before a plan), `commit` (the plan commit), `undo`
-//! (undo/redo), `log` (listing); helpers `scope`, `tree_edit`, `index_sync`, `message`,
-//! `names`, `meta`, `revert`, `trash`, `store`, `paths`, `lock`.
+//! (undo/redo), `log` (listing); helpers `scope` (which files a path list covers),
+//! `tree_edit` (new trees from a few changes), `index_file` (the user's index, read and
+//! spliced directly), `revert` (what a commit changed), `message` (subjects and trailers),
+//! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`.
 
 mod commit;
 mod error;
-mod index_sync;
+mod index_file;
 mod lock;
 mod log;
 mod message;
@@ -40,3 +42,14 @@ pub use repo::project_root;
 pub use session::{Session, SessionSummary, StartOptions};
 pub use undo::{RedoReport, UndoReport, redo, undo};
 pub use worktree::{WorkEntry, WorkTree};
+
+#[cfg(test)]
+mod tests {
+    /// The agent may hold a session across tasks and threads.
+    #[test]
+    fn session_is_send() {
+        fn assert_send<T: Send>() {}
+        assert_send::<super::Session>();
+        assert_send::<super::HistoryError>();
+    }
+}

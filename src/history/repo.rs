@@ -78,6 +78,23 @@ pub(crate) enum Found {
 
 /// Look for the repository of the project at `root`.
 pub(crate) fn find(root: &Path) -> Result<Found, HistoryError> {
+    let found = find_inner(root)?;
+    if let Found::Repo(hr) = &found {
+        detach_index(&hr.repo)?;
+    }
+    Ok(found)
+}
+
+/// Give libgit2 an empty in-memory index. pai reads and updates the user's index itself
+/// (`index_file`); libgit2 would otherwise load all of it (150+ ms at 100,000 files) the first
+/// time an attribute lookup consults the index, and again after each update.
+fn detach_index(repo: &Repository) -> Result<(), HistoryError> {
+    let mut index = git2::Index::new().ctx(|| "cannot create an in-memory index".into())?;
+    repo.set_index(&mut index)
+        .ctx(|| "cannot detach libgit2 from the index".into())
+}
+
+fn find_inner(root: &Path) -> Result<Found, HistoryError> {
     match Repository::discover(root) {
         Ok(repo) => {
             if repo.is_bare() || repo.workdir().is_none() {
@@ -149,6 +166,7 @@ pub(crate) fn find_or_create(root: &Path) -> Result<Found, HistoryError> {
                 .ctx(|| format!("cannot configure {}", git_dir.display()))?;
             repo.set_workdir(root, false)
                 .ctx(|| format!("cannot use {} as the work tree", root.display()))?;
+            detach_index(&repo)?;
             Ok(Found::Repo(HistoryRepo {
                 repo,
                 private: true,
@@ -173,6 +191,37 @@ pub(crate) fn open_existing(root: &Path) -> Result<HistoryRepo, HistoryError> {
 
 /// Why pai must not write to `repo` now: an operation in progress or unresolved conflicts.
 pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
+    if let Some(b) = state_blocker(repo) {
+        return Some(b);
+    }
+    match super::index_file::load(repo) {
+        Ok(index) => index_blocker(&index),
+        Err(e) => Some(unreadable_index(&e)),
+    }
+}
+
+/// The blocker for an index pai cannot read.
+pub(crate) fn unreadable_index(e: &HistoryError) -> Blocker {
+    Blocker::new(
+        e.to_string(),
+        "pai will not write history with an index it cannot update; check the repository with `git status`",
+    )
+}
+
+/// Unresolved conflicts in `index`.
+pub(crate) fn index_blocker(index: &super::index_file::IndexFile) -> Option<Blocker> {
+    let files = index.conflicts();
+    if files.is_empty() {
+        return None;
+    }
+    Some(Blocker::new(
+        format!("the index has unresolved conflicts ({})", files.join(", ")),
+        "resolve them and `git add` the files, then try again",
+    ))
+}
+
+/// A merge, rebase, cherry-pick, revert, bisect or `git am` in progress.
+pub(crate) fn state_blocker(repo: &Repository) -> Option<Blocker> {
     let in_progress = |what: &str, todo: &str| {
         Some(Blocker::new(
             format!("{what} is in progress"),
@@ -216,30 +265,6 @@ pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
                 "finish it (`git am --continue`) or abort it (`git am --abort`), then try again",
             );
         }
-    }
-    let index = match repo.index() {
-        Ok(index) => index,
-        Err(e) => {
-            return Some(Blocker::new(
-                format!("libgit2 cannot read the index: {}", e.message()),
-                "pai will not write history with an index it cannot update; run `git status` to check the repository",
-            ));
-        }
-    };
-    if index.has_conflicts() {
-        let mut files: Vec<String> = index
-            .conflicts()
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-            .collect();
-        files.dedup();
-        return Some(Blocker::new(
-            format!("the index has unresolved conflicts ({})", files.join(", ")),
-            "resolve them and `git add` the files, then try again",
-        ));
     }
     None
 }

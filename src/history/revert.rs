@@ -1,12 +1,17 @@
 //! What a pai commit changed, read back from git alone (so undo, redo and log work from a fresh
 //! process), and the checks that guard rewriting a session branch.
 
-use git2::{Commit, DiffOptions, Oid, Repository, Tree};
+use std::collections::BTreeMap;
+
+use git2::{Commit, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
 use super::message::{self, Kind};
 use super::names::{self, Head};
 use super::scope::{Entry, MODE_EXEC, MODE_FILE};
+
+/// Git mode of a subtree.
+const TREE_MODE: i32 = 0o040000;
 
 /// One path a commit changed: what it held before and after.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,37 +22,71 @@ pub(crate) struct PathChange {
 }
 
 /// The regular-file paths `new` changed relative to `old` (no rename detection: a move is a
-/// removal and an addition, which is exactly what undo must write back).
+/// removal and an addition, which is exactly what undo must write back). Only subtrees whose
+/// ids differ are read, so the cost follows the change, not the repository (libgit2's tree
+/// diff walked all 100,000 entries of the benchmark repository: ~100 ms).
 pub(crate) fn changed_paths(
     repo: &Repository,
     old: Option<&Tree<'_>>,
     new: Option<&Tree<'_>>,
 ) -> Result<Vec<PathChange>, HistoryError> {
-    let mut opts = DiffOptions::new();
-    let diff = repo
-        .diff_tree_to_tree(old, new, Some(&mut opts))
-        .ctx(|| "cannot compare trees".into())?;
-    let entry = |f: git2::DiffFile<'_>| -> Option<Entry> {
-        let mode = i32::from(f.mode());
-        (f.exists() && (mode == MODE_FILE || mode == MODE_EXEC)).then(|| (f.id(), mode))
-    };
     let mut out = Vec::new();
-    for delta in diff.deltas() {
-        let file = if delta.new_file().exists() {
-            delta.new_file()
-        } else {
-            delta.old_file()
-        };
-        let Some(path) = file.path().and_then(|p| p.to_str()) else {
+    diff_level(repo, old, new, "", &mut out)?;
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// (id, mode) of an entry on each side.
+type Sides = (Option<(Oid, i32)>, Option<(Oid, i32)>);
+
+fn diff_level(
+    repo: &Repository,
+    old: Option<&Tree<'_>>,
+    new: Option<&Tree<'_>>,
+    prefix: &str,
+    out: &mut Vec<PathChange>,
+) -> Result<(), HistoryError> {
+    let mut names: BTreeMap<Vec<u8>, Sides> = BTreeMap::new();
+    for entry in old.into_iter().flat_map(|t| t.iter()) {
+        names.entry(entry.name_bytes().to_vec()).or_default().0 =
+            Some((entry.id(), entry.filemode()));
+    }
+    for entry in new.into_iter().flat_map(|t| t.iter()) {
+        names.entry(entry.name_bytes().to_vec()).or_default().1 =
+            Some((entry.id(), entry.filemode()));
+    }
+    let subtree = |side: Option<(Oid, i32)>| -> Result<Option<Tree<'_>>, HistoryError> {
+        match side {
+            Some((id, TREE_MODE)) => Ok(Some(
+                repo.find_tree(id)
+                    .ctx(|| format!("cannot read tree {id}"))?,
+            )),
+            _ => Ok(None),
+        }
+    };
+    let file = |side: Option<(Oid, i32)>| side.filter(|(_, m)| *m == MODE_FILE || *m == MODE_EXEC);
+    for (name, (o, n)) in names {
+        if o == n {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(&name) else {
             continue;
         };
-        out.push(PathChange {
-            path: path.to_string(),
-            before: entry(delta.old_file()),
-            after: entry(delta.new_file()),
-        });
+        let path = super::paths::join(prefix, name);
+        let (ot, nt) = (subtree(o)?, subtree(n)?);
+        if ot.is_some() || nt.is_some() {
+            diff_level(repo, ot.as_ref(), nt.as_ref(), &path, out)?;
+        }
+        let (before, after) = (file(o), file(n));
+        if before != after {
+            out.push(PathChange {
+                path,
+                before,
+                after,
+            });
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The tree of a commit's first parent (`None` for a root commit).

@@ -5,9 +5,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use git2::{AttrCheckFlags, Index, ObjectType, Oid, Repository, Tree};
+use git2::{AttrCheckFlags, ObjectType, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
+use super::index_file::IndexFile;
 use super::paths;
 use super::tree_edit::Change;
 use super::worktree::{WorkEntry, WorkTree};
@@ -34,13 +35,6 @@ pub(crate) fn tree_file(tree: Option<&Tree<'_>>, path: &str) -> Result<Option<En
     }
 }
 
-/// The stage-0 index entry at `path`, if any.
-pub(crate) fn index_file(index: &Index, path: &str) -> Option<Entry> {
-    index
-        .get_path(Path::new(path), 0)
-        .map(|e| (e.id, e.mode as i32))
-}
-
 /// A file in the work tree, hashed the way git would store it (raw bytes, no filters).
 pub(crate) struct WorkFile {
     /// The file's bytes.
@@ -57,11 +51,7 @@ pub(crate) fn work_file(
     wt: &dyn WorkTree,
     path: &str,
 ) -> Result<Result<Option<WorkFile>, ()>, HistoryError> {
-    let entry = wt.read(path).map_err(|source| HistoryError::WorkTree {
-        action: "read",
-        path: path.to_string(),
-        source,
-    })?;
+    let entry = read(wt, path)?;
     Ok(match entry {
         WorkEntry::File { bytes, executable } => {
             let id =
@@ -72,6 +62,20 @@ pub(crate) fn work_file(
         WorkEntry::Absent | WorkEntry::Dir(_) => Ok(None),
         WorkEntry::Other => Err(()),
     })
+}
+
+/// Read through the work tree; a path under a file (the plan replaced a directory by a
+/// file, or the reverse) is simply absent.
+fn read(wt: &dyn WorkTree, path: &str) -> Result<WorkEntry, HistoryError> {
+    match wt.read(path) {
+        Ok(entry) => Ok(entry),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Ok(WorkEntry::Absent),
+        Err(source) => Err(HistoryError::WorkTree {
+            action: "read",
+            path: path.to_string(),
+            source,
+        }),
+    }
 }
 
 /// The entry a work file would become.
@@ -107,7 +111,7 @@ pub(crate) fn classify(
     repo: &Repository,
     wt: &dyn WorkTree,
     tree: Option<&Tree<'_>>,
-    index: &Index,
+    index: &IndexFile,
     path: &str,
 ) -> Class {
     if wt.is_denied(path) {
@@ -120,8 +124,8 @@ pub(crate) fn classify(
     if attr == Some("lfs") {
         return Class::Lfs;
     }
-    let known = index_file(index, path).is_some()
-        || tree.is_some_and(|t| t.get_path(Path::new(path)).is_ok());
+    let known =
+        index.get(path).is_some() || tree.is_some_and(|t| t.get_path(Path::new(path)).is_ok());
     if known {
         Class::Tracked
     } else if repo.is_path_ignored(Path::new(path)).unwrap_or(false) {
@@ -138,7 +142,7 @@ pub(crate) fn expand(
     repo: &Repository,
     wt: &dyn WorkTree,
     tree: Option<&Tree<'_>>,
-    index: &Index,
+    index: &IndexFile,
     paths: &[String],
 ) -> Result<BTreeSet<String>, HistoryError> {
     let mut out = BTreeSet::new();
@@ -184,24 +188,11 @@ fn expand_tree(
     Ok(())
 }
 
-fn expand_index(index: &Index, path: &str, out: &mut BTreeSet<String>) {
-    if index.get_path(Path::new(path), 0).is_some() {
+fn expand_index(index: &IndexFile, path: &str, out: &mut BTreeSet<String>) {
+    if index.get(path).is_some() {
         out.insert(path.to_string());
     }
-    let prefix = format!("{path}/");
-    let Ok(start) = index.find_prefix(prefix.as_str()) else {
-        return;
-    };
-    let mut n = start;
-    while let Some(entry) = index.get(n) {
-        if !entry.path.starts_with(prefix.as_bytes()) {
-            break;
-        }
-        if let Ok(p) = String::from_utf8(entry.path) {
-            out.insert(p);
-        }
-        n += 1;
-    }
+    out.extend(index.under(path));
 }
 
 fn expand_work(
@@ -211,11 +202,7 @@ fn expand_work(
 ) -> Result<(), HistoryError> {
     let mut stack = vec![path.to_string()];
     while let Some(p) = stack.pop() {
-        let entry = wt.read(&p).map_err(|source| HistoryError::WorkTree {
-            action: "read",
-            path: p.clone(),
-            source,
-        })?;
+        let entry = read(wt, &p)?;
         match entry {
             WorkEntry::Dir(names) => {
                 // A nested repository (submodule or not) is not ours to record.

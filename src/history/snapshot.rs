@@ -11,7 +11,7 @@ use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
-use super::{index_sync, message, names, repo, trash};
+use super::{index_file, message, names, repo, trash};
 
 impl Session {
     /// Call before a plan creates, changes or removes `paths` (files or directories; calling
@@ -44,7 +44,10 @@ impl Session {
             ),
             None => None,
         };
-        let index = index_sync::load(repo)?;
+        let index = index_file::load(repo)?;
+        if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
+            return Err(HistoryError::ReadOnly { reason: b.reason() });
+        }
         let files = scope::expand(repo, wt, base_tree.as_ref(), &index, paths)?;
         let trash_dir = trash::plan_dir(&root, &session, plan);
         let mut staged: BTreeMap<String, Option<Entry>> = BTreeMap::new();
@@ -79,7 +82,7 @@ impl Session {
             let Ok(in_tree) = scope::tree_file(base_tree.as_ref(), &path) else {
                 continue;
             };
-            let in_index = scope::index_file(&index, &path);
+            let in_index = index.get(&path);
             let in_work = scope::entry_of(file.as_ref());
             // Staged content that is neither the branch's nor the work tree's would be lost
             // when the plan rewrites the index entry: record it first.

@@ -18,7 +18,7 @@ use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
 use super::snapshot::commit_changes;
 use super::worktree::WorkTree;
-use super::{index_sync, names, repo, trash};
+use super::{index_file, names, repo, trash};
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,7 +112,7 @@ fn undo_in(
     force: bool,
     identity: Option<&(String, String)>,
 ) -> Result<UndoReport, HistoryError> {
-    if let Some(b) = repo::blocker(repo) {
+    if let Some(b) = repo::state_blocker(repo) {
         return Err(b.refusal("undo"));
     }
     let branch = revert::session_branch(repo, "undo")?;
@@ -170,7 +170,11 @@ fn undo_in(
     let changes = revert::changed_paths(repo, before_tree.as_ref(), Some(&plan_tree))?;
 
     // Everything the plan wrote must still be exactly as it wrote it.
-    let mut index = index_sync::load(repo)?;
+    // Held to the end, so the entries checked are the entries rewritten.
+    let index = index_file::lock(repo.path())?;
+    if let Some(b) = repo::index_blocker(&index) {
+        return Err(b.refusal("undo"));
+    }
     let mut changed: Vec<String> = Vec::new();
     let mut staged_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     let mut work_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
@@ -180,7 +184,7 @@ fn undo_in(
             continue;
         };
         let now = scope::entry_of(file.as_ref());
-        let in_index = scope::index_file(&index, &c.path);
+        let in_index = index.get(&c.path);
         if now != c.after {
             changed.push(format!(
                 "{} ({})",
@@ -223,31 +227,6 @@ fn undo_in(
         )?);
     }
 
-    let undone_ref = names::undone_ref(&session, number);
-    repo.reference(
-        &undone_ref,
-        plan_commit.id(),
-        true,
-        &format!("pai: undo plan {number}"),
-    )
-    .ctx(|| format!("cannot keep the undone plan at {undone_ref}"))?;
-
-    let mut restored = Vec::new();
-    let mut removed = Vec::new();
-    for c in &changes {
-        match c.before {
-            Some((id, mode)) => {
-                write_blob(repo, wt, &c.path, id, mode)?;
-                restored.push(c.path.clone());
-            }
-            None => {
-                remove_file(wt, &c.path)?;
-                removed.push(c.path.clone());
-            }
-        }
-    }
-    let from_trash = restore_trash(root, wt, &session, number, &changes)?;
-
     // The index follows the branch for the plan's paths; snapshot paths above the plan go
     // back to being the uncommitted changes they were, unless the user staged them since.
     let mut entries: Vec<(String, Option<Entry>)> =
@@ -259,7 +238,7 @@ fn undo_in(
             if entries.iter().any(|(p, _)| *p == c.path) {
                 continue;
             }
-            if scope::index_file(&index, &c.path) == c.after {
+            if index.get(&c.path) == c.after {
                 let base = scope::tree_file(before_tree.as_ref(), &c.path)
                     .ok()
                     .flatten();
@@ -267,7 +246,33 @@ fn undo_in(
             }
         }
     }
-    index_sync::update(&mut index, &entries)?;
+    // Prepared (holding index.lock) before any file is written; put in place once the
+    // branch has moved.
+    let new_index = index.stage(&entries.into_iter().collect())?;
+
+    let undone_ref = names::undone_ref(&session, number);
+    repo.reference(
+        &undone_ref,
+        plan_commit.id(),
+        true,
+        &format!("pai: undo plan {number}"),
+    )
+    .ctx(|| format!("cannot keep the undone plan at {undone_ref}"))?;
+
+    // Removals first: a directory the plan created may stand where a file comes back.
+    let mut removed = Vec::new();
+    for c in changes.iter().filter(|c| c.before.is_none()) {
+        remove_file(wt, &c.path)?;
+        removed.push(c.path.clone());
+    }
+    let mut restored = Vec::new();
+    for c in &changes {
+        if let Some((id, mode)) = c.before {
+            write_blob(repo, wt, &c.path, id, mode)?;
+            restored.push(c.path.clone());
+        }
+    }
+    let from_trash = restore_trash(root, wt, &session, number, &changes)?;
 
     let reflog = format!("pai: undo plan {number} ({short})");
     match plan_commit.parents().next() {
@@ -277,6 +282,9 @@ fn undo_in(
         None => repo.find_reference(&branch).and_then(|mut r| r.delete()),
     }
     .ctx(|| format!("cannot move {short_branch} back"))?;
+    if let Some(index) = new_index {
+        index.commit()?;
+    }
 
     Ok(UndoReport {
         session,
@@ -396,7 +404,7 @@ fn restore_trash(
 }
 
 fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
-    if let Some(b) = repo::blocker(repo) {
+    if let Some(b) = repo::state_blocker(repo) {
         return Err(b.refusal("redo"));
     }
     let branch = revert::session_branch(repo, "redo")?;
@@ -411,19 +419,31 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     let mut fitting: Vec<(u32, String, Oid)> = Vec::new();
     let mut stale: Vec<String> = Vec::new();
     let refs = repo
-        .references_glob(&names::undone_glob(&branch_session))
+        .references_glob("refs/pai/undone/*")
         .ctx(|| "cannot list undone plans".into())?;
     for r in refs.flatten() {
         let (Ok(name), Some(id)) = (r.name().map(str::to_string), r.target()) else {
             continue;
         };
+        // This session's undone plans, and those of sessions whose branch is gone (undone
+        // here because this branch was started from theirs).
+        let Some(session) = name
+            .strip_prefix("refs/pai/undone/")
+            .and_then(|rest| rest.split('/').next())
+        else {
+            continue;
+        };
+        let own = session == branch_session;
+        if !own && repo.find_reference(&names::branch_ref(session)).is_ok() {
+            continue;
+        }
         let commit = read_commit(repo, id)?;
         let number = message::parse(commit.message().unwrap_or_default())
             .plan
             .unwrap_or(0);
         if lands_on(&commit, tip) {
             fitting.push((number, name, id));
-        } else {
+        } else if own {
             stale.push(format!(
                 "plan {number} ({}): `git cherry-pick {}`",
                 names::short_id(id),
@@ -458,7 +478,11 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         ),
         None => None,
     };
-    let mut index = index_sync::load(repo)?;
+    // Held to the end, so the entries checked are the entries rewritten.
+    let index = index_file::lock(repo.path())?;
+    if let Some(b) = repo::index_blocker(&index) {
+        return Err(b.refusal("redo"));
+    }
     let mut changed = Vec::new();
     for c in &changes {
         let Ok(file) = scope::work_file(wt, &c.path)? else {
@@ -475,7 +499,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         } else {
             // Undo left the index at the tip's entry, which for a path under a snapshot of
             // the user's changes is not the plan's parent's entry.
-            let in_index = scope::index_file(&index, &c.path);
+            let in_index = index.get(&c.path);
             let at_tip = scope::tree_file(tip_tree.as_ref(), &c.path).ok().flatten();
             if in_index != c.before && in_index != at_tip {
                 changed.push(format!("{} (staged changes)", c.path));
@@ -493,18 +517,29 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
             ),
         });
     }
-    let mut written = Vec::new();
+    // Index: the plan's paths, and snapshot paths between the tip and the plan whose index
+    // entry is still the tip's.
+    let mut entries: Vec<(String, Option<Entry>)> =
+        changes.iter().map(|c| (c.path.clone(), c.after)).collect();
+    if let Some(below) = &before_tree {
+        for c in revert::changed_paths(repo, tip_tree.as_ref(), Some(below))? {
+            if index.get(&c.path) == c.before && !entries.iter().any(|(p, _)| *p == c.path) {
+                entries.push((c.path, c.after));
+            }
+        }
+    }
+    let new_index = index.stage(&entries.into_iter().collect())?;
+
     let mut removed = Vec::new();
+    for c in changes.iter().filter(|c| c.after.is_none()) {
+        remove_file(wt, &c.path)?;
+        removed.push(c.path.clone());
+    }
+    let mut written = Vec::new();
     for c in &changes {
-        match c.after {
-            Some((blob, mode)) => {
-                write_blob(repo, wt, &c.path, blob, mode)?;
-                written.push(c.path.clone());
-            }
-            None => {
-                remove_file(wt, &c.path)?;
-                removed.push(c.path.clone());
-            }
+        if let Some((blob, mode)) = c.after {
+            write_blob(repo, wt, &c.path, blob, mode)?;
+            written.push(c.path.clone());
         }
     }
     let session = message::parse(commit.message().unwrap_or_default())
@@ -528,27 +563,15 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         std::fs::remove_dir_all(&keep).ctx(|| format!("cannot remove {}", keep.display()))?;
     }
 
-    // Index: the plan's paths, and snapshot paths between the tip and the plan whose index
-    // entry is still the tip's.
-    let mut entries: Vec<(String, Option<Entry>)> =
-        changes.iter().map(|c| (c.path.clone(), c.after)).collect();
-    if let Some(below) = &before_tree {
-        for c in revert::changed_paths(repo, tip_tree.as_ref(), Some(below))? {
-            if scope::index_file(&index, &c.path) == c.before
-                && !entries.iter().any(|(p, _)| *p == c.path)
-            {
-                entries.push((c.path, c.after));
-            }
-        }
-    }
-    index_sync::update(&mut index, &entries)?;
-
     let reflog = format!("pai: redo plan {number} ({short})");
     match tip {
         Some(old) => repo.reference_matching(&branch, id, true, old, &reflog),
         None => repo.reference(&branch, id, false, &reflog),
     }
     .ctx(|| format!("cannot move {short_branch} forward"))?;
+    if let Some(index) = new_index {
+        index.commit()?;
+    }
     if let Ok(mut r) = repo.find_reference(&undone_ref) {
         r.delete().ctx(|| format!("cannot remove {undone_ref}"))?;
     }

@@ -31,7 +31,8 @@ pub trait WorkTree {
     /// Replace `rel` atomically with `bytes`, creating missing parent directories, with the
     /// execute bits set or cleared as asked.
     fn write(&self, rel: &str, bytes: &[u8], executable: bool) -> io::Result<()>;
-    /// Remove the file at `rel`; an absent file is not an error.
+    /// Remove the file at `rel`, then the parent directories it leaves empty (never the
+    /// project root), as git does; an absent file is not an error.
     fn remove(&self, rel: &str) -> io::Result<()>;
     /// Whether `rel` is on the deny-list (`.env`, `.git`, key material, ...): never committed.
     fn is_denied(&self, rel: &str) -> bool;

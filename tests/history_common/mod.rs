@@ -254,10 +254,19 @@ impl WorkTree for FsWorkTree {
     }
 
     fn remove(&self, rel: &str) -> io::Result<()> {
-        match fs::remove_file(self.root.join(rel)) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
+        let path = self.root.join(rel);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            other => other?,
         }
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d == self.root || fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+        Ok(())
     }
 
     fn is_denied(&self, rel: &str) -> bool {
