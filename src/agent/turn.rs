@@ -274,7 +274,7 @@ impl Agent {
             let probe = WorkspaceView(&self.workspace);
             let plan = match plan::parse_plan(&reply.value, &probe) {
                 Ok(p) => p,
-                Err(e) if !corrected && tally.calls < MAX_PHASES + 1 => {
+                Err(e) if !corrected => {
                     // One chance to correct a malformed plan: models usually fix what they are told.
                     corrected = true;
                     frontend.event(&Event::Notice {
@@ -409,7 +409,8 @@ impl Agent {
             let observed =
                 plan.observe && reports.iter().any(|r| r.ok && is_observation(&r.action));
             let repair = outcome.fixable_failure && !(outcome.failed_verification && repaired);
-            if phase < MAX_PHASES && (observed || repair) {
+            let wants_more = observed || repair;
+            if wants_more && phase < MAX_PHASES {
                 if outcome.failed_verification {
                     repaired = true;
                 }
@@ -418,23 +419,22 @@ impl Agent {
                 phase += 1;
                 continue;
             }
+            let stopped = if wants_more {
+                format!(" (stopped after {MAX_PHASES} phases)")
+            } else {
+                String::new()
+            };
             if outcome.failed {
                 status = TurnStatus::Failed;
-                if final_message.is_empty() || outcome.failed {
-                    final_message = outcome
-                        .failure_message
-                        .unwrap_or_else(|| "a step failed".into());
-                    if phase == MAX_PHASES && (observed || outcome.fixable_failure) {
-                        final_message =
-                            format!("{final_message} (stopped after {MAX_PHASES} phases)");
-                    }
-                }
-            } else if plan.observe
-                && !observed
-                && reports.iter().all(|r| !r.ok || !is_observation(&r.action))
-            {
-                // The model wanted to look at results but there were none to show.
+                let failure = outcome
+                    .failure_message
+                    .unwrap_or_else(|| "a step failed".into());
+                final_message = format!("{failure}{stopped}");
+            } else if plan.observe {
+                // The model asked to see results before planning the rest, and the rest never came.
                 status = TurnStatus::Failed;
+                final_message =
+                    format!("the model wanted to continue after seeing the results{stopped}");
             }
             break;
         }
