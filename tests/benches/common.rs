@@ -56,7 +56,14 @@ impl Row {
 
 /// Renders rows as one Markdown table, columns padded so it also reads well in a terminal.
 pub fn markdown(rows: &[Row]) -> String {
-    let header = ["area", "measurement", "pai", "reference (same run)", "ratio", "target"];
+    let header = [
+        "area",
+        "measurement",
+        "pai",
+        "reference (same run)",
+        "ratio",
+        "target",
+    ];
     let cells = |r: &Row| {
         [
             r.area.clone(),
@@ -129,7 +136,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -7,56 +7,61 @@ use std::time::{Duration, Instant};
 
 use pai::exec::{RunOptions, SandboxMode, SandboxSupport, run_command, sandbox_support};
 
-use crate::common::{Row, paired, ratio};
+use crate::common::{Row, ms, paired, ratio};
 
 const AREA: &str = "RUN";
 const PAIRS: usize = 30;
 const STREAM_BYTES: usize = 256 * 1024 * 1024;
 
-/// The rows, run on a current-thread runtime as pai runs commands.
-pub fn rows() -> Vec<Row> {
+/// The rows, run on a current-thread runtime as pai runs commands; with `python`, also a row
+/// for a real command (`python3 -c pass`).
+pub fn rows(python: bool) -> Vec<Row> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let mut sh = || {
-        let ok = Command::new("/bin/sh")
-            .args(["-c", "true"])
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap();
-        assert!(ok.status.success());
-    };
     let mut rows = Vec::new();
     let support = sandbox_support();
     let mut modes = vec![("unconfined", SandboxMode::Off)];
     if !matches!(support, SandboxSupport::Unavailable(_)) {
         modes.push(("under Landlock", SandboxMode::Require));
     }
-    for (name, sandbox) in modes {
-        let options = RunOptions {
-            sandbox,
-            ..RunOptions::default()
+    let mut commands = vec!["true"];
+    if python {
+        commands.push("python3 -c pass");
+    }
+    for command in commands {
+        let mut sh = || {
+            let out = Command::new("/bin/sh")
+                .args(["-c", command])
+                .current_dir(root)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(out.status.success());
         };
-        let (ours, theirs, r) = paired(
-            PAIRS,
-            &mut || {
-                let out = runtime
-                    .block_on(run_command(root, "true", &options))
-                    .unwrap();
-                assert!(out.success());
-            },
-            &mut sh,
-        );
-        rows.push(
-            Row::new(AREA, format!("RUN `true`, {name}"), crate::common::ms(ours))
-                .vs(format!("sh -c true {}", crate::common::ms(theirs)), r),
-        );
+        for (name, sandbox) in &modes {
+            let options = RunOptions {
+                sandbox: *sandbox,
+                ..RunOptions::default()
+            };
+            let (ours, theirs, r) = paired(
+                if command == "true" { PAIRS } else { PAIRS / 3 },
+                &mut || {
+                    let out = runtime
+                        .block_on(run_command(root, command, &options))
+                        .unwrap();
+                    assert!(out.success());
+                },
+                &mut sh,
+            );
+            rows.push(
+                Row::new(AREA, format!("RUN `{command}`, {name}"), ms(ours))
+                    .vs(format!("sh -c '{command}' {}", ms(theirs)), r),
+            );
+        }
     }
 
     let options = RunOptions::default();

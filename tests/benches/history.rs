@@ -1,15 +1,16 @@
 //! The git history's figures (issue 6) on repositories of 1,000 and 100,000 files: session
 //! start, a plan commit touching 3 files, and undo, through the real workspace as the work
 //! tree, side by side with `git add <3 files> && git commit` (and `git status`) on the same
-//! repository in the same run.
+//! repository in the same run, and with the bare cost of replacing an index that size.
 
 use std::cell::Cell;
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pai::history::{PlanRecord, Session, StartOptions, WorkEntry, WorkTree, undo};
 use pai::workspace::{Workspace, WorkspaceConfig};
+use sha1::{Digest, Sha1};
 
 use crate::common::{Row, median, ms, ratio, thousands, timed_git};
 use crate::workspace::file_path;
@@ -52,11 +53,62 @@ struct Figures {
     undo_writes: Duration,
     git_commit: Duration,
     git_status: Duration,
+    index_bytes: usize,
+    index_floor: Duration,
+}
+
+/// A plan touching `touched`, committed in a new session.
+fn commit_once(root: &Path, wt: &TimedWorkTree, touched: &[String], run: usize) -> Duration {
+    let mut session = Session::start(root, StartOptions::now()).unwrap();
+    assert!(session.read_only_reason().is_none());
+    // History's part of a plan is prepare (snapshot user edits) before the writes and the
+    // commit after them; both are timed, the writes are not.
+    let t = Instant::now();
+    session.prepare(wt, touched).unwrap();
+    let prepare = t.elapsed();
+    for path in touched {
+        wt.write(path, format!("agent run {run}\n").as_bytes(), false)
+            .unwrap();
+    }
+    let record = PlanRecord {
+        request: format!("bench plan {run}"),
+        steps: touched.iter().map(|t| format!("MODIFY {t}")).collect(),
+        touched: touched.to_vec(),
+        model: "bench".into(),
+        calls: 1,
+        ..PlanRecord::default()
+    };
+    let t = Instant::now();
+    let info = session.commit_plan(wt, &record).unwrap();
+    let commit = prepare + t.elapsed();
+    assert!(info.is_some());
+    commit
+}
+
+/// The least any tool pays to update a git index of this size safely: read it, hash the new
+/// contents (SHA-1 trailer), write `index.lock`, rename it over the index. Done on a copy, in
+/// the same directory.
+fn index_floor(git_dir: &Path) -> (usize, Duration) {
+    let copy = git_dir.join("pai-bench-index");
+    let lock = git_dir.join("pai-bench-index.lock");
+    std::fs::copy(git_dir.join("index"), &copy).unwrap();
+    let t = Instant::now();
+    let bytes = std::fs::read(&copy).unwrap();
+    let hash = Sha1::digest(&bytes[..bytes.len() - 20]);
+    let mut out = std::fs::File::create_new(&lock).unwrap();
+    out.write_all(&bytes[..bytes.len() - 20]).unwrap();
+    out.write_all(&hash).unwrap();
+    drop(out);
+    std::fs::rename(&lock, &copy).unwrap();
+    let took = t.elapsed();
+    std::fs::remove_file(&copy).unwrap();
+    (bytes.len(), took)
 }
 
 /// `runs` rounds on the committed repository at `root` holding `files` generated files
 /// (see [`file_path`]): each round starts a session, commits a plan touching 3 files, undoes
-/// it from a fresh open, then commits the same 3 paths with git.
+/// it from a fresh open, then commits the same 3 paths with git. Back to back, as a script
+/// would: each step's index write lands while the previous one's is being written back.
 fn measure(root: &Path, files: usize, runs: usize) -> Figures {
     let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
     ws.stale_temps_removed();
@@ -68,35 +120,15 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         .iter()
         .map(|&i| file_path(i))
         .collect();
-    let mut v: [Vec<Duration>; 6] = Default::default();
+    let git_dir = root.join(".git");
+    let mut v: [Vec<Duration>; 7] = Default::default();
+    let mut index_bytes = 0;
     for run in 0..runs {
         let t = Instant::now();
-        let mut session = Session::start(root, StartOptions::now()).unwrap();
+        drop(Session::start(root, StartOptions::now()).unwrap());
         v[0].push(t.elapsed());
-        assert!(session.read_only_reason().is_none());
 
-        // History's part of a plan is prepare (snapshot user edits) before the writes and
-        // the commit after them; both are timed, the writes are not.
-        let t = Instant::now();
-        session.prepare(&wt, &touched).unwrap();
-        let prepare = t.elapsed();
-        for path in &touched {
-            wt.write(path, format!("agent run {run}\n").as_bytes(), false)
-                .unwrap();
-        }
-        let record = PlanRecord {
-            request: format!("bench plan {run}"),
-            steps: touched.iter().map(|t| format!("MODIFY {t}")).collect(),
-            touched: touched.clone(),
-            model: "bench".into(),
-            calls: 1,
-            ..PlanRecord::default()
-        };
-        let t = Instant::now();
-        let info = session.commit_plan(&wt, &record).unwrap();
-        v[1].push(prepare + t.elapsed());
-        assert!(info.is_some());
-        drop(session);
+        v[1].push(commit_once(root, &wt, &touched, run));
 
         // From a fresh "process": open, lock, undo.
         wt.writing.set(Duration::ZERO);
@@ -104,6 +136,12 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         undo(root, &wt, false).unwrap();
         v[2].push(t.elapsed());
         v[3].push(wt.writing.get());
+
+        // The same, with the undo straight after the commit.
+        commit_once(root, &wt, &touched, run);
+        let t = Instant::now();
+        undo(root, &wt, false).unwrap();
+        v[4].push(t.elapsed());
 
         for path in &touched {
             std::fs::write(root.join(path), format!("git run {run}\n")).unwrap();
@@ -115,8 +153,19 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
                 + timed_git(root, &["commit", "-q", "--no-verify", "-m", "git bench"]),
         );
         v[5].push(timed_git(root, &["status", "--porcelain"]));
+        let (bytes, floor) = index_floor(&git_dir);
+        index_bytes = bytes;
+        v[6].push(floor);
     }
-    let [start, commit, undo_t, undo_w, git_commit, git_status] = v.map(median);
+    let [
+        start,
+        commit,
+        undo_t,
+        undo_w,
+        git_commit,
+        git_status,
+        index_floor,
+    ] = v.map(median);
     Figures {
         start,
         commit,
@@ -124,6 +173,8 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         undo_writes: undo_w,
         git_commit,
         git_status,
+        index_bytes,
+        index_floor,
     }
 }
 
@@ -147,8 +198,12 @@ pub fn rows(repos: &[(&Path, usize)], runs: usize) -> Vec<Row> {
                 .vs(git_ref.clone(), ratio(f.start, f.git_commit)),
         );
         rows.push(target(
-            Row::new(AREA, format!("plan commit (prepare + commit, 3 files), {n} files"), ms(f.commit))
-                .vs(git_ref.clone(), ratio(f.commit, f.git_commit)),
+            Row::new(
+                AREA,
+                format!("plan commit (prepare + commit, 3 files), {n} files"),
+                ms(f.commit),
+            )
+            .vs(git_ref.clone(), ratio(f.commit, f.git_commit)),
             f.commit,
         ));
         rows.push(target(
@@ -163,6 +218,17 @@ pub fn rows(repos: &[(&Path, usize)], runs: usize) -> Vec<Row> {
             .vs(git_ref, ratio(f.undo, f.git_commit)),
             f.undo,
         ));
+        rows.push(
+            Row::new(
+                AREA,
+                format!(
+                    "reference: replace the {:.1} MB index (read, SHA-1, write, rename), {n} files",
+                    f.index_bytes as f64 / 1e6
+                ),
+                ms(f.index_floor),
+            )
+            .note("the least any index update costs; pai's commit and undo each do one"),
+        );
         rows.push(Row::new(
             AREA,
             format!("reference: git status --porcelain, {n} files"),

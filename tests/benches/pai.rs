@@ -8,8 +8,11 @@
 //! nothing built by hand. Sections can be picked: `cargo bench --bench pai -- startup model
 //! run workspace history`. `PAI_BENCH_TREE=<dir>` keeps the generated 100,000-file repository
 //! there for the next run; `PAI_BENCH_FILES` changes its size, `PAI_BENCH_RUNS` the history
-//! rounds (5), `PAI_BENCH_REPS` the runs per scenario (3).
+//! rounds (7), `PAI_BENCH_REPS` the runs per scenario (5), `PAI_BENCH_SCENARIO` picks scenarios
+//! by name.
 
+#[path = "child_watch.rs"]
+mod child_watch;
 #[path = "common.rs"]
 mod common;
 #[path = "exec_run.rs"]
@@ -31,7 +34,8 @@ use std::time::{Duration, Instant};
 use pai::llm::ProviderKind;
 use serde_json::Value;
 
-use common::{Row, mb, median, ms, paired, ratio, thousands};
+use child_watch::ChildWatch;
+use common::{Row, mb, median, median_of, ms, paired, ratio, thousands};
 use support::mock_llm::{MockLlm, Script};
 use support::project::{Project, TEST_KEY};
 use support::pty::Pty;
@@ -59,6 +63,9 @@ fn main() {
         .collect();
     let want = |s: &str| picked.is_empty() || picked.iter().any(|p| p == s);
     history_common::hermetic();
+    // SAFETY: no other thread runs yet. Every child (pai, its RUN commands, the replays)
+    // inherits this PATH.
+    unsafe { std::env::set_var("PATH", real_python_path()) };
     let began = Instant::now();
     let mut rows = Vec::new();
     if want("startup") {
@@ -67,11 +74,11 @@ fn main() {
     }
     if want("model") {
         eprintln!("model cost and memory (every scenario x 3 wire formats) ...");
-        rows.extend(model_rows(env_usize("PAI_BENCH_REPS", 3)));
+        rows.extend(model_rows(env_usize("PAI_BENCH_REPS", 5)));
     }
     if want("run") {
         eprintln!("RUN ...");
-        rows.extend(exec_run::rows());
+        rows.extend(exec_run::rows(python3()));
     }
     if want("workspace") || want("history") {
         let tmp = tempfile::tempdir().unwrap();
@@ -88,7 +95,7 @@ fn main() {
         );
         if want("workspace") {
             eprintln!("workspace ...");
-            rows.extend(workspace::listing_rows(&big));
+            rows.extend(workspace::listing_rows(&big, files));
             rows.extend(workspace::guard_rows());
             rows.extend(workspace::gate_rows());
         }
@@ -96,7 +103,7 @@ fn main() {
             eprintln!("history ...");
             let small = tmp.path().join("small");
             workspace::generate_repo(&small, 1_000);
-            let runs = env_usize("PAI_BENCH_RUNS", 5);
+            let runs = env_usize("PAI_BENCH_RUNS", 7);
             rows.extend(history::rows(&[(&small, 1_000), (&big, files)], runs));
         }
     }
@@ -115,6 +122,7 @@ fn main() {
 /// A finished child: wall time from spawn to reaping, peak RSS (of the child, or of a child
 /// of its own when that was larger, as the kernel reports it), exit code, output.
 struct Measured {
+    pid: u32,
     wall: Duration,
     max_rss_kib: u64,
     code: Option<i32>,
@@ -122,7 +130,9 @@ struct Measured {
     stderr: Vec<u8>,
 }
 
-/// Runs `cmd` to the end and reaps it with `wait4`, which returns its resource usage.
+/// Runs `cmd` to the end and reaps it with `wait4`, which returns its resource usage (std's
+/// `wait` would not), hence no `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_measured(cmd: &mut Command) -> Measured {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -150,6 +160,7 @@ fn run_measured(cmd: &mut Command) -> Measured {
     assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
     let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     Measured {
+        pid: child.id(),
         wall,
         max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
         code,
@@ -200,18 +211,24 @@ fn startup_rows() -> Vec<Row> {
                 tiny(PAI, &["--version"]);
             },
             &mut || {
-                let m = run_measured(
-                    Command::new("python3")
-                        .args(["-c", "pass"])
-                        .env("PATH", path_env()),
-                );
+                let m = run_measured(Command::new("python3").args(["-c", "pass"]));
                 assert_eq!(m.code, Some(0));
             },
         );
-        rows.push(Row::new(AREA, "pai --version, against the Python interpreter", ms(v2)).vs(
-            format!("python3 -c pass {} (what the Python original pays first)", ms(p)),
-            r,
-        ));
+        rows.push(
+            Row::new(
+                AREA,
+                "pai --version, against the Python interpreter",
+                ms(v2),
+            )
+            .vs(
+                format!(
+                    "python3 -c pass {} (what the Python original pays first)",
+                    ms(p)
+                ),
+                r,
+            ),
+        );
     }
 
     // The interactive session: launch in a pseudo-terminal until the prompt shows.
@@ -244,11 +261,18 @@ fn startup_rows() -> Vec<Row> {
     };
     launch();
     let prompt = median((0..PROMPTS).map(|_| launch()).collect());
-    assert_eq!(mock.calls(), 0, "reaching the prompt must not call the model");
+    assert_eq!(
+        mock.calls(),
+        0,
+        "reaching the prompt must not call the model"
+    );
     rows.push(
         Row::new(
             AREA,
-            format!("`pai` in a pty to the `{}` prompt (temp git repo)", PROMPT.trim()),
+            format!(
+                "`pai` in a pty to the `{}` prompt (temp git repo)",
+                PROMPT.trim()
+            ),
             ms(prompt),
         )
         .vs(format!("pai --version {}", ms(v)), ratio(prompt, v))
@@ -266,7 +290,6 @@ fn startup_rows() -> Vec<Row> {
 fn python3() -> bool {
     Command::new("python3")
         .arg("--version")
-        .env("PATH", path_env())
         .output()
         .is_ok_and(|o| o.status.success())
 }
@@ -274,9 +297,8 @@ fn python3() -> bool {
 /// `PATH` with the directory of the real Python interpreter first. Version managers put a
 /// shell-script shim named `python3` on `PATH` that costs far more than the interpreter; the
 /// scenarios' RUN commands and the start-up reference should pay for Python, not for the shim.
-fn path_env() -> std::ffi::OsString {
-    static PATH: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
-    PATH.get_or_init(|| {
+fn real_python_path() -> std::ffi::OsString {
+    {
         let current = std::env::var_os("PATH").unwrap_or_default();
         let real = Command::new("python3")
             .args([
@@ -296,8 +318,7 @@ fn path_env() -> std::ffi::OsString {
             }
             None => current,
         }
-    })
-    .clone()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,7 +439,8 @@ struct Turn {
     wall: Duration,
     /// Time the mock spent answering.
     mock: Duration,
-    /// The plan's RUN commands replayed directly with `sh -c` in the same directory.
+    /// Time pai's RUN commands took: exactly, from the kernel's process events, or else
+    /// estimated by replaying them with `sh -c` in the same directory.
     commands: Duration,
     max_rss_kib: u64,
     status: String,
@@ -431,7 +453,7 @@ impl Turn {
     }
 }
 
-fn run_scenario(s: &Scenario, kind: ProviderKind) -> Turn {
+fn run_scenario(s: &Scenario, kind: ProviderKind, watch: Option<&ChildWatch>) -> Turn {
     let p = Project::repo(s.tree);
     let _outside = s.script.contains("rm_outside").then(|| {
         let f = p.root.parent().unwrap().join("outside.txt");
@@ -446,8 +468,7 @@ fn run_scenario(s: &Scenario, kind: ProviderKind) -> Turn {
     .require_key(TEST_KEY);
     let mock = MockLlm::start(script);
     let mut cmd = p.pai();
-    cmd.env("PATH", path_env())
-        .env(kind.key_env_var(), TEST_KEY)
+    cmd.env(kind.key_env_var(), TEST_KEY)
         .args([
             "run",
             s.request,
@@ -458,7 +479,11 @@ fn run_scenario(s: &Scenario, kind: ProviderKind) -> Turn {
             &mock.base_url(kind),
         ])
         .args(s.flags);
+    if let Some(w) = watch {
+        w.clear();
+    }
     let m = run_measured(&mut cmd);
+    let exact = watch.and_then(|w| w.children_time(m.pid));
     let events: Vec<Value> = String::from_utf8_lossy(&m.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -476,29 +501,24 @@ fn run_scenario(s: &Scenario, kind: ProviderKind) -> Turn {
             )
         });
     let status = finished["status"].as_str().unwrap_or_default().to_string();
-    // The commands pai ran for the plan, replayed as a shell runs them (median of 3), so
-    // their own time is not counted as pai's.
-    let mut commands = Duration::ZERO;
-    for step in events
-        .iter()
-        .filter(|e| e["event"] == "step" && e["action"] == "RUN")
-    {
-        let command = step["target"].as_str().unwrap_or_default();
-        commands += median(
-            (0..3)
-                .map(|_| {
-                    let t = Instant::now();
-                    let _ = Command::new("/bin/sh")
-                        .args(["-c", command])
-                        .current_dir(&p.root)
-                        .env("PATH", path_env())
-                        .stdin(Stdio::null())
-                        .output();
-                    t.elapsed()
-                })
-                .collect(),
-        );
-    }
+    let commands = exact.unwrap_or_else(|| {
+        // No process events: replay the commands as a shell runs them (median of 3).
+        let mut total = Duration::ZERO;
+        for step in events
+            .iter()
+            .filter(|e| e["event"] == "step" && e["action"] == "RUN")
+        {
+            let command = step["target"].as_str().unwrap_or_default();
+            total += median_of(2, || {
+                let _ = Command::new("/bin/sh")
+                    .args(["-c", command])
+                    .current_dir(&p.root)
+                    .stdin(Stdio::null())
+                    .output();
+            });
+        }
+        total
+    });
     Turn {
         calls: mock.calls(),
         input: mock.input_tokens(),
@@ -513,17 +533,29 @@ fn run_scenario(s: &Scenario, kind: ProviderKind) -> Turn {
 
 fn model_rows(reps: usize) -> Vec<Row> {
     let python = python3();
+    let watch = ChildWatch::start();
+    let how = if watch.is_some() {
+        "RUN (exact)"
+    } else {
+        "RUN (replayed)"
+    };
     let mut rows = Vec::new();
+    // Peak RSS as the kernel reports it for a reaped child is the larger of its own and its
+    // children's: scenarios that run python3 may report python's. Kept apart.
     let mut largest: (u64, String) = (0, String::new());
+    let mut largest_with_run: (u64, String) = (0, String::new());
     let mut all_rss = Vec::new();
     let mut all_local = Vec::new();
-    for s in SCENARIOS {
+    let only = std::env::var("PAI_BENCH_SCENARIO").unwrap_or_default();
+    for s in SCENARIOS.iter().filter(|s| s.name.contains(&only)) {
         if s.python && !python {
             rows.push(Row::new("model cost", s.name, "skipped: python3 not found"));
             continue;
         }
         for kind in ProviderKind::ALL {
-            let turns: Vec<Turn> = (0..reps).map(|_| run_scenario(s, kind)).collect();
+            let turns: Vec<Turn> = (0..reps)
+                .map(|_| run_scenario(s, kind, watch.as_ref()))
+                .collect();
             let first = &turns[0];
             for t in &turns[1..] {
                 assert_eq!(
@@ -538,10 +570,16 @@ fn model_rows(reps: usize) -> Vec<Row> {
             let mock = median(turns.iter().map(|t| t.mock).collect());
             let commands = median(turns.iter().map(|t| t.commands).collect());
             let rss = turns.iter().map(|t| t.max_rss_kib).max().unwrap_or(0);
-            all_rss.extend(turns.iter().map(|t| t.max_rss_kib));
             all_local.push(local);
-            if rss > largest.0 {
-                largest = (rss, format!("{} · {kind}", s.name));
+            if s.python {
+                if rss > largest_with_run.0 {
+                    largest_with_run = (rss, format!("{} · {kind}", s.name));
+                }
+            } else {
+                all_rss.extend(turns.iter().map(|t| t.max_rss_kib));
+                if rss > largest.0 {
+                    largest = (rss, format!("{} · {kind}", s.name));
+                }
             }
             let calls_word = if first.calls == 1 { "call" } else { "calls" };
             let mut row = Row::new(
@@ -567,7 +605,7 @@ fn model_rows(reps: usize) -> Vec<Row> {
                 row
             } else {
                 row.note(format!(
-                    "wall {} − mock {} − RUN {}",
+                    "wall {} − mock {} − {how} {}",
                     ms(wall),
                     ms(mock),
                     ms(commands)
@@ -594,11 +632,24 @@ fn model_rows(reps: usize) -> Vec<Row> {
                 mb(largest.0),
             )
             .note(format!(
-                "median over {} runs {}",
+                "median of {} runs without RUN {}",
                 all_rss.len(),
                 mb(all_rss[all_rss.len() / 2])
             ))
             .target("< 30 MB", largest.0 < 30 * 1024),
+        );
+    }
+    if largest_with_run.0 > 0 {
+        memory.push(
+            Row::new(
+                "memory",
+                format!(
+                    "peak RSS, `pai run` with python3 RUN commands, largest ({})",
+                    largest_with_run.1
+                ),
+                mb(largest_with_run.0),
+            )
+            .note("the larger of pai and the python3 it ran"),
         );
     }
     if !all_local.is_empty() {

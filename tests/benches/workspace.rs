@@ -57,8 +57,8 @@ pub fn generate_repo(root: &Path, files: usize) {
     git(root, &["status", "--porcelain"]);
 }
 
-/// Listing and search rows on the tree at `root` (100,000 files).
-pub fn listing_rows(root: &Path) -> Vec<Row> {
+/// Listing and search rows on the tree [`generate_repo`] made at `root` with `files` files.
+pub fn listing_rows(root: &Path, files: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     let t = Instant::now();
     let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
@@ -77,9 +77,6 @@ pub fn listing_rows(root: &Path) -> Vec<Row> {
     )
     .unwrap();
     uncapped.stale_temps_removed();
-    let files = String::from_utf8_lossy(&git(root, &["ls-files"]).stdout)
-        .lines()
-        .count();
     let files_label = thousands(files as u64);
 
     let mut git_ls = || {
@@ -236,9 +233,15 @@ pub fn guard_rows() -> Vec<Row> {
     let mut flip = false;
     let t = median_of(RUNS, || {
         let (from, to) = if flip {
-            ("compute(50000, \"item X\")", "compute(50000, \"item 50000\")")
+            (
+                "compute(50000, \"item X\")",
+                "compute(50000, \"item 50000\")",
+            )
         } else {
-            ("compute(50000, \"item 50000\")", "compute(50000, \"item X\")")
+            (
+                "compute(50000, \"item 50000\")",
+                "compute(50000, \"item X\")",
+            )
         };
         flip = !flip;
         ws.modify(
