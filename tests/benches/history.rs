@@ -1,229 +1,239 @@
-//! Benchmark of the git history on generated repositories of 1,000 and 100,000 files: session
-//! start, a plan commit touching 3 files, and undo, next to `git add <3 files> && git commit`
-//! and `git status` on the same repository in the same run. Prints a table; asserts nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../history_common/mod.rs"]
-mod history_common;
+//! The git history's figures (issue 6) on repositories of 1,000 and 100,000 files: session
+//! start, a plan commit touching 3 files, and undo, through the real workspace as the work
+//! tree, side by side with `git add <3 files> && git commit` (and `git status`) on the same
+//! repository in the same run, and with the bare cost of replacing an index that size.
 
 use std::cell::Cell;
-use std::fs;
-use std::io;
-use std::process::Command;
+use std::io::{self, Write};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use history_common::{FsWorkTree, Project};
 use pai::history::{PlanRecord, Session, StartOptions, WorkEntry, WorkTree, undo};
+use pai::workspace::{Workspace, WorkspaceConfig};
+use sha1::{Digest, Sha1};
 
-/// Runs per size unless `PAI_BENCH_RUNS` says otherwise; the table shows medians.
-const RUNS: usize = 5;
-const FILES_PER_DIR: usize = 100;
+use crate::common::{Row, median, ms, ratio, thousands, timed_git};
+use crate::workspace::file_path;
 
-/// The test work tree, timing its writes (atomic: temp file, fsync, rename) so the table can
-/// show how much of undo is the file system rather than history.
+const AREA: &str = "history";
+
+/// The workspace as history sees it, timing its writes (atomic: temp file, fsync, rename) so
+/// the table can show how much of undo is the file system rather than history.
 struct TimedWorkTree {
-    inner: FsWorkTree,
+    inner: Workspace,
     writing: Cell<Duration>,
 }
 
 impl WorkTree for TimedWorkTree {
     fn read(&self, rel: &str) -> io::Result<WorkEntry> {
-        self.inner.read(rel)
+        WorkTree::read(&self.inner, rel)
     }
     fn write(&self, rel: &str, bytes: &[u8], executable: bool) -> io::Result<()> {
         let t = Instant::now();
-        let r = self.inner.write(rel, bytes, executable);
+        let r = WorkTree::write(&self.inner, rel, bytes, executable);
         self.writing.set(self.writing.get() + t.elapsed());
         r
     }
     fn remove(&self, rel: &str) -> io::Result<()> {
         let t = Instant::now();
-        let r = self.inner.remove(rel);
+        let r = WorkTree::remove(&self.inner, rel);
         self.writing.set(self.writing.get() + t.elapsed());
         r
     }
     fn is_denied(&self, rel: &str) -> bool {
-        self.inner.is_denied(rel)
+        WorkTree::is_denied(&self.inner, rel)
     }
 }
 
-struct Row {
-    files: usize,
+/// Medians of one repository size.
+struct Figures {
     start: Duration,
-    prepare: Duration,
     commit: Duration,
     undo: Duration,
     undo_writes: Duration,
     git_commit: Duration,
     git_status: Duration,
+    index_bytes: usize,
+    index_floor: Duration,
 }
 
-fn runs() -> usize {
-    std::env::var("PAI_BENCH_RUNS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(RUNS)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn file_path(i: usize) -> String {
-    format!("d{:04}/f{i:06}.txt", i / FILES_PER_DIR)
-}
-
-fn generate(files: usize) -> Project {
-    let p = Project::unborn();
-    for i in 0..files {
-        let path = p.path(&file_path(i));
-        if i % FILES_PER_DIR == 0 {
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-        }
-        fs::write(path, format!("file {i}\nline two\n")).unwrap();
+/// A plan touching `touched`, committed in a new session.
+fn commit_once(root: &Path, wt: &TimedWorkTree, touched: &[String], run: usize) -> Duration {
+    let mut session = Session::start(root, StartOptions::now()).unwrap();
+    assert!(session.read_only_reason().is_none());
+    // History's part of a plan is prepare (snapshot user edits) before the writes and the
+    // commit after them; both are timed, the writes are not.
+    let t = Instant::now();
+    session.prepare(wt, touched).unwrap();
+    let prepare = t.elapsed();
+    for path in touched {
+        wt.write(path, format!("agent run {run}\n").as_bytes(), false)
+            .unwrap();
     }
-    p.git(&["add", "-A"]);
-    p.git(&["commit", "-q", "-m", "generated"]);
-    // Warm the caches the way a user's repository is warm.
-    p.git(&["status", "--porcelain"]);
-    p
+    let record = PlanRecord {
+        request: format!("bench plan {run}"),
+        steps: touched.iter().map(|t| format!("MODIFY {t}")).collect(),
+        touched: touched.to_vec(),
+        model: "bench".into(),
+        calls: 1,
+        ..PlanRecord::default()
+    };
+    let t = Instant::now();
+    let info = session.commit_plan(wt, &record).unwrap();
+    let commit = prepare + t.elapsed();
+    assert!(info.is_some());
+    commit
 }
 
-fn timed_git(p: &Project, args: &[&str]) -> Duration {
-    let started = Instant::now();
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(&p.root)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .unwrap();
-    let elapsed = started.elapsed();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    elapsed
+/// The least any tool pays to update a git index of this size safely: read it, hash the new
+/// contents (SHA-1 trailer), write `index.lock`, rename it over the index. Done on a copy, in
+/// the same directory.
+fn index_floor(git_dir: &Path) -> (usize, Duration) {
+    let copy = git_dir.join("pai-bench-index");
+    let lock = git_dir.join("pai-bench-index.lock");
+    std::fs::copy(git_dir.join("index"), &copy).unwrap();
+    let t = Instant::now();
+    let bytes = std::fs::read(&copy).unwrap();
+    let hash = Sha1::digest(&bytes[..bytes.len() - 20]);
+    let mut out = std::fs::File::create_new(&lock).unwrap();
+    out.write_all(&bytes[..bytes.len() - 20]).unwrap();
+    out.write_all(&hash).unwrap();
+    drop(out);
+    std::fs::rename(&lock, &copy).unwrap();
+    let took = t.elapsed();
+    std::fs::remove_file(&copy).unwrap();
+    (bytes.len(), took)
 }
 
-fn measure(files: usize) -> Row {
-    let p = generate(files);
+/// `runs` rounds on the committed repository at `root` holding `files` generated files
+/// (see [`file_path`]): each round starts a session, commits a plan touching 3 files, undoes
+/// it from a fresh open, then commits the same 3 paths with git. Back to back, as a script
+/// would: each step's index write lands while the previous one's is being written back.
+fn measure(root: &Path, files: usize, runs: usize) -> Figures {
+    let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
+    ws.stale_temps_removed();
     let wt = TimedWorkTree {
-        inner: FsWorkTree {
-            root: p.root.clone(),
-        },
+        inner: ws,
         writing: Cell::new(Duration::ZERO),
     };
     let touched: Vec<String> = [0, files / 2, files - 1]
         .iter()
         .map(|&i| file_path(i))
         .collect();
-    let (
-        mut start,
-        mut prepare,
-        mut commit,
-        mut undo_t,
-        mut undo_w,
-        mut git_commit,
-        mut git_status,
-    ) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-    for run in 0..runs() {
+    let git_dir = root.join(".git");
+    let mut v: [Vec<Duration>; 7] = Default::default();
+    let mut index_bytes = 0;
+    for run in 0..runs {
         let t = Instant::now();
-        let mut session = Session::start(&p.root, StartOptions::now()).unwrap();
-        start.push(t.elapsed());
-        assert!(session.read_only_reason().is_none());
+        drop(Session::start(root, StartOptions::now()).unwrap());
+        v[0].push(t.elapsed());
 
-        let t = Instant::now();
-        session.prepare(&wt, &touched).unwrap();
-        prepare.push(t.elapsed());
-        for path in &touched {
-            wt.write(path, format!("agent run {run}\n").as_bytes(), false)
-                .unwrap();
-        }
-        let record = PlanRecord {
-            request: format!("bench plan {run}"),
-            steps: touched.iter().map(|t| format!("MODIFY {t}")).collect(),
-            touched: touched.clone(),
-            model: "bench".into(),
-            calls: 1,
-            ..PlanRecord::default()
-        };
-        let t = Instant::now();
-        let info = session.commit_plan(&wt, &record).unwrap();
-        commit.push(t.elapsed());
-        assert!(info.is_some());
-        drop(session);
+        v[1].push(commit_once(root, &wt, &touched, run));
 
         // From a fresh "process": open, lock, undo.
         wt.writing.set(Duration::ZERO);
         let t = Instant::now();
-        undo(&p.root, &wt, false).unwrap();
-        undo_t.push(t.elapsed());
-        undo_w.push(wt.writing.get());
+        undo(root, &wt, false).unwrap();
+        v[2].push(t.elapsed());
+        v[3].push(wt.writing.get());
+
+        // The same, with the undo straight after the commit.
+        commit_once(root, &wt, &touched, run);
+        let t = Instant::now();
+        undo(root, &wt, false).unwrap();
+        v[4].push(t.elapsed());
 
         for path in &touched {
-            fs::write(p.path(path), format!("git run {run}\n")).unwrap();
+            std::fs::write(root.join(path), format!("git run {run}\n")).unwrap();
         }
         let mut add = vec!["add"];
         add.extend(touched.iter().map(String::as_str));
-        let t = timed_git(&p, &add)
-            + timed_git(&p, &["commit", "-q", "--no-verify", "-m", "git bench"]);
-        git_commit.push(t);
-        git_status.push(timed_git(&p, &["status", "--porcelain"]));
+        v[4].push(
+            timed_git(root, &add)
+                + timed_git(root, &["commit", "-q", "--no-verify", "-m", "git bench"]),
+        );
+        v[5].push(timed_git(root, &["status", "--porcelain"]));
+        let (bytes, floor) = index_floor(&git_dir);
+        index_bytes = bytes;
+        v[6].push(floor);
     }
-    Row {
-        files,
-        start: median(start),
-        prepare: median(prepare),
-        commit: median(commit),
-        undo: median(undo_t),
-        undo_writes: median(undo_w),
-        git_commit: median(git_commit),
-        git_status: median(git_status),
+    let [
+        start,
+        commit,
+        undo_t,
+        undo_w,
+        git_commit,
+        git_status,
+        index_floor,
+    ] = v.map(median);
+    Figures {
+        start,
+        commit,
+        undo: undo_t,
+        undo_writes: undo_w,
+        git_commit,
+        git_status,
+        index_bytes,
+        index_floor,
     }
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn main() {
-    let sizes: Vec<usize> = std::env::var("PAI_BENCH_SIZES")
-        .ok()
-        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1_000, 100_000]);
-    let rows: Vec<Row> = sizes.iter().map(|&n| measure(n)).collect();
-    println!(
-        "\nhistory benchmark (median of {} runs; plan touches 3 files)\n",
-        runs()
-    );
-    print!("{:<34}", "operation");
-    for r in &rows {
-        print!("{:>16}", format!("{} files", r.files));
+/// Rows for each `(root, files)` repository, `runs` rounds each.
+pub fn rows(repos: &[(&Path, usize)], runs: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &(root, files) in repos {
+        let f = measure(root, files, runs);
+        let n = thousands(files as u64);
+        let git_ref = format!("git add && git commit {}", ms(f.git_commit));
+        let big = files >= 100_000;
+        let target = |row: Row, d: Duration| {
+            if big {
+                row.target("< 50 ms at 100,000 files", d < Duration::from_millis(50))
+            } else {
+                row
+            }
+        };
+        rows.push(
+            Row::new(AREA, format!("session start, {n} files"), ms(f.start))
+                .vs(git_ref.clone(), ratio(f.start, f.git_commit)),
+        );
+        rows.push(target(
+            Row::new(
+                AREA,
+                format!("plan commit (prepare + commit, 3 files), {n} files"),
+                ms(f.commit),
+            )
+            .vs(git_ref.clone(), ratio(f.commit, f.git_commit)),
+            f.commit,
+        ));
+        rows.push(target(
+            Row::new(
+                AREA,
+                format!(
+                    "undo (open, lock, 3 atomic writes of {}), {n} files",
+                    ms(f.undo_writes)
+                ),
+                ms(f.undo),
+            )
+            .vs(git_ref, ratio(f.undo, f.git_commit)),
+            f.undo,
+        ));
+        rows.push(
+            Row::new(
+                AREA,
+                format!(
+                    "reference: replace the {:.1} MB index (read, SHA-1, write, rename), {n} files",
+                    f.index_bytes as f64 / 1e6
+                ),
+                ms(f.index_floor),
+            )
+            .note("the least any index update costs; pai's commit and undo each do one"),
+        );
+        rows.push(Row::new(
+            AREA,
+            format!("reference: git status --porcelain, {n} files"),
+            ms(f.git_status),
+        ));
     }
-    println!();
-    type Pick = fn(&Row) -> Duration;
-    let lines: [(&str, Pick); 7] = [
-        ("pai session start", |r| r.start),
-        ("pai prepare (3 paths)", |r| r.prepare),
-        ("pai commit_plan (3 files)", |r| r.commit),
-        ("pai undo (fresh open + lock)", |r| r.undo),
-        ("  of which 3 atomic writes+fsync", |r| r.undo_writes),
-        ("git add 3 files && git commit", |r| r.git_commit),
-        ("git status --porcelain", |r| r.git_status),
-    ];
-    for (label, pick) in lines {
-        print!("{label:<34}");
-        for r in &rows {
-            print!("{:>16}", ms(pick(r)));
-        }
-        println!();
-    }
+    rows
 }

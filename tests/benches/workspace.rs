@@ -1,224 +1,171 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
-//! Benchmark of the guarded workspace (issue 3). Prints figures; asserts nothing about time.
-//!
-//! - LIST_PATH and TREE on a generated tree of 100,000 files, against `git ls-files` (and
-//!   `find`) on the same tree in the same run, as ratios. Target: LIST_PATH within 2x of git.
-//! - The diff guard on a 100,000-line file (several shapes of change). Target: under 50 ms.
-//! - The gate on 1,000,000 paths. Target: under 2 µs per path.
-//!
-//! Run with `cargo bench --bench workspace`.
+//! The guarded workspace's figures (issue 3): LIST_PATH, TREE, the project file list and SEARCH
+//! on the 100,000-file tree side by side with `git ls-files` / `find` / `git grep`; the diff
+//! guard on a 100,000-line file; the gate per path. Also generates the shared trees.
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pai::workspace::{Modification, Workspace, WorkspaceConfig, diff_guard};
+use pai::workspace::{Edit, Modification, Workspace, WorkspaceConfig, diff_guard};
 
-const RUNS: usize = 7;
+use crate::common::{Row, git, median_of, ms, paired, ratio, thousands};
 
-/// A named operation to time.
-type Row<'a> = (&'static str, Box<dyn Fn() + 'a>);
+const AREA: &str = "workspace";
+/// Pairs per side-by-side listing row; medians are taken over them.
+const PAIRS: usize = 7;
+/// Runs per diff-guard shape.
+const RUNS: usize = 5;
 
-/// Median wall time of `RUNS` runs of `f` (after one warm-up run).
-fn median(mut f: impl FnMut()) -> Duration {
-    f();
-    let mut times: Vec<Duration> = (0..RUNS)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[RUNS / 2]
+/// The path of generated file `i`: directories of 100 files, three levels deep
+/// (`pkg{a}/mod{b}/part{c}/file{f}.py`), so 100,000 files make 1,000 leaf directories.
+pub fn file_path(i: usize) -> String {
+    let dir = i / 100;
+    format!(
+        "pkg{}/mod{}/part{}/file{:03}.py",
+        dir / 100,
+        (dir / 10) % 10,
+        dir % 10,
+        i % 100
+    )
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:8.2} ms", d.as_secs_f64() * 1e3)
-}
-
-/// 10 x 10 x 10 directories of 100 files each, plus a root `.gitignore` and a few ignored and
-/// denied entries that must not count.
-fn generate_tree(root: &Path) -> usize {
-    let mut n = 0;
-    for a in 0..10 {
-        for b in 0..10 {
-            for c in 0..10 {
-                let d = root.join(format!("pkg{a}/mod{b}/part{c}"));
-                fs::create_dir_all(&d).unwrap();
-                for f in 0..100 {
-                    fs::write(d.join(format!("file{f:03}.py")), format!("x = {f}\n")).unwrap();
-                    n += 1;
-                }
-            }
+/// Fills `root` with `files` small files plus a root `.gitignore` and a few ignored and denied
+/// entries that must not count, and commits the files to a new repository (branch `main`).
+/// A tree that is already a repository is reused as it is.
+pub fn generate_repo(root: &Path, files: usize) {
+    if root.join(".git").exists() {
+        return;
+    }
+    let _ = fs::remove_dir_all(root);
+    for i in 0..files {
+        let path = root.join(file_path(i));
+        if i % 100 == 0 {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
         }
+        fs::write(path, format!("x = {}\n", i % 100)).unwrap();
     }
     fs::write(root.join(".gitignore"), "*.log\nbuild/\n__generated__/\n").unwrap();
     fs::create_dir_all(root.join("build")).unwrap();
     fs::write(root.join("build/out.o"), "x").unwrap();
     fs::write(root.join("debug.log"), "x").unwrap();
     fs::write(root.join(".env"), "SECRET=1").unwrap();
-    n
+    git(root, &["init", "-q", "-b", "main", "."]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "generated"]);
+    // Warm the caches the way a user's repository is warm.
+    git(root, &["status", "--porcelain"]);
 }
 
-fn git(root: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-/// `PAI_BENCH=listing,guard,gate` selects sections (all by default); `PAI_BENCH_TREE=<dir>`
-/// keeps the generated 100,000-file tree there and reuses it on the next run.
-fn main() {
-    let only = std::env::var("PAI_BENCH").unwrap_or_default();
-    let want = |s: &str| only.is_empty() || only.split(',').any(|o| o == s);
-    println!("pai workspace benchmark ({RUNS} runs each, median)\n");
-    if want("listing") {
-        bench_listing();
-    }
-    if want("guard") {
-        bench_diff_guard();
-    }
-    if want("gate") {
-        bench_gate();
-    }
-}
-
-fn bench_listing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let keep = std::env::var_os("PAI_BENCH_TREE").map(std::path::PathBuf::from);
-    let root = keep.clone().unwrap_or_else(|| tmp.path().join("tree"));
+/// Listing and search rows on the tree [`generate_repo`] made at `root` with `files` files.
+pub fn listing_rows(root: &Path, files: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
     let t = Instant::now();
-    if !root.join(".git").exists() {
-        let _ = fs::remove_dir_all(&root);
-        fs::create_dir_all(&root).unwrap();
-        let n = generate_tree(&root);
-        println!("generated {n} files in {:.1} s", t.elapsed().as_secs_f64());
-        git(&root, &["init", "-q", "."]);
-        git(&root, &["add", "-A"]);
-    }
-    let tracked = String::from_utf8_lossy(&git(&root, &["ls-files"]).stdout)
-        .lines()
-        .count();
-    println!(
-        "tree ready ({tracked} files in the git index) after {:.1} s\n",
-        t.elapsed().as_secs_f64()
-    );
-
-    let git_ls = || {
-        let out = git(&root, &["ls-files"]);
-        assert!(out.stdout.len() > 1_000_000);
-    };
-    let t = Instant::now();
-    let ws = Workspace::open(&root, WorkspaceConfig::default()).unwrap();
+    let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
     let open = t.elapsed();
+    // The sweep for stale temporaries walks the tree in the background; let it finish so it
+    // does not compete with the timings.
+    let t = Instant::now();
+    ws.stale_temps_removed();
+    let sweep = t.elapsed();
     let uncapped = Workspace::open(
-        &root,
+        root,
         WorkspaceConfig {
             max_list_entries: usize::MAX,
             ..WorkspaceConfig::default()
         },
     )
     .unwrap();
-    let summary = ws.list_path(".").unwrap();
-    println!("LIST_PATH says: {}", summary.lines().last().unwrap_or(""));
-    println!("tree of 100,000 files (1,110 directories); each row timed alternately with git:");
-    println!(
-        "                                    pai median   git median   ratio (median of pairs)"
-    );
-    let case = std::env::var("PAI_BENCH_CASE").unwrap_or_default();
-    let rows: Vec<Row<'_>> = vec![
-        (
-            "LIST_PATH . (capped at 1,000)",
-            Box::new(|| {
-                assert!(
-                    ws.list_path(".")
-                        .unwrap()
-                        .contains("more entries not shown")
-                )
-            }),
-        ),
-        (
-            "LIST_PATH . (uncapped, 101,111)",
-            Box::new(|| assert!(uncapped.list_path(".").unwrap().lines().count() > 101_000)),
-        ),
-        (
-            "TREE . (capped at 500)",
-            Box::new(|| assert!(ws.tree(".").unwrap().contains("more entries not shown"))),
-        ),
-        (
-            "project_files (all)",
-            Box::new(|| assert!(ws.project_files(usize::MAX).0.len() > 100_000)),
-        ),
-        (
-            "find -type f",
-            Box::new(|| {
-                let out = Command::new("find")
-                    .args([
-                        ".", "-path", "./.git", "-prune", "-o", "-type", "f", "-print",
-                    ])
-                    .current_dir(&root)
-                    .output()
-                    .unwrap();
-                assert!(out.stdout.len() > 1_000_000);
-            }),
-        ),
-        (
-            "SEARCH ^x = 42$ (reads every file)",
-            Box::new(|| {
-                let out = ws.search(r"^x = 42$", None).unwrap();
-                assert!(
-                    out.contains("of 1,000 matching lines (in 1,000 files)"),
-                    "{out}"
-                );
-            }),
-        ),
-    ];
-    for (name, f) in rows {
-        if !case.is_empty() && !name.contains(&case) {
-            continue;
+    uncapped.stale_temps_removed();
+    let files_label = thousands(files as u64);
+
+    let mut git_ls = || {
+        let out = git(root, &["ls-files"]);
+        assert!(out.stdout.len() > 1_000);
+    };
+    let mut side_by_side = |what: String, f: &mut dyn FnMut(), target: bool| {
+        let (ours, theirs, r) = paired(PAIRS, f, &mut git_ls);
+        let row = Row::new(AREA, what, ms(ours)).vs(format!("git ls-files {}", ms(theirs)), r);
+        if target {
+            row.target("within 2x of git ls-files", r <= 2.0)
+        } else {
+            row
         }
-        let (ours, theirs, ratio) = paired(&*f, &git_ls);
-        println!(
-            "  {name:<34}{}  {}   {ratio:.2}x git ls-files",
+    };
+    rows.push(side_by_side(
+        format!("LIST_PATH . on {files_label} files (shows 1,000)"),
+        &mut || {
+            let out = ws.list_path(".").unwrap();
+            assert!(out.contains("more entries not shown"));
+        },
+        true,
+    ));
+    rows.push(side_by_side(
+        format!("LIST_PATH . on {files_label} files, uncapped"),
+        &mut || {
+            let out = uncapped.list_path(".").unwrap();
+            assert!(out.lines().count() > files);
+        },
+        true,
+    ));
+    rows.push(side_by_side(
+        format!("TREE . on {files_label} files (shows 500)"),
+        &mut || assert!(ws.tree(".").unwrap().contains("more entries not shown")),
+        false,
+    ));
+    rows.push(side_by_side(
+        "project file list for the model's context (all)".into(),
+        &mut || assert!(ws.project_files(usize::MAX).0.len() >= files),
+        false,
+    ));
+    rows.push(side_by_side(
+        "reference: find -type f".into(),
+        &mut || {
+            let out = Command::new("find")
+                .args([
+                    ".", "-path", "./.git", "-prune", "-o", "-type", "f", "-print",
+                ])
+                .current_dir(root)
+                .output()
+                .unwrap();
+            assert!(out.stdout.len() > 1_000);
+        },
+        false,
+    ));
+    // SEARCH reads every file; its fair reference is git grep on the same tree.
+    let (ours, theirs, r) = paired(
+        PAIRS,
+        &mut || {
+            let out = ws.search(r"^x = 42$", None).unwrap();
+            assert!(out.contains("matching lines"), "{out}");
+        },
+        &mut || {
+            let out = git(root, &["grep", "-c", "-E", "^x = 42$"]);
+            assert!(!out.stdout.is_empty());
+        },
+    );
+    rows.push(
+        Row::new(
+            AREA,
+            format!("SEARCH ^x = 42$ over {files_label} files"),
             ms(ours),
-            ms(theirs)
-        );
-    }
-    println!("  Workspace::open (stale sweep)     {}\n", ms(open));
+        )
+        .vs(format!("git grep {}", ms(theirs)), r),
+    );
+    rows.push(
+        Row::new(
+            AREA,
+            format!("Workspace::open on {files_label} files"),
+            ms(open),
+        )
+        .note(format!("background stale-temp sweep: {}", ms(sweep))),
+    );
+    rows
 }
 
-/// Run `a` and `b` alternately (so both see the same machine load) and return their medians
-/// and the median of the per-pair ratios a/b.
-fn paired(a: &dyn Fn(), b: &dyn Fn()) -> (Duration, Duration, f64) {
-    a();
-    b();
-    let runs = RUNS * 2 + 1;
-    let (mut ta, mut tb, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..runs {
-        let t = Instant::now();
-        a();
-        let da = t.elapsed();
-        let t = Instant::now();
-        b();
-        let db = t.elapsed();
-        ta.push(da);
-        tb.push(db);
-        ratios.push(da.as_secs_f64() / db.as_secs_f64());
-    }
-    ta.sort();
-    tb.sort();
-    ratios.sort_by(f64::total_cmp);
-    (ta[runs / 2], tb[runs / 2], ratios[runs / 2])
-}
-
-fn bench_diff_guard() {
+/// The diff guard on a 100,000-line file, for several shapes of change, and one MODIFY end to
+/// end (read, edit, guard, atomic write with fsync) on the same file.
+pub fn guard_rows() -> Vec<Row> {
     let lines = 100_000;
     let old: String = (0..lines)
         .map(|i| format!("    value_{i} = compute({i}, \"item {i}\")\n"))
@@ -235,9 +182,6 @@ fn bench_diff_guard() {
             })
             .collect()
     };
-    let one_edit = edit_lines(lines);
-    let scattered_100 = edit_lines(1_000);
-    let scattered_1000 = edit_lines(100);
     let block: String = old
         .lines()
         .enumerate()
@@ -258,37 +202,36 @@ fn bench_diff_guard() {
     let shuffled: String = shuffled.concat();
 
     let cfg = WorkspaceConfig::default();
-    println!("diff guard on a {lines}-line file (threshold 500 lines / 50%):");
+    let mut rows = Vec::new();
     for (name, new) in [
-        ("1 line changed", &one_edit),
-        ("100 scattered lines changed", &scattered_100),
-        ("1,000 scattered lines changed", &scattered_1000),
-        ("400-line block replaced", &block),
-        ("4,000 lines moved (reordered)", &shuffled),
-        ("whole file rewritten (refused)", &rewrite),
+        ("1 line changed", edit_lines(lines)),
+        ("1,000 scattered lines changed", edit_lines(100)),
+        ("400-line block replaced", block),
+        ("4,000 lines moved", shuffled),
+        ("whole file rewritten", rewrite),
     ] {
-        if let Ok(case) = std::env::var("PAI_BENCH_CASE")
-            && !name.contains(&case)
-        {
-            continue;
-        }
         let mut verdict = String::new();
-        let t = median(|| {
-            verdict = match diff_guard(&cfg, "big.py", &old, new) {
+        let t = median_of(RUNS, || {
+            verdict = match diff_guard(&cfg, "big.py", &old, &new) {
                 Ok((a, r)) => format!("allowed, +{a} -{r}"),
                 Err(_) => "refused".to_string(),
             };
         });
-        println!("  {name:<34} {}   {verdict}", ms(t));
+        rows.push(
+            Row::new(
+                AREA,
+                format!("diff guard, 100,000 lines: {name} ({verdict})"),
+                ms(t),
+            )
+            .target("< 50 ms", t < Duration::from_millis(50)),
+        );
     }
 
-    // End to end: MODIFY with one search/replace edit on the same file (read, edit, guard,
-    // hash, atomic write with fsync).
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("big.py"), &old).unwrap();
     let ws = Workspace::open(tmp.path(), cfg).unwrap();
     let mut flip = false;
-    let t = median(|| {
+    let t = median_of(RUNS, || {
         let (from, to) = if flip {
             (
                 "compute(50000, \"item X\")",
@@ -303,17 +246,24 @@ fn bench_diff_guard() {
         flip = !flip;
         ws.modify(
             "big.py",
-            &Modification::Edits(vec![pai::workspace::Edit {
+            &Modification::Edits(vec![Edit {
                 search: from.into(),
                 replace: to.into(),
             }]),
         )
         .unwrap();
     });
-    println!("  MODIFY end to end, 1 edit         {}\n", ms(t));
+    rows.push(Row::new(
+        AREA,
+        "MODIFY end to end, 1 edit in 100,000 lines (with fsync)",
+        ms(t),
+    ));
+    rows
 }
 
-fn bench_gate() {
+/// The gate on 1,000,000 generated paths (existing, new, `..`, hostile), by the `openat2`
+/// fast path and the portable component-by-component resolution.
+pub fn gate_rows() -> Vec<Row> {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("proj");
     for a in 0..10 {
@@ -358,13 +308,8 @@ fn bench_gate() {
         })
         .collect();
     let ws = Workspace::open(&root, WorkspaceConfig::default()).unwrap();
-    let mut accepted = 0usize;
     let t = Instant::now();
-    for p in &paths {
-        if ws.check(p).is_ok() {
-            accepted += 1;
-        }
-    }
+    let accepted = paths.iter().filter(|p| ws.check(p).is_ok()).count();
     let fast = t.elapsed();
     let portable = Workspace::open(&root, WorkspaceConfig::default())
         .unwrap()
@@ -375,15 +320,26 @@ fn bench_gate() {
         let _ = portable.check(p);
     }
     let slow = t.elapsed();
-    println!("gate on {n} paths ({accepted} accepted; mixed existing, new, `..`, hostile):");
-    println!(
-        "  check (openat2 fast path)        {:8.3} s   {:.2} µs/path",
-        fast.as_secs_f64(),
-        fast.as_secs_f64() * 1e6 / n as f64
-    );
-    println!(
-        "  check (portable, 200,000 paths)  {:8.3} s   {:.2} µs/path",
-        slow.as_secs_f64(),
-        slow.as_secs_f64() * 1e6 / sample.len() as f64
-    );
+    let per = |d: Duration, k: usize| d.as_secs_f64() * 1e6 / k as f64;
+    vec![
+        Row::new(
+            AREA,
+            format!(
+                "gate per path (openat2), {} paths, {} accepted",
+                thousands(n as u64),
+                thousands(accepted as u64)
+            ),
+            format!("{:.2} µs", per(fast, n)),
+        )
+        .target("< 2 µs", per(fast, n) < 2.0),
+        Row::new(
+            AREA,
+            "gate per path (portable resolution, no openat2)",
+            format!("{:.2} µs", per(slow, sample.len())),
+        )
+        .vs(
+            format!("openat2 path {:.2} µs", per(fast, n)),
+            ratio(slow, fast) * n as f64 / sample.len() as f64,
+        ),
+    ]
 }

@@ -406,6 +406,12 @@ pub struct RecordedRequest {
     /// What the mock answered with (a [`Reply::label`], or `rejected`, `bad_key`, `exhausted`,
     /// `model_lookup`, `not_found`).
     pub answered: String,
+    /// When the request reached the mock's handler.
+    pub received_at: Instant,
+    /// How long the mock spent answering: from [`RecordedRequest::received_at`] until the
+    /// response was ready, or for a streamed body until its last byte was handed over (or the
+    /// client went away). Benchmarks subtract it from pai's wall time to get pai's own time.
+    pub handled_in: Duration,
 }
 
 impl RecordedRequest {
@@ -570,6 +576,12 @@ impl MockLlm {
     /// Input tokens reported as prompt-cache hits so far.
     pub fn cached_tokens(&self) -> u64 {
         self.state().cached_tokens
+    }
+
+    /// Total time the mock spent answering, over every request so far (see
+    /// [`RecordedRequest::handled_in`]): the part of a client's wall time spent waiting on it.
+    pub fn handling_time(&self) -> Duration {
+        self.state().requests.iter().map(|r| r.handled_in).sum()
     }
 
     /// Streamed or dripped bodies whose client went away before the end.
@@ -788,6 +800,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let received_at = Instant::now();
     let url = uri
         .path_and_query()
         .map(|p| p.as_str().to_string())
@@ -844,6 +857,8 @@ async fn handle(
         cached_tokens: 0,
         status: 0,
         answered: String::new(),
+        received_at,
+        handled_in: Duration::ZERO,
     };
 
     let (index, reply, key_ok, script_models, chunk, rejected) = {
@@ -880,6 +895,7 @@ async fn handle(
         if let Some(r) = st.requests.get_mut(index) {
             r.status = status;
             r.answered = answered.to_string();
+            r.handled_in = received_at.elapsed();
         }
     };
 
@@ -1440,6 +1456,12 @@ impl Drop for DripGuard {
             self.shared.lock().aborted += 1;
         } else if let Some((bill, system)) = self.bill.take() {
             charge(&self.shared, self.index, bill, &system);
+        }
+        // The body is over: the client stopped waiting on the mock now, not when the handler
+        // returned the response head.
+        let mut st = self.shared.lock();
+        if let Some(r) = st.requests.get_mut(self.index) {
+            r.handled_in = r.received_at.elapsed();
         }
     }
 }
