@@ -17,7 +17,8 @@ static HERMETIC: Once = Once::new();
 /// Keep libgit2 away from the machine's global and system git config.
 pub fn hermetic() {
     HERMETIC.call_once(|| {
-        let empty = std::env::temp_dir().join(format!("pai-history-tests-{}", std::process::id()));
+        // One shared empty directory (never written to), so test runs do not pile up folders.
+        let empty = std::env::temp_dir().join("pai-history-tests-empty-config");
         fs::create_dir_all(&empty).unwrap();
         for level in [
             git2::ConfigLevel::Global,
