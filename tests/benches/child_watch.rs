@@ -1,9 +1,9 @@
 //! How long a process spent waiting on the programs it started (RUN commands), measured exactly
 //! with the kernel's process-event connector (netlink `NETLINK_CONNECTOR`, `CN_IDX_PROC`): every
 //! fork and exit on the machine arrives with a nanosecond timestamp, so the lifetime of each
-//! child of a given process is known without touching that process. Subscribing needs
-//! `CAP_NET_ADMIN` (root); without it [`ChildWatch::start`] returns `None` and the caller falls
-//! back to an estimate.
+//! child of a given process is known without touching that process. Where the kernel refuses
+//! the subscription (some kernels want `CAP_NET_ADMIN`) or delivers nothing,
+//! [`ChildWatch::start`] returns `None` and the caller falls back to an estimate.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
