@@ -12,20 +12,19 @@
 //! full diff, so a whole-file rewrite costs O(n). The matching itself is described at
 //! [`match_lines_within`].
 
-use std::hash::Hasher;
-
-use hashbrown::HashTable;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
+use hashbrown::HashTable;
 use similar::{Algorithm, DiffOp, DiffTag};
 
 use super::config::WorkspaceConfig;
 use super::error::WorkspaceError;
 use super::text::thousands;
 
-/// How long exact Myers may run before the anchored diff is used instead.
-const MYERS_BUDGET: Duration = Duration::from_millis(5);
+/// How long exact Myers may run on a small input before the anchored diff is used instead; a
+/// fifth of it is what Myers gets to improve on the anchored diff of a big input.
+const MYERS_BUDGET: Duration = Duration::from_millis(10);
 /// Inputs up to this many lines (both sides, past the common prefix and suffix, shared lines
 /// only) try exact Myers first.
 const SMALL_INPUT: usize = 4_000;
@@ -35,40 +34,29 @@ const GAP_BUDGET: Duration = Duration::from_millis(200);
 /// Lines of context around each hunk.
 const CONTEXT: usize = 3;
 
-/// A small multiplicative hasher for interning lines; HashDoS is not a concern for a local
-/// file and SipHash would dominate the guard's time on big files.
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-    fn finish(&self) -> u64 {
-        // The multiply above leaves the low bits weak, and the table indexes buckets by the
-        // low bits: finish with a full avalanche (MurmurHash3's fmix64).
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
-}
-
+/// A fast hash of a line for interning (eight bytes per multiply, then the tail byte by byte;
+/// folding the tail in as one padded word measured slower, through more collisions). HashDoS
+/// is not a concern for a local file, and SipHash would dominate the guard's time on big files.
 fn line_hash(line: &str) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(line.as_bytes());
-    h.finish()
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let bytes = line.as_bytes();
+    let mut h = 0u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    for &b in chunks.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+    }
+    // The multiplies leave the low bits weak, and the table picks buckets by the low bits:
+    // finish with a full avalanche (MurmurHash3's fmix64).
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// Numbers distinct lines, so the diff compares integers rather than strings. The table holds
@@ -206,6 +194,19 @@ fn guard_within<'a>(
     let old_l = lines(old);
     let new_l = lines(new);
     let original_lines = old_l.len();
+    if old_l.len().max(new_l.len()) >= u32::MAX as usize {
+        // Line positions are u32. MODIFY's size limit keeps files far below this; should a
+        // caller ever pass more, refuse rather than diff with truncated positions.
+        let changed = old_l.len() + new_l.len();
+        return Err(Refusal {
+            changed,
+            added: new_l.len(),
+            removed: old_l.len(),
+            original_lines,
+            preview: String::new(),
+            lower_bound: true,
+        });
+    }
     let prefix = old_l.iter().zip(&new_l).take_while(|(a, b)| a == b).count();
     let suffix = old_l[prefix..]
         .iter()
@@ -221,7 +222,7 @@ fn guard_within<'a>(
     let new_ids: Vec<u32> = new_l[new_mid.clone()].iter().map(|s| ids.id(s)).collect();
 
     // Lower bound from the multisets.
-    let mut balance = vec![0i64; ids.len()];
+    let mut balance = vec![0i32; ids.len()];
     for &i in &old_ids {
         balance[i as usize] += 1;
     }
@@ -231,12 +232,12 @@ fn guard_within<'a>(
     let lb_removed: usize = balance
         .iter()
         .filter(|&&b| b > 0)
-        .map(|&b| b as usize)
+        .map(|&b| b.unsigned_abs() as usize)
         .sum();
     let lb_added: usize = balance
         .iter()
         .filter(|&&b| b < 0)
-        .map(|&b| (-b) as usize)
+        .map(|&b| b.unsigned_abs() as usize)
         .sum();
     if over_limits(cfg, lb_added + lb_removed, original_lines) {
         // Preview: diff only a window at the start of the changed region.
@@ -267,22 +268,22 @@ fn guard_within<'a>(
     for &i in &new_ids {
         on_new[i as usize] = true;
     }
-    let (old_pos, old_f): (Vec<usize>, Vec<u32>) = old_ids
+    let (old_pos, old_f): (Vec<u32>, Vec<u32>) = old_ids
         .iter()
         .enumerate()
         .filter(|&(_, &id)| on_new[id as usize])
-        .map(|(i, &id)| (i, id))
+        .map(|(i, &id)| (i as u32, id))
         .unzip();
-    let (new_pos, new_f): (Vec<usize>, Vec<u32>) = new_ids
+    let (new_pos, new_f): (Vec<u32>, Vec<u32>) = new_ids
         .iter()
         .enumerate()
         .filter(|&(_, &id)| on_old[id as usize])
-        .map(|(i, &id)| (i, id))
+        .map(|(i, &id)| (i as u32, id))
         .unzip();
-    let matches: Vec<(usize, usize)> = match_lines_within(&old_f, &new_f, ids.len(), budget)
-        .into_iter()
-        .map(|(o, n)| (old_pos[o], new_pos[n]))
-        .collect();
+    let mut matches = match_lines_within(&old_f, &new_f, ids.len(), budget);
+    for m in &mut matches {
+        *m = (old_pos[m.0 as usize], new_pos[m.1 as usize]);
+    }
     let mut ops = Vec::with_capacity(matches.len() / 4 + 4);
     if prefix > 0 {
         ops.push(DiffOp::Equal {
@@ -352,17 +353,15 @@ fn diff_ops(
 ///
 /// Small inputs go to Myers first (cheap, and exact). Big ones are anchored first, and the
 /// anchored result is kept when it provably is a minimum (it meets the multiset lower bound,
-/// as every local edit does); otherwise Myers gets a short budget to do better. Trying Myers
-/// first on a big input would spend the whole budget on exactly the inputs it cannot finish.
+/// as every local edit does); otherwise Myers gets a fifth of the budget to do better (enough
+/// when the anchors were misled by a few lines; the cases it cannot finish are the ones with
+/// many moved lines, where the anchors are right). Trying Myers first on a big input would
+/// spend the whole budget on exactly the inputs it cannot finish.
 ///
 /// `budget` is the time exact Myers may take (tests pass a generous one, so a loaded machine
-/// cannot change their outcome).
-fn match_lines_within(
-    old: &[u32],
-    new: &[u32],
-    n_ids: usize,
-    budget: Duration,
-) -> Vec<(usize, usize)> {
+/// cannot change their outcome). Positions are `u32`: pai edits files of at most a few MiB, and
+/// half-size indices halve the memory these arrays stream through.
+fn match_lines_within(old: &[u32], new: &[u32], n_ids: usize, budget: Duration) -> Vec<(u32, u32)> {
     if old.len() + new.len() <= SMALL_INPUT {
         return exact(old, new, budget).unwrap_or_else(|| anchored(old, new, n_ids));
     }
@@ -378,14 +377,14 @@ fn match_lines_within(
     if old.len() + new.len() - 2 * a.len() <= lower_bound {
         return a;
     }
-    match exact(old, new, budget) {
+    match exact(old, new, budget / 5) {
         Some(m) if m.len() > a.len() => m,
         _ => a,
     }
 }
 
 /// A longest common subsequence by Myers, or `None` when it does not finish within `budget`.
-fn exact(old: &[u32], new: &[u32], budget: Duration) -> Option<Vec<(usize, usize)>> {
+fn exact(old: &[u32], new: &[u32], budget: Duration) -> Option<Vec<(u32, u32)>> {
     let start = Instant::now();
     let ops = similar::capture_diff_deadline(
         Algorithm::Myers,
@@ -404,7 +403,7 @@ fn exact(old: &[u32], new: &[u32], budget: Duration) -> Option<Vec<(usize, usize
 }
 
 /// Matches anchored on the lines unique on both sides, with Myers in the gaps between anchors.
-fn anchored(old: &[u32], new: &[u32], n_ids: usize) -> Vec<(usize, usize)> {
+fn anchored(old: &[u32], new: &[u32], n_ids: usize) -> Vec<(u32, u32)> {
     // Per id: how often it occurs on each side (saturating at 2: only "once" matters), and its
     // position in `new`.
     let mut seen_old = vec![0u8; n_ids];
@@ -419,20 +418,19 @@ fn anchored(old: &[u32], new: &[u32], n_ids: usize) -> Vec<(usize, usize)> {
         *c = (*c + 1).min(2);
         pos_new[id as usize] = j as u32;
     }
-    let candidates: Vec<(usize, usize)> = old
+    let candidates: Vec<(u32, u32)> = old
         .iter()
         .enumerate()
         .filter(|&(_, &id)| seen_old[id as usize] == 1 && seen_new[id as usize] == 1)
-        .map(|(i, &id)| (i, pos_new[id as usize] as usize))
+        .map(|(i, &id)| (i as u32, pos_new[id as usize]))
         .collect();
     let anchors = longest_increasing(&candidates);
     let deadline = Instant::now() + GAP_BUDGET;
     let mut out = Vec::with_capacity(anchors.len());
     let (mut po, mut pn) = (0usize, 0usize);
-    for &(o, n) in anchors
-        .iter()
-        .chain(std::iter::once(&(old.len(), new.len())))
-    {
+    let end = (old.len() as u32, new.len() as u32);
+    for &(o, n) in anchors.iter().chain(std::iter::once(&end)) {
+        let (o, n) = (o as usize, n as usize);
         if o > po && n > pn {
             let gap = similar::capture_diff_deadline(
                 Algorithm::Myers,
@@ -445,7 +443,7 @@ fn anchored(old: &[u32], new: &[u32], n_ids: usize) -> Vec<(usize, usize)> {
             push_equal_pairs(&gap, &mut out);
         }
         if o < old.len() {
-            out.push((o, n));
+            out.push((o as u32, n as u32));
         }
         po = o + 1;
         pn = n + 1;
@@ -453,7 +451,7 @@ fn anchored(old: &[u32], new: &[u32], n_ids: usize) -> Vec<(usize, usize)> {
     out
 }
 
-fn push_equal_pairs(ops: &[DiffOp], out: &mut Vec<(usize, usize)>) {
+fn push_equal_pairs(ops: &[DiffOp], out: &mut Vec<(u32, u32)>) {
     for op in ops {
         if let DiffOp::Equal {
             old_index,
@@ -461,18 +459,18 @@ fn push_equal_pairs(ops: &[DiffOp], out: &mut Vec<(usize, usize)>) {
             len,
         } = *op
         {
-            out.extend((0..len).map(|k| (old_index + k, new_index + k)));
+            out.extend((0..len).map(|k| ((old_index + k) as u32, (new_index + k) as u32)));
         }
     }
 }
 
 /// The longest subsequence of `pairs` (sorted by `.0`) increasing in `.1` (patience sorting).
-fn longest_increasing(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
+fn longest_increasing(pairs: &[(u32, u32)]) -> Vec<(u32, u32)> {
     // tail_at[k]: index into `pairs` of the smallest tail of an increasing run of length k + 1;
     // tail_value[k] is that tail's `.1`, kept apart so the binary search reads one dense array.
-    let mut tail_at: Vec<usize> = Vec::new();
-    let mut tail_value: Vec<usize> = Vec::new();
-    let mut prev: Vec<usize> = vec![usize::MAX; pairs.len()];
+    let mut tail_at: Vec<u32> = Vec::new();
+    let mut tail_value: Vec<u32> = Vec::new();
+    let mut prev: Vec<u32> = vec![u32::MAX; pairs.len()];
     for (i, &(_, n)) in pairs.iter().enumerate() {
         // Most lines keep their order, so most pairs extend the longest run: check that first.
         let k = match tail_value.last() {
@@ -484,18 +482,18 @@ fn longest_increasing(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
             prev[i] = tail_at[k - 1];
         }
         if k == tail_value.len() {
-            tail_at.push(i);
+            tail_at.push(i as u32);
             tail_value.push(n);
         } else {
-            tail_at[k] = i;
+            tail_at[k] = i as u32;
             tail_value[k] = n;
         }
     }
     let mut out = Vec::with_capacity(tail_at.len());
-    let mut cur = tail_at.last().copied().unwrap_or(usize::MAX);
-    while cur != usize::MAX {
-        out.push(pairs[cur]);
-        cur = prev[cur];
+    let mut cur = tail_at.last().copied().unwrap_or(u32::MAX);
+    while cur != u32::MAX {
+        out.push(pairs[cur as usize]);
+        cur = prev[cur as usize];
     }
     out.reverse();
     out
@@ -504,7 +502,7 @@ fn longest_increasing(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
 /// Turn matched line pairs (increasing in both coordinates) of two sequences of lengths
 /// `old_len` and `new_len` into diff operations, with every index shifted by `at`.
 fn ops_from_matches(
-    matches: &[(usize, usize)],
+    matches: &[(u32, u32)],
     old_len: usize,
     new_len: usize,
     at: usize,
@@ -534,10 +532,12 @@ fn ops_from_matches(
     };
     let (mut oi, mut ni, mut i) = (0usize, 0usize, 0usize);
     while i < matches.len() {
-        let (mo, mn) = matches[i];
+        let (mo, mn) = (matches[i].0 as usize, matches[i].1 as usize);
         change(oi..mo, ni..mn, ops);
         let mut len = 1;
-        while i + len < matches.len() && matches[i + len] == (mo + len, mn + len) {
+        while i + len < matches.len()
+            && (matches[i + len].0 as usize, matches[i + len].1 as usize) == (mo + len, mn + len)
+        {
             len += 1;
         }
         ops.push(DiffOp::Equal {
@@ -775,7 +775,7 @@ mod tests {
         let anchored = anchored(&old, &new, 200);
         for m in [&exact, &anchored] {
             assert!(m.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
-            assert!(m.iter().all(|&(o, n)| old[o] == new[n]));
+            assert!(m.iter().all(|&(o, n)| old[o as usize] == new[n as usize]));
         }
         // 19 swaps of two lines: each swapped pair leaves the common subsequence.
         assert_eq!(exact.len(), 200 - 2 * 19);
@@ -805,7 +805,7 @@ mod tests {
         assert_eq!(anchored(&old, &new, 3_003).len(), 3_001);
         let m = match_lines_within(&old, &new, 3_003, Duration::from_secs(30));
         assert!(m.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
-        assert!(m.iter().all(|&(o, n)| old[o] == new[n]));
+        assert!(m.iter().all(|&(o, n)| old[o as usize] == new[n as usize]));
         assert_eq!(m.len(), 3_100);
     }
 

@@ -9,9 +9,10 @@ use super::Workspace;
 use super::beneath::diagnose;
 use super::error::WorkspaceError;
 use super::gate::RelPath;
+use super::scan::{Scan, ScanDir, scan};
 use super::sys::{self, Kind};
 use super::text::thousands;
-use super::walk::{MAX_DEPTH, Walker, join, open_child};
+use super::walk::{Walker, join};
 
 /// Where a walk starts.
 pub(crate) enum Start {
@@ -95,7 +96,7 @@ impl Workspace {
     /// line (directories end in `/`, symlinks in `@`), directories first at each level.
     pub fn list_path(&self, path: &str) -> Result<String, WorkspaceError> {
         let rel = self.gate_op(path, true)?;
-        let (mut w, start) = self.start_walk(&rel, "list")?;
+        let (w, start) = self.start_walk(&rel, "list")?;
         let dir = match start {
             Start::Dir(fd) => fd,
             Start::File { kind, .. } => {
@@ -110,7 +111,9 @@ impl Workspace {
             omitted: Omitted::default(),
             unreadable: 0,
         };
-        list_rec(&mut w, &dir, rel.resolved(), &mut st);
+        let (rules, above) = w.into_parts();
+        let scan = scan(rules, above, dir, rel.resolved());
+        list_rec(&scan, scan.root(), &mut st);
         if st.shown == 0 && st.omitted.total() == 0 {
             st.out.push_str("(empty directory)\n");
         }
@@ -129,7 +132,7 @@ impl Workspace {
     /// rest.
     pub fn tree(&self, path: &str) -> Result<String, WorkspaceError> {
         let rel = self.gate_op(path, true)?;
-        let (mut w, start) = self.start_walk(&rel, "tree")?;
+        let (w, start) = self.start_walk(&rel, "tree")?;
         let dir = match start {
             Start::Dir(fd) => fd,
             Start::File { kind, .. } => {
@@ -152,7 +155,9 @@ impl Workspace {
             omitted: Omitted::default(),
             unreadable: 0,
         };
-        tree_rec(&mut w, &dir, rel.resolved(), "", &mut st);
+        let (rules, above) = w.into_parts();
+        let scan = scan(rules, above, dir, rel.resolved());
+        tree_rec(&scan, scan.root(), "", &mut st);
         if st.shown == 0 && st.omitted.total() == 0 {
             st.out.push_str("(empty directory)\n");
         }
@@ -170,13 +175,14 @@ impl Workspace {
     /// deny-list applied, directories first at each level), and how many more there are. For
     /// the model's context.
     pub fn project_files(&self, max: usize) -> (Vec<String>, usize) {
-        let mut w = Walker::new(&self.gate.deny, &self.ignores);
+        let (rules, above) = Walker::new(&self.gate.deny, &self.ignores).into_parts();
         let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
             return (Vec::new(), 0);
         };
+        let scan = scan(rules, above, root, "");
         let mut files = Vec::new();
         let mut omitted = 0usize;
-        files_rec(&mut w, &root, "", max, &mut files, &mut omitted);
+        files_rec(&scan, scan.root(), max, &mut files, &mut omitted);
         (files, omitted)
     }
 }
@@ -198,17 +204,12 @@ struct ListState {
     unreadable: usize,
 }
 
-fn list_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, st: &mut ListState) {
-    let entries = match w.enter(dir, rel) {
-        Ok(e) => e,
-        Err(_) => {
-            st.unreadable += 1;
-            w.leave();
-            return;
-        }
-    };
-    for e in &entries {
-        let is_dir = e.kind == Kind::Dir;
+fn list_rec(scan: &Scan, d: &ScanDir, st: &mut ListState) {
+    if d.unreadable {
+        st.unreadable += 1;
+    }
+    let rel = d.rel.as_str();
+    for (e, sub) in d.entries.iter().zip(&d.sub) {
         if st.shown < st.cap {
             if !rel.is_empty() {
                 st.out.push_str(rel);
@@ -218,19 +219,15 @@ fn list_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, st: &mut ListState) {
             st.out.push_str(e.marker());
             st.out.push('\n');
             st.shown += 1;
-        } else if is_dir {
+        } else if e.kind == Kind::Dir {
             st.omitted.dirs += 1;
         } else {
             st.omitted.files += 1;
         }
-        if is_dir && w.depth() < MAX_DEPTH {
-            match open_child(dir, e) {
-                Ok(sub) => list_rec(w, &sub, &join(rel, &e.name()), st),
-                Err(_) => st.unreadable += 1,
-            }
+        if let Some(id) = *sub {
+            list_rec(scan, scan.dir(id), st);
         }
     }
-    w.leave();
 }
 
 struct TreeState {
@@ -242,19 +239,14 @@ struct TreeState {
     unreadable: usize,
 }
 
-fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut TreeState) {
-    let entries = match w.enter(dir, rel) {
-        Ok(e) => e,
-        Err(_) => {
-            st.unreadable += 1;
-            w.leave();
-            return;
-        }
-    };
-    let n = entries.len();
+fn tree_rec(scan: &Scan, d: &ScanDir, prefix: &str, st: &mut TreeState) {
+    if d.unreadable {
+        st.unreadable += 1;
+    }
+    let n = d.entries.len();
     let truncated_here = n > st.per_dir;
     let mut local = Omitted::default();
-    for (i, e) in entries.iter().enumerate() {
+    for (i, (e, sub)) in d.entries.iter().zip(&d.sub).enumerate() {
         let is_dir = e.kind == Kind::Dir;
         if st.shown >= st.cap || i >= st.per_dir {
             // Not drawn: count the entry and everything below it, either into this directory's
@@ -262,10 +254,8 @@ fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut
             let mut c = Omitted::default();
             if is_dir {
                 c.dirs += 1;
-                if w.depth() < MAX_DEPTH
-                    && let Ok(sub) = open_child(dir, e)
-                {
-                    let below = count_rec(w, &sub, &join(rel, &e.name()));
+                if let Some(id) = *sub {
+                    let below = count_rec(scan, scan.dir(id), &mut st.unreadable);
                     c.files += below.files;
                     c.dirs += below.dirs;
                 }
@@ -288,14 +278,9 @@ fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut
         st.out.push_str(e.marker());
         st.out.push('\n');
         st.shown += 1;
-        if is_dir && w.depth() < MAX_DEPTH {
-            match open_child(dir, e) {
-                Ok(sub) => {
-                    let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
-                    tree_rec(w, &sub, &join(rel, &e.name()), &child_prefix, st);
-                }
-                Err(_) => st.unreadable += 1,
-            }
+        if let Some(id) = *sub {
+            let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
+            tree_rec(scan, scan.dir(id), &child_prefix, st);
         }
     }
     if local.total() > 0 {
@@ -304,23 +289,19 @@ fn tree_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, prefix: &str, st: &mut
         st.out.push_str(&local.describe());
         st.out.push('\n');
     }
-    w.leave();
 }
 
 /// Count what is visible below a directory without printing it.
-fn count_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str) -> Omitted {
+fn count_rec(scan: &Scan, d: &ScanDir, unreadable: &mut usize) -> Omitted {
     let mut c = Omitted::default();
-    let Ok(entries) = w.enter(dir, rel) else {
-        w.leave();
-        return c;
-    };
-    for e in &entries {
+    if d.unreadable {
+        *unreadable += 1;
+    }
+    for (e, sub) in d.entries.iter().zip(&d.sub) {
         if e.kind == Kind::Dir {
             c.dirs += 1;
-            if w.depth() < MAX_DEPTH
-                && let Ok(sub) = open_child(dir, e)
-            {
-                let s = count_rec(w, &sub, &join(rel, &e.name()));
+            if let Some(id) = *sub {
+                let s = count_rec(scan, scan.dir(id), unreadable);
                 c.files += s.files;
                 c.dirs += s.dirs;
             }
@@ -328,34 +309,20 @@ fn count_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str) -> Omitted {
             c.files += 1;
         }
     }
-    w.leave();
     c
 }
 
-fn files_rec(
-    w: &mut Walker<'_>,
-    dir: &OwnedFd,
-    rel: &str,
-    max: usize,
-    files: &mut Vec<String>,
-    omitted: &mut usize,
-) {
-    let Ok(entries) = w.enter(dir, rel) else {
-        w.leave();
-        return;
-    };
-    for e in &entries {
+fn files_rec(scan: &Scan, d: &ScanDir, max: usize, files: &mut Vec<String>, omitted: &mut usize) {
+    for (e, sub) in d.entries.iter().zip(&d.sub) {
         match e.kind {
             Kind::Dir => {
-                if w.depth() < MAX_DEPTH
-                    && let Ok(sub) = open_child(dir, e)
-                {
-                    files_rec(w, &sub, &join(rel, &e.name()), max, files, omitted);
+                if let Some(id) = *sub {
+                    files_rec(scan, scan.dir(id), max, files, omitted);
                 }
             }
             Kind::File => {
                 if files.len() < max {
-                    files.push(join(rel, &e.name()));
+                    files.push(join(&d.rel, &e.name()));
                 } else {
                     *omitted += 1;
                 }
@@ -363,5 +330,4 @@ fn files_rec(
             Kind::Symlink | Kind::Other => {}
         }
     }
-    w.leave();
 }

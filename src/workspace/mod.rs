@@ -14,7 +14,7 @@
 //! Layout: `gate` (path policy), `deny` (deny-list), `beneath` (use-time opening), `atomic`
 //! (atomic writes and stale temporaries), `guard` (diffs and the diff guard), `edits`
 //! (search/replace), `text` (encodings and line endings), `walk` (directory walking),
-//! `listing` (TREE, LIST_PATH, project files), `search` (SEARCH), `ops` (the file commands),
+//! `scan` (parallel tree reading), `listing` (TREE, LIST_PATH, project files), `search` (SEARCH), `ops` (the file commands),
 //! `change` (result types), `sys` (system calls).
 
 mod atomic;
@@ -28,6 +28,7 @@ mod gate;
 mod guard;
 mod listing;
 mod ops;
+mod scan;
 mod search;
 mod sys;
 mod text;

@@ -343,13 +343,21 @@ const DIRENT_BUF: usize = 32 * 1024;
 /// [`reopen_dir`]). Uses `getdents64` directly: no `DIR` stream, no duplicated descriptor, one
 /// system call per 32 KiB of entries.
 pub(crate) fn read_dir(dir: BorrowedFd<'_>) -> io::Result<Vec<DirEntry>> {
+    read_dir_with(dir, &mut Vec::new())
+}
+
+/// [`read_dir`] with a caller-kept buffer, so a walk over thousands of directories does not
+/// allocate and zero one per directory.
+pub(crate) fn read_dir_with(dir: BorrowedFd<'_>, buf: &mut Vec<u8>) -> io::Result<Vec<DirEntry>> {
     // struct linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name[].
     const NAME_AT: usize = 19;
     // SAFETY: lseek on a live descriptor has no memory effects.
     if unsafe { libc::lseek(dir.as_raw_fd(), 0, libc::SEEK_SET) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut buf = vec![0u8; DIRENT_BUF];
+    if buf.len() < DIRENT_BUF {
+        buf.resize(DIRENT_BUF, 0);
+    }
     let mut out = Vec::new();
     loop {
         // SAFETY: `buf` is writable for `buf.len()` bytes and `dir` is a live descriptor.

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
+use std::sync::Arc;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -48,10 +49,22 @@ impl Entry {
     }
 }
 
-struct Level {
+/// One directory's ignore rules, linked to its parent directory's. The chain is shared: the
+/// parallel scan hands it to other threads, and a sequential walk pops back to the parent.
+pub(crate) struct Level {
     /// Length of the directory's relative path (its rules match paths below it).
     base_len: usize,
     ignore: Option<Gitignore>,
+    parent: Option<Arc<Level>>,
+    /// Directories from the walk's root down to this one, this one included.
+    depth: usize,
+}
+
+impl Level {
+    /// Directories from the walk's root down to this one, this one included.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
 }
 
 /// Ignore rules that apply everywhere: `.git/info/exclude` and the global excludes file.
@@ -101,60 +114,56 @@ fn matcher_from_bytes(bytes: &[u8]) -> Option<Gitignore> {
     (!m.is_empty()).then_some(m)
 }
 
-/// A walk in progress: the stack of ignore rules along the current directory path.
-pub(crate) struct Walker<'w> {
+/// What decides which entries a walk shows: the deny-list and the ignore rules that apply
+/// everywhere. Cheap to copy into the scan's threads.
+#[derive(Clone, Copy)]
+pub(crate) struct Rules<'w> {
     deny: &'w DenyList,
     global: &'w GlobalIgnores,
-    levels: Vec<Level>,
-    scratch: String,
 }
 
-impl<'w> Walker<'w> {
-    pub(crate) fn new(deny: &'w DenyList, global: &'w GlobalIgnores) -> Walker<'w> {
-        Walker {
-            deny,
-            global,
-            levels: Vec::new(),
-            scratch: String::new(),
-        }
-    }
+/// Per-thread buffers for reading directories.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    dirents: Vec<u8>,
+    path: String,
+}
 
-    /// Load the `.gitignore` of a directory above the walk's start (so the start directory's
-    /// entries obey its ancestors' rules).
-    pub(crate) fn push_ancestor(&mut self, dir: &OwnedFd, rel: &str) {
-        let ignore = read_gitignore(dir);
-        self.levels.push(Level {
-            base_len: rel.len(),
-            ignore,
-        });
-    }
-
-    /// Enter directory `rel` (open as `dir`): load its `.gitignore` and return its visible
-    /// entries, directories first, each group sorted by name. Pair with [`Walker::leave`].
-    pub(crate) fn enter(&mut self, dir: &OwnedFd, rel: &str) -> std::io::Result<Vec<Entry>> {
-        let raw = match sys::read_dir(dir.as_fd()) {
+impl<'w> Rules<'w> {
+    /// Read the directory `rel` (open as `dir`), below the directory whose rules are `parent`:
+    /// load its `.gitignore` and return its rules and its visible entries, directories first,
+    /// each group sorted by name. The rules come back even when reading fails, so a walk can
+    /// pair every directory it enters with a leave.
+    pub(crate) fn read(
+        self,
+        dir: &OwnedFd,
+        rel: &str,
+        parent: Option<&Arc<Level>>,
+        scratch: &mut Scratch,
+    ) -> (Arc<Level>, std::io::Result<Vec<Entry>>) {
+        let depth = parent.map_or(0, |p| p.depth) + 1;
+        let level = |ignore| {
+            Arc::new(Level {
+                base_len: rel.len(),
+                ignore,
+                parent: parent.cloned(),
+                depth,
+            })
+        };
+        let raw = match sys::read_dir_with(dir.as_fd(), &mut scratch.dirents) {
             Ok(r) => r,
-            Err(e) => {
-                self.levels.push(Level {
-                    base_len: rel.len(),
-                    ignore: None,
-                });
-                return Err(e);
-            }
+            Err(e) => return (level(None), Err(e)),
         };
         let has_gitignore = raw
             .iter()
             .any(|e| e.kind == Kind::File && e.name.to_bytes() == b".gitignore");
-        self.levels.push(Level {
-            base_len: rel.len(),
-            ignore: if has_gitignore {
-                read_gitignore(dir)
-            } else {
-                None
-            },
+        let level = level(if has_gitignore {
+            read_gitignore(dir)
+        } else {
+            None
         });
         let any_rules =
-            self.levels.iter().any(|l| l.ignore.is_some()) || !self.global.matchers.is_empty();
+            level.chain().any(|l| l.ignore.is_some()) || !self.global.matchers.is_empty();
         let path_patterns = self.deny.has_path_patterns();
         let mut out = Vec::with_capacity(raw.len());
         for e in raw {
@@ -163,16 +172,17 @@ impl<'w> Walker<'w> {
                 continue;
             }
             if path_patterns || any_rules {
-                self.scratch.clear();
-                self.scratch.push_str(rel);
+                let full = &mut scratch.path;
+                full.clear();
+                full.push_str(rel);
                 if !rel.is_empty() {
-                    self.scratch.push('/');
+                    full.push('/');
                 }
-                self.scratch.push_str(&name);
-                if path_patterns && self.deny.path(&self.scratch).is_some() {
+                full.push_str(&name);
+                if path_patterns && self.deny.path(full).is_some() {
                     continue;
                 }
-                if any_rules && self.ignored(e.kind == Kind::Dir) {
+                if any_rules && self.ignored(&level, full, e.kind == Kind::Dir) {
                     continue;
                 }
             }
@@ -187,18 +197,13 @@ impl<'w> Walker<'w> {
                 .cmp(&(b.kind != Kind::Dir))
                 .then_with(|| a.cname.as_bytes().cmp(b.cname.as_bytes()))
         });
-        Ok(out)
+        (level, Ok(out))
     }
 
-    /// Leave the directory entered last.
-    pub(crate) fn leave(&mut self) {
-        self.levels.pop();
-    }
-
-    /// Whether the path in `scratch` is ignored: the nearest rule wins.
-    fn ignored(&self, is_dir: bool) -> bool {
-        let full = self.scratch.as_str();
-        for level in self.levels.iter().rev() {
+    /// Whether `full` (a path in the directory whose rules are `level`) is ignored: the
+    /// nearest rule wins.
+    fn ignored(self, level: &Level, full: &str, is_dir: bool) -> bool {
+        for level in level.chain() {
             let Some(m) = &level.ignore else { continue };
             let rel = if level.base_len == 0 {
                 full
@@ -220,10 +225,67 @@ impl<'w> Walker<'w> {
         }
         false
     }
+}
+
+impl Level {
+    /// This level and its ancestors, nearest first.
+    fn chain(&self) -> impl Iterator<Item = &Level> {
+        std::iter::successors(Some(self), |l| l.parent.as_deref())
+    }
+}
+
+/// A sequential walk in progress: the chain of ignore rules along the current directory path.
+pub(crate) struct Walker<'w> {
+    rules: Rules<'w>,
+    top: Option<Arc<Level>>,
+    scratch: Scratch,
+}
+
+impl<'w> Walker<'w> {
+    pub(crate) fn new(deny: &'w DenyList, global: &'w GlobalIgnores) -> Walker<'w> {
+        Walker {
+            rules: Rules { deny, global },
+            top: None,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// Load the `.gitignore` of a directory above the walk's start (so the start directory's
+    /// entries obey its ancestors' rules).
+    pub(crate) fn push_ancestor(&mut self, dir: &OwnedFd, rel: &str) {
+        let parent = self.top.take();
+        self.top = Some(Arc::new(Level {
+            base_len: rel.len(),
+            ignore: read_gitignore(dir),
+            depth: parent.as_ref().map_or(0, |p| p.depth) + 1,
+            parent,
+        }));
+    }
+
+    /// Enter directory `rel` (open as `dir`): load its `.gitignore` and return its visible
+    /// entries, directories first, each group sorted by name. Pair with [`Walker::leave`].
+    pub(crate) fn enter(&mut self, dir: &OwnedFd, rel: &str) -> std::io::Result<Vec<Entry>> {
+        let (level, entries) = self
+            .rules
+            .read(dir, rel, self.top.as_ref(), &mut self.scratch);
+        self.top = Some(level);
+        entries
+    }
+
+    /// Leave the directory entered last.
+    pub(crate) fn leave(&mut self) {
+        self.top = self.top.take().and_then(|l| l.parent.clone());
+    }
 
     /// Current depth (number of directories entered, ancestors included).
     pub(crate) fn depth(&self) -> usize {
-        self.levels.len()
+        self.top.as_ref().map_or(0, |l| l.depth)
+    }
+
+    /// The rules, and the ignore rules of the directory entered last, for a scan that goes on
+    /// from here on several threads.
+    pub(crate) fn into_parts(self) -> (Rules<'w>, Option<Arc<Level>>) {
+        (self.rules, self.top)
     }
 }
 
