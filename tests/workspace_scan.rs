@@ -135,7 +135,10 @@ fn scan_agrees_with_git_is_ordered_and_deterministic_within_few_descriptors() {
         let is_dir = l.ends_with('/');
         let path = l.trim_end_matches(['/', '@']);
         let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
-        assert!(seen_dirs.contains(parent), "{l} listed before its directory");
+        assert!(
+            seen_dirs.contains(parent),
+            "{l} listed before its directory"
+        );
         if is_dir {
             seen_dirs.insert(path);
         }
