@@ -798,3 +798,68 @@ fn files_a_run_changed_are_committed_as_side_effects() {
         );
     }
 }
+
+#[test]
+fn run_writable_in_config_lets_a_confined_command_write_a_tool_cache() {
+    use pai::exec::{SandboxSupport, sandbox_support};
+    use serde_json::json;
+    if let SandboxSupport::Unavailable(reason) = sandbox_support() {
+        use std::io::Write;
+        writeln!(
+            std::io::stderr(),
+            "SKIPPED run_writable_in_config_lets_a_confined_command_write_a_tool_cache: no Landlock: {reason}"
+        )
+        .unwrap();
+        return;
+    }
+    // Outside the project and outside /tmp (which confined commands may always write).
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cache = outside.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let entry = cache.join("entry");
+    let script = || {
+        let plan = Reply::plan(
+            json!({"intent": "task", "reply": "Caching.", "observe": false,
+            "steps": [
+                {"action": "RUN", "command": format!("printf cached > '{}'", entry.display())},
+                {"action": "FINISH", "message": "cached"}]}),
+        );
+        let done = Reply::plan(json!({"intent": "chat", "reply": "The cache is not writable."}));
+        Script::with_replies([plan, done]).require_key(TEST_KEY)
+    };
+
+    let p = Project::repo(Some("util"));
+    let mock = MockLlm::start(script());
+    let run = p.run(
+        &mock,
+        ProviderKind::Gemini,
+        "fill the cache",
+        &["--yes", "--allow-run"],
+    );
+    assert_eq!(run.events_of("step")[0]["ok"], false, "{}", run.text());
+    assert!(!entry.exists(), "written without run.writable");
+
+    let config = p.home.join(".config/pai-code");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("[run]\nwritable = [\"{}\", \"~\"]\n", cache.display()),
+    )
+    .unwrap();
+    let mock = MockLlm::start(script());
+    let run = p.run(
+        &mock,
+        ProviderKind::Gemini,
+        "fill the cache",
+        &["--yes", "--allow-run"],
+    );
+    assert!(run.output.status.success(), "{}", run.text());
+    assert_eq!(mock.calls(), 1, "{}", run.text());
+    assert_eq!(std::fs::read_to_string(&entry).unwrap(), "cached");
+    // `~` holds pai's configuration: refused, and said so.
+    assert!(
+        run.text().contains("ignoring run.writable entry `~`"),
+        "{}",
+        run.text()
+    );
+}

@@ -609,6 +609,38 @@ fn a_malformed_settings_file_is_a_configuration_error() {
 }
 
 #[test]
+fn run_writable_is_shown_expanded_and_unsafe_entries_are_refused() {
+    let home = Home::new();
+    fs::create_dir_all(home.config_dir()).unwrap();
+    fs::write(
+        home.config_dir().join("config.toml"),
+        "[run]\nwritable = [\"~/.npm\", \"~/.config\", \"cache\"]\n",
+    )
+    .unwrap();
+    let out = home.pai().args(["config", "show"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    // ~/.npm does not exist, so it is shown as written, with HOME expanded.
+    let npm = home.dir.path().join(".npm");
+    assert!(
+        t.contains(&format!(
+            "RUN may write     the project, temporary directories, {}\n",
+            npm.display()
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("ignoring run.writable entry `~/.config`")
+            && t.contains("pai's own configuration"),
+        "{t}"
+    );
+    assert!(
+        t.contains("ignoring run.writable entry `cache`") && t.contains("absolute path"),
+        "{t}"
+    );
+}
+
+#[test]
 fn unknown_subcommands_flags_and_values_are_usage_errors() {
     let home = Home::new();
     for args in [

@@ -49,6 +49,8 @@ pub struct AgentOptions {
     pub run_timeout: Duration,
     /// Refuse RUN that cannot be confined.
     pub require_sandbox: bool,
+    /// Directories outside the project a confined RUN command may also write to.
+    pub run_writable: Vec<std::path::PathBuf>,
     /// Secret values to keep out of commands' environments and logs.
     pub secrets: Vec<String>,
     /// Context budget.
@@ -772,6 +774,7 @@ impl Agent {
             timeout: self.options.run_timeout,
             sandbox: mode,
             secrets: self.options.secrets.clone(),
+            extra_writable: self.options.run_writable.clone(),
             ..RunOptions::default()
         };
         let root = self.workspace.root().to_path_buf();

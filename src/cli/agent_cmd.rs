@@ -136,6 +136,7 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         run_allow: settings.run_allow.clone(),
         run_timeout: settings.run_timeout,
         require_sandbox: settings.require_sandbox,
+        run_writable: settings.run_writable.clone(),
         secrets,
         budget: Budget::default(),
     };

@@ -207,6 +207,19 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
         "  modify threshold  {} lines, max ratio {}",
         settings.modify_threshold, settings.modify_max_ratio
     ));
+    let writable: Vec<String> = settings
+        .run_writable
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    out.line(&format!(
+        "  RUN may write     the project, temporary directories{}",
+        if writable.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", writable.join(", "))
+        }
+    ));
     Ok(())
 }
 

@@ -42,6 +42,10 @@ pub struct RunFileSettings {
     pub allow: Vec<String>,
     /// Refuse RUN where the kernel cannot confine it, instead of asking.
     pub require_sandbox: Option<bool>,
+    /// Directories outside the project a confined command may also write to (tool caches such
+    /// as `~/.cache/go-build` or `~/.npm`).
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 impl FileSettings {

@@ -1,6 +1,7 @@
 //! Resolution of the effective settings: flags > environment > config file > defaults.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{ApiKey, ConfigDir, CredentialStore, Env, FileSettings, KeySource};
@@ -85,6 +86,9 @@ pub struct Settings {
     pub run_allow: Vec<String>,
     /// Refuse RUN when it cannot be confined.
     pub require_sandbox: bool,
+    /// Directories outside the project a confined RUN command may also write to: absolute,
+    /// symlinks resolved, never the root or anything holding pai's own configuration.
+    pub run_writable: Vec<PathBuf>,
     /// The API key for `provider`, if any.
     pub api_key: Option<ApiKey>,
     /// Where `api_key` came from.
@@ -126,7 +130,8 @@ impl Settings {
         Ok(settings)
     }
 
-    /// Resolve everything except the key, from explicit inputs (pure: used by tests).
+    /// Resolve everything except the key, from explicit inputs (used by tests; it reads no
+    /// file except to resolve symlinks in `run.writable`).
     pub fn resolve_from(flags: &Flags, env: &Env, file: &FileSettings) -> Result<Settings, Error> {
         let mut warnings = Vec::new();
 
@@ -252,6 +257,8 @@ impl Settings {
             None => DEFAULT_RUN_TIMEOUT,
         };
 
+        let run_writable = resolve_run_writable(&file.run.writable, env, &mut warnings);
+
         let plain = env.is_set("NO_COLOR") || env.get("TERM") == Some("dumb");
 
         Ok(Settings {
@@ -267,6 +274,7 @@ impl Settings {
             run_timeout,
             run_allow: file.run.allow.clone(),
             require_sandbox: file.run.require_sandbox.unwrap_or(false),
+            run_writable,
             api_key: None,
             key_source: None,
             plain,
@@ -391,12 +399,147 @@ fn check_base_url(raw: &str) -> Result<String, String> {
     Ok(url.to_string())
 }
 
+/// The `run.writable` entries as the paths the sandbox will grant: `~` and `~/...` expand to
+/// HOME, `.` and `..` are resolved, and existing paths have their symlinks resolved (Landlock
+/// grants the directory a path leads to, so that is what must be checked). Refused, with a
+/// warning: relative entries, the file-system root, and any directory that holds pai's own
+/// configuration, since a command able to write there could extend `run.allow` and approve its
+/// own next commands.
+fn resolve_run_writable(raw: &[String], env: &Env, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let home = env
+        .get("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute());
+    let config = ConfigDir::locate(env)
+        .ok()
+        .map(|d| resolve_existing(d.path()));
+    let mut out: Vec<PathBuf> = Vec::new();
+    for entry in raw {
+        let shown = entry.trim();
+        let mut ignore = |why: String| {
+            warnings.push(format!(
+                "ignoring run.writable entry `{shown}` in config.toml: {why}"
+            ));
+        };
+        let path = if shown == "~" || shown.starts_with("~/") {
+            match &home {
+                Some(h) => h.join(shown.trim_start_matches('~').trim_start_matches('/')),
+                None => {
+                    ignore("HOME is not set to an absolute path".into());
+                    continue;
+                }
+            }
+        } else if Path::new(shown).is_absolute() {
+            PathBuf::from(shown)
+        } else {
+            ignore("it must be an absolute path or start with ~/".into());
+            continue;
+        };
+        let path = resolve_existing(&path);
+        if path.parent().is_none() {
+            ignore("commands may not write everywhere".into());
+            continue;
+        }
+        if let Some(c) = &config
+            && c.starts_with(&path)
+        {
+            ignore(format!(
+                "it holds pai's own configuration ({}), which commands must not change",
+                c.display()
+            ));
+            continue;
+        }
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// `path` with `.` and `..` resolved lexically, then, where it exists, its symlinks resolved.
+fn resolve_existing(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut lexical = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    std::fs::canonicalize(&lexical).unwrap_or(lexical)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Env {
         Env::from_pairs(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn run_writable_expands_home_and_refuses_what_would_free_a_command() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(home.join(".cache/go-build")).unwrap();
+        std::fs::create_dir_all(home.join(".config/pai-code")).unwrap();
+        std::os::unix::fs::symlink(home.join(".config"), home.join("cfg-link")).unwrap();
+        let file = FileSettings {
+            run: crate::config::file::RunFileSettings {
+                writable: [
+                    "~/.cache/go-build",
+                    "~/.npm",
+                    "/opt/cache/../tools",
+                    "~/.cache/go-build/",
+                    "relative/dir",
+                    "/",
+                    "~",
+                    "~/.config",
+                    "~/cfg-link",
+                    "~/.cache/../.config/pai-code",
+                ]
+                .map(String::from)
+                .to_vec(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = env(&[("HOME", home.to_str().unwrap())]);
+        let s = Settings::resolve_from(&Flags::default(), &e, &file).unwrap();
+        assert_eq!(
+            s.run_writable,
+            [
+                home.join(".cache/go-build"),
+                home.join(".npm"),
+                PathBuf::from("/opt/tools"),
+            ]
+        );
+        let refused: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with("ignoring run.writable entry"))
+            .collect();
+        assert_eq!(refused.len(), 6, "{refused:#?}");
+        assert!(refused[0].contains("`relative/dir`") && refused[0].contains("absolute path"));
+        assert!(refused[1].contains("`/`") && refused[1].contains("everywhere"));
+        for (w, entry) in refused[2..].iter().zip([
+            "~",
+            "~/.config",
+            "~/cfg-link",
+            "~/.cache/../.config/pai-code",
+        ]) {
+            assert!(
+                w.contains(&format!("`{entry}`")) && w.contains("pai's own configuration"),
+                "{w}"
+            );
+        }
+        // Without HOME, `~` entries cannot be placed.
+        let s = Settings::resolve_from(&Flags::default(), &env(&[]), &file).unwrap();
+        assert!(s.run_writable.contains(&PathBuf::from("/opt/tools")));
+        assert!(s.warnings.iter().any(|w| w.contains("HOME is not set")));
     }
 
     #[test]
