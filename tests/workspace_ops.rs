@@ -378,6 +378,58 @@ fn modify_refuses_binary() {
 }
 
 #[test]
+fn modify_keeps_what_another_program_wrote_meanwhile() {
+    // An editor saves the file after pai read it and before pai replaces it: pai's edit is
+    // refused with a clear message, the editor's version stays, no temporary is left, and the
+    // same edit goes through once nothing interferes.
+    for (how, same_size) in [
+        ("in place", false),
+        ("in place, same size", true),
+        ("by rename", false),
+    ] {
+        let fx = Fx::new();
+        fx.put("app.py", "def run():\n    return 1\n");
+        let target = fx.path("app.py");
+        let dir = fx.root.clone();
+        let saved = if same_size {
+            "def run():\n    return 7\n"
+        } else {
+            "def run():\n    return 1  # edited by the user\n"
+        };
+        let by_rename = how == "by rename";
+        let interfere = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flag = interfere.clone();
+        let ws = fx.ws().with_before_replace_hook(move |_| {
+            if flag.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                if by_rename {
+                    fs::write(dir.join("swap.tmp"), saved).unwrap();
+                    fs::rename(dir.join("swap.tmp"), &target).unwrap();
+                } else {
+                    fs::write(&target, saved).unwrap();
+                }
+            }
+        });
+        let err = ws
+            .modify("app.py", &edits(&[("return 1", "return 2")]))
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("app.py") && msg.contains("another program changed it"),
+            "{how}: {msg}"
+        );
+        assert_eq!(fx.get("app.py"), saved, "{how}");
+        assert!(temps_in(&fx.root).is_empty(), "{how}");
+        if !same_size {
+            let c = ws
+                .modify("app.py", &edits(&[("return 1", "return 2")]))
+                .unwrap();
+            assert_eq!(c.kind, ChangeKind::Modified, "{how}");
+            assert!(fx.get("app.py").contains("return 2"), "{how}");
+        }
+    }
+}
+
+#[test]
 fn modify_keeps_modes_0755_and_0600() {
     let fx = Fx::new();
     fx.put("run.sh", "#!/bin/sh\necho a\n");

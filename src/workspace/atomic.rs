@@ -54,15 +54,67 @@ impl Drop for TempGuard<'_> {
     }
 }
 
+/// The error [`write`] returns when the target is no longer the version the caller read.
+#[derive(Debug)]
+pub(crate) struct ChangedOnDisk;
+
+impl std::fmt::Display for ChangedOnDisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the file changed on disk")
+    }
+}
+
+impl std::error::Error for ChangedOnDisk {}
+
+/// A file as it was read: its metadata and its bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct ReadVersion<'a> {
+    /// `fstat` of the descriptor it was read through.
+    pub stat: &'a sys::Stat,
+    /// Everything that was read.
+    pub bytes: &'a [u8],
+}
+
+impl ReadVersion<'_> {
+    /// Whether `name` in `dir` is still this version: metadata first (cheap, and it catches a
+    /// rename over the file), then the bytes (timestamps are too coarse to catch every write).
+    fn still_there(self, dir: BorrowedFd<'_>, name: &CStr) -> bool {
+        let Ok(now) = sys::lstatat(dir, name) else {
+            return false;
+        };
+        if !now.same_version(self.stat) {
+            return false;
+        }
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+        let Ok(fd) = sys::openat(dir, name, flags, 0) else {
+            return false;
+        };
+        sys::read_up_to(&fd, self.bytes.len().saturating_add(1)).is_ok_and(|now| now == self.bytes)
+    }
+}
+
+/// Whether `e` is [`ChangedOnDisk`].
+pub(crate) fn is_changed_on_disk(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<ChangedOnDisk>())
+}
+
 /// Atomically make `name` in `dir` hold `bytes`. With `no_replace`, fail with `EEXIST` instead
 /// of replacing an existing entry (WRITE of a new file). Permission bits: see [`Mode`]; only the
 /// `rwx` bits are kept, so a rewritten file never keeps set-uid or set-gid.
+///
+/// `unchanged_since`: the target as the caller read it. Just before the rename, when the
+/// new content is already on disk, the target must still be that version (same inode, times
+/// and bytes), or nothing is replaced and the error is [`ChangedOnDisk`]: an editor saving the
+/// file while pai worked on it keeps its content. (The check and the rename are separate
+/// system calls; what it closes is the window of reading, editing, diffing and syncing, not
+/// the microseconds between them.)
 pub(crate) fn write(
     dir: &OwnedFd,
     name: &CStr,
     bytes: &[u8],
     mode: Mode,
     no_replace: bool,
+    unchanged_since: Option<ReadVersion<'_>>,
 ) -> io::Result<()> {
     let dir = dir.as_fd();
     let perm = match mode {
@@ -97,6 +149,11 @@ pub(crate) fn write(
     }
     sys::fsync(file.as_fd())?;
     drop(file);
+    if let Some(read) = unchanged_since
+        && !read.still_there(dir, name)
+    {
+        return Err(io::Error::other(ChangedOnDisk));
+    }
     sys::renameat(dir, &tmp, dir, name, no_replace)?;
     guard.armed = false;
     // The rename is only durable once the directory is; a failure here does not undo it, and
@@ -178,12 +235,55 @@ mod tests {
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
         let dir: OwnedFd = std::fs::File::open(t.path()).unwrap().into();
         let name = sys::cstr("x.sh").unwrap();
-        write(&dir, &name, b"new", Mode::Keep, false).unwrap();
+        write(&dir, &name, b"new", Mode::Keep, false, None).unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
         let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o755);
-        let err = write(&dir, &name, b"x", Mode::Keep, true).unwrap_err();
+        let err = write(&dir, &name, b"x", Mode::Keep, true, None).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EEXIST));
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_target_changed_since_it_was_read_is_not_replaced() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("f.txt");
+        std::fs::write(&f, "read by pai").unwrap();
+        let dir: OwnedFd = std::fs::File::open(t.path()).unwrap().into();
+        let name = sys::cstr("f.txt").unwrap();
+        let read = || {
+            (
+                sys::lstatat(dir.as_fd(), &name).unwrap(),
+                std::fs::read(&f).unwrap(),
+            )
+        };
+        let write_if_unchanged = |(stat, bytes): &(sys::Stat, Vec<u8>), new: &[u8]| {
+            let version = ReadVersion { stat, bytes };
+            write(&dir, &name, new, Mode::Keep, false, Some(version))
+        };
+        // Unchanged: replaced.
+        let v = read();
+        write_if_unchanged(&v, b"pai's edit").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "pai's edit");
+        // Rewritten in place by another program: kept, and no temporary left.
+        let v = read();
+        std::fs::write(&f, "editor save").unwrap();
+        let err = write_if_unchanged(&v, b"stale edit").unwrap_err();
+        assert!(is_changed_on_disk(&err), "{err}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "editor save");
+        // Replaced by rename (as editors save): a new inode, also detected.
+        let v = read();
+        std::fs::write(t.path().join("other"), "renamed in").unwrap();
+        std::fs::rename(t.path().join("other"), &f).unwrap();
+        let err = write_if_unchanged(&v, b"stale edit").unwrap_err();
+        assert!(is_changed_on_disk(&err), "{err}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "renamed in");
+        // Removed meanwhile: not recreated.
+        let v = read();
+        std::fs::remove_file(&f).unwrap();
+        let err = write_if_unchanged(&v, b"stale edit").unwrap_err();
+        assert!(is_changed_on_disk(&err), "{err}");
+        assert!(!f.exists());
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
     }
 }

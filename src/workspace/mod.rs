@@ -59,6 +59,8 @@ pub struct Workspace {
     /// whole tree, and start-up must not wait for that on a big project.
     stale_sweep: std::sync::Mutex<StaleSweep>,
     after_check: Option<AfterCheckHook>,
+    /// Test hook run by MODIFY after reading and editing, just before replacing the file.
+    before_replace: Option<AfterCheckHook>,
 }
 
 /// The background sweep for stale temporaries, or its result once known.
@@ -129,6 +131,7 @@ impl Workspace {
             ignores,
             stale_sweep: std::sync::Mutex::new(stale_sweep),
             after_check: None,
+            before_replace: None,
         })
     }
 
@@ -179,6 +182,18 @@ impl Workspace {
         hook: impl Fn(&RelPath) + Send + Sync + 'static,
     ) -> Self {
         self.after_check = Some(Arc::new(hook));
+        self
+    }
+
+    /// Testing aid: run `hook` inside MODIFY after the file was read and edited, just before it
+    /// is replaced (tests use it to change the file under pai). Never set by production
+    /// callers.
+    #[doc(hidden)]
+    pub fn with_before_replace_hook(
+        mut self,
+        hook: impl Fn(&RelPath) + Send + Sync + 'static,
+    ) -> Self {
+        self.before_replace = Some(Arc::new(hook));
         self
     }
 

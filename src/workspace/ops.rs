@@ -170,7 +170,7 @@ impl Workspace {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             Err(e) => return Err(WorkspaceError::io("write", shown, e)),
         }
-        atomic::write(&dir, &name, content.as_bytes(), Mode::Keep, true).map_err(|e| {
+        atomic::write(&dir, &name, content.as_bytes(), Mode::Keep, true, None).map_err(|e| {
             if e.raw_os_error() == Some(libc::EEXIST) {
                 WorkspaceError::exists("write", shown, hint)
             } else {
@@ -242,14 +242,31 @@ impl Workspace {
         let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved())
             .map_err(|r| guard::refusal_error(&self.cfg, shown, r))?;
         let new_bytes = text::restore(&new_body, styled.eol, styled.bom);
+        if let Some(h) = &self.before_replace {
+            h(&rel);
+        }
         atomic::write(
             &dir,
             &name,
             new_bytes.as_bytes(),
             Mode::Exact(st.perm),
             false,
+            Some(atomic::ReadVersion {
+                stat: &st,
+                bytes: &bytes,
+            }),
         )
-        .map_err(|e| WorkspaceError::io("modify", shown, e))?;
+        .map_err(|e| {
+            if atomic::is_changed_on_disk(&e) {
+                WorkspaceError::failed(
+                    "modify",
+                    shown,
+                    "another program changed it while pai was editing it; nothing was written, and the other program's version is kept (read it again and redo the edit)",
+                )
+            } else {
+                WorkspaceError::io("modify", shown, e)
+            }
+        })?;
         Ok(FileChange {
             before: Some(before),
             after: Some(hash(new_bytes.as_bytes())),
@@ -625,7 +642,7 @@ impl Workspace {
         Self::require_file_target(&rel, "write")?;
         let (dir, name) = open_parent(&self.gate, &rel, true, "write")?;
         let mode = mode.map_or(Mode::Keep, Mode::Exact);
-        atomic::write(&dir, &name, bytes, mode, false)
+        atomic::write(&dir, &name, bytes, mode, false, None)
             .map_err(|e| WorkspaceError::io("write", rel.display(), e))
     }
 

@@ -43,6 +43,19 @@ pub(crate) struct Stat {
     pub perm: u32,
     /// Size in bytes.
     pub size: u64,
+    /// Device and inode, modification and status-change times: together they tell whether
+    /// the entry is still the file version that was read.
+    version: (u64, u64, i64, i64, i64, i64),
+}
+
+impl Stat {
+    /// Whether `self` and `other` may describe the same version of the same file: same inode
+    /// on the same device, same size, same modification and status-change times. A rename
+    /// over the file gives a new inode; a write in place changes the times, but only to the
+    /// file system's timestamp granularity, so a caller that must be sure compares content too.
+    pub(crate) fn same_version(&self, other: &Stat) -> bool {
+        self.kind == other.kind && self.size == other.size && self.version == other.version
+    }
 }
 
 fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -167,6 +180,14 @@ fn stat_from(st: &libc::stat) -> Stat {
         kind: Kind::from_mode(st.st_mode),
         perm: st.st_mode & 0o7777,
         size: u64::try_from(st.st_size).unwrap_or(0),
+        version: (
+            st.st_dev,
+            st.st_ino,
+            st.st_mtime,
+            st.st_mtime_nsec,
+            st.st_ctime,
+            st.st_ctime_nsec,
+        ),
     }
 }
 
