@@ -863,3 +863,34 @@ fn run_writable_in_config_lets_a_confined_command_write_a_tool_cache() {
         run.text()
     );
 }
+
+#[test]
+fn a_snapshot_left_by_an_interrupted_plan_is_reported_at_the_next_start() {
+    use pai::history::{Session, StartOptions};
+    use pai::workspace::{Workspace, WorkspaceConfig};
+    use serde_json::json;
+    let p = Project::repo(Some("util"));
+    std::fs::write(p.root.join("util.py"), "# the user's edit\n").unwrap();
+    // A session that snapshotted the user's edit before a plan and then stopped.
+    let crashed = {
+        let ws = Workspace::open(&p.root, WorkspaceConfig::default()).unwrap();
+        let mut s = Session::start(&p.root, StartOptions::now()).unwrap();
+        s.prepare(&ws, &["util.py".to_string()]).unwrap();
+        s.id().to_string()
+    };
+    let chat = Reply::plan(json!({"intent": "chat", "reply": "Hello."}));
+    let mock = MockLlm::start(Script::with_replies([chat]).require_key(TEST_KEY));
+    let run = p.run(&mock, ProviderKind::Gemini, "hello", &[]);
+    assert!(run.output.status.success(), "{}", run.text());
+    let stderr = String::from_utf8_lossy(&run.output.stderr);
+    let reference = format!("refs/pai/pending/{crashed}");
+    assert!(
+        stderr.contains(&format!("a plan of session {crashed} was never committed"))
+            && stderr.contains(&format!("kept at {reference} (util.py)")),
+        "{stderr}"
+    );
+    assert_eq!(
+        git(&p.root, &["show", &format!("{reference}:util.py")]),
+        "# the user's edit\n"
+    );
+}

@@ -108,6 +108,53 @@ fn dirty_tree_plan_touching_the_users_file_snapshots_it_first() {
 }
 
 #[test]
+fn a_snapshot_left_by_a_session_that_stopped_mid_plan_is_reported() {
+    let p = Project::repo();
+    p.write("a.txt", "alpha\nuser line\n");
+    let first = {
+        let mut s = p.start();
+        s.prepare(&p.wt(), &["a.txt".to_string()]).unwrap();
+        // pai stops here: the plan's edit is half done, nothing is committed or finished.
+        p.write("a.txt", "half-done agent edit\n");
+        s.id().to_string()
+    };
+    let reference = format!("refs/pai/pending/{first}");
+    assert_eq!(
+        p.git(&["show", &format!("{reference}:a.txt")]),
+        "alpha\nuser line\n"
+    );
+    let s = p.start();
+    assert_ne!(s.id(), first);
+    let left = s.leftover_snapshots();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].session, first);
+    assert_eq!(left[0].reference, reference);
+    assert_eq!(left[0].files, ["a.txt"]);
+    let text = left[0].describe();
+    assert!(
+        text.contains(&first)
+            && text.contains("(a.txt)")
+            && text.contains(&format!("`git checkout {reference} -- <file>`"))
+            && text.contains(&format!("`git update-ref -d {reference}`")),
+        "{text}"
+    );
+    // A session's own snapshot under way is not a leftover.
+    let mut s = s;
+    s.prepare(&p.wt(), &["a.txt".to_string()]).unwrap();
+    assert_eq!(s.leftover_snapshots().len(), 1);
+    drop(s);
+    // Forgotten with the command the report gives.
+    p.git(&["update-ref", "-d", &reference]);
+    let others: Vec<String> = p
+        .start()
+        .leftover_snapshots()
+        .into_iter()
+        .map(|l| l.session)
+        .collect();
+    assert!(!others.contains(&first), "{others:?}");
+}
+
+#[test]
 fn dirty_tree_plan_not_touching_the_users_file_leaves_it_uncommitted() {
     let p = Project::repo();
     p.write("b.txt", "bravo edited by the user\n");

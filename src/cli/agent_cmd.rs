@@ -103,6 +103,9 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
     if let Some(reason) = session.read_only_reason() {
         out.warning(&format!("read-only session: {reason}"));
     }
+    for leftover in session.leftover_snapshots() {
+        out.warning(&leftover.describe());
+    }
     let secrets: Vec<String> = settings
         .api_key
         .iter()

@@ -17,6 +17,7 @@
 mod commit;
 mod error;
 mod index_file;
+mod leftover;
 mod lock;
 mod log;
 mod message;
@@ -36,6 +37,7 @@ mod worktree;
 
 pub use commit::{CommitInfo, LeftOut};
 pub use error::HistoryError;
+pub use leftover::LeftoverSnapshot;
 pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
 pub use message::{Kind, PlanRecord};
 pub use repo::project_root;

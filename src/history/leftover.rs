@@ -1,0 +1,125 @@
+//! Snapshots of the user's own changes that an earlier session took before a plan and never
+//! placed under a plan commit: pai stopped during the plan (a crash, a kill, a power cut), or
+//! the session branch moved under it. The snapshot ref is then the only copy of what the user
+//! had before that plan, so a new session reports it instead of leaving it unseen.
+
+use std::collections::BTreeSet;
+
+use git2::{Oid, Repository};
+
+use super::message::{self, Kind};
+use super::names;
+use super::session::{Session, State};
+
+/// Most snapshot commits followed down one pending ref (a plan takes one or two).
+const MAX_SNAPSHOT_COMMITS: usize = 64;
+/// Most file names named in a report.
+const MAX_FILES_SHOWN: usize = 5;
+
+/// A snapshot an earlier session left at `refs/pai/pending/<session>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftoverSnapshot {
+    /// The session that took it.
+    pub session: String,
+    /// The ref that keeps it.
+    pub reference: String,
+    /// The files it recorded.
+    pub files: Vec<String>,
+    /// The history is the private `.pai_history/git` (git needs to be told where it is).
+    pub private: bool,
+}
+
+impl LeftoverSnapshot {
+    /// What to tell the user: what it is, and the git commands to see, restore or forget it.
+    pub fn describe(&self) -> String {
+        let git = if self.private {
+            "git --git-dir=.pai_history/git --work-tree=."
+        } else {
+            "git"
+        };
+        let r = &self.reference;
+        let mut files: Vec<&str> = self
+            .files
+            .iter()
+            .take(MAX_FILES_SHOWN)
+            .map(String::as_str)
+            .collect();
+        let more = self.files.len().saturating_sub(MAX_FILES_SHOWN);
+        let more_text = format!("{more} more");
+        if more > 0 {
+            files.push(&more_text);
+        }
+        format!(
+            "a plan of session {} was never committed (pai stopped during it, or its branch moved); \
+             the snapshot of your own changes taken before it is kept at {r} ({}). \
+             `{git} show --stat {r}` shows it, `{git} checkout {r} -- <file>` restores a file, \
+             `{git} update-ref -d {r}` forgets it",
+            self.session,
+            if files.is_empty() {
+                "no files".to_string()
+            } else {
+                files.join(", ")
+            }
+        )
+    }
+}
+
+impl Session {
+    /// Snapshots earlier sessions left behind (see the module documentation), oldest session
+    /// first. Empty for a read-only session, and whenever the repository cannot be read:
+    /// this is a report, never a reason to fail.
+    pub fn leftover_snapshots(&self) -> Vec<LeftoverSnapshot> {
+        let State::Writable(w) = &self.state else {
+            return Vec::new();
+        };
+        let prefix = names::pending_ref("");
+        let Ok(refs) = w.repo.references_glob(&format!("{prefix}*")) else {
+            return Vec::new();
+        };
+        let mut out: Vec<LeftoverSnapshot> = refs
+            .flatten()
+            .filter_map(|r| {
+                let name = r.name().ok()?.to_string();
+                let session = name.strip_prefix(&prefix)?.to_string();
+                if session == self.id {
+                    return None;
+                }
+                let top = r.target()?;
+                Some(LeftoverSnapshot {
+                    files: snapshot_files(&w.repo, top),
+                    session,
+                    reference: name,
+                    private: w.private,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.session.cmp(&b.session));
+        out
+    }
+}
+
+/// The files the `Pai-Kind: user` commits from `top` down record (each against its parent).
+fn snapshot_files(repo: &Repository, top: Oid) -> Vec<String> {
+    let mut files = BTreeSet::new();
+    let mut next = repo.find_commit(top).ok();
+    for _ in 0..MAX_SNAPSHOT_COMMITS {
+        let Some(commit) = next.take() else { break };
+        if message::parse(commit.message().unwrap_or_default()).kind != Some(Kind::User) {
+            break;
+        }
+        let parent = commit.parent(0).ok();
+        let (Ok(tree), parent_tree) = (commit.tree(), parent.as_ref().map(|p| p.tree())) else {
+            break;
+        };
+        let parent_tree = parent_tree.and_then(Result::ok);
+        if let Ok(diff) = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None) {
+            for delta in diff.deltas() {
+                if let Some(p) = delta.new_file().path().or(delta.old_file().path()) {
+                    files.insert(p.to_string_lossy().into_owned());
+                }
+            }
+        }
+        next = parent;
+    }
+    files.into_iter().collect()
+}
