@@ -829,13 +829,17 @@ fn run_writable_in_config_lets_a_confined_command_write_a_tool_cache() {
     };
 
     let p = Project::repo(Some("util"));
-    let mock = MockLlm::start(script());
-    let run = p.run(
-        &mock,
-        ProviderKind::Gemini,
-        "fill the cache",
-        &["--yes", "--allow-run"],
-    );
+    let fill = || {
+        let mock = MockLlm::start(script());
+        let run = p.run(
+            &mock,
+            ProviderKind::Gemini,
+            "fill the cache",
+            &["--yes", "--allow-run"],
+        );
+        (mock, run)
+    };
+    let (_, run) = fill();
     assert_eq!(run.events_of("step")[0]["ok"], false, "{}", run.text());
     assert!(!entry.exists(), "written without run.writable");
 
@@ -846,13 +850,7 @@ fn run_writable_in_config_lets_a_confined_command_write_a_tool_cache() {
         format!("[run]\nwritable = [\"{}\", \"~\"]\n", cache.display()),
     )
     .unwrap();
-    let mock = MockLlm::start(script());
-    let run = p.run(
-        &mock,
-        ProviderKind::Gemini,
-        "fill the cache",
-        &["--yes", "--allow-run"],
-    );
+    let (mock, run) = fill();
     assert!(run.output.status.success(), "{}", run.text());
     assert_eq!(mock.calls(), 1, "{}", run.text());
     assert_eq!(std::fs::read_to_string(&entry).unwrap(), "cached");
