@@ -154,6 +154,20 @@ fn lock<'a>(q: &'a Mutex<Queue>) -> std::sync::MutexGuard<'a, Queue> {
     q.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A job under way. Dropping it, even while unwinding from a panic, lets the other workers
+/// stop waiting for jobs it might have added.
+struct Busy<'a, 'w>(&'a Shared<'w>);
+
+impl Drop for Busy<'_, '_> {
+    fn drop(&mut self) {
+        let mut q = lock(&self.0.queue);
+        q.busy -= 1;
+        if q.jobs.is_empty() && q.busy == 0 {
+            self.0.wake.notify_all();
+        }
+    }
+}
+
 /// Take jobs until none are left and no worker can add more.
 fn work(shared: &Shared<'_>) -> Vec<(usize, ScanDir)> {
     let mut out = Vec::new();
@@ -163,12 +177,10 @@ fn work(shared: &Shared<'_>) -> Vec<(usize, ScanDir)> {
         if let Some(job) = q.jobs.pop() {
             q.busy += 1;
             drop(q);
+            let busy = Busy(shared);
             out.push(read_one(shared, job, &mut scratch));
+            drop(busy);
             q = lock(&shared.queue);
-            q.busy -= 1;
-            if q.jobs.is_empty() && q.busy == 0 {
-                shared.wake.notify_all();
-            }
         } else if q.busy == 0 {
             return out;
         } else {
