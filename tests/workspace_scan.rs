@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The parallel tree scan behind LIST_PATH, TREE and the project file list, checked against
-//! git's own idea of the visible files, under a descriptor limit far below the number of
-//! directories. One test in this binary: it lowers the process's descriptor limit.
+//! The parallel tree scan behind LIST_PATH, TREE, SEARCH and the project file list: checked
+//! against git's own idea of the visible files, under a descriptor limit far below the number
+//! of directories (a binary of its own: it lowers the process's limit, which the SEARCH test
+//! in it runs under too), and SEARCH's order and totals over many files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -174,4 +175,84 @@ fn scan_agrees_with_git_is_ordered_and_deterministic_within_few_descriptors() {
         sub,
         "wide/w0010/inner/\nwide/w0010/inner/deeper/\nwide/w0010/inner/deeper/z.md\nwide/w0010/file.py\n"
     );
+}
+
+/// SEARCH counts in parallel and reports in walk order: the shown lines are the first ones in
+/// that order, and the totals count every file, whichever thread read it.
+#[test]
+fn search_is_ordered_exact_and_deterministic_over_many_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let mut expected_lines = Vec::new();
+    let mut files_with_hits = 0;
+    for g in 0..40 {
+        for f in 0..10 {
+            let k = g * 10 + f;
+            let rel = format!("g{g:02}/f{f:02}.txt");
+            if k % 3 == 0 {
+                put(root, &rel, "nothing here\n");
+                continue;
+            }
+            put(
+                root,
+                &rel,
+                &format!("line a\nneedle {k}\nline b\nline c\nneedle {k} needle again\n"),
+            );
+            expected_lines.push(format!("{rel}:2: needle {k}"));
+            expected_lines.push(format!("{rel}:5: needle {k} needle again"));
+            files_with_hits += 1;
+        }
+    }
+    for i in 0..5 {
+        put(root, &format!("g00/z_bin{i}.dat"), "needle\0binary\n");
+    }
+    for i in 0..2 {
+        put(root, &format!("g01/y_big{i}.txt"), &"needle\n".repeat(300));
+    }
+    let ws = |cap: usize| {
+        Workspace::open(
+            root,
+            WorkspaceConfig {
+                max_search_matches: cap,
+                max_search_file_bytes: 1_000,
+                ..WorkspaceConfig::default()
+            },
+        )
+        .unwrap()
+    };
+    let summary = format!("matching lines (in {files_with_hits} files)",);
+    let skipped = "(skipped 5 binary and 2 oversized files)\n";
+
+    let all = ws(usize::MAX).search("needle", None).unwrap();
+    let shown: Vec<&str> = all.lines().take(expected_lines.len()).collect();
+    assert_eq!(shown, expected_lines);
+    assert!(
+        all.ends_with(&format!(
+            "{} matching lines in {files_with_hits} files\n{skipped}",
+            expected_lines.len()
+        )),
+        "{}",
+        &all[all.len().saturating_sub(200)..]
+    );
+
+    let capped = ws(50);
+    let first = capped.search("needle", None).unwrap();
+    let shown: Vec<&str> = first.lines().take(50).collect();
+    assert_eq!(shown, expected_lines[..50]);
+    assert!(
+        first.contains(&format!(
+            "… showing the first 50 of {} {summary}",
+            expected_lines.len()
+        )),
+        "{first}"
+    );
+    assert!(first.ends_with(skipped), "{first}");
+    for _ in 0..5 {
+        assert_eq!(capped.search("needle", None).unwrap(), first);
+    }
+    // Below a directory, the same order and counts restricted to it.
+    let sub = capped.search("needle", Some("g02")).unwrap();
+    assert!(sub.starts_with("g02/f00.txt:2: needle 20\n"), "{sub}");
+    // g02 holds k = 20..29, of which 21, 24 and 27 have no match.
+    assert!(sub.ends_with("14 matching lines in 7 files\n"), "{sub}");
 }

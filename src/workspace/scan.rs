@@ -46,6 +46,11 @@ impl Scan {
         self.dir(0)
     }
 
+    /// How many directories were scanned; ids run from 0 to this, exclusive.
+    pub(crate) fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
     /// A directory by id (an id from [`ScanDir::sub`]).
     pub(crate) fn dir(&self, id: usize) -> &ScanDir {
         static EMPTY: ScanDir = ScanDir {

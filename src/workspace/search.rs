@@ -4,15 +4,19 @@
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use regex::{Regex, RegexBuilder};
 
 use super::Workspace;
+use super::beneath::open_dir;
 use super::error::{WorkspaceError, display_path, quote_snippet};
+use super::gate::Gate;
 use super::listing::Start;
+use super::scan::{Scan, ScanDir, scan};
 use super::sys::{self, Kind};
 use super::text::{looks_binary, thousands};
-use super::walk::{MAX_DEPTH, Walker, join, open_child};
+use super::walk::join;
 
 /// Matched lines are cut at this many characters.
 const LINE_CHARS: usize = 200;
@@ -58,7 +62,7 @@ impl Workspace {
                 )
             })?;
         let rel = self.gate_op(path.unwrap_or("."), true)?;
-        let (mut w, start) = self.start_walk(&rel, "search")?;
+        let (w, start) = self.start_walk(&rel, "search")?;
         let mut st = State {
             re: &re,
             out: String::new(),
@@ -71,7 +75,12 @@ impl Workspace {
             skipped_large: 0,
         };
         match start {
-            Start::Dir(fd) => search_rec(&mut w, &fd, rel.resolved(), &mut st),
+            Start::Dir(fd) => {
+                let (rules, above) = w.into_parts();
+                let tree = scan(rules, above, fd, rel.resolved());
+                let counts = count_in_parallel(&self.gate, &tree, &re, st.max_file);
+                report_in_order(&self.gate, &tree, tree.root(), 0, &counts, &mut st);
+            }
             Start::File { dir, name, kind } => {
                 if kind != Kind::File {
                     return Err(WorkspaceError::failed(
@@ -120,69 +129,213 @@ impl Workspace {
     }
 }
 
-fn search_rec(w: &mut Walker<'_>, dir: &OwnedFd, rel: &str, st: &mut State<'_>) {
-    let Ok(entries) = w.enter(dir, rel) else {
-        w.leave();
-        return;
-    };
-    for e in &entries {
-        let path = join(rel, &e.name());
-        match e.kind {
-            Kind::Dir => {
-                if w.depth() < MAX_DEPTH
-                    && let Ok(sub) = open_child(dir, e)
-                {
-                    search_rec(w, &sub, &path, st);
-                }
-            }
-            Kind::File => search_file(dir, &e.cname, &path, st),
-            Kind::Symlink | Kind::Other => {}
-        }
-    }
-    w.leave();
+/// What counting found in one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Count {
+    /// Lines with a match (0 when none, or when the file could not be read).
+    Lines(usize),
+    Binary,
+    Large,
 }
 
-fn search_file(dir: &OwnedFd, name: &CStr, rel: &str, st: &mut State<'_>) {
+/// Files below which counting stays on the calling thread.
+const PARALLEL_FROM_FILES: usize = 256;
+/// Most threads counting matches.
+const MAX_THREADS: usize = 4;
+
+/// Count the matching lines of every file of the scan, on several threads: the first pass of
+/// SEARCH. `counts[d][i]` is for entry `i` of directory `d` (entries that are not files get
+/// `Lines(0)`). Each directory is opened beneath the root again, component by component
+/// without following symlinks, so a directory swapped for a link since the scan is skipped.
+fn count_in_parallel(gate: &Gate, tree: &Scan, re: &Regex, max_file: u64) -> Vec<Vec<Count>> {
+    let files: usize = (0..tree.len())
+        .map(|d| {
+            tree.dir(d)
+                .entries
+                .iter()
+                .filter(|e| e.kind == Kind::File)
+                .count()
+        })
+        .sum();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let d = next.fetch_add(1, Ordering::Relaxed);
+            if d >= tree.len() {
+                return out;
+            }
+            out.push((d, count_dir(gate, tree.dir(d), re, max_file)));
+        }
+    };
+    let threads = if files < PARALLEL_FROM_FILES {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, MAX_THREADS))
+    };
+    let mut done = Vec::new();
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("pai-search".into())
+                    .spawn_scoped(s, work)
+                    .ok()
+            })
+            .collect();
+        done.extend(work());
+        for h in helpers {
+            // A helper that panicked leaves its directories uncounted (no matches).
+            if let Ok(d) = h.join() {
+                done.extend(d);
+            }
+        }
+    });
+    let mut counts: Vec<Vec<Count>> = vec![Vec::new(); tree.len()];
+    for (d, c) in done {
+        if let Some(slot) = counts.get_mut(d) {
+            *slot = c;
+        }
+    }
+    counts
+}
+
+fn count_dir(gate: &Gate, d: &ScanDir, re: &Regex, max_file: u64) -> Vec<Count> {
+    let mut out = vec![Count::Lines(0); d.entries.len()];
+    if !d.entries.iter().any(|e| e.kind == Kind::File) {
+        return out;
+    }
+    let Ok((dir, _)) = open_dir(gate, components(&d.rel), false, "search", &d.rel) else {
+        return out;
+    };
+    for (e, slot) in d.entries.iter().zip(&mut out) {
+        if e.kind == Kind::File {
+            *slot = count_file(&dir, &e.cname, re, max_file);
+        }
+    }
+    out
+}
+
+fn components(rel: &str) -> impl Iterator<Item = &str> {
+    rel.split('/').filter(|c| !c.is_empty())
+}
+
+/// The second pass, in walk order: the files whose lines are shown (until the cap) are read
+/// again and rendered by [`search_file`]; the rest only add their counts.
+fn report_in_order(
+    gate: &Gate,
+    tree: &Scan,
+    d: &ScanDir,
+    id: usize,
+    counts: &[Vec<Count>],
+    st: &mut State<'_>,
+) {
+    let mut dir: Option<OwnedFd> = None;
+    for (i, (e, sub)) in d.entries.iter().zip(&d.sub).enumerate() {
+        if let Some(sub_id) = *sub {
+            report_in_order(gate, tree, tree.dir(sub_id), sub_id, counts, st);
+            continue;
+        }
+        if e.kind != Kind::File {
+            continue;
+        }
+        match counts.get(id).and_then(|c| c.get(i)) {
+            Some(Count::Binary) => st.skipped_binary += 1,
+            Some(Count::Large) => st.skipped_large += 1,
+            Some(Count::Lines(0)) | None => {}
+            Some(Count::Lines(n)) if st.shown >= st.cap => {
+                st.matches += n;
+                st.files += 1;
+            }
+            Some(Count::Lines(_)) => {
+                if dir.is_none() {
+                    dir = open_dir(gate, components(&d.rel), false, "search", &d.rel)
+                        .ok()
+                        .map(|(fd, _)| fd);
+                }
+                if let Some(fd) = &dir {
+                    search_file(fd, &e.cname, &join(&d.rel, &e.name()), st);
+                }
+            }
+        }
+    }
+}
+
+/// Count the lines of one file that match, as [`search_file`] would report them.
+fn count_file(dir: &OwnedFd, name: &CStr, re: &Regex, max_file: u64) -> Count {
+    match read_text(dir, name, max_file) {
+        Ok(Some(text)) => Count::Lines(matching_lines(re, &text).count()),
+        Ok(None) => Count::Lines(0),
+        Err(skip) => skip,
+    }
+}
+
+/// The text of a regular file: `Ok(None)` when it cannot be read (or is no longer a regular
+/// file), `Err` when it is skipped as binary or oversized.
+fn read_text(dir: &OwnedFd, name: &CStr, max_file: u64) -> Result<Option<String>, Count> {
     let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
     let Ok(fd) = sys::openat(dir.as_fd(), name, flags, 0) else {
-        return;
+        return Ok(None);
     };
     let Ok(meta) = sys::fstat(fd.as_fd()) else {
-        return;
+        return Ok(None);
     };
     if meta.kind != Kind::File {
-        return;
+        return Ok(None);
     }
-    if meta.size > st.max_file {
-        st.skipped_large += 1;
-        return;
+    if meta.size > max_file {
+        return Err(Count::Large);
     }
-    let Ok(bytes) = sys::read_up_to(&fd, st.max_file as usize) else {
-        return;
+    let Ok(bytes) = sys::read_up_to(&fd, max_file as usize) else {
+        return Ok(None);
     };
     if looks_binary(&bytes) {
-        st.skipped_binary += 1;
-        return;
+        return Err(Count::Binary);
     }
-    let Ok(text) = std::str::from_utf8(&bytes) else {
-        st.skipped_binary += 1;
-        return;
-    };
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| Count::Binary)
+}
+
+/// The matching lines of `text`: (line number, byte offset of the first match on it), one per
+/// line however many matches it holds.
+fn matching_lines<'a>(re: &'a Regex, text: &'a str) -> impl Iterator<Item = (usize, usize)> + 'a {
     let mut line_no = 1usize;
     let mut counted_to = 0usize;
     let mut last_line = 0usize;
-    let mut any = false;
-    for m in st.re.find_iter(text) {
+    re.find_iter(text).filter_map(move |m| {
         let at = m.start();
+        // `$` matches once more at the very end of a text that ends with a newline: that is
+        // not a line of its own.
         if at == text.len() && text.ends_with('\n') && !text.is_empty() {
-            break;
+            return None;
         }
         line_no += bytecount(&text.as_bytes()[counted_to..at]);
         counted_to = at;
         if line_no == last_line {
-            continue;
+            return None;
         }
         last_line = line_no;
+        Some((line_no, at))
+    })
+}
+
+fn search_file(dir: &OwnedFd, name: &CStr, rel: &str, st: &mut State<'_>) {
+    let text = match read_text(dir, name, st.max_file) {
+        Ok(Some(text)) => text,
+        Ok(None) => return,
+        Err(Count::Large) => {
+            st.skipped_large += 1;
+            return;
+        }
+        Err(_) => {
+            st.skipped_binary += 1;
+            return;
+        }
+    };
+    let re = st.re;
+    let mut any = false;
+    for (line_no, at) in matching_lines(re, &text) {
         any = true;
         st.matches += 1;
         if st.shown < st.cap {

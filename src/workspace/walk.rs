@@ -1,6 +1,7 @@
-//! Directory walking for TREE, LIST_PATH, SEARCH and the project file list: descriptor-based
-//! (every directory is opened relative to its parent with `O_NOFOLLOW`, symlinks are listed but
-//! never followed), `.gitignore`-aware and deny-list-aware.
+//! What directory walks show, for TREE, LIST_PATH, SEARCH and the project file list: the
+//! entries of a directory read through its descriptor, `.gitignore`-aware and deny-list-aware,
+//! directories first. The walk itself is [`super::scan`]: every directory is opened relative to
+//! its parent with `O_NOFOLLOW`, and symlinks are listed but never followed.
 //!
 //! Ignore rules come from the `ignore` crate's gitignore matcher, fed with the `.gitignore` of
 //! every directory on the way (read through the same descriptors), `.git/info/exclude` and the
@@ -234,11 +235,11 @@ impl Level {
     }
 }
 
-/// A sequential walk in progress: the chain of ignore rules along the current directory path.
+/// The start of a walk: the rules, and the ignore rules of the directories above the start
+/// (so its entries obey its ancestors' `.gitignore`s). [`super::scan::scan`] goes on from here.
 pub(crate) struct Walker<'w> {
     rules: Rules<'w>,
     top: Option<Arc<Level>>,
-    scratch: Scratch,
 }
 
 impl<'w> Walker<'w> {
@@ -246,12 +247,10 @@ impl<'w> Walker<'w> {
         Walker {
             rules: Rules { deny, global },
             top: None,
-            scratch: Scratch::default(),
         }
     }
 
-    /// Load the `.gitignore` of a directory above the walk's start (so the start directory's
-    /// entries obey its ancestors' rules).
+    /// Load the `.gitignore` of a directory above the walk's start.
     pub(crate) fn push_ancestor(&mut self, dir: &OwnedFd, rel: &str) {
         let parent = self.top.take();
         self.top = Some(Arc::new(Level {
@@ -262,28 +261,7 @@ impl<'w> Walker<'w> {
         }));
     }
 
-    /// Enter directory `rel` (open as `dir`): load its `.gitignore` and return its visible
-    /// entries, directories first, each group sorted by name. Pair with [`Walker::leave`].
-    pub(crate) fn enter(&mut self, dir: &OwnedFd, rel: &str) -> std::io::Result<Vec<Entry>> {
-        let (level, entries) = self
-            .rules
-            .read(dir, rel, self.top.as_ref(), &mut self.scratch);
-        self.top = Some(level);
-        entries
-    }
-
-    /// Leave the directory entered last.
-    pub(crate) fn leave(&mut self) {
-        self.top = self.top.take().and_then(|l| l.parent.clone());
-    }
-
-    /// Current depth (number of directories entered, ancestors included).
-    pub(crate) fn depth(&self) -> usize {
-        self.top.as_ref().map_or(0, |l| l.depth)
-    }
-
-    /// The rules, and the ignore rules of the directory entered last, for a scan that goes on
-    /// from here on several threads.
+    /// The rules, and the ignore rules of the last ancestor pushed.
     pub(crate) fn into_parts(self) -> (Rules<'w>, Option<Arc<Level>>) {
         (self.rules, self.top)
     }
@@ -299,11 +277,6 @@ fn read_gitignore(dir: &OwnedFd) -> Option<Gitignore> {
     )
     .ok()?;
     matcher_from_fd(&fd)
-}
-
-/// Open a listed subdirectory without following a symlink swapped in since the listing.
-pub(crate) fn open_child(dir: &OwnedFd, e: &Entry) -> std::io::Result<OwnedFd> {
-    sys::openat(dir.as_fd(), &e.cname, sys::DIR_READ, 0)
 }
 
 /// Join a relative directory and a name.
