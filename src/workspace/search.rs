@@ -1,6 +1,11 @@
 //! SEARCH: a regular-expression search over the visible text files of the project (or below a
 //! path), honouring `.gitignore` and the deny-list, skipping binary and oversized files, with a
 //! bounded number of reported lines.
+//!
+//! Two passes over the parallel scan: every file's matching lines are counted on several
+//! threads, then, in walk order, the files whose lines fit under the cap are read again and
+//! rendered while the rest only add their counts. The output is what a sequential search
+//! prints, and memory holds counts, not lines.
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, OwnedFd};
