@@ -1015,3 +1015,61 @@ fn portable_resolution_refuses_the_same() {
     assert_eq!(before, fx.snapshot());
     assert_eq!(ws.check("src/main.py").unwrap().resolved(), "src/main.py");
 }
+
+#[test]
+fn walks_never_follow_a_directory_swapped_for_a_symlink_mid_walk() {
+    // A thread keeps turning `flip` from a directory into a symlink to `outside` and back while
+    // LIST_PATH, TREE, SEARCH and the project file list walk the tree, each on several
+    // threads, again and again. Whatever moment the swap hits (between reading `flip`'s parent
+    // and opening `flip`, or between SEARCH's two passes), nothing from `outside` may appear.
+    let fx = Fx::new();
+    for d in 0..40 {
+        for f in 0..8 {
+            fx.put(&format!("d{d:02}/f{f}.txt"), "needle inside\n");
+        }
+    }
+    fx.put("flip/inner.txt", "needle inside\n");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (stop, root, outside) = (stop.clone(), fx.root.clone(), fx.outside.clone());
+        std::thread::spawn(move || {
+            let (flip, real) = (root.join("flip"), root.join("flip.real"));
+            let mut swaps = 0u32;
+            while !stop.load(Ordering::SeqCst) {
+                fs::rename(&flip, &real).unwrap();
+                symlink(&outside, &flip).unwrap();
+                std::thread::yield_now();
+                fs::remove_file(&flip).unwrap();
+                fs::rename(&real, &flip).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let ws = Workspace::open(
+        &fx.root,
+        WorkspaceConfig {
+            max_list_entries: usize::MAX,
+            ..WorkspaceConfig::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..60 {
+        let outputs = [
+            ws.list_path(".").unwrap(),
+            ws.tree(".").unwrap(),
+            ws.search("needle|SECRET", None).unwrap(),
+            ws.project_files(usize::MAX).0.join("\n"),
+        ];
+        for out in outputs {
+            assert!(!out.contains(SECRET), "{out}");
+            assert!(
+                !out.contains("secret.txt") && !out.contains("victim.txt"),
+                "{out}"
+            );
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert!(flipper.join().unwrap() > 0);
+    outside_untouched(&fx);
+}
