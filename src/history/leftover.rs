@@ -38,28 +38,21 @@ impl LeftoverSnapshot {
             "git"
         };
         let r = &self.reference;
-        let mut files: Vec<&str> = self
-            .files
-            .iter()
-            .take(MAX_FILES_SHOWN)
-            .map(String::as_str)
-            .collect();
+        let mut files = if self.files.is_empty() {
+            "no files".to_string()
+        } else {
+            self.files[..self.files.len().min(MAX_FILES_SHOWN)].join(", ")
+        };
         let more = self.files.len().saturating_sub(MAX_FILES_SHOWN);
-        let more_text = format!("{more} more");
         if more > 0 {
-            files.push(&more_text);
+            files.push_str(&format!(", {more} more"));
         }
         format!(
             "a plan of session {} was never committed (pai stopped during it, or its branch moved); \
-             the snapshot of your own changes taken before it is kept at {r} ({}). \
+             the snapshot of your own changes taken before it is kept at {r} ({files}). \
              `{git} show --stat {r}` shows it, `{git} checkout {r} -- <file>` restores a file, \
              `{git} update-ref -d {r}` forgets it",
-            self.session,
-            if files.is_empty() {
-                "no files".to_string()
-            } else {
-                files.join(", ")
-            }
+            self.session
         )
     }
 }

@@ -111,8 +111,7 @@ impl Workspace {
             omitted: Omitted::default(),
             unreadable: 0,
         };
-        let (rules, above) = w.into_parts();
-        let scan = scan(rules, above, dir, rel.resolved());
+        let scan = scan(w, dir, rel.resolved());
         list_rec(&scan, scan.root(), &mut st);
         if st.shown == 0 && st.omitted.total() == 0 {
             st.out.push_str("(empty directory)\n");
@@ -155,8 +154,7 @@ impl Workspace {
             omitted: Omitted::default(),
             unreadable: 0,
         };
-        let (rules, above) = w.into_parts();
-        let scan = scan(rules, above, dir, rel.resolved());
+        let scan = scan(w, dir, rel.resolved());
         tree_rec(&scan, scan.root(), "", &mut st);
         if st.shown == 0 && st.omitted.total() == 0 {
             st.out.push_str("(empty directory)\n");
@@ -175,11 +173,11 @@ impl Workspace {
     /// deny-list applied, directories first at each level), and how many more there are. For
     /// the model's context.
     pub fn project_files(&self, max: usize) -> (Vec<String>, usize) {
-        let (rules, above) = Walker::new(&self.gate.deny, &self.ignores).into_parts();
+        let start = Walker::new(&self.gate.deny, &self.ignores);
         let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
             return (Vec::new(), 0);
         };
-        let scan = scan(rules, above, root, "");
+        let scan = scan(start, root, "");
         let mut files = Vec::new();
         let mut omitted = 0usize;
         files_rec(&scan, scan.root(), max, &mut files, &mut omitted);

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use super::sys::{self, Kind};
-use super::walk::{Entry, Level, MAX_DEPTH, Rules, Scratch, join};
+use super::walk::{Entry, Level, MAX_DEPTH, Rules, Scratch, Walker, join};
 
 /// Most threads a scan uses: past four, the file system's locks, not the cores, set the pace.
 const MAX_THREADS: usize = 4;
@@ -87,14 +87,10 @@ struct Shared<'w> {
     next_id: AtomicUsize,
 }
 
-/// Scan the tree below `dir` (at project-relative `rel`), whose ancestors' ignore rules are
-/// `parent_rules`.
-pub(crate) fn scan(
-    rules: Rules<'_>,
-    parent_rules: Option<Arc<Level>>,
-    dir: OwnedFd,
-    rel: &str,
-) -> Scan {
+/// Scan the tree below `dir` (at project-relative `rel`), going on from `start`: the rules,
+/// and the ignore rules of the directories above `dir`.
+pub(crate) fn scan(start: Walker<'_>, dir: OwnedFd, rel: &str) -> Scan {
+    let (rules, parent_rules) = start.into_parts();
     let shared = Shared {
         rules,
         queue: Mutex::new(Queue::default()),
@@ -112,28 +108,9 @@ pub(crate) fn scan(
     // The start directory is read here: a directory without subdirectories (the common case
     // for a LIST_PATH of one folder) then needs no threads at all.
     let mut done = vec![read_one(&shared, root, &mut scratch)];
-    let helpers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, MAX_THREADS)
-        - 1;
     if !lock(&shared.queue).jobs.is_empty() {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..helpers)
-                .filter_map(|_| {
-                    std::thread::Builder::new()
-                        .name("pai-scan".into())
-                        .spawn_scoped(s, || work(&shared))
-                        .ok()
-                })
-                .collect();
-            done.extend(work(&shared));
-            for h in handles {
-                // A helper that panicked loses its directories; they show up as unreadable.
-                if let Ok(d) = h.join() {
-                    done.extend(d);
-                }
-            }
-        });
+        // Directories a panicked helper took are missing from `done`: they show as unreadable.
+        done.extend(on_threads(thread_count(), "pai-scan", || work(&shared)));
     }
     let total = shared.next_id.load(Ordering::Relaxed);
     let mut dirs: Vec<ScanDir> = (0..total).map(|_| ScanDir::unread()).collect();
@@ -143,6 +120,41 @@ pub(crate) fn scan(
         }
     }
     Scan { dirs }
+}
+
+/// How many threads a walk uses: one per core, at most [`MAX_THREADS`].
+pub(crate) fn thread_count() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_THREADS)
+}
+
+/// Run `work` on the calling thread and on `threads - 1` helpers, and gather what they all
+/// return. A helper that cannot be started is simply not there; one that panics loses its
+/// part, which the caller must treat as not done.
+pub(crate) fn on_threads<T: Send>(
+    threads: usize,
+    name: &str,
+    work: impl Fn() -> Vec<T> + Sync,
+) -> Vec<T> {
+    let mut done = Vec::new();
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name(name.to_string())
+                    .spawn_scoped(s, &work)
+                    .ok()
+            })
+            .collect();
+        done.extend(work());
+        for h in helpers {
+            if let Ok(part) = h.join() {
+                done.extend(part);
+            }
+        }
+    });
+    done
 }
 
 impl ScanDir {

@@ -18,7 +18,7 @@ use super::beneath::open_dir;
 use super::error::{WorkspaceError, display_path, quote_snippet};
 use super::gate::Gate;
 use super::listing::Start;
-use super::scan::{Scan, ScanDir, scan};
+use super::scan::{Scan, ScanDir, on_threads, scan, thread_count};
 use super::sys::{self, Kind};
 use super::text::{looks_binary, thousands};
 use super::walk::join;
@@ -81,8 +81,7 @@ impl Workspace {
         };
         match start {
             Start::Dir(fd) => {
-                let (rules, above) = w.into_parts();
-                let tree = scan(rules, above, fd, rel.resolved());
+                let tree = scan(w, fd, rel.resolved());
                 let counts = count_in_parallel(&self.gate, &tree, &re, st.max_file);
                 report_in_order(&self.gate, &tree, tree.root(), 0, &counts, &mut st);
             }
@@ -145,8 +144,6 @@ enum Count {
 
 /// Files below which counting stays on the calling thread.
 const PARALLEL_FROM_FILES: usize = 256;
-/// Most threads counting matches.
-const MAX_THREADS: usize = 4;
 
 /// Count the matching lines of every file of the scan, on several threads: the first pass of
 /// SEARCH. `counts[d][i]` is for entry `i` of directory `d` (entries that are not files get
@@ -176,26 +173,10 @@ fn count_in_parallel(gate: &Gate, tree: &Scan, re: &Regex, max_file: u64) -> Vec
     let threads = if files < PARALLEL_FROM_FILES {
         1
     } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, MAX_THREADS))
+        thread_count()
     };
-    let mut done = Vec::new();
-    std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads)
-            .filter_map(|_| {
-                std::thread::Builder::new()
-                    .name("pai-search".into())
-                    .spawn_scoped(s, work)
-                    .ok()
-            })
-            .collect();
-        done.extend(work());
-        for h in helpers {
-            // A helper that panicked leaves its directories uncounted (no matches).
-            if let Ok(d) = h.join() {
-                done.extend(d);
-            }
-        }
-    });
+    // Directories a panicked helper took stay uncounted (no matches).
+    let done = on_threads(threads, "pai-search", work);
     let mut counts: Vec<Vec<Count>> = vec![Vec::new(); tree.len()];
     for (d, c) in done {
         if let Some(slot) = counts.get_mut(d) {
