@@ -14,8 +14,8 @@ For a task, give the complete plan as ordered steps with full arguments:
 - READ path; TREE path; LIST_PATH path; SEARCH pattern [path] (regex)
 - WRITE path content: creates a NEW file with its whole content
 - MODIFY path edits: changes an EXISTING file with exact search/replace pairs applied in order; \
-each search must be copied exactly from the current file (whitespace included) and occur once; \
-keep edits small. Send content instead of edits only to replace a small file entirely.
+copy each search's whole lines exactly from the current file and make it occur once (pai \
+forgives whitespace and indentation slips, never a search that is missing or ambiguous); keep edits small. Send content instead of edits only to replace a small file entirely.
 - MKDIR path; TOUCH path; RM path; MV path to
 - RUN command: a shell command in the project root (e.g. python3 -m py_compile x.py, cargo check); \
 the user approves it

@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 pub use change::{ChangeKind, FileChange, ReadContent, ReadOutput};
 pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
-pub use edits::{Edit, Modification};
+pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;
 

@@ -1,0 +1,323 @@
+//! MODIFY's search/replace edits, applied in order, each to the result of the one before, all
+//! or nothing. One matcher, in this order:
+//!
+//! 1. a search that is empty or only whitespace is refused;
+//! 2. an exact match (line breaks compared as `\n`), whose edge line breaks are reconciled with
+//!    the replacement's so lines are never merged or split by accident; several exact matches
+//!    are refused as ambiguous, naming their lines;
+//! 3. otherwise whole lines, compared with trailing whitespace ignored, then indentation
+//!    ignored, then typographic punctuation folded ([`tolerant`]): the first level that matches
+//!    must match exactly one window, and the replacement is re-indented to the file's
+//!    indentation by a consistent offset;
+//! 4. the same again with the search's blank edge lines dropped, then with a ``` fence around
+//!    it stripped.
+//!
+//! There is no edit-distance matching: a near miss is a refusal that shows the closest lines
+//! and their numbers. A wrong file reported as success is the worst outcome pai can have, so
+//! whatever is not unambiguous is refused.
+
+mod closest;
+mod doc;
+mod exact;
+mod indent;
+mod tolerant;
+
+use super::text::{line_of, normalise, restore, to_lf};
+
+/// One exact search/replace pair of a MODIFY step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    /// Text that must occur exactly once in the file (after earlier edits are applied).
+    pub search: String,
+    /// What replaces it (may be empty to delete).
+    pub replace: String,
+}
+
+/// What a MODIFY step does to an existing file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Modification {
+    /// Search/replace pairs applied in order.
+    Edits(Vec<Edit>),
+    /// Replace the whole content.
+    Content(String),
+}
+
+/// How many match positions an ambiguity message lists.
+const MAX_LISTED: usize = 8;
+
+/// Apply `edits` to a file's whole text, as MODIFY does: the byte-order mark and the line
+/// ending style are kept. `Err` is the reason, ready to follow "cannot modify <path>: ".
+pub fn edit_text(original: &str, edits: &[Edit]) -> Result<String, String> {
+    let styled = normalise(original);
+    let body = apply(&styled.body, edits)?;
+    Ok(restore(&body, styled.eol, styled.bom))
+}
+
+/// Apply `edits` to a normalised body (see [`super::text::normalise`]). `Err` is the reason,
+/// ready to follow "cannot modify <path>: ".
+pub(crate) fn apply(text: &str, edits: &[Edit]) -> Result<String, String> {
+    let n = edits.len();
+    if n == 0 {
+        return Err("no edits were given; send search/replace pairs or the whole content".into());
+    }
+    let mut lines = doc::parse(text);
+    for (i, e) in edits.iter().enumerate() {
+        let label = if n > 1 {
+            format!("edit {} of {n}: ", i + 1)
+        } else {
+            String::new()
+        };
+        let later = if i > 0 {
+            " (line numbers count the earlier edits as applied)"
+        } else {
+            ""
+        };
+        lines = apply_one(&lines, e).map_err(|why| format!("{label}{why}{later}"))?;
+    }
+    Ok(doc::render(&lines))
+}
+
+/// The forms of one edit that are tried, in order: as sent, without blank edge lines, without
+/// a code fence around it.
+fn variants(search: &str, replace: &str) -> Vec<(String, String)> {
+    let mut out = vec![(search.to_string(), replace.to_string())];
+    let (s, r) = (drop_blank_edges(search), drop_blank_edges(replace));
+    if s != search {
+        // Blank lines the replacement repeats at its edges go with the search's.
+        let r = if r != replace && replace.starts_with('\n') == search.starts_with('\n') {
+            r
+        } else {
+            replace.to_string()
+        };
+        out.push((s.clone(), r));
+    }
+    if let Some(inner) = strip_fence(&s) {
+        let r = strip_fence(replace).unwrap_or_else(|| replace.to_string());
+        out.push((inner, r));
+    }
+    out
+}
+
+/// The text without blank lines at its start and end (a final line break is kept).
+fn drop_blank_edges(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let first = lines.iter().position(|l| !l.trim().is_empty());
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    match (first, last) {
+        (Some(a), Some(b)) => {
+            let mut out = lines[a..=b].join("\n");
+            if text.ends_with('\n') {
+                out.push('\n');
+            }
+            out
+        }
+        _ => text.to_string(),
+    }
+}
+
+/// The text inside a ``` fence that wraps all of it, if it is wrapped so.
+fn strip_fence(text: &str) -> Option<String> {
+    let t = text.trim_matches('\n');
+    let (open, rest) = t.split_once('\n')?;
+    let open = open.trim();
+    let lang = open.strip_prefix("```")?;
+    if !lang
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "+-_.".contains(c))
+    {
+        return None;
+    }
+    let (inner, close) = rest.rsplit_once('\n')?;
+    (close.trim() == "```").then(|| format!("{inner}\n"))
+}
+
+fn apply_one(lines: &[doc::Line], e: &Edit) -> Result<Vec<doc::Line>, String> {
+    let search = to_lf(&e.search);
+    let replace = to_lf(&e.replace);
+    if search.trim().is_empty() {
+        return Err(if search.is_empty() {
+            "the search text is empty; quote the exact lines to replace, or send the whole file \
+             as content"
+                .into()
+        } else {
+            "the search text is only whitespace; quote the exact lines to replace".into()
+        });
+    }
+    let view = doc::lf_view(lines);
+    for (s, r) in variants(&search, &replace) {
+        if s.trim().is_empty() {
+            continue;
+        }
+        let (at, count) = exact::occurrences(&view, &s, MAX_LISTED);
+        match count {
+            0 => {}
+            1 => {
+                // An exact match is trusted only when no other place of the file holds the same
+                // lines once whitespace and punctuation are ignored: a search that dropped its
+                // indentation can match inside another line byte for byte.
+                let first = line_of(&view, at[0]) - 1;
+                // Compared from the first line with content: blank edge lines are not content.
+                let lead = s.find(|c: char| !c.is_whitespace()).unwrap_or(0);
+                let content_line = line_of(&view, at[0] + lead) - 1;
+                let core = drop_blank_edges(&s);
+                let elsewhere: Vec<String> = tolerant::loose_windows(lines, &split_lines(&core))
+                    .into_iter()
+                    .filter(|&w| w != content_line)
+                    .take(MAX_LISTED)
+                    .map(|w| (w + 1).to_string())
+                    .collect();
+                if !elsewhere.is_empty() {
+                    return Err(format!(
+                        "search text {} matches exactly at line {}, but the same lines also \
+                         stand at line {} when whitespace and punctuation are ignored; copy the \
+                         lines exactly and include more surrounding lines so it matches once",
+                        closest::quote_search(&s),
+                        content_line + 1,
+                        elsewhere.join(", ")
+                    ));
+                }
+                // Whole lines quoted without (part of) their indentation: place the
+                // replacement's lines at the file's indentation, as the line stage does.
+                if exact::starts_after_indentation(&view, at[0], &s)
+                    && let Ok(done) =
+                        tolerant::splice(lines, first, &split_lines(&s), &split_lines(&r))
+                {
+                    return Ok(done);
+                }
+                let r = exact::reconcile(&view, at[0], &s, &r);
+                return Ok(exact::splice(lines, &view, at[0], &s, &r));
+            }
+            _ => {
+                let mut where_: Vec<String> =
+                    at.iter().map(|&p| line_of(&view, p).to_string()).collect();
+                if count > at.len() {
+                    where_.push("…".into());
+                }
+                return Err(format!(
+                    "search text {} matches {count} times (lines {}); include more surrounding \
+                     lines so it matches exactly once",
+                    closest::quote_search(&s),
+                    where_.join(", ")
+                ));
+            }
+        }
+        let s_lines = split_lines(&s);
+        let r_lines = split_lines(&r);
+        match tolerant::find(lines, &s_lines) {
+            tolerant::Found::One(start) => {
+                return tolerant::splice(lines, start, &s_lines, &r_lines);
+            }
+            tolerant::Found::Many(starts, level) => {
+                let mut where_: Vec<String> = starts
+                    .iter()
+                    .take(MAX_LISTED)
+                    .map(|s| (s + 1).to_string())
+                    .collect();
+                if starts.len() > MAX_LISTED {
+                    where_.push("…".into());
+                }
+                return Err(format!(
+                    "search text {} matches {} places with {} (starting at lines {}); copy the \
+                     lines exactly and include more surrounding lines so it matches once",
+                    closest::quote_search(&s),
+                    starts.len(),
+                    level.describe(),
+                    where_.join(", ")
+                ));
+            }
+            tolerant::Found::None => {}
+        }
+    }
+    Err(format!(
+        "search text not found: {}; {}",
+        closest::quote_search(&search),
+        closest::closest(&view, &search)
+    ))
+}
+
+/// A text's lines for the line-level stage; a final line break ends the last line rather than
+/// starting an empty one.
+fn split_lines(text: &str) -> Vec<&str> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let t = text.strip_suffix('\n').unwrap_or(text);
+    t.split('\n').collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(s: &str, r: &str) -> Edit {
+        Edit {
+            search: s.into(),
+            replace: r.into(),
+        }
+    }
+
+    #[test]
+    fn applies_in_order() {
+        let out = apply("a\nb\nc\n", &[e("b\n", "B\nB2\n"), e("B2\nc", "C")]).unwrap();
+        assert_eq!(out, "a\nB\nC\n");
+    }
+
+    #[test]
+    fn crlf_search_is_normalised() {
+        assert_eq!(apply("a\nb\n", &[e("a\r\nb", "x")]).unwrap(), "x\n");
+        assert_eq!(
+            edit_text("a\r\nb\r\n", &[e("a\nb\n", "x\n")]).unwrap(),
+            "x\r\n"
+        );
+    }
+
+    #[test]
+    fn not_found_quotes_closest_line() {
+        let text = "import os\n\ndef foo (x):\n    return x\n";
+        let err = apply(text, &[e("def foo(", "def bar(")]).unwrap_err();
+        assert!(
+            err.starts_with("search text not found: `def foo(`; closest lines: 3: `def foo (x):`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn ambiguous_lists_lines() {
+        let err = apply("x\ny\nx\n", &[e("x", "z")]).unwrap_err();
+        assert!(err.contains("matches 2 times (lines 1, 3)"), "{err}");
+    }
+
+    #[test]
+    fn whitespace_only_and_empty_searches_are_refused() {
+        assert!(
+            apply("a\n\nb\n", &[e("\n", "x")])
+                .unwrap_err()
+                .contains("only whitespace")
+        );
+        assert!(apply("a", &[e("", "b")]).unwrap_err().contains("empty"));
+        assert!(apply("a", &[]).is_err());
+    }
+
+    #[test]
+    fn edit_number_is_named() {
+        let err = apply("a\n", &[e("a", "b"), e("q", "r")]).unwrap_err();
+        assert!(
+            err.starts_with("edit 2 of 2: search text not found"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn fences_and_blank_edges_are_tolerated() {
+        let text = "def f():\n    return 1\n";
+        let fenced = "```python\ndef f():\n    return 1\n```\n";
+        let out = apply(
+            text,
+            &[e(fenced, "```python\ndef f():\n    return 2\n```\n")],
+        )
+        .unwrap();
+        assert_eq!(out, "def f():\n    return 2\n");
+        let out = apply(text, &[e("\n\ndef f():\n", "def g():\n")]).unwrap();
+        assert_eq!(out, "def g():\n    return 1\n");
+    }
+}

@@ -1,0 +1,250 @@
+//! The tolerant stage: whole lines compared with trailing whitespace ignored, then with
+//! indentation ignored, then with typographic punctuation folded to ASCII. At the first level
+//! where the search matches, it must match exactly one window of the file, and no other window
+//! may match even at the loosest level, else the edit is refused as ambiguous. Lines the
+//! replacement keeps unchanged are taken from the file byte for byte; only the lines it adds or
+//! changes are written, re-indented to the file's indentation.
+
+use std::borrow::Cow;
+
+use similar::{Algorithm, DiffOp};
+
+use super::doc::{self, Line};
+use super::indent;
+
+/// How loosely lines are compared, strictest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Level {
+    TrailingSpace,
+    Indentation,
+    Punctuation,
+}
+
+impl Level {
+    const ALL: [Level; 3] = [Level::TrailingSpace, Level::Indentation, Level::Punctuation];
+
+    /// What the user is told was tolerated.
+    pub(super) fn describe(self) -> &'static str {
+        match self {
+            Level::TrailingSpace => "trailing whitespace ignored",
+            Level::Indentation => "indentation ignored",
+            Level::Punctuation => "indentation and typographic punctuation ignored",
+        }
+    }
+
+    fn key(self, line: &str) -> Cow<'_, str> {
+        match self {
+            Level::TrailingSpace => Cow::Borrowed(line.trim_end()),
+            Level::Indentation => Cow::Borrowed(line.trim()),
+            Level::Punctuation => fold(line.trim()),
+        }
+    }
+}
+
+/// Typographic characters models swap for ASCII (and back): quotes, dashes, spaces.
+fn fold(s: &str) -> Cow<'_, str> {
+    if s.is_ascii() {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => out.push('\''),
+            '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => out.push('"'),
+            '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}'
+            | '\u{2212}' => out.push('-'),
+            '\u{00A0}' | '\u{2002}' | '\u{2003}' | '\u{2007}' | '\u{2009}' | '\u{200A}'
+            | '\u{202F}' | '\u{3000}' => out.push(' '),
+            '\u{2026}' => out.push_str("..."),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The outcome of looking for the search's lines.
+pub(super) enum Found {
+    /// One window, starting at this line.
+    One(usize),
+    /// Several windows (their first lines, 0-based) at this level.
+    Many(Vec<usize>, Level),
+    None,
+}
+
+/// Windows of `file` whose lines equal `search`'s at `level`.
+fn windows(file: &[Line], search: &[&str], level: Level) -> Vec<usize> {
+    let m = search.len();
+    if m == 0 || m > file.len() {
+        return Vec::new();
+    }
+    let keys: Vec<Cow<'_, str>> = search.iter().map(|s| level.key(s)).collect();
+    (0..=file.len() - m)
+        .filter(|&start| {
+            keys.iter()
+                .enumerate()
+                .all(|(i, k)| level.key(&file[start + i].text) == *k)
+        })
+        .collect()
+}
+
+/// Windows of `file` that hold `search`'s lines at the loosest level.
+pub(super) fn loose_windows(file: &[Line], search: &[&str]) -> Vec<usize> {
+    windows(file, search, Level::Punctuation)
+}
+
+/// Find the search's lines in the file.
+pub(super) fn find(file: &[Line], search: &[&str]) -> Found {
+    for level in Level::ALL {
+        let at = windows(file, search, level);
+        match at.len() {
+            0 => continue,
+            1 => {
+                // A window that only the loosest comparison finds could still be the one meant.
+                let loosest = if level == Level::Punctuation {
+                    at.clone()
+                } else {
+                    windows(file, search, Level::Punctuation)
+                };
+                return if loosest.len() > 1 {
+                    Found::Many(loosest, Level::Punctuation)
+                } else {
+                    Found::One(at[0])
+                };
+            }
+            _ => return Found::Many(at, level),
+        }
+    }
+    Found::None
+}
+
+/// Replace the window at `start` (as long as `search`) by `replace`'s lines. `Err` says why the
+/// replacement cannot be placed.
+pub(super) fn splice(
+    file: &[Line],
+    start: usize,
+    search: &[&str],
+    replace: &[&str],
+) -> Result<Vec<Line>, String> {
+    let window = &file[start..start + search.len()];
+    let mapping = indent::infer(
+        window
+            .iter()
+            .map(|l| l.text.as_str())
+            .zip(search.iter().copied()),
+    );
+    let style = doc::style_for(file, start, start + search.len());
+    let mut new: Vec<Line> = Vec::with_capacity(replace.len());
+    for op in similar::capture_diff_slices(Algorithm::Myers, search, replace) {
+        match op {
+            DiffOp::Equal { old_index, len, .. } => {
+                new.extend_from_slice(&window[old_index..old_index + len]);
+            }
+            DiffOp::Delete { .. } => {}
+            DiffOp::Insert {
+                new_index, new_len, ..
+            }
+            | DiffOp::Replace {
+                new_index, new_len, ..
+            } => {
+                // A line changed in place keeps the ending of the line it replaces.
+                let in_place = match op {
+                    DiffOp::Replace {
+                        old_index, old_len, ..
+                    } => Some((old_index, old_len)),
+                    _ => None,
+                };
+                for (k, line) in replace[new_index..new_index + new_len].iter().enumerate() {
+                    let end = match in_place {
+                        Some((o, len)) if k < len && window[o + k].end != doc::End::None => {
+                            window[o + k].end
+                        }
+                        _ => style,
+                    };
+                    let text = match &mapping {
+                        Some(m) => indent::apply(m, line),
+                        None if line.trim().is_empty() => Some(String::new()),
+                        None => None,
+                    }
+                    .ok_or_else(|| {
+                        format!(
+                            "the search matches lines {}-{} only with different indentation, and \
+                             the replacement's indentation cannot be mapped onto the file's \
+                             consistently; copy the lines exactly as they are in the file",
+                            start + 1,
+                            start + search.len()
+                        )
+                    })?;
+                    new.push(Line { text, end });
+                }
+            }
+        }
+    }
+    let at_end = start + search.len() == file.len();
+    let region_end = window.last().map_or(doc::End::Lf, |l| l.end);
+    // Lines taken from the file keep their own endings, except where the region's shape says
+    // otherwise (the file's unterminated last line).
+    let n = new.len();
+    for (i, l) in new.iter_mut().enumerate() {
+        let last = i + 1 == n;
+        if last && at_end && region_end == doc::End::None {
+            l.end = doc::End::None;
+        } else if l.end == doc::End::None {
+            l.end = style;
+        }
+    }
+    let mut out = Vec::with_capacity(file.len() + n);
+    out.extend_from_slice(&file[..start]);
+    out.extend(new);
+    out.extend_from_slice(&file[start + search.len()..]);
+    if n == 0
+        && at_end
+        && region_end == doc::End::None
+        && let Some(l) = out.last_mut()
+    {
+        l.end = doc::End::None;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(s: &str) -> Vec<Line> {
+        doc::parse(s)
+    }
+
+    #[test]
+    fn levels_are_tried_strictest_first() {
+        let f = lines("def f():\n    x = 1  \n    return x\n");
+        assert!(matches!(find(&f, &["    x = 1"]), Found::One(1)));
+        assert!(matches!(find(&f, &["x = 1", "return x"]), Found::One(1)));
+        let q = lines("s = \u{201C}hi\u{201D}\n");
+        assert!(matches!(find(&q, &["s = \"hi\""]), Found::One(0)));
+    }
+
+    #[test]
+    fn a_window_the_loosest_level_also_finds_is_ambiguous() {
+        let f = lines("  a\na \n");
+        assert!(matches!(
+            find(&f, &["a"]),
+            Found::Many(_, Level::Punctuation)
+        ));
+    }
+
+    #[test]
+    fn unchanged_lines_come_from_the_file_and_new_ones_are_reindented() {
+        let f = lines("class A:\n    def f(self):\n        return 1  \n");
+        let out = splice(
+            &f,
+            1,
+            &["def f(self):", "    return 1"],
+            &["def f(self):", "    x = 2", "    return x"],
+        )
+        .unwrap();
+        assert_eq!(
+            doc::render(&out),
+            "class A:\n    def f(self):\n        x = 2\n        return x\n"
+        );
+    }
+}
