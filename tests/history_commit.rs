@@ -43,7 +43,10 @@ fn clean_tree_plan_becomes_one_commit_on_the_session_branch() {
     assert_eq!(p.trailer(&branch, "Pai-Session"), s.id());
     assert_eq!(p.trailer(&branch, "Pai-Model"), "test-model");
     assert_eq!(p.trailer(&branch, "Pai-Calls"), "1");
-    assert_eq!(p.trailer(&branch, "Pai-Tokens"), "1200 in, 340 out");
+    assert_eq!(
+        p.trailer(&branch, "Pai-Tokens"),
+        "1200 in, 340 out, 1000 cached, 20 reasoning"
+    );
     let body = p.git(&["log", "-1", "--format=%b", &branch]);
     assert!(body.contains("1. WRITE a.txt\n2. WRITE new.py\n"), "{body}");
     // The user's branch never moves; index and work tree agree with the new commit.

@@ -71,7 +71,7 @@ fn log_lists_plans_newest_first_with_files_and_usage() {
     assert!(text.contains("add a power operation"), "{text}");
     assert!(text.contains("a.txt +1 -0"), "{text}");
     assert!(
-        text.contains("1 call · tokens 1200 in / 340 out · test-model"),
+        text.contains("1 call · tokens 1200 in / 340 out (1000 cached, 20 reasoning) · test-model"),
         "{text}"
     );
     assert!(text.contains(&format!("git merge {branch}")), "{text}");
@@ -93,6 +93,8 @@ fn log_json_round_trips_through_serde() {
     assert_eq!(plan["request"], "one");
     assert_eq!(plan["files"][0]["path"], "a.txt");
     assert_eq!(plan["undone"], false);
+    assert_eq!(plan["cached_tokens"], 1000);
+    assert_eq!(plan["reasoning_tokens"], 20);
     assert_eq!(plan["input_tokens"], 1200);
     assert!(plan.get("patch").is_none());
 }

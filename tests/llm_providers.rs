@@ -223,9 +223,44 @@ async fn structured_reply_for_every_provider_streaming_and_not() {
                     assert_eq!(r.url, "/v1/chat/completions");
                     assert_eq!(r.auth_header.as_deref(), Some("authorization"));
                     assert_eq!(r.response_format(), "json_schema");
+                    // Strict structured output: closed objects, every property required,
+                    // the optional ones nullable; the declared properties unchanged.
+                    let sent = &r.body["response_format"]["json_schema"];
+                    assert_eq!(sent["strict"], true);
+                    let schema = &sent["schema"];
                     assert_eq!(
-                        r.body["response_format"]["json_schema"]["schema"],
-                        plan_schema()
+                        schema["properties"]
+                            .as_object()
+                            .unwrap()
+                            .keys()
+                            .collect::<Vec<_>>(),
+                        plan_schema()["properties"]
+                            .as_object()
+                            .unwrap()
+                            .keys()
+                            .collect::<Vec<_>>()
+                    );
+                    assert_eq!(
+                        schema["required"],
+                        json!([
+                            "intent",
+                            "reply",
+                            "analysis",
+                            "steps",
+                            "observe",
+                            "next_steps"
+                        ])
+                    );
+                    assert_eq!(schema["properties"]["intent"]["type"], "string");
+                    assert_eq!(
+                        schema["properties"]["observe"]["type"],
+                        json!(["boolean", "null"])
+                    );
+                    let step = &schema["properties"]["steps"]["items"];
+                    assert_eq!(step["additionalProperties"], false);
+                    assert_eq!(
+                        step["properties"]["path"]["type"],
+                        json!(["string", "null"])
                     );
                     assert_eq!(r.body["response_format"]["json_schema"]["name"], "pai_plan");
                     assert_eq!(
@@ -1035,4 +1070,124 @@ fn the_mock_serves_blocking_clients_and_stops_when_dropped() {
         std::net::TcpStream::connect(addr).is_err(),
         "the port is closed after drop"
     );
+}
+
+/// Every file of `fixtures/llm/replay/`: the providers' real response bodies (error objects,
+/// finish reasons, usage fields, in the shapes of their API references) served verbatim, and
+/// what pai must make of them: the error, its class and hint, the calls, the usage, and what
+/// the requests carried (a retry without `temperature`, a lowered output limit, ...).
+#[tokio::test]
+async fn replays_of_the_providers_real_response_shapes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llm/replay");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 15, "{} replay cases", paths.len());
+    for path in paths {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let case: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let kind: ProviderKind = case["provider"].as_str().unwrap().parse().unwrap();
+        let replies = case["responses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| Reply::Raw {
+                status: u16::try_from(r["status"].as_u64().unwrap()).unwrap(),
+                body: r["body"].clone(),
+            });
+        let mock = MockLlm::start(Script::with_replies(replies));
+        let mut cfg = config(&mock, kind);
+        cfg.model = case["model"].as_str().unwrap().to_string();
+        cfg.backoff_max = Duration::from_millis(2);
+        let p = build_provider(&cfg).unwrap();
+        let mut req = request(false);
+        req.max_output_tokens = u32::try_from(case["max_output_tokens"].as_u64().unwrap()).unwrap();
+        let (result, _) = call(p.as_ref(), &req).await;
+        let e = &case["expect"];
+        assert_eq!(mock.calls(), e["calls"].as_u64().unwrap(), "{name}: calls");
+        match (e["ok"].as_bool().unwrap(), &result) {
+            (true, Ok(reply)) => {
+                assert_eq!(reply.value["reply"], "Hello from the replay.", "{name}");
+                if let Some(u) = e.get("usage") {
+                    let got = [
+                        reply.usage.input,
+                        reply.usage.output,
+                        reply.usage.cached,
+                        reply.usage.reasoning,
+                    ];
+                    let want =
+                        ["input", "output", "cached", "reasoning"].map(|k| u[k].as_u64().unwrap());
+                    assert_eq!(got, want, "{name}: input, output, cached, reasoning");
+                }
+            }
+            (false, Err(err)) => {
+                let variant = e["error"].as_str().unwrap();
+                assert!(format!("{err:?}").starts_with(variant), "{name}: {err:?}");
+                for needle in e["error_contains"].as_array().into_iter().flatten() {
+                    let needle = needle.as_str().unwrap();
+                    assert!(err.to_string().contains(needle), "{name}: {err}");
+                }
+                let kind = match err.kind() {
+                    LlmErrorKind::Config => "config",
+                    LlmErrorKind::Unavailable => "unavailable",
+                    LlmErrorKind::Rejected => "rejected",
+                    LlmErrorKind::Reply => "reply",
+                };
+                assert_eq!(kind, e["kind"].as_str().unwrap(), "{name}: {err:?}");
+                if let Some(h) = e["hint_contains"].as_str() {
+                    assert!(err.hint().contains(h), "{name}: {}", err.hint());
+                }
+                assert!(
+                    !err.is_retryable() || e["calls"].as_u64() > Some(1),
+                    "{name}"
+                );
+            }
+            (ok, other) => panic!("{name}: expected ok={ok}, got {other:?}"),
+        }
+        let sent = mock.generation_requests();
+        for (i, checks) in e["requests"].as_array().into_iter().flatten().enumerate() {
+            let body = &sent[i].body;
+            for ptr in checks["present"].as_array().into_iter().flatten() {
+                let ptr = ptr.as_str().unwrap();
+                assert!(
+                    body.pointer(ptr).is_some(),
+                    "{name}: request {i} lacks {ptr}"
+                );
+            }
+            for ptr in checks["absent"].as_array().into_iter().flatten() {
+                let ptr = ptr.as_str().unwrap();
+                assert!(body.pointer(ptr).is_none(), "{name}: request {i} has {ptr}");
+            }
+            for (ptr, want) in checks["equals"].as_object().into_iter().flatten() {
+                assert_eq!(body.pointer(ptr), Some(want), "{name}: request {i} {ptr}");
+            }
+        }
+        if let Some(needle) = e["raw_contains"].as_str() {
+            assert!(
+                sent[0].raw_body.contains(needle),
+                "{name}: {}",
+                sent[0].raw_body
+            );
+        }
+        if let Some(needle) = e["raw_lacks"].as_str() {
+            assert!(!sent[0].raw_body.contains(needle), "{name}");
+        }
+        if let Some(ptrs) = e["again_absent"].as_array() {
+            // What was learned is remembered: the next call does not repeat the rejected field.
+            let before = mock.calls();
+            let (again, _) = call(p.as_ref(), &req).await;
+            assert!(again.is_ok(), "{name}: second call {again:?}");
+            assert_eq!(mock.calls(), before + 1, "{name}: second call retried");
+            let last = mock.generation_requests().pop().unwrap();
+            for ptr in ptrs {
+                assert!(
+                    last.body.pointer(ptr.as_str().unwrap()).is_none(),
+                    "{name}: again"
+                );
+            }
+        }
+    }
 }

@@ -64,6 +64,7 @@ fn all_events() -> Vec<Event> {
                 input: 1234,
                 output: 210,
                 cached: 1000,
+                reasoning: 0,
             },
         },
         Event::Answer {
@@ -120,6 +121,8 @@ fn all_events() -> Vec<Event> {
             calls: 1,
             input_tokens: 1234,
             output_tokens: 210,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
             verified: Some(true),
         },
     ]
@@ -314,6 +317,8 @@ fn finished_with(status: TurnStatus, message: &str) -> Event {
         calls: 2,
         input_tokens: 3000,
         output_tokens: 400,
+        cached_tokens: 0,
+        reasoning_tokens: 0,
         verified: None,
     }
 }
@@ -426,6 +431,7 @@ fn session_end_and_tokens() {
         calls: 3,
         input: 4500,
         output: 700,
+        ..Tally::default()
     };
     assert_eq!(
         render::totals(&tally, &Theme::plain(60)),

@@ -15,6 +15,8 @@ pub struct CallUsage {
     pub output: u64,
     /// Input tokens served from the provider's cache.
     pub cached: u64,
+    /// Output tokens spent reasoning.
+    pub reasoning: u64,
 }
 
 /// How a turn ended.
@@ -133,6 +135,10 @@ pub enum Event {
         input_tokens: u64,
         /// Output tokens this turn.
         output_tokens: u64,
+        /// Input tokens this turn served from the provider's cache.
+        cached_tokens: u64,
+        /// Output tokens this turn spent reasoning.
+        reasoning_tokens: u64,
         /// Whether a verification RUN passed (`None`: none ran).
         verified: Option<bool>,
     },
@@ -171,6 +177,10 @@ pub struct Tally {
     pub input: u64,
     /// Output tokens.
     pub output: u64,
+    /// Input tokens served from the provider's cache.
+    pub cached: u64,
+    /// Output tokens spent reasoning.
+    pub reasoning: u64,
 }
 
 impl Tally {
@@ -179,6 +189,8 @@ impl Tally {
         self.calls += other.calls;
         self.input += other.input;
         self.output += other.output;
+        self.cached += other.cached;
+        self.reasoning += other.reasoning;
     }
 }
 
@@ -191,4 +203,7 @@ pub struct TurnOutcome {
     pub tally: Tally,
     /// The commit that records it, if any.
     pub commit: Option<String>,
+    /// Set when the turn failed on the configuration (a refused key, an unknown model, a spent
+    /// quota): what to fix. Such a turn exits 2, like the same error from `pai config validate`.
+    pub config_hint: Option<String>,
 }

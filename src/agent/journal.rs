@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use chrono::Local;
 use serde_json::{Value, json};
 
-use super::events::{StepReport, TurnStatus};
+use super::events::{StepReport, Tally, TurnStatus};
 use super::plan::Plan;
 
 /// The directory under the project root that holds pai's records.
@@ -222,20 +222,25 @@ impl Journal {
         status: TurnStatus,
         message: &str,
         next_steps: &[String],
-        calls: u32,
-        input: u64,
-        output: u64,
+        tally: &Tally,
     ) -> std::io::Result<()> {
+        let Tally {
+            calls,
+            input,
+            output,
+            cached,
+            reasoning,
+        } = *tally;
         let mut lines = vec![format!("AI FINAL RESULT: {status:?}: {message}")];
         for s in next_steps {
             lines.push(format!("AI SUGGESTION: {s}"));
         }
         lines.push(format!(
-            "USAGE: {calls} call(s), {input} input tokens, {output} output tokens"
+            "USAGE: {calls} call(s), {input} input tokens ({cached} cached), {output} output tokens ({reasoning} reasoning)"
         ));
         self.append(
             &lines,
-            json!({"kind": "finished", "status": status, "message": message, "next_steps": next_steps, "calls": calls, "input_tokens": input, "output_tokens": output}),
+            json!({"kind": "finished", "status": status, "message": message, "next_steps": next_steps, "calls": calls, "input_tokens": input, "output_tokens": output, "cached_tokens": cached, "reasoning_tokens": reasoning}),
         )
     }
 }

@@ -75,6 +75,8 @@ enum CallFailure {
     Cancelled,
     /// The message, and what to ask the model when a corrected reply could help.
     Failed(String, Option<String>),
+    /// The configuration is wrong: the message and the hint saying what to fix.
+    Config(String, String),
 }
 
 impl Agent {
@@ -198,9 +200,13 @@ impl Agent {
         let requests = after.requests.saturating_sub(before.requests) as u32;
         let input = after.usage.input.saturating_sub(before.usage.input);
         let output = after.usage.output.saturating_sub(before.usage.output);
+        let cached = after.usage.cached.saturating_sub(before.usage.cached);
+        let reasoning = after.usage.reasoning.saturating_sub(before.usage.reasoning);
         tally.calls += requests;
         tally.input += input;
         tally.output += output;
+        tally.cached += cached;
+        tally.reasoning += reasoning;
         let Some(result) = result else {
             return Err(CallFailure::Cancelled);
         };
@@ -209,13 +215,17 @@ impl Agent {
                 let usage = CallUsage {
                     input,
                     output,
-                    cached: reply.usage.cached,
+                    cached,
+                    reasoning,
                 };
                 frontend.event(&Event::Usage {
                     call: tally.calls,
                     usage,
                 });
                 Ok(reply)
+            }
+            Err(e) if e.kind() == crate::llm::LlmErrorKind::Config => {
+                Err(CallFailure::Config(describe_llm_error(&e), e.hint()))
             }
             Err(e) => Err(CallFailure::Failed(
                 describe_llm_error(&e),
@@ -245,6 +255,7 @@ impl Agent {
         let mut next_steps = Vec::new();
         let mut final_message = String::new();
         let mut status = TurnStatus::Success;
+        let mut config_hint: Option<String> = None;
 
         loop {
             let reply = match self
@@ -266,6 +277,12 @@ impl Agent {
                     messages.push(Message::assistant("(an unusable reply)"));
                     messages.push(Message::user(correction));
                     continue;
+                }
+                Err(CallFailure::Config(msg, hint)) => {
+                    status = TurnStatus::Failed;
+                    final_message = format!("{msg}\nhint: {hint}");
+                    config_hint = Some(hint);
+                    break;
                 }
                 Err(CallFailure::Failed(msg, _)) => {
                     status = TurnStatus::Failed;
@@ -461,16 +478,7 @@ impl Agent {
             outcome: format!("{status:?}: {}", first_line(&final_message)),
             files,
         });
-        self.log(|j| {
-            j.finished(
-                status,
-                &final_message,
-                &next_steps,
-                tally.calls,
-                tally.input,
-                tally.output,
-            )
-        });
+        self.log(|j| j.finished(status, &final_message, &next_steps, &tally));
         frontend.event(&Event::Finished {
             status,
             message: final_message,
@@ -478,12 +486,15 @@ impl Agent {
             calls: tally.calls,
             input_tokens: tally.input,
             output_tokens: tally.output,
+            cached_tokens: tally.cached,
+            reasoning_tokens: tally.reasoning,
             verified,
         });
         Attempt::Done(TurnOutcome {
             status,
             tally,
             commit,
+            config_hint,
         })
     }
 
@@ -514,6 +525,8 @@ impl Agent {
             calls: tally.calls,
             input_tokens: tally.input,
             output_tokens: tally.output,
+            cached_tokens: tally.cached,
+            reasoning_tokens: tally.reasoning,
         };
         match history.commit_plan(&self.workspace, &record) {
             Ok(Some(info)) => {

@@ -149,6 +149,9 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
 
 /// The exit code of a finished turn.
 pub fn turn_exit_code(outcome: &TurnOutcome) -> i32 {
+    if outcome.config_hint.is_some() {
+        return 2;
+    }
     match outcome.status {
         TurnStatus::Answered | TurnStatus::Success => 0,
         TurnStatus::Failed | TurnStatus::Rejected | TurnStatus::Interrupted => 1,

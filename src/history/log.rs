@@ -59,6 +59,10 @@ pub struct PlanLog {
     pub input_tokens: Option<u64>,
     /// Output tokens.
     pub output_tokens: Option<u64>,
+    /// Input tokens served from the provider's cache.
+    pub cached_tokens: Option<u64>,
+    /// Output tokens spent reasoning.
+    pub reasoning_tokens: Option<u64>,
     /// Taken off the branch by `pai undo` (kept for `pai redo`).
     pub undone: bool,
     /// The unified diff, when asked for.
@@ -318,8 +322,10 @@ fn plan_log(
         files,
         model: t.model,
         calls: t.calls,
-        input_tokens: t.tokens.map(|(i, _)| i),
-        output_tokens: t.tokens.map(|(_, o)| o),
+        input_tokens: t.tokens.map(|t| t.input),
+        output_tokens: t.tokens.map(|t| t.output),
+        cached_tokens: t.tokens.map(|t| t.cached),
+        reasoning_tokens: t.tokens.map(|t| t.reasoning),
         undone,
         patch: with_patch.then_some(patch_text),
     })
@@ -384,7 +390,21 @@ pub fn render_text(sessions: &[SessionLog]) -> String {
                 .calls
                 .map(|c| format!("{c} call{}", if c == 1 { "" } else { "s" }));
             let tokens = match (p.input_tokens, p.output_tokens) {
-                (Some(i), Some(o)) => Some(format!("tokens {i} in / {o} out")),
+                (Some(i), Some(o)) => {
+                    let mut extra = Vec::new();
+                    if let Some(c) = p.cached_tokens.filter(|&c| c > 0) {
+                        extra.push(format!("{c} cached"));
+                    }
+                    if let Some(r) = p.reasoning_tokens.filter(|&r| r > 0) {
+                        extra.push(format!("{r} reasoning"));
+                    }
+                    let extra = if extra.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", extra.join(", "))
+                    };
+                    Some(format!("tokens {i} in / {o} out{extra}"))
+                }
                 _ => None,
             };
             let details: Vec<String> = [calls, tokens, p.model.clone()]

@@ -44,6 +44,10 @@ pub struct PlanRecord {
     pub input_tokens: u64,
     /// Output tokens used.
     pub output_tokens: u64,
+    /// The part of the input served from the provider's prompt cache.
+    pub cached_tokens: u64,
+    /// The part of the output spent reasoning, where the provider reports it.
+    pub reasoning_tokens: u64,
 }
 
 /// The `Pai-*` trailers of a commit.
@@ -54,7 +58,16 @@ pub(crate) struct Trailers {
     pub kind: Option<Kind>,
     pub model: Option<String>,
     pub calls: Option<u32>,
-    pub tokens: Option<(u64, u64)>,
+    pub tokens: Option<TokenCounts>,
+}
+
+/// The token counts of a `Pai-Tokens` trailer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TokenCounts {
+    pub input: u64,
+    pub output: u64,
+    pub cached: u64,
+    pub reasoning: u64,
 }
 
 /// Longest subject line, as `git log --oneline` readers expect.
@@ -131,11 +144,13 @@ pub(crate) fn plan_message(session: &str, plan: u32, record: &PlanRecord) -> Str
     msg.push_str(&trailer_block(session, plan, Kind::Plan));
     let model = one_line(&record.model);
     msg.push_str(&format!(
-        "Pai-Model: {}\nPai-Calls: {}\nPai-Tokens: {} in, {} out\n",
+        "Pai-Model: {}\nPai-Calls: {}\nPai-Tokens: {} in, {} out, {} cached, {} reasoning\n",
         if model.is_empty() { "unknown" } else { &model },
         record.calls,
         record.input_tokens,
-        record.output_tokens
+        record.output_tokens,
+        record.cached_tokens,
+        record.reasoning_tokens
     ));
     msg
 }
@@ -196,11 +211,23 @@ pub(crate) fn parse(message: &str) -> Trailers {
     t
 }
 
-fn parse_tokens(value: &str) -> Option<(u64, u64)> {
-    let (input, output) = value.split_once(',')?;
-    let input = input.trim().strip_suffix("in")?.trim().parse().ok()?;
-    let output = output.trim().strip_suffix("out")?.trim().parse().ok()?;
-    Some((input, output))
+/// `N in, N out[, N cached, N reasoning]` (commits made before cached and reasoning counts
+/// were recorded have only the first two).
+fn parse_tokens(value: &str) -> Option<TokenCounts> {
+    let mut t = TokenCounts::default();
+    let (mut saw_in, mut saw_out) = (false, false);
+    for part in value.split(',') {
+        let (n, what) = part.trim().split_once(' ')?;
+        let n: u64 = n.trim().parse().ok()?;
+        match what.trim() {
+            "in" => (t.input, saw_in) = (n, true),
+            "out" => (t.output, saw_out) = (n, true),
+            "cached" => t.cached = n,
+            "reasoning" => t.reasoning = n,
+            _ => return None,
+        }
+    }
+    (saw_in && saw_out).then_some(t)
 }
 
 /// The request of a plan commit: the quoted full request when present, else the subject.
@@ -240,6 +267,8 @@ mod tests {
             calls: 1,
             input_tokens: 1234,
             output_tokens: 567,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
         }
     }
 
@@ -255,7 +284,17 @@ mod tests {
         assert_eq!(t.kind, Some(Kind::Plan));
         assert_eq!(t.model.as_deref(), Some("gemini-2.5-flash-lite"));
         assert_eq!(t.calls, Some(1));
-        assert_eq!(t.tokens, Some((1234, 567)));
+        assert_eq!(t.tokens.map(|t| (t.input, t.output)), Some((1234, 567)));
+        assert_eq!(
+            parse_tokens("5 in, 6 out, 2 cached, 1 reasoning"),
+            Some(TokenCounts {
+                input: 5,
+                output: 6,
+                cached: 2,
+                reasoning: 1
+            })
+        );
+        assert_eq!(parse_tokens("5 in, 6 out").map(|t| t.cached), Some(0));
         assert_eq!(request_of(&msg), "make me a calculator");
     }
 

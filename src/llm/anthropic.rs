@@ -12,6 +12,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
+use super::caps::{Learned, temperature_json};
 use super::error::LlmError;
 use super::outcome::{Outcome, Parsed, Stop, conclude, count};
 use super::transport::{TextSink, Transport};
@@ -26,11 +27,15 @@ const API_VERSION: &str = "2023-06-01";
 /// The Anthropic wire format.
 pub(crate) struct Anthropic {
     t: Transport,
+    learned: Learned,
 }
 
 impl Anthropic {
-    pub(crate) fn new(t: Transport, _cfg: &ProviderConfig) -> Self {
-        Self { t }
+    pub(crate) fn new(t: Transport, cfg: &ProviderConfig) -> Self {
+        Self {
+            t,
+            learned: Learned::new(ProviderKind::Anthropic, &cfg.model),
+        }
     }
 
     fn headers(&self) -> Result<HeaderMap, LlmError> {
@@ -80,7 +85,7 @@ impl Anthropic {
         let mut body = json!({
             "model": self.t.model,
             "max_tokens": req.max_output_tokens.max(1),
-            "temperature": req.temperature.clamp(0.0, 1.0),
+            "temperature": temperature_json(req.temperature.clamp(0.0, 1.0)),
             "messages": messages,
             "tools": [{
                 "name": name,
@@ -183,6 +188,7 @@ impl Anthropic {
             }
         }
         acc.stop_reason = v["stop_reason"].as_str().map(str::to_string);
+        acc.read_stop_details(&v["stop_details"]);
         acc.stopped = true;
         Ok(())
     }
@@ -220,6 +226,7 @@ impl Anthropic {
                 if let Some(reason) = v["delta"]["stop_reason"].as_str() {
                     acc.stop_reason = Some(reason.to_string());
                 }
+                acc.read_stop_details(&v["delta"]["stop_details"]);
                 acc.read_usage(&v["usage"]);
             }
             Some("message_stop") => acc.stopped = true,
@@ -239,6 +246,8 @@ struct Acc {
     tool_seen: bool,
     current_is_tool: bool,
     stop_reason: Option<String>,
+    /// A refusal's explanation (and policy category) from `stop_details`.
+    refusal_detail: Option<String>,
     stopped: bool,
     input: u64,
     cache_write: u64,
@@ -247,6 +256,21 @@ struct Acc {
 }
 
 impl Acc {
+    /// `stop_details` of a refusal: `{"type": "refusal", "category": ..., "explanation": ...}`.
+    fn read_stop_details(&mut self, d: &Value) {
+        let explanation = d["explanation"]
+            .as_str()
+            .map(str::trim)
+            .filter(|e| !e.is_empty());
+        let category = d["category"].as_str().filter(|c| !c.is_empty());
+        self.refusal_detail = match (explanation, category) {
+            (Some(e), Some(c)) => Some(format!("{e} (policy category: {c})")),
+            (Some(e), None) => Some(e.to_string()),
+            (None, Some(c)) => Some(format!("policy category: {c}")),
+            (None, None) => self.refusal_detail.take(),
+        };
+    }
+
     /// Counters arrive in pieces (input in `message_start`, output in `message_delta`); later
     /// values are cumulative, so present fields overwrite.
     fn read_usage(&mut self, usage: &Value) {
@@ -287,14 +311,16 @@ impl Acc {
             input: self.input + self.cache_write + self.cache_read,
             output: self.output,
             cached: self.cache_read,
+            // Thinking is billed inside output_tokens and not reported apart.
+            reasoning: 0,
         };
         let text = self.raw_text();
         let stop = match self.stop_reason.as_deref() {
             Some("max_tokens" | "model_context_window_exceeded") => Stop::Truncated,
-            Some("refusal") => Stop::Refused(if self.text.trim().is_empty() {
-                "the model declined to answer".to_string()
-            } else {
-                self.text.trim().to_string()
+            Some("refusal") => Stop::Refused(match &self.refusal_detail {
+                Some(d) => d.clone(),
+                None if self.text.trim().is_empty() => "the model declined to answer".to_string(),
+                None => self.text.trim().to_string(),
             }),
             _ if !self.tool_seen && self.text.trim().is_empty() => Stop::Empty,
             _ => Stop::Complete,
@@ -328,18 +354,30 @@ impl Provider for Anthropic {
             let started = std::time::Instant::now();
             let sink = TextSink::new(on_text);
             let url = format!("{}/v1/messages", self.t.base);
-            let body = self.body(req);
-            let (result, attempts) = self
-                .t
-                .run(&sink, || self.attempt(&url, &body, req, &sink))
-                .await;
-            result.map(|p| LlmReply {
-                value: p.value,
-                raw: p.raw,
-                usage: p.usage,
-                elapsed: started.elapsed(),
-                attempts,
-            })
+            let mut attempts = 0;
+            loop {
+                let tuning = self.learned.tuning(req);
+                let tuned = tuning.request(req);
+                let mut body = self.body(&tuned);
+                tuning.apply(ProviderKind::Anthropic, &mut body);
+                let (result, n) = self
+                    .t
+                    .run(&sink, || self.attempt(&url, &body, &tuned, &sink))
+                    .await;
+                attempts += n;
+                match result {
+                    Err(e) if self.learned.adjust(tuning, &e).is_some() => continue,
+                    other => {
+                        return other.map(|p| LlmReply {
+                            value: p.value,
+                            raw: p.raw,
+                            usage: p.usage,
+                            elapsed: started.elapsed(),
+                            attempts,
+                        });
+                    }
+                }
+            }
         })
     }
 
@@ -425,7 +463,8 @@ mod tests {
             Usage {
                 input: 115,
                 output: 42,
-                cached: 100
+                cached: 100,
+                reasoning: 0
             }
         );
         assert_eq!(o.stop, Stop::Complete);

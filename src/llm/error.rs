@@ -58,6 +58,28 @@ pub enum LlmError {
         message: String,
     },
 
+    /// The account has no credit or quota left (OpenAI 429 `insufficient_quota`): a billing
+    /// problem, reported at once, never retried.
+    #[error(
+        "{provider} refused the request because the account's quota or credit is used up: {message}"
+    )]
+    Billing {
+        /// The provider.
+        provider: ProviderKind,
+        /// The provider's reason, key scrubbed.
+        message: String,
+    },
+
+    /// The model stopped without a usable reply for a reason that is neither the output limit
+    /// nor a filter (Gemini `finishReason: OTHER`, `MALFORMED_FUNCTION_CALL`, ...).
+    #[error("{provider} stopped without a usable reply (finish reason {reason})")]
+    Stopped {
+        /// The provider.
+        provider: ProviderKind,
+        /// The finish reason as the provider spelled it.
+        reason: String,
+    },
+
     /// 429 on every attempt, or a requested wait longer than pai is willing to sleep.
     #[error("{provider} is rate limiting requests (HTTP 429, {attempts} attempt(s)){}: {message}", retry_after_text(*.retry_after))]
     RateLimited {
@@ -216,7 +238,8 @@ impl LlmError {
             LlmError::MissingKey { .. }
             | LlmError::InvalidConfig { .. }
             | LlmError::Auth { .. }
-            | LlmError::NotFound { .. } => LlmErrorKind::Config,
+            | LlmError::NotFound { .. }
+            | LlmError::Billing { .. } => LlmErrorKind::Config,
             LlmError::RateLimited { .. }
             | LlmError::Server { .. }
             | LlmError::Connect { .. }
@@ -225,6 +248,7 @@ impl LlmError {
             | LlmError::BadResponse { .. } => LlmErrorKind::Unavailable,
             LlmError::BadRequest { .. } => LlmErrorKind::Rejected,
             LlmError::Truncated { .. }
+            | LlmError::Stopped { .. }
             | LlmError::Refusal { .. }
             | LlmError::Blocked { .. }
             | LlmError::EmptyReply { .. }
@@ -279,7 +303,7 @@ impl LlmError {
     pub fn hint(&self) -> String {
         match self {
             LlmError::MissingKey { provider } => format!(
-                "run `pai config set <KEY> --provider {provider}` or export {}",
+                "run `pai config set --provider {provider}` (it asks for the key at a hidden prompt) or export {}",
                 provider.key_env_var()
             ),
             LlmError::InvalidConfig { .. } => {
@@ -287,12 +311,18 @@ impl LlmError {
                     .to_string()
             }
             LlmError::Auth { provider, .. } => format!(
-                "the {provider} key is wrong, expired or lacks access: set a new one with `pai config set <KEY> --provider {provider}` and check it with `pai config validate`"
+                "the {provider} key is wrong, expired or lacks access: set a new one with `pai config set --provider {provider}` (hidden prompt) and check it with `pai config validate`"
             ),
             LlmError::NotFound { provider, .. } => match provider {
                 ProviderKind::OpenAi => "check --model, and that --base-url includes the version path (e.g. http://localhost:11434/v1)".to_string(),
                 _ => "check --model (spelling, availability for your key) and --base-url (it replaces only the origin, e.g. https://generativelanguage.googleapis.com)".to_string(),
             },
+            LlmError::Billing { provider, .. } => format!(
+                "add credit or raise the quota of your {provider} account (billing settings), or use another provider with --provider"
+            ),
+            LlmError::Stopped { .. } => {
+                "try again; if it keeps stopping, rephrase the request or use another model".to_string()
+            }
             LlmError::BadRequest { .. } => {
                 "the provider did not accept the request; its reason is above (another model may support it)"
                     .to_string()
@@ -335,6 +365,10 @@ impl LlmError {
             )),
             LlmError::Truncated { .. } => Some(
                 "Your previous reply was cut off at the output limit. Reply again with a shorter plan: fewer steps, shorter file contents, and use MODIFY with small edits instead of rewriting whole files."
+                    .to_string(),
+            ),
+            LlmError::Stopped { .. } => Some(
+                "Your previous reply stopped before it was complete. Reply with one JSON object that follows the schema."
                     .to_string(),
             ),
             LlmError::EmptyReply { .. } => Some(

@@ -10,6 +10,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
+use super::caps::{Learned, temperature_json};
 use super::error::LlmError;
 use super::outcome::{Outcome, Parsed, Stop, conclude, count};
 use super::transport::{TextSink, Transport};
@@ -23,6 +24,7 @@ pub(crate) struct Gemini {
     t: Transport,
     /// The model name without a `models/` prefix.
     model: String,
+    learned: Learned,
 }
 
 impl Gemini {
@@ -39,7 +41,8 @@ impl Gemini {
                 ),
             });
         }
-        Ok(Self { t, model })
+        let learned = Learned::new(ProviderKind::Gemini, &model);
+        Ok(Self { t, model, learned })
     }
 
     fn url(&self, stream: bool) -> String {
@@ -83,7 +86,7 @@ impl Gemini {
             "contents": contents,
             "generationConfig": {
                 "candidateCount": 1,
-                "temperature": req.temperature,
+                "temperature": temperature_json(req.temperature),
                 "maxOutputTokens": req.max_output_tokens,
                 "responseMimeType": "application/json",
                 "responseSchema": schema::gemini(&req.schema),
@@ -164,6 +167,7 @@ impl Gemini {
                 input: count(&meta["promptTokenCount"]) + count(&meta["toolUsePromptTokenCount"]),
                 output: count(&meta["candidatesTokenCount"]) + count(&meta["thoughtsTokenCount"]),
                 cached,
+                reasoning: count(&meta["thoughtsTokenCount"]),
             };
         }
         if let Some(candidate) = v["candidates"].as_array().and_then(|c| c.first()) {
@@ -219,6 +223,15 @@ impl Acc {
                     r @ ("SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
                     | "IMAGE_SAFETY" | "LANGUAGE"),
                 ) => Stop::Blocked(r.to_string()),
+                // OTHER, MALFORMED_FUNCTION_CALL and reasons added later: name the reason
+                // rather than calling the reply empty.
+                Some(r)
+                    if r != "STOP"
+                        && r != "FINISH_REASON_UNSPECIFIED"
+                        && self.text.trim().is_empty() =>
+                {
+                    Stop::Stopped(r.to_string())
+                }
                 _ => Stop::Complete,
             }
         };
@@ -245,18 +258,30 @@ impl Provider for Gemini {
             let started = std::time::Instant::now();
             let sink = TextSink::new(on_text);
             let url = self.url(req.stream);
-            let body = self.body(req);
-            let (result, attempts) = self
-                .t
-                .run(&sink, || self.attempt(&url, &body, req, &sink))
-                .await;
-            result.map(|p| LlmReply {
-                value: p.value,
-                raw: p.raw,
-                usage: p.usage,
-                elapsed: started.elapsed(),
-                attempts,
-            })
+            let mut attempts = 0;
+            loop {
+                let tuning = self.learned.tuning(req);
+                let tuned = tuning.request(req);
+                let mut body = self.body(&tuned);
+                tuning.apply(ProviderKind::Gemini, &mut body);
+                let (result, n) = self
+                    .t
+                    .run(&sink, || self.attempt(&url, &body, &tuned, &sink))
+                    .await;
+                attempts += n;
+                match result {
+                    Err(e) if self.learned.adjust(tuning, &e).is_some() => continue,
+                    other => {
+                        return other.map(|p| LlmReply {
+                            value: p.value,
+                            raw: p.raw,
+                            usage: p.usage,
+                            elapsed: started.elapsed(),
+                            attempts,
+                        });
+                    }
+                }
+            }
         })
     }
 
@@ -389,7 +414,8 @@ mod tests {
             Usage {
                 input: 10,
                 output: 12,
-                cached: 4
+                cached: 4,
+                reasoning: 7
             }
         );
     }

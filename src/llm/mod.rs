@@ -3,6 +3,7 @@
 //! `llm` never sees files: it receives text and a JSON schema and returns structured replies.
 
 mod anthropic;
+mod caps;
 mod error;
 mod gemini;
 mod json;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+pub use caps::{ModelCaps, model_caps};
 pub use error::{LlmError, LlmErrorKind, TimeoutStage};
 pub use json::extract_json;
 
@@ -232,6 +234,8 @@ pub struct Usage {
     pub output: u64,
     /// The part of `input` served from the provider's prompt cache.
     pub cached: u64,
+    /// The part of `output` the model spent reasoning ("thinking"), where the provider says.
+    pub reasoning: u64,
 }
 
 impl Usage {
@@ -240,6 +244,7 @@ impl Usage {
         self.input += other.input;
         self.output += other.output;
         self.cached += other.cached;
+        self.reasoning += other.reasoning;
     }
 }
 

@@ -16,6 +16,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+use super::caps::{Learned, temperature_json};
 use super::error::LlmError;
 use super::outcome::{Outcome, Parsed, Stop, conclude, count};
 use super::transport::{TextSink, Transport};
@@ -97,14 +98,16 @@ impl Compat {
 pub(crate) struct OpenAi {
     t: Transport,
     compat: Mutex<Compat>,
+    learned: Learned,
 }
 
 impl OpenAi {
-    pub(crate) fn new(t: Transport, _cfg: &ProviderConfig) -> Self {
+    pub(crate) fn new(t: Transport, cfg: &ProviderConfig) -> Self {
         let compat = Compat::initial(&t.base);
         Self {
             t,
             compat: Mutex::new(compat),
+            learned: Learned::new(ProviderKind::OpenAi, &cfg.model),
         }
     }
 
@@ -151,7 +154,7 @@ impl OpenAi {
         };
         body[limit_field] = json!(req.max_output_tokens);
         if compat.temperature {
-            body["temperature"] = json!(req.temperature);
+            body["temperature"] = temperature_json(req.temperature);
         }
         match compat.format {
             FormatMode::JsonSchema => {
@@ -159,8 +162,8 @@ impl OpenAi {
                     "type": "json_schema",
                     "json_schema": {
                         "name": schema::safe_name(&req.schema_name),
-                        "schema": schema::standard(&req.schema),
-                        "strict": false,
+                        "schema": schema::strict(&req.schema),
+                        "strict": true,
                     }
                 });
             }
@@ -215,7 +218,11 @@ impl OpenAi {
             self.feed_whole(&mut acc, &whole)?;
             sink.text(&acc.text);
         }
-        conclude(&self.t, req.max_output_tokens, acc.into_outcome())
+        // Strict structured output says "absent" with null.
+        conclude(&self.t, req.max_output_tokens, acc.into_outcome()).map(|mut p| {
+            schema::drop_nulls(&mut p.value);
+            p
+        })
     }
 
     fn check_error(&self, v: &Value) -> Result<(), LlmError> {
@@ -300,10 +307,17 @@ impl Acc {
     fn read_usage(&mut self, v: &Value) {
         let usage = &v["usage"];
         if usage.is_object() {
+            let input = count(&usage["prompt_tokens"]);
+            let completion = count(&usage["completion_tokens"]);
+            let reasoning = count(&usage["completion_tokens_details"]["reasoning_tokens"]);
+            // OpenAI counts reasoning inside completion_tokens; some compatible servers (xAI)
+            // report it beside: then only total_tokens holds the whole output.
+            let from_total = count(&usage["total_tokens"]).saturating_sub(input);
             self.usage = Usage {
-                input: count(&usage["prompt_tokens"]),
-                output: count(&usage["completion_tokens"]),
+                input,
+                output: completion.max(from_total),
                 cached: count(&usage["prompt_tokens_details"]["cached_tokens"]),
+                reasoning,
             };
         }
     }
@@ -346,13 +360,17 @@ impl Provider for OpenAi {
             let mut attempts = 0;
             loop {
                 let compat = self.compat();
-                let body = self.body(req, compat);
+                let tuning = self.learned.tuning(req);
+                let tuned = tuning.request(req);
+                let mut body = self.body(&tuned, compat);
+                tuning.apply(ProviderKind::OpenAi, &mut body);
                 let (result, n) = self
                     .t
-                    .run(&sink, || self.attempt(&url, &body, req, &sink))
+                    .run(&sink, || self.attempt(&url, &body, &tuned, &sink))
                     .await;
                 attempts += n;
                 match result {
+                    Err(e) if self.learned.adjust(tuning, &e).is_some() => continue,
                     Err(LlmError::BadRequest {
                         status: 400 | 422,
                         ref message,
@@ -454,7 +472,12 @@ mod tests {
         let body = p.body(&req(true), p.compat());
         assert_eq!(body["response_format"]["type"], "json_schema");
         assert_eq!(body["response_format"]["json_schema"]["name"], "pai_plan");
-        assert_eq!(body["response_format"]["json_schema"]["strict"], false);
+        // Strict structured output: the schema is closed and lists every property as required.
+        assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+        let sent = &body["response_format"]["json_schema"]["schema"];
+        assert_eq!(sent["additionalProperties"], false);
+        let props = sent["properties"].as_object().unwrap().len();
+        assert_eq!(sent["required"].as_array().unwrap().len(), props);
         assert!(
             body["response_format"]["json_schema"]["schema"]
                 .get("propertyOrdering")

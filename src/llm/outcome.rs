@@ -22,6 +22,8 @@ pub(crate) enum Stop {
     Blocked(String),
     /// There was no candidate / choice at all.
     Empty,
+    /// The model stopped for another reason, with no usable text (the provider's reason).
+    Stopped(String),
 }
 
 /// The raw result of one successful HTTP exchange.
@@ -63,6 +65,7 @@ pub(crate) fn conclude(
         Stop::Refused(message) => return Err(LlmError::Refusal { provider, message }),
         Stop::Blocked(reason) => return Err(LlmError::Blocked { provider, reason }),
         Stop::Empty => return Err(LlmError::EmptyReply { provider }),
+        Stop::Stopped(reason) => return Err(LlmError::Stopped { provider, reason }),
     }
     if let Some(value @ Value::Object(_)) = o.structured {
         let raw = if o.text.is_empty() {

@@ -5,9 +5,11 @@
 //! `oneOf`, object keywords only on objects. Unknown keywords there are a 400, so only a
 //! whitelist survives. One rule cannot be converted away: every object must declare at least
 //! one property (a free-form object is a 400 from Gemini), so schemas meant for all providers
-//! should not contain free-form objects. OpenAI (non-strict
-//! `json_schema`) and Anthropic (tool `input_schema`) accept standard JSON Schema; only the
-//! Gemini-only `propertyOrdering` hint is removed for them.
+//! should not contain free-form objects; Gemini also gets `propertyOrdering` so replies keep
+//! the declared order. OpenAI gets the strict dialect (`strict: true`: closed objects, every
+//! property required, optional ones nullable), so a malformed plan cannot be produced rather
+//! than being repaired; its `null`s are dropped from the reply. Anthropic (tool
+//! `input_schema`) takes standard JSON Schema; only `propertyOrdering` is removed for it.
 
 use serde_json::{Map, Value, json};
 
@@ -110,6 +112,14 @@ pub(crate) fn gemini(schema: &Value) -> Value {
             out.remove("items");
         }
     }
+    // Gemini orders a reply's properties alphabetically unless told otherwise; keep the
+    // declared order (the reply then reads intent, reply, analysis, steps as the schema says).
+    if let (Some(Value::Object(props)), false) =
+        (out.get("properties"), out.contains_key("propertyOrdering"))
+    {
+        let order: Vec<Value> = props.keys().map(|k| Value::String(k.clone())).collect();
+        out.insert("propertyOrdering".into(), Value::Array(order));
+    }
     // `required` may only name declared properties.
     if let (Some(Value::Array(required)), Some(Value::Object(props))) =
         (out.get("required"), out.get("properties"))
@@ -122,6 +132,82 @@ pub(crate) fn gemini(schema: &Value) -> Value {
         out.insert("required".into(), Value::Array(kept));
     }
     Value::Object(out)
+}
+
+/// The schema in OpenAI's strict structured-output dialect: every object closed
+/// (`additionalProperties: false`) and listing all its properties as required; a property
+/// that was optional becomes nullable, so the model sends `null` where it has nothing (see
+/// [`drop_nulls`]).
+pub(crate) fn strict(schema: &Value) -> Value {
+    let Value::Object(src) = standard(schema) else {
+        return schema.clone();
+    };
+    let mut out = src.clone();
+    if let Some(Value::Object(props)) = src.get("properties") {
+        let required: Vec<&str> = src
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let converted: Map<String, Value> = props
+            .iter()
+            .map(|(name, sub)| {
+                let sub = strict(sub);
+                let sub = if required.contains(&name.as_str()) {
+                    sub
+                } else {
+                    nullable(sub)
+                };
+                (name.clone(), sub)
+            })
+            .collect();
+        out.insert(
+            "required".into(),
+            Value::Array(props.keys().map(|k| Value::String(k.clone())).collect()),
+        );
+        out.insert("properties".into(), Value::Object(converted));
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    if let Some(items) = src.get("items") {
+        out.insert("items".into(), strict(items));
+    }
+    Value::Object(out)
+}
+
+/// The same schema that also allows `null`.
+fn nullable(schema: Value) -> Value {
+    let Value::Object(mut map) = schema else {
+        return schema;
+    };
+    match map.get("type").cloned() {
+        Some(Value::String(t)) => {
+            map.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(mut types)) if !types.iter().any(|t| t == "null") => {
+            types.push(json!("null"));
+            map.insert("type".into(), Value::Array(types));
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum")
+        && !values.iter().any(Value::is_null)
+    {
+        values.push(Value::Null);
+    }
+    Value::Object(map)
+}
+
+/// Remove `null` members from every object of a reply: a strict-mode reply says "absent" with
+/// `null`, and callers expect the field to be missing.
+pub(crate) fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
 }
 
 /// The schema for providers that take standard JSON Schema (OpenAI, Anthropic).

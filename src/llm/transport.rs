@@ -383,6 +383,12 @@ impl Transport {
                 model: self.model.clone(),
                 message,
             },
+            // A spent balance is answered with 429 too; it is a billing problem that no wait
+            // fixes. Told apart by the error's code or type, never by its text: Gemini's
+            // retryable RESOURCE_EXHAUSTED uses the same "exceeded your current quota" words.
+            429 if parsed.as_ref().is_some_and(is_billing_error) => {
+                LlmError::Billing { provider, message }
+            }
             429 => LlmError::RateLimited {
                 provider,
                 attempts: 1,
@@ -546,6 +552,18 @@ fn error_message(parsed: Option<&Value>, body: &str) -> String {
         }
     }
     body.trim().to_string()
+}
+
+/// Whether an error body says the account has no credit left (OpenAI `insufficient_quota`,
+/// by `code` or `type`; OpenAI-compatible servers that copy it).
+fn is_billing_error(v: &Value) -> bool {
+    let err = &v["error"];
+    [&err["code"], &err["type"]].iter().any(|f| {
+        matches!(
+            f.as_str(),
+            Some("insufficient_quota" | "billing_hard_limit_reached" | "billing_not_active")
+        )
+    })
 }
 
 /// `retry-after-ms` (OpenAI, Azure) or `Retry-After` (seconds or an HTTP date).

@@ -137,6 +137,7 @@ mod tests {
                 input: 10,
                 output: 5,
                 cached: 0,
+                reasoning: 0,
             },
         });
         front.event(&Event::Plan {
@@ -164,6 +165,8 @@ mod tests {
             calls: 1,
             input_tokens: 10,
             output_tokens: 5,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
             verified: None,
         });
         let got = lines(&buf);

@@ -70,6 +70,8 @@ pub fn event(event: &Event, theme: &Theme) -> String {
             calls,
             input_tokens,
             output_tokens,
+            cached_tokens,
+            reasoning_tokens,
             verified,
         } => finished(
             &Finished {
@@ -80,6 +82,8 @@ pub fn event(event: &Event, theme: &Theme) -> String {
                     calls: *calls,
                     input: *input_tokens,
                     output: *output_tokens,
+                    cached: *cached_tokens,
+                    reasoning: *reasoning_tokens,
                 },
                 verified: *verified,
             },
@@ -115,9 +119,7 @@ pub fn usage_line(call: u32, usage: &CallUsage, theme: &Theme) -> String {
         theme.arrow(),
         usage.output
     );
-    if usage.cached > 0 {
-        text.push_str(&format!(", {} cached", usage.cached));
-    }
+    text.push_str(&cached_and_reasoning(usage.cached, usage.reasoning));
     text.push(')');
     wrapped(&Line::styled(&text, dim()), theme, 2)
 }
@@ -432,14 +434,27 @@ fn calls_text(calls: u32) -> String {
     }
 }
 
+/// ", N cached, N reasoning" for the counts that are not zero.
+fn cached_and_reasoning(cached: u64, reasoning: u64) -> String {
+    let mut text = String::new();
+    if cached > 0 {
+        text.push_str(&format!(", {cached} cached"));
+    }
+    if reasoning > 0 {
+        text.push_str(&format!(", {reasoning} reasoning"));
+    }
+    text
+}
+
 /// The token summary of one turn.
 pub fn turn_summary(tally: &Tally, theme: &Theme) -> String {
     let text = format!(
-        "Turn: {}, Tokens: {} {} {}",
+        "Turn: {}, Tokens: {} {} {}{}",
         calls_text(tally.calls),
         tally.input,
         theme.arrow(),
-        tally.output
+        tally.output,
+        cached_and_reasoning(tally.cached, tally.reasoning)
     );
     wrapped(&Line::styled(&text, dim()), theme, 2)
 }

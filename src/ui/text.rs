@@ -203,6 +203,8 @@ mod tests {
             calls: 1,
             input_tokens: 100,
             output_tokens: 20,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
             verified: None,
         });
         assert_eq!(front.approve_plan(&[]), Approval::No);

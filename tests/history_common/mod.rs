@@ -339,6 +339,8 @@ pub fn run_plan(
         calls: 1,
         input_tokens: 1200,
         output_tokens: 340,
+        cached_tokens: 1000,
+        reasoning_tokens: 20,
     };
     session.commit_plan(wt, &record).unwrap()
 }

@@ -167,6 +167,14 @@ pub enum Reply {
         #[serde(default)]
         then: Option<Box<Reply>>,
     },
+    /// A response given verbatim, whatever the wire format: a provider's real body shape as
+    /// its API reference documents it (error objects, finish reasons, usage fields).
+    Raw {
+        /// The HTTP status.
+        status: u16,
+        /// The JSON body, sent as is.
+        body: Value,
+    },
     /// Waits before answering with `then` (for timeout tests).
     Delay {
         /// The pause before the response headers.
@@ -252,6 +260,7 @@ impl Reply {
             Reply::Safety => "safety",
             Reply::Drip { .. } => "drip",
             Reply::Delay { .. } => "delay",
+            Reply::Raw { .. } => "raw",
         }
     }
 }
@@ -1234,6 +1243,11 @@ async fn respond(
         reply = *then;
     }
     match reply {
+        Reply::Raw { status, body } => Response::builder()
+            .status(status)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap_or_default(),
         Reply::RateLimit {
             retry_after_secs,
             retry_after_ms,

@@ -65,12 +65,15 @@ impl Demo {
             calls: tally.calls,
             input_tokens: tally.input,
             output_tokens: tally.output,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
             verified: None,
         });
         TurnOutcome {
             status,
             tally,
             commit: (status == TurnStatus::Success).then(|| COMMIT.to_string()),
+            config_hint: None,
         }
     }
 
@@ -92,6 +95,7 @@ impl Demo {
                 input: 900,
                 output: 150,
                 cached: 0,
+                reasoning: 0,
             },
         });
     }

@@ -123,6 +123,7 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
     frontend.say("\n");
 
     let mut last_press: Option<Instant> = None;
+    let mut config_failed = false;
     loop {
         let line = match input.read(PROMPT, &mut interrupts).await {
             Read::Eof => {
@@ -176,8 +177,15 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
                 &theme,
             )),
             Command::Request(request) => {
-                let (quit, press) =
-                    run_turn(driver, &request, &frontend, &mut interrupts, last_press).await;
+                let (quit, press) = run_turn(
+                    driver,
+                    &request,
+                    &frontend,
+                    &mut interrupts,
+                    last_press,
+                    &mut config_failed,
+                )
+                .await;
                 last_press = press;
                 if quit {
                     break;
@@ -190,7 +198,7 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
     let totals = driver.totals();
     let summary = driver.finish();
     frontend.say(&render::goodbye(&summary, &totals, &frontend.theme()));
-    0
+    if config_failed { 2 } else { 0 }
 }
 
 fn within_double_press(previous: Option<Instant>, now: Instant) -> bool {
@@ -213,6 +221,7 @@ async fn run_turn(
     frontend: &InteractiveFrontend,
     interrupts: &mut Interrupts,
     mut last_press: Option<Instant>,
+    config_failed: &mut bool,
 ) -> (bool, Option<Instant>) {
     let cancel = CancellationToken::new();
     // Presses before the turn started do not cancel it.
@@ -272,6 +281,16 @@ async fn run_turn(
             frontend.say(&render::message(status, &theme));
         }
         frontend.say(&render::turn_summary(&outcome.tally, &theme));
+    }
+    if outcome.config_hint.is_some() {
+        // Every later call would fail the same way: end the session (exit 2), as `pai run`
+        // and `pai config validate` do for the same error.
+        frontend.say(&render::message(
+            "Ending the session: fix the configuration as the hint says, then start pai again.",
+            &frontend.theme(),
+        ));
+        *config_failed = true;
+        quit = true;
     }
     // Presses that arrived while a prompt blocked this task are counted now.
     while let Some(at) = interrupts.try_next() {

@@ -1,0 +1,338 @@
+//! What each model family accepts, in one table: whether it takes `temperature`, its output
+//! token cap, whether it reports reasoning tokens, and the smallest prompt its provider caches.
+//! A new model is one line. Models the table does not know get safe defaults, and two
+//! rejections are learned at run time (once per provider, then remembered): a model that
+//! refuses `temperature` is asked again without it, and one that refuses the output limit is
+//! asked again with the limit the error names.
+
+use std::sync::Mutex;
+
+use super::{LlmError, LlmRequest, ProviderKind};
+
+/// What one model family accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelCaps {
+    /// The request may carry `temperature`.
+    pub temperature: bool,
+    /// Largest output token limit the model accepts.
+    pub max_output: u32,
+    /// The model spends reasoning ("thinking") tokens, billed as output.
+    pub reasoning: bool,
+    /// Fewest prompt tokens the provider caches (its documented minimum).
+    pub cache_min: u32,
+}
+
+/// One row: provider, model-name prefix, capabilities. The longest matching prefix wins.
+const FAMILIES: &[(ProviderKind, &str, ModelCaps)] = &[
+    (
+        ProviderKind::Gemini,
+        "gemini-2.0-flash",
+        caps(true, 8_192, false, 4_096),
+    ),
+    (
+        ProviderKind::Gemini,
+        "gemini-2.5-flash",
+        caps(true, 65_536, true, 1_024),
+    ),
+    (
+        ProviderKind::Gemini,
+        "gemini-2.5-pro",
+        caps(true, 65_536, true, 4_096),
+    ),
+    (
+        ProviderKind::Gemini,
+        "gemini-3",
+        caps(true, 65_536, true, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "gpt-4o",
+        caps(true, 16_384, false, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "gpt-4.1",
+        caps(true, 32_768, false, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "gpt-5",
+        caps(false, 128_000, true, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "o1",
+        caps(false, 100_000, true, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "o3",
+        caps(false, 100_000, true, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "o4",
+        caps(false, 100_000, true, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "grok-3-mini",
+        caps(true, 32_768, true, 1_024),
+    ),
+    (
+        ProviderKind::OpenAi,
+        "grok-4",
+        caps(false, 32_768, true, 1_024),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-3-5-haiku",
+        caps(true, 8_192, false, 2_048),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-3-haiku",
+        caps(true, 4_096, false, 2_048),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-3-7-sonnet",
+        caps(true, 64_000, true, 1_024),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-sonnet-4",
+        caps(true, 64_000, true, 1_024),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-haiku-4",
+        caps(true, 64_000, true, 4_096),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-opus-4",
+        caps(true, 32_000, true, 1_024),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-opus-4-7",
+        caps(false, 64_000, true, 1_024),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-opus-5",
+        caps(false, 64_000, true, 1_024),
+    ),
+    (
+        ProviderKind::Anthropic,
+        "claude-sonnet-5",
+        caps(false, 64_000, true, 1_024),
+    ),
+];
+
+const fn caps(temperature: bool, max_output: u32, reasoning: bool, cache_min: u32) -> ModelCaps {
+    ModelCaps {
+        temperature,
+        max_output,
+        reasoning,
+        cache_min,
+    }
+}
+
+/// What a model the table does not know gets: temperature allowed (a rejection is learned),
+/// pai's own output limit, caching from 1,024 tokens (every provider's smallest minimum).
+const UNKNOWN: ModelCaps = caps(true, u32::MAX, false, 1_024);
+
+/// The capabilities of `model` on `kind`.
+pub fn model_caps(kind: ProviderKind, model: &str) -> ModelCaps {
+    // Provider-prefixed names (`models/gemini-2.0-flash`, `openai/gpt-4.1`) match by their tail.
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    FAMILIES
+        .iter()
+        .filter(|(k, prefix, _)| *k == kind && name.starts_with(prefix))
+        .max_by_key(|(_, prefix, _)| prefix.len())
+        .map_or(UNKNOWN, |(_, _, c)| *c)
+}
+
+/// The settings of one request that depend on the model: what the table says, adjusted by
+/// what the server has rejected before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tuning {
+    /// Send `temperature`.
+    pub temperature: bool,
+    /// The output token limit to send.
+    pub max_output: u32,
+    /// The temperature has been dropped after a rejection.
+    dropped_temperature: bool,
+    /// The limit has been lowered after a rejection.
+    lowered_limit: bool,
+}
+
+impl Tuning {
+    /// `req` with the output limit this tuning sends.
+    pub(crate) fn request(&self, req: &LlmRequest) -> LlmRequest {
+        let mut r = req.clone();
+        r.max_output_tokens = self.max_output;
+        r
+    }
+
+    /// Remove what this tuning does not send from a request body built for `kind`.
+    pub(crate) fn apply(&self, kind: ProviderKind, body: &mut serde_json::Value) {
+        if self.temperature {
+            return;
+        }
+        let holder = match kind {
+            ProviderKind::Gemini => body.get_mut("generationConfig"),
+            _ => Some(body),
+        };
+        if let Some(serde_json::Value::Object(map)) = holder {
+            map.remove("temperature");
+        }
+    }
+}
+
+/// A temperature as JSON with the decimals the user gave (an `f32` widened as is would be sent
+/// as 0.30000001192092896).
+pub(crate) fn temperature_json(t: f32) -> serde_json::Value {
+    let rounded = (f64::from(t) * 1000.0).round() / 1000.0;
+    serde_json::json!(rounded)
+}
+
+/// Tuning learned during a session, shared by every call of one provider.
+pub(crate) struct Learned {
+    caps: ModelCaps,
+    state: Mutex<Option<Tuning>>,
+}
+
+impl Learned {
+    /// Start from the table's row for `model`.
+    pub(crate) fn new(kind: ProviderKind, model: &str) -> Self {
+        Self {
+            caps: model_caps(kind, model),
+            state: Mutex::new(None),
+        }
+    }
+
+    /// The settings for `req` now.
+    pub(crate) fn tuning(&self, req: &LlmRequest) -> Tuning {
+        let base = Tuning {
+            temperature: self.caps.temperature,
+            max_output: req.max_output_tokens.clamp(1, self.caps.max_output),
+            dropped_temperature: false,
+            lowered_limit: false,
+        };
+        match self.state.lock().ok().and_then(|s| *s) {
+            Some(learned) => Tuning {
+                temperature: base.temperature && learned.temperature,
+                max_output: base.max_output.min(learned.max_output),
+                ..learned
+            },
+            None => base,
+        }
+    }
+
+    /// After `err`, the settings to try once more with (and remember), if the error is one of
+    /// the rejections this layer knows how to answer.
+    pub(crate) fn adjust(&self, current: Tuning, err: &LlmError) -> Option<Tuning> {
+        let LlmError::BadRequest {
+            status: 400 | 422,
+            message,
+            ..
+        } = err
+        else {
+            return None;
+        };
+        let m = message.to_ascii_lowercase();
+        let mut next = current;
+        if m.contains("temperature") && current.temperature && !current.dropped_temperature {
+            next.temperature = false;
+            next.dropped_temperature = true;
+        } else if limit_rejected(&m) && !current.lowered_limit {
+            next.max_output = stated_limit(&m, current.max_output)?;
+            next.lowered_limit = true;
+        } else {
+            return None;
+        }
+        if let Ok(mut slot) = self.state.lock() {
+            *slot = Some(next);
+        }
+        Some(next)
+    }
+}
+
+/// Whether a rejection is about the output token limit being too large.
+fn limit_rejected(m: &str) -> bool {
+    let names_limit = [
+        "max_tokens",
+        "maxoutputtokens",
+        "max_output_tokens",
+        "max_completion_tokens",
+        "output tokens",
+    ]
+    .iter()
+    .any(|k| m.contains(k));
+    let too_large = [
+        "too large",
+        "exceeds",
+        "maximum",
+        "at most",
+        "greater than",
+        "> ",
+        "range",
+    ]
+    .iter()
+    .any(|k| m.contains(k));
+    names_limit && too_large
+}
+
+/// The largest limit the server said it accepts: the biggest number in the message below the
+/// one sent (error texts name both, e.g. "max_tokens: 16384 > 8192, which is the maximum").
+fn stated_limit(m: &str, sent: u32) -> Option<u32> {
+    let most = m
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|d| d.parse::<u32>().ok())
+        .filter(|&n| n >= 256 && n < sent)
+        .max()?;
+    // "the supported range is from 1 (inclusive) to 8193 (exclusive)"
+    Some(if m.contains("exclusive") {
+        most - 1
+    } else {
+        most
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_prefix_wins_and_unknown_models_get_defaults() {
+        let c = model_caps(ProviderKind::Anthropic, "claude-opus-4-7-20260101");
+        assert!(!c.temperature);
+        assert!(model_caps(ProviderKind::Anthropic, "claude-opus-4-1").temperature);
+        assert_eq!(
+            model_caps(ProviderKind::Gemini, "models/gemini-2.0-flash-001").max_output,
+            8_192
+        );
+        assert_eq!(model_caps(ProviderKind::OpenAi, "my-local-model"), UNKNOWN);
+    }
+
+    #[test]
+    fn the_limit_a_server_names_is_found() {
+        let m = "max_tokens: 16384 > 8192, which is the maximum allowed number of output tokens for claude-3-5-haiku";
+        assert!(limit_rejected(m));
+        assert_eq!(stated_limit(m, 16_384), Some(8_192));
+        let g =
+            "the maximum number of tokens allowed (maxoutputtokens) is 8192; 16384 was requested";
+        assert_eq!(stated_limit(g, 16_384), Some(8_192));
+        assert_eq!(stated_limit("max_tokens is too large", 16_384), None);
+        let v = "maxoutputtokens value of 16384 but the supported range is from 1 (inclusive) to 8193 (exclusive)";
+        assert!(limit_rejected(v));
+        assert_eq!(stated_limit(v, 16_384), Some(8_192));
+    }
+}
