@@ -892,3 +892,76 @@ fn a_snapshot_left_by_an_interrupted_plan_is_reported_at_the_next_start() {
         "# the user's edit\n"
     );
 }
+
+/// SPEC section 1: configuration errors exit 2. A refused key met during a turn (`pai run`,
+/// the interactive session) exits 2 with the same hint `pai config validate` gives for it.
+#[test]
+fn a_refused_key_exits_2_with_the_same_hint_in_run_auto_and_validate() {
+    for kind in ProviderKind::ALL {
+        let mock = MockLlm::start(Script::new().require_key("a-different-key-0123456789"));
+        let p = Project::repo(None);
+        let hint = format!("pai config set --provider {}", kind.name());
+
+        let run = p.run(&mock, kind, "add a power operation", &[]);
+        assert_eq!(
+            run.output.status.code(),
+            Some(2),
+            "{kind} run: {}",
+            run.text()
+        );
+        assert!(run.text().contains(&hint), "{kind} run: {}", run.text());
+
+        let mut auto = p.pai();
+        auto.env(kind.key_env_var(), TEST_KEY)
+            .args([
+                "auto",
+                "--provider",
+                kind.name(),
+                "--base-url",
+                &mock.base_url(kind),
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = auto.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            // The session must end by itself after the first turn; the second line would
+            // otherwise be another request.
+            stdin
+                .write_all(b"add a power operation\nadd another one\n")
+                .unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(2), "{kind} auto: {text}");
+        assert!(text.contains(&hint), "{kind} auto: {text}");
+
+        let validate = p
+            .pai()
+            .env(kind.key_env_var(), TEST_KEY)
+            .args([
+                "config",
+                "validate",
+                "--provider",
+                kind.name(),
+                "--base-url",
+                &mock.base_url(kind),
+            ])
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&validate.stdout),
+            String::from_utf8_lossy(&validate.stderr)
+        );
+        assert_eq!(validate.status.code(), Some(2), "{kind} validate: {text}");
+        assert!(text.contains(&hint), "{kind} validate: {text}");
+        assert!(!p.all_records().contains(TEST_KEY));
+    }
+}

@@ -755,3 +755,49 @@ fn validate_makes_one_real_call_and_reports_the_providers_answer() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(open.requests().len(), 1);
 }
+
+/// A host that accepts the connection and never answers: `config validate` gives up within
+/// seconds (not the 180 s a generation may take) and says which host did not answer.
+#[test]
+fn validate_gives_up_on_a_silent_host_quickly_and_names_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Accept and hold every connection without a byte of answer.
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        listener.set_nonblocking(true).unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < until && held.len() < 4 {
+            if let Ok((s, _)) = listener.accept() {
+                held.push(s);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        held
+    });
+    let home = Home::new();
+    let base = format!("http://{addr}/v1");
+    let started = std::time::Instant::now();
+    let out = home
+        .pai()
+        .args([
+            "config",
+            "validate",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+        ])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(took < std::time::Duration::from_secs(15), "took {took:?}");
+    assert!(text(&out).contains(&base), "{}", text(&out));
+    assert!(
+        text(&out).contains("did not answer in time"),
+        "{}",
+        text(&out)
+    );
+    drop(holder);
+}

@@ -223,6 +223,10 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
     Ok(())
 }
 
+/// How long `pai config validate` waits for a connection, and for the whole answer.
+const VALIDATE_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+const VALIDATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
+
 /// `pai config validate`: the key's shape, then one cheap call to the provider.
 pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
     let settings = Settings::resolve(flags, env)?;
@@ -256,11 +260,24 @@ pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
     }
     // Without a key, building the provider fails for anything but a local server, with the
     // provider's own explanation of where to put the key.
-    let client = llm::build_provider(&agent_cmd::provider_config(&settings))
-        .map_err(agent_cmd::llm_error)?;
+    let mut cfg = agent_cmd::provider_config(&settings);
+    // A check, not a turn: a host that does not answer is reported in seconds, not after the
+    // three minutes a long generation may take.
+    cfg.connect_timeout = VALIDATE_CONNECT_TIMEOUT;
+    cfg.request_timeout = VALIDATE_TIMEOUT;
+    cfg.max_attempts = 1;
+    let client = llm::build_provider(&cfg).map_err(agent_cmd::llm_error)?;
     let rt = agent_cmd::runtime()?;
-    rt.block_on(client.validate())
-        .map_err(agent_cmd::llm_error)?;
+    let origin = settings.effective_base_url();
+    rt.block_on(client.validate()).map_err(|e| match e {
+        llm::LlmError::Timeout { .. } | llm::LlmError::Connect { .. } => {
+            crate::error::Error::failed(e.to_string()).with_hint(format!(
+                "nothing usable answered at {origin}: check --base-url (or PAI_BASE_URL), that \
+                 the server is running, and your network"
+            ))
+        }
+        e => agent_cmd::llm_error(e),
+    })?;
     out.line(&format!(
         "{provider} accepted it: model {} is available at {}",
         settings.model,

@@ -185,15 +185,20 @@ impl Transport {
         body: &Value,
         stream: bool,
     ) -> Result<Response, LlmError> {
-        if let Ok(mut t) = self.totals.lock() {
-            t.requests += 1;
-        }
         let mut request = self.client.post(url).headers(headers).json(body);
         if !stream {
             // Covers connecting, headers and the whole body; streams get an idle timeout instead.
             request = request.timeout(self.request_timeout);
         }
-        self.send(request).await
+        let result = self.send(request).await;
+        // A request that never reached the server (no connection) is not a call: it was
+        // neither answered nor billed.
+        if !matches!(result, Err(LlmError::Connect { .. }))
+            && let Ok(mut t) = self.totals.lock()
+        {
+            t.requests += 1;
+        }
+        result
     }
 
     /// Sends one GET (no retry here) and returns the 2xx response or the classified failure.
