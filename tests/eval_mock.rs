@@ -1,0 +1,60 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The evaluation (`cargo run --example eval`) against the mock server, as CI runs it: every
+//! task of `fixtures/eval/` passes its checks with the scripted replies, in the number of calls
+//! the script allows, and the table adds up.
+
+#[path = "eval/core.rs"]
+mod core;
+mod support;
+
+use std::path::Path;
+
+use pai::llm::ProviderKind;
+use support::mock_llm::{MockLlm, Script};
+use support::project::TEST_KEY;
+
+#[test]
+fn every_eval_task_passes_against_the_mock_in_every_wire_format() {
+    let tasks = core::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/eval"));
+    assert_eq!(
+        tasks.iter().filter(|t| t.thesis).count(),
+        5,
+        "the thesis scenarios"
+    );
+    assert!(
+        tasks.iter().filter(|t| !t.thesis).count() >= 20,
+        "everyday tasks"
+    );
+    for kind in ProviderKind::ALL {
+        let mut rows = Vec::new();
+        for task in &tasks {
+            let script = Script::from_json(&task.script.to_string()).unwrap();
+            let replies = task.script["replies"].as_array().unwrap().len() as u64;
+            let mock = MockLlm::start(script);
+            let target = core::Target {
+                pai: env!("CARGO_BIN_EXE_pai").into(),
+                provider: kind.name().to_string(),
+                model: None,
+                base_url: Some(mock.base_url(kind)),
+                hermetic_key: Some((kind.key_env_var().to_string(), TEST_KEY.into())),
+            };
+            let row = core::run(task, &target);
+            assert!(row.ok, "{kind} {}: {:?}", task.name, row.failure);
+            // The counts are pai's own report, and they match what the server saw.
+            assert_eq!(row.calls, mock.calls(), "{kind} {}", task.name);
+            assert_eq!(
+                row.calls, replies,
+                "{kind} {}: one call per scripted reply",
+                task.name
+            );
+            assert_eq!(row.input, mock.input_tokens(), "{kind} {}", task.name);
+            rows.push(row);
+        }
+        let table = core::table(&format!("eval against the mock ({kind})"), &rows);
+        assert!(
+            table.contains(&format!("**{} passed, 0 failed**", rows.len())),
+            "{table}"
+        );
+        eprintln!("{table}");
+    }
+}
