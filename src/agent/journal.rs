@@ -6,7 +6,7 @@
 //! with `O_APPEND`, so a crash can cut off at most the record being written, never corrupt
 //! earlier ones. Known secrets are scrubbed from every record before it is written.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -18,7 +18,7 @@ use super::events::{StepReport, Tally, TurnStatus};
 use super::plan::Plan;
 
 /// The directory under the project root that holds pai's records.
-pub const HISTORY_DIR: &str = ".pai_history";
+pub const HISTORY_DIR: &str = crate::workspace::STATE_DIR;
 
 /// An open session log.
 #[derive(Debug)]
@@ -32,15 +32,11 @@ pub struct Journal {
 impl Journal {
     /// Open (creating) the two log files of session `id` under `root/.pai_history/`.
     pub fn open(root: &Path, id: &str, secrets: Vec<String>) -> std::io::Result<Journal> {
-        let dir = root.join(HISTORY_DIR);
-        fs::create_dir_all(&dir)?;
-        let open = |name: String| {
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join(name))
-        };
-        let text_path = dir.join(format!("session_{id}.log"));
+        // Through the state directory: a planted link at `.pai_history` or at a log file is
+        // refused, never appended to.
+        let state = crate::workspace::StateDir::open(root, true)?;
+        let open = |name: String| state.open_append(&[name.as_str()]);
+        let text_path = state.path().join(format!("session_{id}.log"));
         Ok(Journal {
             text: Mutex::new(open(format!("session_{id}.log"))?),
             json: Mutex::new(open(format!("session_{id}.jsonl"))?),
@@ -264,10 +260,10 @@ mod tests {
         .unwrap();
         j.session_started(dir.path(), "gemini", "m", None).unwrap();
         j.user("please use SECRET-KEY-123456").unwrap();
-        let text = fs::read_to_string(j.path()).unwrap();
+        let text = std::fs::read_to_string(j.path()).unwrap();
         assert!(text.contains("SESSION STARTED") && text.contains("USER: please use [REDACTED]"));
         assert!(!text.contains("SECRET-KEY-123456"));
-        let json = fs::read_to_string(
+        let json = std::fs::read_to_string(
             dir.path()
                 .join(".pai_history/session_20260101_000000.jsonl"),
         )

@@ -2,7 +2,7 @@
 //! advisory `flock` on `.pai_history/session.lock`, released by the kernel when the process
 //! dies, so a crashed session never leaves a stale lock behind.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -24,14 +24,12 @@ pub(crate) struct WorkTreeLock {
 impl WorkTreeLock {
     /// Take the lock for the work tree at `root`, or report who holds it.
     pub(crate) fn acquire(root: &Path) -> Result<WorkTreeLock, HistoryError> {
-        let dir = store::ensure_dir(root)?;
-        let path = dir.join("session.lock");
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
+        let state = store::open(root)?;
+        let path = state.path().join("session.lock");
+        // Never through a link: a shipped `session.lock -> ~/.bashrc` would otherwise be
+        // opened and rewritten.
+        let mut file = state
+            .open_rw(&["session.lock"])
             .ctx(|| format!("cannot open the lock file {}", path.display()))?;
         // A process forked by this one (a git or RUN child between fork and exec) briefly
         // shares the descriptor of a lock just released; give such a window time to close.

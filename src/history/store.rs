@@ -2,8 +2,9 @@
 //! copies and (outside a repository) the private git repository. History writes here directly;
 //! the workspace gate keeps the model out of it.
 
-use std::fs;
 use std::path::{Path, PathBuf};
+
+use crate::workspace::StateDir;
 
 use super::error::{Context, HistoryError};
 
@@ -12,14 +13,15 @@ pub(crate) const DIR: &str = ".pai_history";
 
 /// `<root>/.pai_history`, created on first use with a `.gitignore` of `*` so that it never
 /// shows up in the user's `git status`.
+/// The directory is opened without following a link (see [`StateDir`]): a planted
+/// `.pai_history` symlink is refused.
 pub(crate) fn ensure_dir(root: &Path) -> Result<PathBuf, HistoryError> {
-    let dir = root.join(DIR);
-    fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        fs::write(&ignore, "*\n").ctx(|| format!("cannot write {}", ignore.display()))?;
-    }
-    Ok(dir)
+    Ok(open(root)?.path().to_path_buf())
+}
+
+/// `<root>/.pai_history` opened (created) through [`StateDir`].
+pub(crate) fn open(root: &Path) -> Result<StateDir, HistoryError> {
+    StateDir::open(root, true).ctx(|| format!("cannot open {}", root.join(DIR).display()))
 }
 
 /// The session log a session id names (SPEC section 9); its existence reserves the id.

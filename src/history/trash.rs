@@ -2,9 +2,9 @@
 //! `.pai_history/trash/<session>/<plan>/<path>` before a plan overwrites or removes them, and
 //! undo puts the ones git could not restore back.
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use crate::workspace::StateDir;
 
 use super::error::{Context, HistoryError};
 use super::store;
@@ -30,8 +30,24 @@ pub(crate) fn session_dir(root: &Path, session: &str) -> PathBuf {
     root.join(store::DIR).join("trash").join(session)
 }
 
+/// The components of `dir/rel` below `.pai_history/`: trash paths always live there.
+fn state_components(root: &Path, dir: &Path, rel: &str) -> Result<Vec<String>, HistoryError> {
+    let base = root.join(store::DIR);
+    let inner = dir.strip_prefix(&base).map_err(|_| HistoryError::Io {
+        context: format!("{} is not under {}", dir.display(), base.display()),
+        source: std::io::Error::other("trash path outside the state directory"),
+    })?;
+    let mut out: Vec<String> = inner
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    out.extend(rel.split('/').filter(|c| !c.is_empty()).map(str::to_string));
+    Ok(out)
+}
+
 /// Copy `bytes` to `dir/rel` unless a copy is already there: the first copy is the user's
-/// version, later ones would be the plan's own output.
+/// version, later ones would be the plan's own output. Written through the state directory:
+/// a link planted anywhere on the way is refused, never followed.
 pub(crate) fn save(
     root: &Path,
     dir: &Path,
@@ -39,47 +55,46 @@ pub(crate) fn save(
     bytes: &[u8],
     executable: bool,
 ) -> Result<bool, HistoryError> {
-    store::ensure_dir(root)?;
-    let target = dir.join(rel);
-    if target.symlink_metadata().is_ok() {
-        return Ok(false);
-    }
-    if let Some(parent) = target.parent() {
-        fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
-    }
-    fs::write(&target, bytes).ctx(|| format!("cannot write trash copy {}", target.display()))?;
+    let state = store::open(root)?;
+    let parts = state_components(root, dir, rel)?;
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let mode = if executable { 0o755 } else { 0o644 };
-    fs::set_permissions(&target, fs::Permissions::from_mode(mode))
-        .ctx(|| format!("cannot set permissions of {}", target.display()))?;
-    Ok(true)
+    state
+        .write_new(&parts, bytes, mode)
+        .ctx(|| format!("cannot write trash copy {}", dir.join(rel).display()))
 }
 
-/// Every file under `dir`, as `/`-separated paths relative to it, with its bytes and
-/// executable bit. An absent directory holds nothing.
-pub(crate) fn list(dir: &Path) -> Result<Vec<(String, Vec<u8>, bool)>, HistoryError> {
+/// Every regular file under `dir`, as `/`-separated paths relative to it, with its bytes and
+/// executable bit. An absent directory holds nothing. Walked without following links: a link
+/// or special file planted in the trash is refused, so undo never copies in what it points at.
+pub(crate) fn list(root: &Path, dir: &Path) -> Result<Vec<(String, Vec<u8>, bool)>, HistoryError> {
+    let state = match StateDir::open(root, false) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).ctx(|| format!("cannot open {}", root.join(store::DIR).display())),
+    };
+    let base = state_components(root, dir, "")?;
     let mut out = Vec::new();
-    let mut stack = vec![(dir.to_path_buf(), String::new())];
-    while let Some((path, rel)) = stack.pop() {
-        let entries = match fs::read_dir(&path) {
+    let mut stack = vec![(base, String::new())];
+    while let Some((parts, rel)) = stack.pop() {
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let entries = match state.entries(&refs) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e).ctx(|| format!("cannot list {}", path.display())),
+            Err(e) => return Err(e).ctx(|| format!("cannot list {}", dir.join(&rel).display())),
         };
-        for entry in entries {
-            let entry = entry.ctx(|| format!("cannot list {}", path.display()))?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
+        for (name, is_dir) in entries {
             let child_rel = super::paths::join(&rel, &name);
-            let meta = entry
-                .metadata()
-                .ctx(|| format!("cannot stat {}", entry.path().display()))?;
-            if meta.is_dir() {
-                stack.push((entry.path(), child_rel));
-            } else if meta.is_file() {
-                let bytes = fs::read(entry.path())
-                    .ctx(|| format!("cannot read {}", entry.path().display()))?;
-                out.push((child_rel, bytes, meta.permissions().mode() & 0o111 != 0));
+            let mut child = parts.clone();
+            child.push(name);
+            if is_dir {
+                stack.push((child, child_rel));
+            } else {
+                let refs: Vec<&str> = child.iter().map(String::as_str).collect();
+                let (bytes, mode) = state
+                    .read_with_mode(&refs)
+                    .ctx(|| format!("cannot read trash copy {}", dir.join(&child_rel).display()))?;
+                out.push((child_rel, bytes, mode & 0o111 != 0));
             }
         }
     }
@@ -98,9 +113,13 @@ mod tests {
         assert!(save(root.path(), &dir, "a/b.txt", b"user", true).unwrap());
         assert!(!save(root.path(), &dir, "a/b.txt", b"agent", false).unwrap());
         assert_eq!(
-            list(&dir).unwrap(),
+            list(root.path(), &dir).unwrap(),
             vec![("a/b.txt".to_string(), b"user".to_vec(), true)]
         );
-        assert!(list(&plan_dir(root.path(), "s", 2)).unwrap().is_empty());
+        assert!(
+            list(root.path(), &plan_dir(root.path(), "s", 2))
+                .unwrap()
+                .is_empty()
+        );
     }
 }

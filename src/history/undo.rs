@@ -376,7 +376,7 @@ fn restore_trash(
 ) -> Result<Vec<String>, HistoryError> {
     let mut out = Vec::new();
     let keep = trash::undone_dir(root, session, plan);
-    for (path, bytes, executable) in trash::list(&trash::plan_dir(root, session, plan))? {
+    for (path, bytes, executable) in trash::list(root, &trash::plan_dir(root, session, plan))? {
         if changes.iter().any(|c| c.path == path) || wt.is_denied(&path) {
             continue;
         }
@@ -547,7 +547,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         .unwrap_or(branch_session);
     let keep = trash::undone_dir(root, &session, number);
     let mut from_trash = Vec::new();
-    for (path, bytes, executable) in trash::list(&keep)? {
+    for (path, bytes, executable) in trash::list(root, &keep)? {
         if wt.is_denied(&path) {
             continue;
         }

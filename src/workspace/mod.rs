@@ -30,6 +30,7 @@ mod listing;
 mod ops;
 mod scan;
 mod search;
+mod state;
 mod sys;
 mod text;
 mod walk;
@@ -43,6 +44,7 @@ pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
 pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;
+pub use state::{STATE_DIR, StateDir};
 
 /// A callback run between the gate check and the use of a path (tests use it to swap in a
 /// symlink at the worst moment).

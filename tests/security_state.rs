@@ -1,0 +1,211 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Attacks on pai's own state in a hostile repository: links and special files planted under
+//! `.pai_history` (the trust-boundary issue). Each runs the real binary against the mock and
+//! checks that nothing outside the project changed or was copied in, and that pai neither
+//! followed the link nor hung.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use pai::llm::ProviderKind;
+use serde_json::json;
+use support::mock_llm::{MockLlm, Reply, Script};
+use support::project::{Project, Run, git};
+
+const KIND: ProviderKind = ProviderKind::Gemini;
+
+/// A directory outside the project with a file an attacker wants to overwrite or steal.
+struct Outside {
+    dir: PathBuf,
+}
+
+impl Outside {
+    fn new(p: &Project) -> Outside {
+        let dir = p.home.join("victim");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("config.toml"), "provider = \"gemini\"\n").unwrap();
+        fs::write(dir.join("secret.txt"), "TOP-SECRET-0451\n").unwrap();
+        Outside { dir }
+    }
+
+    /// Every file outside, with its bytes.
+    fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = fs::read_dir(&self.dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let bytes = fs::read(e.path()).unwrap_or_default();
+                (e.file_name().to_string_lossy().into_owned(), bytes)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+fn write_plan(path: &str, content: &str) -> Reply {
+    Reply::plan(json!({
+        "intent": "task", "reply": "Writing it.", "observe": false,
+        "steps": [{"action": "WRITE", "path": path, "content": content}, {"action": "FINISH", "message": "done"}]
+    }))
+}
+
+fn run_with_timeout(p: &Project, mock: &MockLlm, request: &str) -> (Run, Duration) {
+    let started = Instant::now();
+    let run = p.run(mock, KIND, request, &["--yes"]);
+    (run, started.elapsed())
+}
+
+fn assert_refused_and_untouched(run: &Run, outside: &Outside, before: &[(String, Vec<u8>)]) {
+    assert_ne!(run.output.status.code(), Some(0), "{}", run.text());
+    assert!(run.text().contains("symbolic link"), "{}", run.text());
+    assert_eq!(
+        outside.snapshot(),
+        before,
+        "something outside the project changed"
+    );
+}
+
+#[test]
+fn attack_state_dir_is_a_link_to_a_config_dir() {
+    let p = Project::repo(None);
+    let outside = Outside::new(&p);
+    let before = outside.snapshot();
+    symlink(&outside.dir, p.root.join(".pai_history")).unwrap();
+    let mock = MockLlm::start(Script::with_replies([write_plan("a.txt", "a\n")]));
+    let (run, _) = run_with_timeout(&p, &mock, "write a.txt");
+    assert_refused_and_untouched(&run, &outside, &before);
+    assert_eq!(mock.calls(), 0, "refused before any model call");
+}
+
+#[test]
+fn attack_lock_file_is_a_link_to_a_shell_rc() {
+    let p = Project::repo(None);
+    let outside = Outside::new(&p);
+    fs::create_dir_all(p.root.join(".pai_history")).unwrap();
+    symlink(
+        outside.dir.join("config.toml"),
+        p.root.join(".pai_history/session.lock"),
+    )
+    .unwrap();
+    let before = outside.snapshot();
+    let mock = MockLlm::start(Script::with_replies([write_plan("a.txt", "a\n")]));
+    let (run, _) = run_with_timeout(&p, &mock, "write a.txt");
+    assert_refused_and_untouched(&run, &outside, &before);
+}
+
+#[test]
+fn attack_state_gitignore_is_a_link() {
+    let p = Project::repo(None);
+    let outside = Outside::new(&p);
+    fs::create_dir_all(p.root.join(".pai_history")).unwrap();
+    symlink(
+        outside.dir.join("config.toml"),
+        p.root.join(".pai_history/.gitignore"),
+    )
+    .unwrap();
+    let before = outside.snapshot();
+    let mock = MockLlm::start(Script::with_replies([write_plan("a.txt", "a\n")]));
+    let (run, _) = run_with_timeout(&p, &mock, "write a.txt");
+    assert_refused_and_untouched(&run, &outside, &before);
+}
+
+#[test]
+fn attack_lock_file_is_a_fifo_and_pai_does_not_hang() {
+    let p = Project::repo(None);
+    fs::create_dir_all(p.root.join(".pai_history")).unwrap();
+    let fifo = p.root.join(".pai_history/session.lock");
+    let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mock = MockLlm::start(Script::with_replies([write_plan("a.txt", "a\n")]));
+    let (run, took) = run_with_timeout(&p, &mock, "write a.txt");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_ne!(run.output.status.code(), Some(0), "{}", run.text());
+}
+
+#[test]
+fn attack_trash_folder_is_a_link_when_a_plan_overwrites_an_ignored_file() {
+    let p = Project::repo(None);
+    let outside = Outside::new(&p);
+    fs::write(p.root.join(".gitignore"), "*.log\n").unwrap();
+    git(&p.root, &["add", ".gitignore"]);
+    git(&p.root, &["commit", "-q", "-m", "ignore logs"]);
+    fs::write(p.root.join("app.log"), "the user's log\n").unwrap();
+    fs::create_dir_all(p.root.join(".pai_history")).unwrap();
+    symlink(&outside.dir, p.root.join(".pai_history/trash")).unwrap();
+    let before = outside.snapshot();
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(json!({
+        "intent": "task", "reply": "Replacing the log.", "observe": false,
+        "steps": [{"action": "RM", "path": "app.log"}, {"action": "FINISH", "message": "done"}]
+    }))]));
+    let (run, _) = run_with_timeout(&p, &mock, "remove app.log");
+    assert_eq!(outside.snapshot(), before, "{}", run.text());
+    // The user's only copy of the ignored file is never lost: either it stays, or pai stopped.
+    assert!(
+        p.root.join("app.log").exists() || run.output.status.code() != Some(0),
+        "{}",
+        run.text()
+    );
+}
+
+#[test]
+fn attack_undo_with_a_trash_folder_swapped_for_a_link_copies_nothing_in() {
+    let p = Project::repo(None);
+    let outside = Outside::new(&p);
+    fs::write(p.root.join(".gitignore"), "*.log\n").unwrap();
+    git(&p.root, &["add", ".gitignore"]);
+    git(&p.root, &["commit", "-q", "-m", "ignore logs"]);
+    fs::write(p.root.join("app.log"), "the user's log\n").unwrap();
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(json!({
+        "intent": "task", "reply": "Removing the log.", "observe": false,
+        "steps": [{"action": "RM", "path": "app.log"}, {"action": "FINISH", "message": "done"}]
+    }))]));
+    let (run, _) = run_with_timeout(&p, &mock, "remove app.log");
+    assert_eq!(run.output.status.code(), Some(0), "{}", run.text());
+    // The attacker swaps the plan's trash folder for a link to their files.
+    let trash = p.root.join(".pai_history/trash");
+    let session = fs::read_dir(&trash)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let plan_dir = session.join("1");
+    fs::remove_dir_all(&plan_dir).unwrap();
+    let stolen = p.home.join("stolen");
+    fs::create_dir_all(&stolen).unwrap();
+    fs::write(stolen.join("app.log"), "TOP-SECRET-0451\n").unwrap();
+    symlink(&stolen, &plan_dir).unwrap();
+    let before = outside.snapshot();
+    let undo = p.pai().args(["undo"]).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&undo.stdout),
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(outside.snapshot(), before);
+    let restored = fs::read_to_string(p.root.join("app.log")).unwrap_or_default();
+    assert!(
+        !restored.contains("TOP-SECRET"),
+        "undo copied an outside file in: {text}"
+    );
+}
+
+/// The same refusals hold without git (the private history repository lives in
+/// `.pai_history/git`).
+#[test]
+fn attack_state_dir_link_outside_a_repository() {
+    let p = Project::plain();
+    let outside = Outside::new(&p);
+    let before = outside.snapshot();
+    symlink(&outside.dir, p.root.join(".pai_history")).unwrap();
+    let mock = MockLlm::start(Script::with_replies([write_plan("a.txt", "a\n")]));
+    let (run, _) = run_with_timeout(&p, &mock, "write a.txt");
+    assert_refused_and_untouched(&run, &outside, &before);
+    assert!(!Path::new(&outside.dir).join("git").exists());
+}
