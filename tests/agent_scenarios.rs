@@ -965,3 +965,28 @@ fn a_refused_key_exits_2_with_the_same_hint_in_run_auto_and_validate() {
         assert!(!p.all_records().contains(TEST_KEY));
     }
 }
+
+/// SPEC section 4 and the trust-boundary issue: `--yes` never approves a recursive RM of a
+/// directory holding tracked files. The policy is the agent's; the frontend cannot override it
+/// (before, `pai run --yes` removed such a directory without asking).
+#[test]
+fn yes_never_removes_a_directory_of_tracked_files() {
+    let p = Project::repo(None);
+    std::fs::create_dir_all(p.root.join("src")).unwrap();
+    std::fs::write(p.root.join("src/app.py"), "print('app')\n").unwrap();
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "app"]);
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(serde_json::json!({
+        "intent": "task", "reply": "Cleaning up.", "observe": false,
+        "steps": [{"action": "RM", "path": "src"}, {"action": "FINISH", "message": "done"}]
+    }))]));
+    let run = p.run(
+        &mock,
+        ProviderKind::Gemini,
+        "remove src",
+        &["--yes", "--allow-run"],
+    );
+    assert!(p.root.join("src/app.py").exists(), "{}", run.text());
+    assert_ne!(run.status(), "success", "{}", run.text());
+    assert!(run.text().contains("not confirmed"), "{}", run.text());
+}

@@ -275,16 +275,23 @@ fn run_approval_says_whether_the_command_is_confined() {
 }
 
 #[test]
-fn yes_and_allow_run_approve_without_asking() {
+fn yes_and_allow_run_approve_confined_commands_but_an_unconfined_one_still_asks() {
     let dir = tempfile::tempdir().unwrap();
     let mut pty = demo(dir.path(), 100, &[], &["--yes", "--allow-run"]);
     pty.send_line("make hello");
     pty.expect("Committed abc1234");
     pty.expect(PROMPT);
-    pty.send_line("run it unconfined");
+    pty.send_line("run it");
     pty.expect(PROMPT);
     assert!(logged(dir.path(), "run", "approved"));
     assert!(!pty.text().contains("Carry out this plan?"));
+    assert!(!pty.text().contains("Run it?"));
+    // The frontend never approves on the flags' behalf: an unconfined command is asked.
+    pty.send_line("run it unconfined");
+    pty.expect("Run it?");
+    pty.send_line("n");
+    pty.expect(PROMPT);
+    assert!(logged(dir.path(), "run", "declined"));
     exit(&mut pty);
 }
 

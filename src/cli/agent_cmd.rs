@@ -312,8 +312,6 @@ pub fn interactive(settings: &Settings, env: &Env, out: &Output) -> Result<i32, 
     };
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
-        yes: settings.yes,
-        allow_run: settings.allow_run,
         history_file: Some(crate::ui::interactive::history_path(&root)),
     };
     let code = rt.block_on(run_interactive(&mut driver, opts));
@@ -365,13 +363,9 @@ pub fn run_once(
     let rt = runtime()?;
     let mut assembled = assemble(settings, out, false)?;
     let frontend: Box<dyn Frontend> = if json {
-        Box::new(JsonFrontend::new(settings.yes, settings.allow_run))
+        Box::new(JsonFrontend::new())
     } else {
-        Box::new(TextFrontend::new(
-            Appearance::from_env(env),
-            settings.yes,
-            settings.allow_run,
-        ))
+        Box::new(TextFrontend::new(Appearance::from_env(env)))
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let outcome = rt.block_on(async {

@@ -12,22 +12,19 @@ use crate::agent::plan::PlannedStep;
 /// The JSON-lines frontend.
 pub struct JsonFrontend {
     out: Mutex<Box<dyn Write + Send>>,
-    yes: bool,
-    allow_run: bool,
 }
 
 impl JsonFrontend {
-    /// Print to stdout; `yes` and `allow_run` are the command-line flags.
-    pub fn new(yes: bool, allow_run: bool) -> Self {
-        Self::with_writer(Box::new(std::io::stdout()), yes, allow_run)
+    /// Print to stdout. It never prompts: a question the agent's policy could not settle from
+    /// the flags is declined, and the decline reported as a notice.
+    pub fn new() -> Self {
+        Self::with_writer(Box::new(std::io::stdout()))
     }
 
     /// Print to any writer (tests).
-    pub fn with_writer(out: Box<dyn Write + Send>, yes: bool, allow_run: bool) -> Self {
+    pub fn with_writer(out: Box<dyn Write + Send>) -> Self {
         Self {
             out: Mutex::new(out),
-            yes,
-            allow_run,
         }
     }
 
@@ -50,40 +47,34 @@ impl JsonFrontend {
     }
 }
 
+impl Default for JsonFrontend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Frontend for JsonFrontend {
     fn event(&self, event: &Event) {
         self.emit(event);
     }
 
     fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
-        if self.yes {
-            Approval::Yes
-        } else {
-            self.declined("the plan was not carried out: pass --yes to approve plans");
-            Approval::No
-        }
+        self.declined("the plan was not carried out: pass --yes to approve plans");
+        Approval::No
     }
 
     fn approve_run(&self, command: &str, _confined: bool) -> bool {
-        if self.allow_run {
-            true
-        } else {
-            self.declined(&format!(
-                "RUN `{command}` was not allowed: pass --allow-run to allow commands"
-            ));
-            false
-        }
+        self.declined(&format!(
+            "RUN `{command}` was not allowed: pass --yes --allow-run (confined commands only) or add it to run.allow"
+        ));
+        false
     }
 
     fn confirm_rm(&self, path: &str, _recursive: bool) -> bool {
-        if self.yes {
-            true
-        } else {
-            self.declined(&format!(
-                "RM {path} was not confirmed: pass --yes to allow removals"
-            ));
-            false
-        }
+        self.declined(&format!(
+            "RM {path} was not confirmed: removing a directory always needs a terminal to confirm at; --yes covers single files"
+        ));
+        false
     }
 }
 
@@ -122,7 +113,7 @@ mod tests {
     #[test]
     fn one_object_per_line_per_event() {
         let buf = Shared::default();
-        let front = JsonFrontend::with_writer(Box::new(buf.clone()), true, false);
+        let front = JsonFrontend::with_writer(Box::new(buf.clone()));
         let steps = vec![PlannedStep {
             step: Step::Write {
                 path: "a.py".into(),
@@ -183,27 +174,17 @@ mod tests {
     }
 
     #[test]
-    fn approvals_come_from_the_flags_and_declines_are_reported() {
+    fn it_never_approves_and_reports_every_decline() {
         let buf = Shared::default();
-        let front = JsonFrontend::with_writer(Box::new(buf.clone()), false, false);
+        let front = JsonFrontend::with_writer(Box::new(buf.clone()));
         assert_eq!(front.approve_plan(&[]), Approval::No);
         assert!(!front.approve_run("make", true));
-        assert!(!front.confirm_rm("x", false));
+        assert!(!front.confirm_rm("x", true));
         let got = lines(&buf);
         assert_eq!(got.len(), 3);
         assert!(got.iter().all(|v| v["event"] == "notice"));
         assert!(got[0]["text"].as_str().unwrap().contains("--yes"));
         assert!(got[1]["text"].as_str().unwrap().contains("--allow-run"));
-
-        let buf = Shared::default();
-        let front = JsonFrontend::with_writer(Box::new(buf.clone()), true, false);
-        assert_eq!(front.approve_plan(&[]), Approval::Yes);
-        assert!(front.confirm_rm("x", true));
-        // --yes alone does not approve RUN.
-        assert!(!front.approve_run("make", true));
-
-        let front = JsonFrontend::with_writer(Box::new(Shared::default()), true, true);
-        assert!(front.approve_run("make", false));
     }
 
     #[test]
@@ -217,7 +198,7 @@ mod tests {
                 Err(std::io::ErrorKind::BrokenPipe.into())
             }
         }
-        let front = JsonFrontend::with_writer(Box::new(Closed), true, true);
+        let front = JsonFrontend::with_writer(Box::new(Closed));
         front.event(&Event::Notice { text: "x".into() });
     }
 }

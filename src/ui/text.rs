@@ -21,14 +21,13 @@ pub struct TextFrontend {
     /// Follow the terminal's width (stdout is a terminal).
     track_width: bool,
     asker: Asker,
-    yes: bool,
-    allow_run: bool,
 }
 
 impl TextFrontend {
-    /// Print to stdout; colour when stdout is a terminal and `appearance` allows it. `yes` and
-    /// `allow_run` are the command-line flags.
-    pub fn new(appearance: Appearance, yes: bool, allow_run: bool) -> Self {
+    /// Print to stdout; colour when stdout is a terminal and `appearance` allows it. Whether a
+    /// question is asked at all is the agent's decision (its approval policy); this frontend
+    /// only asks, or declines when there is no terminal to ask at.
+    pub fn new(appearance: Appearance) -> Self {
         let tty = std::io::stdout().is_terminal();
         let rich = tty && !appearance.plain;
         let theme = Theme {
@@ -53,27 +52,17 @@ impl TextFrontend {
             theme,
             track_width: tty,
             asker,
-            yes,
-            allow_run,
         }
     }
 
-    /// Print to `out` with a fixed theme; approvals not given by the flags are declined (tests,
-    /// embedding).
-    pub fn with_writer(
-        out: Box<dyn Write + Send>,
-        theme: Theme,
-        yes: bool,
-        allow_run: bool,
-    ) -> Self {
+    /// Print to `out` with a fixed theme; every question is declined (tests, embedding).
+    pub fn with_writer(out: Box<dyn Write + Send>, theme: Theme) -> Self {
         Self {
             out: Mutex::new(out),
             presenter: Mutex::new(Presenter::new(true)),
             theme,
             track_width: false,
             asker: Asker::Deny,
-            yes,
-            allow_run,
         }
     }
 
@@ -121,17 +110,11 @@ impl Frontend for TextFrontend {
     }
 
     fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
-        if self.yes {
-            return Approval::Yes;
-        }
         self.settle();
         self.asker.plan(None)
     }
 
     fn approve_run(&self, command: &str, confined: bool) -> bool {
-        if self.allow_run {
-            return true;
-        }
         self.settle();
         if !matches!(self.asker, Asker::Deny) {
             print_err(&render::run_question(command, confined, &self.theme()));
@@ -140,16 +123,13 @@ impl Frontend for TextFrontend {
             "Run it?",
             false,
             &format!(
-                "RUN `{command}` was not allowed: pass --yes --allow-run to allow commands, or run pai in a terminal."
+                "RUN `{command}` needs approval and there is no terminal to ask at: run pai in a terminal, pass --yes --allow-run (confined commands only), or add it to run.allow in config.toml."
             ),
             None,
         )
     }
 
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool {
-        if self.yes {
-            return true;
-        }
         self.settle();
         if !matches!(self.asker, Asker::Deny) {
             print_err(&render::rm_question(path, recursive, &self.theme()));
@@ -157,7 +137,9 @@ impl Frontend for TextFrontend {
         self.asker.yes_no(
             "Remove it?",
             false,
-            &format!("RM {path} was not confirmed: pass --yes to allow removals."),
+            &format!(
+                "RM {path} needs a confirmation and there is no terminal to ask at (removing a directory always asks; --yes covers single files)."
+            ),
             None,
         )
     }
@@ -184,8 +166,7 @@ mod tests {
     #[test]
     fn streams_then_renders_and_never_prompts_without_a_terminal() {
         let buf = Shared::default();
-        let front =
-            TextFrontend::with_writer(Box::new(buf.clone()), Theme::plain(40), false, false);
+        let front = TextFrontend::with_writer(Box::new(buf.clone()), Theme::plain(40));
         front.event(&Event::Thinking { phase: 1 });
         front.event(&Event::TextDelta {
             text: "Sure, ".into(),
@@ -218,14 +199,12 @@ mod tests {
     }
 
     #[test]
-    fn flags_approve_without_asking() {
-        let front =
-            TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, true);
-        assert_eq!(front.approve_plan(&[]), Approval::Yes);
-        assert!(front.approve_run("ls", false));
-        assert!(front.confirm_rm("a", true));
-        let front =
-            TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40), true, false);
-        assert!(!front.approve_run("ls", true));
+    fn the_frontend_never_approves_on_its_own() {
+        // Flags are the agent's business: a frontend that cannot ask declines everything,
+        // an unconfined RUN and a recursive RM included.
+        let front = TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40));
+        assert_eq!(front.approve_plan(&[]), Approval::No);
+        assert!(!front.approve_run("ls", false));
+        assert!(!front.confirm_rm("a", true));
     }
 }

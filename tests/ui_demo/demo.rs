@@ -24,6 +24,10 @@ const BRANCH: &str = "pai/20250101_120000";
 const COMMIT: &str = "abc1234";
 
 struct Demo {
+    /// `--yes` and `--allow-run`: like the real agent, the fake session applies the approval
+    /// policy itself; the frontend only asks.
+    yes: bool,
+    allow_run: bool,
     root: PathBuf,
     log: Option<PathBuf>,
     model: String,
@@ -135,8 +139,11 @@ impl Demo {
             self.call(frontend, "I'll run the script. ", &mut tally)
                 .await;
             let confined = !lower.contains("unconfined");
-            let ok =
-                tokio::task::block_in_place(|| frontend.approve_run("python3 hello.py", confined));
+            // Only a confined command is approved by the flags; an unconfined one always asks.
+            let ok = (self.yes && self.allow_run && confined)
+                || tokio::task::block_in_place(|| {
+                    frontend.approve_run("python3 hello.py", confined)
+                });
             self.record("run", if ok { "approved" } else { "declined" });
             let status = if ok {
                 TurnStatus::Success
@@ -153,7 +160,8 @@ impl Demo {
         if lower.contains("rm") {
             self.call(frontend, "I'll remove old.txt. ", &mut tally)
                 .await;
-            let ok = tokio::task::block_in_place(|| frontend.confirm_rm("old.txt", false));
+            let ok =
+                self.yes || tokio::task::block_in_place(|| frontend.confirm_rm("old.txt", false));
             self.record("rm", if ok { "approved" } else { "declined" });
             let status = if ok {
                 TurnStatus::Success
@@ -204,7 +212,11 @@ impl Demo {
             steps: steps.clone(),
             observe: false,
         });
-        let approval = tokio::task::block_in_place(|| frontend.approve_plan(&steps));
+        let approval = if self.yes {
+            Approval::Yes
+        } else {
+            tokio::task::block_in_place(|| frontend.approve_plan(&steps))
+        };
         match approval {
             Approval::Yes => {}
             Approval::No => {
@@ -346,11 +358,11 @@ async fn main() {
     let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(&env),
-        yes: args.iter().any(|a| a == "--yes"),
-        allow_run: args.iter().any(|a| a == "--allow-run"),
         history_file: Some(history_path(&root)),
     };
     let mut driver = Demo {
+        yes: args.iter().any(|a| a == "--yes"),
+        allow_run: args.iter().any(|a| a == "--allow-run"),
         root,
         log: env.get("UI_DEMO_LOG").map(PathBuf::from),
         model: "gemini-2.5-flash-lite".into(),

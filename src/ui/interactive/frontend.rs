@@ -22,10 +22,6 @@ pub(crate) struct Settings {
     pub rich: bool,
     /// 24-bit colour for highlighting.
     pub truecolor: bool,
-    /// `--yes`.
-    pub yes: bool,
-    /// `--allow-run`.
-    pub allow_run: bool,
 }
 
 /// The frontend the session hands to each turn; it lives for the whole session.
@@ -140,9 +136,6 @@ impl Frontend for InteractiveFrontend {
     }
 
     fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
-        if self.settings.yes {
-            return Approval::Yes;
-        }
         self.settle();
         let token = self.token();
         if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
@@ -152,9 +145,6 @@ impl Frontend for InteractiveFrontend {
     }
 
     fn approve_run(&self, command: &str, confined: bool) -> bool {
-        if self.settings.allow_run {
-            return true;
-        }
         self.settle();
         let token = self.token();
         if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
@@ -164,15 +154,12 @@ impl Frontend for InteractiveFrontend {
         self.asker.yes_no(
             "Run it?",
             false,
-            "RUN was not allowed: start pai with --yes --allow-run to allow commands.",
+            "RUN was not allowed: confined commands can be pre-approved with --yes --allow-run or run.allow.",
             token.as_ref(),
         )
     }
 
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool {
-        if self.settings.yes {
-            return true;
-        }
         self.settle();
         let token = self.token();
         if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
@@ -182,7 +169,7 @@ impl Frontend for InteractiveFrontend {
         self.asker.yes_no(
             "Remove it?",
             false,
-            "RM was not confirmed: start pai with --yes to allow removals.",
+            "RM was not confirmed (removing a directory always asks; --yes covers single files).",
             token.as_ref(),
         )
     }

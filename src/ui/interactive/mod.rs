@@ -71,10 +71,6 @@ pub struct InteractiveOptions {
     /// Colour and escape sequences allowed or not (from `NO_COLOR` / `TERM`); output is plain
     /// anyway when stdout is not a terminal.
     pub appearance: Appearance,
-    /// `--yes`: approve plans and RM without asking.
-    pub yes: bool,
-    /// `--allow-run`: approve RUN commands without asking.
-    pub allow_run: bool,
     /// Where the input history is kept (see [`history_path`]); `None`: not kept.
     pub history_file: Option<PathBuf>,
 }
@@ -108,8 +104,6 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
         Settings {
             rich,
             truecolor: opts.appearance.truecolor,
-            yes: opts.yes,
-            allow_run: opts.allow_run,
         },
         asker,
     );
