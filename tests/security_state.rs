@@ -209,3 +209,42 @@ fn attack_state_dir_link_outside_a_repository() {
     assert_refused_and_untouched(&run, &outside, &before);
     assert!(!Path::new(&outside.dir).join("git").exists());
 }
+
+/// A RUN whose command names a secret is refused before it runs, so the secret never reaches
+/// the model as command output (and the allow-list cannot be used to read it).
+#[test]
+fn attack_run_reads_a_secret_file_into_the_model() {
+    let p = Project::repo(None);
+    fs::write(p.root.join(".env"), "API_TOKEN=TOP-SECRET-0451\n").unwrap();
+    fs::write(
+        p.root.join("credentials.json"),
+        "{\"token\": \"TOP-SECRET-0451\"}\n",
+    )
+    .unwrap();
+    for command in [
+        "cat .env",
+        "cat credentials.json",
+        "cp .git/config leak.txt",
+    ] {
+        let mock = MockLlm::start(Script::with_replies([
+            Reply::plan(json!({
+                "intent": "task", "reply": "Checking.", "observe": true,
+                "steps": [{"action": "RUN", "command": command}]
+            })),
+            Reply::plan(json!({"intent": "chat", "reply": "ok", "steps": [], "observe": false})),
+        ]));
+        let run = p.run(&mock, KIND, "check the settings", &["--yes", "--allow-run"]);
+        assert!(
+            run.text().contains("RUN refused"),
+            "{command}: {}",
+            run.text()
+        );
+        let sent: String = mock.requests().iter().map(|r| r.raw_body.clone()).collect();
+        assert!(
+            !sent.contains("TOP-SECRET-0451"),
+            "{command}: the secret reached the model"
+        );
+        assert!(!sent.contains("repositoryformatversion"), "{command}");
+        assert!(!p.root.join("leak.txt").exists());
+    }
+}

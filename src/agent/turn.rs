@@ -754,6 +754,15 @@ impl Agent {
             SandboxMode::Prefer
         };
         let unconfined = exec::unconfined_reason(mode);
+        if let Some(why) = self.workspace.protected_in_command(command) {
+            return Err(StepError {
+                message: format!(
+                    "RUN refused: {why}; commands may not read or write secrets, key material, \
+                     git internals or pai's own files"
+                ),
+                fixable: true,
+            });
+        }
         if self.options.require_sandbox
             && matches!(
                 exec::sandbox_support(),

@@ -136,13 +136,21 @@ fn builtin(skel: &str) -> Option<DenyClass> {
         "__pycache__" => return Some(DenyClass::Noise("(bytecode cache)")),
         "node_modules" => return Some(DenyClass::Noise("(installed dependencies)")),
         ".idea" | ".vscode" => return Some(DenyClass::Noise("(editor settings)")),
-        ".netrc" | ".npmrc" | ".pypirc" => return Some(KEYS),
+        ".netrc" | ".npmrc" | ".pypirc" | ".git-credentials" | ".pgpass" | "credentials.json"
+        | ".aws" | ".ssh" | ".gnupg" | ".kube" | ".docker" => return Some(KEYS),
+        ".envrc" => return Some(SECRETS),
         _ => {}
     }
-    if skel.starts_with(".env.") {
+    if skel.starts_with(".env.") || skel.starts_with(".env_") || skel.starts_with(".env-") {
         return Some(SECRETS);
     }
-    if skel.ends_with(".pem") || skel.starts_with("id_rsa") || skel.starts_with("id_ed25519") {
+    let key_suffix = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"]
+        .iter()
+        .any(|s| skel.ends_with(s));
+    let key_prefix = ["id_rsa", "id_ed25519", "id_ecdsa", "id_dsa"]
+        .iter()
+        .any(|p| skel.starts_with(p));
+    if key_suffix || key_prefix {
         return Some(KEYS);
     }
     if skel.starts_with(TEMP_PREFIX) {
@@ -220,13 +228,20 @@ impl DenyList {
         self.extra.iter().any(|e| matches!(e, Extra::Path(_)))
     }
 
-    /// The class of a relative `/`-separated path: the first denied segment, or a configured
-    /// multi-segment pattern matching the path or one of its ancestors.
+    /// The class of a relative `/`-separated path: the first denied segment, pai's own
+    /// configuration directory (`.config/pai-code`, for a project at `$HOME`), or a
+    /// configured multi-segment pattern matching the path or one of its ancestors.
     pub(crate) fn path(&self, rel: &str) -> Option<DenyClass> {
+        let mut previous = Cow::Borrowed("");
         for seg in rel.split('/') {
             if let Some(c) = self.segment(seg) {
                 return Some(c);
             }
+            let skel = skeleton(seg);
+            if previous == ".config" && skel == "pai-code" {
+                return Some(DenyClass::Protected("(pai's own configuration)"));
+            }
+            previous = skel;
         }
         if self.has_path_patterns() {
             let folded: String = rel
@@ -255,6 +270,30 @@ impl DenyList {
                         return Some(DenyClass::Protected("(denied by configuration)"));
                     }
                 }
+            }
+        }
+        None
+    }
+}
+
+impl DenyList {
+    /// The first word of a shell command that names a protected path (`cat .env`,
+    /// `cp .git/config x`, `cat ~/.config/pai-code/credentials.json`), with why. A best-effort
+    /// screen of what a RUN command mentions, so a secret is not sent to the model as command
+    /// output; confinement is the guarantee. Environments and caches (`.venv`,
+    /// `node_modules`) are not refused: commands legitimately build them.
+    pub(crate) fn protected_in_command(&self, command: &str) -> Option<(String, &'static str)> {
+        let words = command.split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    ';' | '|' | '&' | '<' | '>' | '(' | ')' | '\'' | '"' | '=' | '`' | ','
+                )
+        });
+        for word in words.filter(|w| !w.is_empty()) {
+            let path = word.trim_start_matches("~/").trim_start_matches('/');
+            if let Some(DenyClass::Protected(why)) = self.path(path) {
+                return Some((word.to_string(), why));
             }
         }
         None
@@ -385,5 +424,72 @@ mod tests {
         assert!(glob_match(b"a/**", b"a/x/y"));
         assert!(glob_match(b"a?c", b"abc"));
         assert!(!glob_match(b"a?c", b"a/c"));
+    }
+}
+
+#[cfg(test)]
+mod command_tests {
+    use super::*;
+
+    #[test]
+    fn commands_naming_secrets_are_caught_and_ordinary_ones_are_not() {
+        let d = DenyList::default();
+        for bad in [
+            "cat .env",
+            "cp .git/config /tmp/x",
+            "cat ~/.config/pai-code/credentials.json",
+            "grep -r token .aws/credentials",
+            "cat .envrc",
+            "cat server.key",
+            "tar czf x.tgz .ssh",
+            "echo x >.git/hooks/pre-commit",
+            "python3 -c 'open(\".env.production\").read()'",
+            "cat .pai_history/session.lock",
+        ] {
+            assert!(d.protected_in_command(bad).is_some(), "{bad}");
+        }
+        for ok in [
+            "python3 -m venv .venv",
+            "cat .gitignore",
+            "git status",
+            "npm install",
+            "python3 -m py_compile app.py",
+            "ls -la",
+            "cargo test",
+        ] {
+            assert_eq!(d.protected_in_command(ok), None, "{ok}");
+        }
+    }
+
+    #[test]
+    fn new_secret_names_are_denied() {
+        let d = DenyList::default();
+        for p in [
+            ".envrc",
+            ".env_local",
+            ".env-production",
+            "id_ecdsa",
+            "id_dsa.pub",
+            "tls.key",
+            "cert.p12",
+            "cert.pfx",
+            "credentials.json",
+            ".aws/credentials",
+            ".git-credentials",
+            ".pgpass",
+            ".docker/config.json",
+            ".kube/config",
+            ".config/pai-code/config.toml",
+        ] {
+            assert!(d.path(p).is_some(), "{p}");
+        }
+        for p in [
+            "docker/config.json",
+            "src/keyboard.rs",
+            "config/app.json",
+            "environment.py",
+        ] {
+            assert!(d.path(p).is_none(), "{p}");
+        }
     }
 }

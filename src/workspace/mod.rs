@@ -161,6 +161,16 @@ impl Workspace {
         done
     }
 
+    /// The first word of a shell command that names a protected path, described, or `None`
+    /// (see the deny-list: secrets, key material, git internals, pai's own state and
+    /// configuration). RUN refuses such a command before it runs.
+    pub fn protected_in_command(&self, command: &str) -> Option<String> {
+        self.gate
+            .deny
+            .protected_in_command(command)
+            .map(|(word, why)| format!("`{word}` is a protected path {why}"))
+    }
+
     /// Run the gate alone: lexical rules, deny-list, and resolution of every existing prefix
     /// (a final symlink is resolved too). Plans are checked with this before anything runs.
     pub fn check(&self, path: &str) -> Result<RelPath, WorkspaceError> {
