@@ -248,3 +248,53 @@ fn attack_run_reads_a_secret_file_into_the_model() {
         assert!(!p.root.join("leak.txt").exists());
     }
 }
+
+/// Every key pai can see is redacted, not only the active provider's: another provider's key
+/// that a command prints (from a file it was allowed to read) never reaches the model, the
+/// session log or the commit.
+#[test]
+fn attack_a_command_prints_another_providers_key() {
+    const OTHER: &str = "sk-other-provider-key-0123456789abcdef";
+    let p = Project::repo(None);
+    fs::write(p.root.join("notes.txt"), format!("remember: {OTHER}\n")).unwrap();
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::plan(json!({
+            "intent": "task", "reply": "Reading the notes.", "observe": true,
+            "steps": [{"action": "RUN", "command": "cat notes.txt"}]
+        })),
+        Reply::plan(json!({"intent": "chat", "reply": "done", "steps": [], "observe": false})),
+    ]));
+    let out = p
+        .pai()
+        .env(KIND.key_env_var(), support::project::TEST_KEY)
+        .env("OPENAI_API_KEY", OTHER)
+        .args(["run", "read my notes", "--json", "--yes", "--allow-run"])
+        .args([
+            "--provider",
+            KIND.name(),
+            "--base-url",
+            &mock.base_url(KIND),
+        ])
+        .output()
+        .unwrap();
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(mock.calls(), 2, "{shown}");
+    let sent: String = mock.requests().iter().map(|r| r.raw_body.clone()).collect();
+    assert!(
+        sent.contains("[REDACTED]"),
+        "the output was sent, redacted: {sent}"
+    );
+    assert!(
+        !sent.contains(OTHER),
+        "another provider's key reached the model"
+    );
+    assert!(!shown.contains(OTHER));
+    assert!(
+        !p.all_records().contains(OTHER),
+        "the key is in the session log or history"
+    );
+}

@@ -106,9 +106,12 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
     for leftover in session.leftover_snapshots() {
         out.warning(&leftover.describe());
     }
+    // Every key in sight, not only the active provider's: all are kept out of logs, commits
+    // and commands' environments.
     let secrets: Vec<String> = settings
         .api_key
         .iter()
+        .chain(&settings.other_keys)
         .map(|k| k.expose().to_string())
         .collect();
     let journal = match Journal::open(&root, session.id(), secrets.clone()) {

@@ -152,6 +152,13 @@ impl SessionArgs {
 
 /// Parse the process arguments, run the command, and return the exit code.
 pub fn main() -> i32 {
+    // pai holds API keys in memory and in its environment; a RUN child (same user) must not
+    // read them through /proc/<pai's pid>/environ or mem. Not dumpable, such access needs
+    // CAP_SYS_PTRACE.
+    // SAFETY: prctl(PR_SET_DUMPABLE, 0) only changes this process's own dumpable flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -91,6 +91,9 @@ pub struct Settings {
     pub run_writable: Vec<PathBuf>,
     /// The API key for `provider`, if any.
     pub api_key: Option<ApiKey>,
+    /// Every other key pai can see (the other providers' variables and stored keys): never
+    /// used for calls, but redacted wherever the active key is and kept from commands.
+    pub other_keys: Vec<ApiKey>,
     /// Where `api_key` came from.
     pub key_source: Option<KeySource>,
     /// Plain output: `NO_COLOR` set or `TERM=dumb`.
@@ -276,6 +279,7 @@ impl Settings {
             require_sandbox: file.run.require_sandbox.unwrap_or(false),
             run_writable,
             api_key: None,
+            other_keys: Vec::new(),
             key_source: None,
             plain,
             sources: SettingSources {
@@ -292,17 +296,33 @@ impl Settings {
     /// credentials file (when there is a configuration directory).
     pub fn attach_key(&mut self, env: &Env, store: Option<CredentialStore>) -> Result<(), Error> {
         let var = self.provider.key_env_var();
+        let creds = match store {
+            Some(store) => {
+                let (creds, notes) = store.load()?;
+                self.warnings.extend(notes.notices);
+                Some(creds)
+            }
+            None => None,
+        };
         if let Some(key) = env.get(var).and_then(ApiKey::new) {
             self.api_key = Some(key);
             self.key_source = Some(KeySource::Env(var));
-            return Ok(());
+        } else if let Some(key) = creds.as_ref().and_then(|c| c.get(self.provider)) {
+            self.api_key = Some(key.clone());
+            self.key_source = Some(KeySource::File);
         }
-        if let Some(store) = store {
-            let (creds, notes) = store.load()?;
-            self.warnings.extend(notes.notices);
-            if let Some(key) = creds.get(self.provider) {
-                self.api_key = Some(key.clone());
-                self.key_source = Some(KeySource::File);
+        // Every other key in sight is a secret too, whichever provider this session uses.
+        for kind in ProviderKind::ALL {
+            let stored = creds.as_ref().and_then(|c| c.get(kind)).cloned();
+            let from_env = env.get(kind.key_env_var()).and_then(ApiKey::new);
+            for key in [stored, from_env].into_iter().flatten() {
+                let same = self
+                    .api_key
+                    .as_ref()
+                    .is_some_and(|a| a.expose() == key.expose());
+                if !same && !self.other_keys.iter().any(|k| k.expose() == key.expose()) {
+                    self.other_keys.push(key);
+                }
             }
         }
         Ok(())

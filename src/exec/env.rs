@@ -37,9 +37,30 @@ where
         .collect()
 }
 
+/// Whether a variable's name says it holds a credential (`*_API_KEY`, `*_TOKEN`, `*_SECRET`,
+/// `*_PASSWORD`, `*_ACCESS_KEY`, `*_PRIVATE_KEY`, anything with `SECRET`). A command the model
+/// chose gets none of them; a build that needs one (a private registry token) is run by the
+/// user, or the variable is set in the command itself after approval.
+fn credential_name(name: &[u8]) -> bool {
+    let upper: Vec<u8> = name.to_ascii_uppercase();
+    let ends = |suffix: &[u8]| upper.ends_with(suffix);
+    ends(b"_API_KEY")
+        || ends(b"_APIKEY")
+        || ends(b"_TOKEN")
+        || ends(b"_SECRET")
+        || ends(b"_PASSWORD")
+        || ends(b"_PASSWD")
+        || ends(b"_ACCESS_KEY")
+        || ends(b"_PRIVATE_KEY")
+        || upper.windows(6).any(|w| w == b"SECRET")
+}
+
 fn is_sensitive(name: &OsStr, value: &OsStr, secrets: &[String]) -> bool {
     let name = name.as_bytes();
-    if name.starts_with(b"PAI_") || KEY_VARIABLES.iter().any(|k| k.as_bytes() == name) {
+    if name.starts_with(b"PAI_")
+        || KEY_VARIABLES.iter().any(|k| k.as_bytes() == name)
+        || credential_name(name)
+    {
         return true;
     }
     let value = value.as_bytes();
@@ -86,12 +107,12 @@ mod tests {
                 ("PAI_PROVIDER", "gemini"),
                 ("PAI_", "x"),
                 ("PAIX", "kept: not the PAI_ prefix"),
-                ("openai_api_key", "kept: names are case-sensitive"),
+                ("openai_api_key", "removed: a credential name, in any case"),
                 ("HOME", "/home/u"),
             ]),
             &[],
         );
-        assert_eq!(names(&out), ["PATH", "PAIX", "openai_api_key", "HOME"]);
+        assert_eq!(names(&out), ["PATH", "PAIX", "HOME"]);
     }
 
     #[test]
@@ -129,5 +150,22 @@ mod tests {
             &["secret-value-123".to_string()],
         );
         assert_eq!(names(&out), ["Y"]);
+    }
+
+    #[test]
+    fn credential_names_never_reach_a_command() {
+        let out = scrub_environment(
+            vars(&[
+                ("GITHUB_TOKEN", "ghp_x"),
+                ("AWS_SECRET_ACCESS_KEY", "abc"),
+                ("DB_PASSWORD", "pw"),
+                ("MY_API_KEY", "k"),
+                ("HOME", "/home/u"),
+                ("PATH", "/usr/bin"),
+                ("TOKENIZERS_PARALLELISM", "false"),
+            ]),
+            &[],
+        );
+        assert_eq!(names(&out), ["HOME", "PATH", "TOKENIZERS_PARALLELISM"]);
     }
 }
