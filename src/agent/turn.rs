@@ -728,8 +728,9 @@ impl Agent {
                 report.output = ws.search(pattern, path.as_deref()).map_err(refuse)?
             }
             Step::Run { command } => {
+                let model_wrote = !changes.is_empty() || !side_effects.is_empty();
                 return self
-                    .run_command(command, frontend, cancel, report, side_effects)
+                    .run_command(command, frontend, cancel, report, side_effects, model_wrote)
                     .await;
             }
             Step::Finish { message } => {
@@ -747,6 +748,7 @@ impl Agent {
         cancel: &CancellationToken,
         report: &mut StepReport,
         side_effects: &mut BTreeSet<String>,
+        model_wrote: bool,
     ) -> Result<StepKind, StepError> {
         let mode = if self.options.require_sandbox {
             SandboxMode::Require
@@ -782,9 +784,14 @@ impl Agent {
                 text: format!("commands will run without the sandbox ({reason}); each one needs your explicit approval"),
             });
         }
-        let auto = unconfined.is_none()
-            && ((self.options.yes && self.options.allow_run)
-                || exec::is_preapproved(command, &self.options.run_allow));
+        // The allow-list never runs code the model wrote since the user last saw the plan: an
+        // allow-listed `python3 -m py_compile` would import a py_compile.py the plan just
+        // wrote, `cargo test` would run its build.rs. Without --yes the user approved the
+        // plan, RUN included, after seeing its writes.
+        let allow_listed = exec::is_preapproved(command, &self.options.run_allow)
+            && (!self.options.yes || !model_wrote);
+        let auto =
+            unconfined.is_none() && ((self.options.yes && self.options.allow_run) || allow_listed);
         if !auto && !blocking(|| frontend.approve_run(command, unconfined.is_none())) {
             return Err(StepError {
                 message: "the user denied running this command".into(),
