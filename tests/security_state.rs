@@ -352,3 +352,39 @@ fn attack_allow_listed_command_shadowed_by_a_module_the_model_wrote() {
         assert_eq!(run.status(), "success", "{}", run.text());
     }
 }
+
+/// A RUN may write inside the project, but not what runs later: a git hook, `core.fsmonitor`
+/// in `.git/config`, pai's state, or (project at `$HOME`) a shell startup file. pai puts them
+/// back, fails the step, and says which files it restored.
+#[test]
+fn attack_run_plants_a_git_hook_and_rewrites_git_config_and_bashrc() {
+    let p = Project::repo(None);
+    fs::write(p.root.join(".bashrc"), "alias ll='ls -l'\n").unwrap();
+    let config_before = fs::read(p.root.join(".git/config")).unwrap();
+    // Spelled so that the screen of command words does not see `.git`: the restore must hold
+    // on its own.
+    let command = "g=.gi; g=${g}t; printf '#!/bin/sh\\ntouch PWNED\\n' > $g/hooks/pre-commit; \
+                   chmod +x $g/hooks/pre-commit; \
+                   printf '[core]\\n\\tfsmonitor = touch PWNED\\n' >> $g/config; \
+                   echo 'touch PWNED' >> .bashrc";
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(json!({
+        "intent": "task", "reply": "Setting up.", "observe": false,
+        "steps": [{"action": "RUN", "command": command}, {"action": "FINISH", "message": "done"}]
+    }))]));
+    let run = p.run(&mock, KIND, "set up the project", &["--yes", "--allow-run"]);
+    assert!(
+        !p.root.join(".git/hooks/pre-commit").exists(),
+        "{}",
+        run.text()
+    );
+    assert_eq!(fs::read(p.root.join(".git/config")).unwrap(), config_before);
+    assert_eq!(
+        fs::read_to_string(p.root.join(".bashrc")).unwrap(),
+        "alias ll='ls -l'\n"
+    );
+    assert!(run.text().contains("put them back"), "{}", run.text());
+    assert_ne!(run.status(), "success");
+    // git still works and nothing ran.
+    git(&p.root, &["status", "--porcelain"]);
+    assert!(!p.root.join("PWNED").exists());
+}

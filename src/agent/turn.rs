@@ -807,10 +807,27 @@ impl Agent {
             ..RunOptions::default()
         };
         let root = self.workspace.root().to_path_buf();
+        // Git hooks and config, pai's state, shell and ssh startup files: what the command
+        // changes there would run later, unconfined. Recorded now, put back after.
+        let later = crate::workspace::LaterState::record(&root);
         let outcome = tokio::select! {
             r = exec::run_command(&root, command, &opts) => r,
-            _ = cancel.cancelled() => return Err(StepError { message: "interrupted; the command was stopped".into(), fixable: false }),
+            _ = cancel.cancelled() => {
+                later.restore_changes(&root);
+                return Err(StepError { message: "interrupted; the command was stopped".into(), fixable: false });
+            }
         };
+        let tampered = later.restore_changes(&root);
+        if !tampered.is_empty() {
+            return Err(StepError {
+                message: format!(
+                    "the command changed {}: files that make code run later, outside pai's \
+                     control; pai put them back as they were and stopped the plan",
+                    tampered.join(", ")
+                ),
+                fixable: false,
+            });
+        }
         let outcome = outcome.map_err(|e| StepError {
             message: e.to_string(),
             fixable: false,

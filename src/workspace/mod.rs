@@ -26,6 +26,7 @@ mod edits;
 mod error;
 mod gate;
 mod guard;
+mod later;
 mod listing;
 mod ops;
 mod scan;
@@ -44,6 +45,7 @@ pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
 pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;
+pub use later::LaterState;
 pub use state::{STATE_DIR, StateDir};
 
 /// A callback run between the gate check and the use of a path (tests use it to swap in a

