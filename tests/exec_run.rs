@@ -105,6 +105,27 @@ async fn timeout_escalates_to_sigkill_when_sigterm_is_ignored() {
     assert!(dies_soon(bg), "background child {bg} survived SIGKILL");
 }
 
+/// A descendant that leaves the process group with `setsid` (and closes the output pipe, so
+/// the run does not wait for it) is killed when the step ends too: pai is a child subreaper,
+/// so the orphan becomes its child and is reaped.
+#[tokio::test]
+async fn setsid_descendants_do_not_outlive_a_finished_run() {
+    let root = tempfile::tempdir().unwrap();
+    let out = run(
+        root.path(),
+        "setsid sh -c 'echo $$ > escaped.pid; exec sleep 30' </dev/null >/dev/null 2>&1 & \
+         while [ ! -s escaped.pid ]; do sleep 0.01; done; echo done",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(out.success(), "{out:?}");
+    let escaped = read_pid(root.path(), "escaped.pid");
+    assert!(
+        dies_soon(escaped),
+        "setsid descendant {escaped} outlived the run"
+    );
+}
+
 #[tokio::test]
 async fn background_jobs_do_not_outlive_a_finished_run() {
     let root = tempfile::tempdir().unwrap();

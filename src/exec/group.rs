@@ -3,8 +3,9 @@
 //!
 //! Every RUN command leads a session and process group of its own, so one `killpg` reaches the
 //! shell and everything it started, including background jobs whose parent already exited.
-//! (A descendant that starts a new session of its own leaves the group; only a cgroup or a PID
-//! namespace could follow it, which pai does not set up.)
+//! A descendant that starts a new session of its own (`setsid`) leaves the group; pai is
+//! therefore a child subreaper while commands run: such an orphan becomes pai's child when its
+//! parent exits, and is killed and reaped when the step ends ([`Orphans`]).
 
 use std::fs;
 
@@ -55,6 +56,104 @@ fn parse_stat(stat: &str) -> Option<(char, libc::pid_t)> {
     let _ppid = fields.next()?;
     let pgrp = fields.next()?.parse().ok()?;
     Some((state, pgrp))
+}
+
+/// pai's direct children as `/proc` lists them.
+fn children() -> Vec<libc::pid_t> {
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: libc::pid_t = entry.file_name().to_str()?.parse().ok()?;
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 1..];
+            let ppid: libc::pid_t = rest.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == me).then_some(pid)
+        })
+        .collect()
+}
+
+/// The descendants a command leaves behind after escaping its process group. Taken before the
+/// command starts (pai becomes a child subreaper then); [`Orphans::kill`] after it ended
+/// kills and reaps every child pai gained meanwhile, and the children those had.
+pub(crate) struct Orphans {
+    before: Vec<libc::pid_t>,
+    /// The value of [`MARKER`] this run's processes carry: only they are killed, never a
+    /// child of another run of the same process (tests run commands side by side).
+    id: String,
+}
+
+/// The environment variable that marks a run's processes. A descendant that clears its
+/// environment and leaves the process group escapes this (documented).
+const MARKER: &str = "PAIRUN_MARK";
+
+/// Whether process `pid` carries `MARKER=id` in its environment.
+fn carries(pid: libc::pid_t, id: &str) -> bool {
+    let wanted = format!("{MARKER}={id}");
+    fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes()))
+        .unwrap_or(false)
+}
+
+impl Orphans {
+    /// Note pai's children now, and make orphans of later descendants pai's children.
+    pub(crate) fn watch() -> Orphans {
+        // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) only sets this process's attribute.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: getpid cannot fail.
+        let me = unsafe { libc::getpid() };
+        Orphans {
+            before: children(),
+            id: format!("{me}-{n}"),
+        }
+    }
+
+    /// The environment variable and value the run's command gets.
+    pub(crate) fn marker(&self) -> (&str, &str) {
+        (MARKER, &self.id)
+    }
+
+    /// Kill and reap what the command left behind; returns how many processes were killed.
+    pub(crate) fn kill(&self) -> usize {
+        let mut killed = 0;
+        // Killing an orphan hands its own children to pai: a few rounds reach them too.
+        for _ in 0..8 {
+            let left: Vec<libc::pid_t> = children()
+                .into_iter()
+                .filter(|p| !self.before.contains(p) && carries(*p, &self.id))
+                .collect();
+            if left.is_empty() {
+                break;
+            }
+            for pid in &left {
+                // SAFETY: signalling and reaping our own child processes.
+                unsafe {
+                    libc::kill(*pid, libc::SIGKILL);
+                }
+            }
+            for pid in &left {
+                let mut status = 0;
+                for _ in 0..50 {
+                    // SAFETY: waitpid on our own child with a valid out-pointer.
+                    let r = unsafe { libc::waitpid(*pid, &mut status, libc::WNOHANG) };
+                    if r != 0 {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+            killed += left.len();
+        }
+        killed
+    }
 }
 
 /// Kills the whole group with SIGKILL when dropped while armed: dropping a `run_command` future

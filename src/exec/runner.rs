@@ -19,7 +19,7 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
-use super::group::{self, GroupGuard};
+use super::group::{self, GroupGuard, Orphans};
 use super::output::OutputCap;
 use super::sandbox::{self, SandboxMode, SandboxSupport};
 use super::{ExecError, display_command, env};
@@ -174,14 +174,19 @@ pub async fn run_command(
     let ruleset = prepare_sandbox(opts, &root, &shown)?;
     let confined = ruleset.is_some();
     let started = Instant::now();
-    let (mut child, output) =
-        spawn(&root, command, &opts.secrets, ruleset.as_ref()).map_err(|source| {
-            ExecError::Spawn {
-                command: shown.clone(),
-                confined,
-                source,
-            }
-        })?;
+    let orphans = Orphans::watch();
+    let (mut child, output) = spawn(
+        &root,
+        command,
+        &opts.secrets,
+        ruleset.as_ref(),
+        orphans.marker(),
+    )
+    .map_err(|source| ExecError::Spawn {
+        command: shown.clone(),
+        confined,
+        source,
+    })?;
     drop(ruleset);
     let pgid = child
         .id()
@@ -210,6 +215,8 @@ pub async fn run_command(
         .await
         .map_err(io_error)?;
     guard.disarm();
+    // Descendants that left the group (setsid) do not outlive the step.
+    orphans.kill();
     pump.drain().await.map_err(io_error)?;
 
     let (output, dropped_bytes) = pump.cap.finish();
@@ -267,6 +274,7 @@ fn spawn(
     command: &str,
     secrets: &[String],
     ruleset: Option<&OwnedFd>,
+    marker: (&str, &str),
 ) -> io::Result<(Child, pipe::Receiver)> {
     let (reader, writer) = io::pipe()?;
     let output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
@@ -277,6 +285,7 @@ fn spawn(
         .current_dir(root)
         .env_clear()
         .envs(env::child_environment(secrets))
+        .env(marker.0, marker.1)
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_for_stderr)

@@ -256,11 +256,7 @@ impl StateDir {
     /// and special files, which are never followed or opened. A missing directory, or one that
     /// is itself a link, reads as `[(components, None)]` when it is a link and as nothing when
     /// it is missing.
-    pub fn walk(
-        &self,
-        components: &[&str],
-        depth: usize,
-    ) -> io::Result<Vec<WalkedEntry>> {
+    pub fn walk(&self, components: &[&str], depth: usize) -> io::Result<Vec<WalkedEntry>> {
         let base: Vec<String> = components.iter().map(|c| c.to_string()).collect();
         let mut out = Vec::new();
         let dir = match self.dir(components, false) {
