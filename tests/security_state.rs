@@ -388,3 +388,112 @@ fn attack_run_plants_a_git_hook_and_rewrites_git_config_and_bashrc() {
     git(&p.root, &["status", "--porcelain"]);
     assert!(!p.root.join("PWNED").exists());
 }
+
+// ---- property: links and FIFOs anywhere pai keeps state ------------------------------------
+
+mod layouts {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What stands at one place pai keeps state.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Plant {
+        Absent,
+        Regular,
+        Directory,
+        LinkToOutsideFile,
+        LinkToOutsideDir,
+        Fifo,
+    }
+
+    /// Places under `.pai_history` and `.git` that pai reads or writes.
+    const PLACES: &[&str] = &[
+        ".pai_history/session.lock",
+        ".pai_history/.gitignore",
+        ".pai_history/trash",
+        ".pai_history/input_history",
+        ".git/info/exclude",
+        ".git/hooks/pre-commit",
+        ".git/description",
+    ];
+
+    fn plant() -> impl Strategy<Value = Plant> {
+        prop::sample::select(vec![
+            Plant::Absent,
+            Plant::Regular,
+            Plant::Directory,
+            Plant::LinkToOutsideFile,
+            Plant::LinkToOutsideDir,
+            Plant::Fifo,
+        ])
+    }
+
+    fn apply(root: &Path, outside: &Path, place: &str, what: Plant) {
+        let path = root.join(place);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let _ = fs::remove_file(&path);
+        let _ = fs::remove_dir_all(&path);
+        match what {
+            Plant::Absent => {}
+            Plant::Regular => fs::write(&path, "planted\n").unwrap(),
+            Plant::Directory => fs::create_dir_all(&path).unwrap(),
+            Plant::LinkToOutsideFile => symlink(outside.join("config.toml"), &path).unwrap(),
+            Plant::LinkToOutsideDir => symlink(outside, &path).unwrap(),
+            Plant::Fifo => {
+                let c = std::ffi::CString::new(path.to_string_lossy().as_bytes()).unwrap();
+                // SAFETY: a valid NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+        /// Whatever stands at those places, a plan run ends in time, changes nothing outside
+        /// the project, and either succeeds or says what is wrong.
+        #[test]
+        fn planted_links_and_fifos_never_lead_outside_or_hang(
+            plants in prop::collection::vec(plant(), PLACES.len()),
+            state_dir_is_link in prop::bool::weighted(0.15),
+        ) {
+            let p = Project::repo(None);
+            let outside = Outside::new(&p);
+            for (place, what) in PLACES.iter().zip(&plants) {
+                apply(&p.root, &outside.dir, place, *what);
+            }
+            if state_dir_is_link {
+                let _ = fs::remove_dir_all(p.root.join(".pai_history"));
+                symlink(&outside.dir, p.root.join(".pai_history")).unwrap();
+            }
+            let before = outside.snapshot();
+            let mock = MockLlm::start(Script::with_replies([write_plan("new.txt", "new\n")]));
+            let started = Instant::now();
+            let mut child = p
+                .pai()
+                .env(KIND.key_env_var(), support::project::TEST_KEY)
+                .args(["run", "write new.txt", "--json", "--yes"])
+                .args(["--provider", KIND.name(), "--base-url", &mock.base_url(KIND)])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            while child.try_wait().unwrap().is_none() {
+                if started.elapsed() > Duration::from_secs(15) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    prop_assert!(false, "pai hung with {:?}", plants);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let output = child.wait_with_output().unwrap();
+            let run = Run { output, events: Vec::new() };
+            prop_assert_eq!(outside.snapshot(), before, "{}", run.text());
+            let code = run.output.status.code();
+            prop_assert!(matches!(code, Some(0..=2)), "crashed: {:?} {}", code, run.text());
+            if code != Some(0) {
+                prop_assert!(!run.text().trim().is_empty(), "a failure without a word");
+            }
+        }
+    }
+}

@@ -80,7 +80,13 @@ impl GlobalIgnores {
     pub(crate) fn load(root: &OwnedFd) -> GlobalIgnores {
         let mut matchers = Vec::new();
         if let Ok(name) = sys::cstr(".git/info/exclude")
-            && let Ok(fd) = sys::openat(root.as_fd(), &name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)
+            && let Ok(fd) = sys::openat(
+                root.as_fd(),
+                &name,
+                // Never blocking: a FIFO planted there must not hang pai.
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+                0,
+            )
             && let Some(m) = matcher_from_fd(&fd)
         {
             matchers.push(m);
