@@ -812,8 +812,31 @@ fn run_writable_in_config_lets_a_confined_command_write_a_tool_cache() {
         .unwrap();
         return;
     }
-    // Outside the project and outside /tmp (which confined commands may always write).
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Outside the project and outside the temporary directory (which confined commands may
+    // always write): the build's own temporary directory, unless the checkout lives under /tmp
+    // (as CI's clone may), then the user's home.
+    let tmp = std::env::temp_dir();
+    let candidates = [
+        Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+    ];
+    let Some(base) = candidates
+        .into_iter()
+        .flatten()
+        .find(|d| !d.starts_with(&tmp) && !d.starts_with("/tmp") && d.is_dir())
+    else {
+        use std::io::Write;
+        writeln!(
+            std::io::stderr(),
+            "SKIPPED run_writable_in_config_lets_a_confined_command_write_a_tool_cache: no writable directory outside the temporary directory"
+        )
+        .unwrap();
+        return;
+    };
+    let outside = tempfile::Builder::new()
+        .prefix(".pai-test-cache-")
+        .tempdir_in(&base)
+        .unwrap();
     let cache = outside.path().join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     let entry = cache.join("entry");
