@@ -1141,6 +1141,13 @@ async fn replays_of_the_providers_real_response_shapes() {
                 if let Some(h) = e["hint_contains"].as_str() {
                     assert!(err.hint().contains(h), "{name}: {}", err.hint());
                 }
+                // Whether the turn asks the model once more (a reply that may come out right
+                // the second time) or reports at once.
+                assert_eq!(
+                    err.correction_request().is_some(),
+                    e["corrects"].as_bool().unwrap_or(false),
+                    "{name}: correction"
+                );
                 assert!(
                     !err.is_retryable() || e["calls"].as_u64() > Some(1),
                     "{name}"

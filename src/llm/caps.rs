@@ -1,5 +1,6 @@
 //! What each model family accepts, in one table: whether it takes `temperature`, its output
-//! token cap, whether it reports reasoning tokens, and the smallest prompt its provider caches.
+//! token cap, how it is asked for structured output, where its usage reports reasoning tokens,
+//! and the smallest prompt its provider caches.
 //! A new model is one line. Models the table does not know get safe defaults, and two
 //! rejections are learned at run time (once per provider, then remembered): a model that
 //! refuses `temperature` is asked again without it, and one that refuses the output limit is
@@ -7,6 +8,7 @@
 
 use std::sync::Mutex;
 
+use super::ProviderKind::{Anthropic, Gemini, OpenAi};
 use super::{LlmError, LlmRequest, ProviderKind};
 
 /// What one model family accepts.
@@ -16,133 +18,94 @@ pub struct ModelCaps {
     pub temperature: bool,
     /// Largest output token limit the model accepts.
     pub max_output: u32,
-    /// The model spends reasoning ("thinking") tokens, billed as output.
-    pub reasoning: bool,
+    /// How the reply's JSON shape is asked for.
+    pub structured: Structured,
+    /// Where the usage reports reasoning ("thinking") tokens, which are billed as output.
+    pub reasoning: Reasoning,
     /// Fewest prompt tokens the provider caches (its documented minimum).
     pub cache_min: u32,
 }
 
+/// How a model is asked for the reply's JSON shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Structured {
+    /// The provider enforces the schema: Gemini `responseSchema` (with `propertyOrdering`),
+    /// OpenAI `response_format: json_schema` with `strict: true`, Anthropic a forced tool.
+    Schema,
+    /// Only JSON mode (`response_format: json_object`): the reply is JSON, the schema is
+    /// described in the system prompt and the plan is checked on arrival.
+    JsonMode,
+}
+
+/// Where a model family's usage counts its reasoning tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reasoning {
+    /// It does not reason, or does not say how much (Anthropic bills thinking inside
+    /// `output_tokens` without itemising it).
+    None,
+    /// OpenAI `completion_tokens_details.reasoning_tokens`, a part of `completion_tokens`
+    /// (xAI and others report it beside: `total_tokens` then holds the whole output).
+    CompletionDetails,
+    /// Gemini `usageMetadata.thoughtsTokenCount`, beside `candidatesTokenCount`.
+    Thoughts,
+}
+
 /// One row: provider, model-name prefix, capabilities. The longest matching prefix wins.
+/// Columns: temperature allowed, output cap, structured-output mode, reasoning-token field,
+/// cache minimum (tokens).
+#[rustfmt::skip]
 const FAMILIES: &[(ProviderKind, &str, ModelCaps)] = &[
-    (
-        ProviderKind::Gemini,
-        "gemini-2.0-flash",
-        caps(true, 8_192, false, 4_096),
-    ),
-    (
-        ProviderKind::Gemini,
-        "gemini-2.5-flash",
-        caps(true, 65_536, true, 1_024),
-    ),
-    (
-        ProviderKind::Gemini,
-        "gemini-2.5-pro",
-        caps(true, 65_536, true, 4_096),
-    ),
-    (
-        ProviderKind::Gemini,
-        "gemini-3",
-        caps(true, 65_536, true, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "gpt-4o",
-        caps(true, 16_384, false, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "gpt-4.1",
-        caps(true, 32_768, false, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "gpt-5",
-        caps(false, 128_000, true, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "o1",
-        caps(false, 100_000, true, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "o3",
-        caps(false, 100_000, true, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "o4",
-        caps(false, 100_000, true, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "grok-3-mini",
-        caps(true, 32_768, true, 1_024),
-    ),
-    (
-        ProviderKind::OpenAi,
-        "grok-4",
-        caps(false, 32_768, true, 1_024),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-3-5-haiku",
-        caps(true, 8_192, false, 2_048),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-3-haiku",
-        caps(true, 4_096, false, 2_048),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-3-7-sonnet",
-        caps(true, 64_000, true, 1_024),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-sonnet-4",
-        caps(true, 64_000, true, 1_024),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-haiku-4",
-        caps(true, 64_000, true, 4_096),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-opus-4",
-        caps(true, 32_000, true, 1_024),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-opus-4-7",
-        caps(false, 64_000, true, 1_024),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-opus-5",
-        caps(false, 64_000, true, 1_024),
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-sonnet-5",
-        caps(false, 64_000, true, 1_024),
-    ),
+    (Gemini,    "gemini-2.0-flash",  caps(true,   8_192, SCHEMA, Reasoning::None,              4_096)),
+    (Gemini,    "gemini-2.5-flash",  caps(true,  65_536, SCHEMA, Reasoning::Thoughts,          1_024)),
+    (Gemini,    "gemini-2.5-pro",    caps(true,  65_536, SCHEMA, Reasoning::Thoughts,          4_096)),
+    (Gemini,    "gemini-3",          caps(true,  65_536, SCHEMA, Reasoning::Thoughts,          1_024)),
+    (OpenAi,    "gpt-3.5-turbo",     caps(true,   4_096, JSON,   Reasoning::None,              1_024)),
+    (OpenAi,    "gpt-4-turbo",       caps(true,   4_096, JSON,   Reasoning::None,              1_024)),
+    (OpenAi,    "gpt-4o",            caps(true,  16_384, SCHEMA, Reasoning::None,              1_024)),
+    (OpenAi,    "gpt-4.1",           caps(true,  32_768, SCHEMA, Reasoning::None,              1_024)),
+    (OpenAi,    "gpt-5",             caps(false, 128_000, SCHEMA, Reasoning::CompletionDetails, 1_024)),
+    (OpenAi,    "o1",                caps(false, 100_000, SCHEMA, Reasoning::CompletionDetails, 1_024)),
+    (OpenAi,    "o3",                caps(false, 100_000, SCHEMA, Reasoning::CompletionDetails, 1_024)),
+    (OpenAi,    "o4",                caps(false, 100_000, SCHEMA, Reasoning::CompletionDetails, 1_024)),
+    (OpenAi,    "grok-3-mini",       caps(true,  32_768, SCHEMA, Reasoning::CompletionDetails, 1_024)),
+    (OpenAi,    "grok-4",            caps(false, 32_768, SCHEMA, Reasoning::CompletionDetails, 1_024)),
+    (OpenAi,    "deepseek-chat",     caps(true,   8_192, JSON,   Reasoning::None,                 64)),
+    (OpenAi,    "deepseek-reasoner", caps(true,  65_536, JSON,   Reasoning::CompletionDetails,    64)),
+    (Anthropic, "claude-3-haiku",    caps(true,   4_096, SCHEMA, Reasoning::None,              2_048)),
+    (Anthropic, "claude-3-5-haiku",  caps(true,   8_192, SCHEMA, Reasoning::None,              2_048)),
+    (Anthropic, "claude-3-7-sonnet", caps(true,  64_000, SCHEMA, Reasoning::None,              1_024)),
+    (Anthropic, "claude-sonnet-4",   caps(true,  64_000, SCHEMA, Reasoning::None,              1_024)),
+    (Anthropic, "claude-haiku-4",    caps(true,  64_000, SCHEMA, Reasoning::None,              4_096)),
+    (Anthropic, "claude-opus-4",     caps(true,  32_000, SCHEMA, Reasoning::None,              1_024)),
+    (Anthropic, "claude-opus-4-7",   caps(false, 64_000, SCHEMA, Reasoning::None,              1_024)),
+    (Anthropic, "claude-opus-5",     caps(false, 64_000, SCHEMA, Reasoning::None,              1_024)),
+    (Anthropic, "claude-sonnet-5",   caps(false, 64_000, SCHEMA, Reasoning::None,              1_024)),
 ];
 
-const fn caps(temperature: bool, max_output: u32, reasoning: bool, cache_min: u32) -> ModelCaps {
+const SCHEMA: Structured = Structured::Schema;
+const JSON: Structured = Structured::JsonMode;
+
+const fn caps(
+    temperature: bool,
+    max_output: u32,
+    structured: Structured,
+    reasoning: Reasoning,
+    cache_min: u32,
+) -> ModelCaps {
     ModelCaps {
         temperature,
         max_output,
+        structured,
         reasoning,
         cache_min,
     }
 }
 
 /// What a model the table does not know gets: temperature allowed (a rejection is learned),
-/// pai's own output limit, caching from 1,024 tokens (every provider's smallest minimum).
-const UNKNOWN: ModelCaps = caps(true, u32::MAX, false, 1_024);
+/// pai's own output limit, the provider's schema mode (an OpenAI-compatible server that
+/// rejects it is stepped down to JSON mode, then to the prompt alone), reasoning read wherever
+/// the usage reports it, caching from 1,024 tokens (every provider's smallest minimum).
+const UNKNOWN: ModelCaps = caps(true, u32::MAX, Structured::Schema, Reasoning::None, 1_024);
 
 /// The capabilities of `model` on `kind`.
 pub fn model_caps(kind: ProviderKind, model: &str) -> ModelCaps {
@@ -216,6 +179,11 @@ impl Learned {
             caps: model_caps(kind, model),
             state: Mutex::new(None),
         }
+    }
+
+    /// The table's row for this model.
+    pub(crate) fn caps(&self) -> ModelCaps {
+        self.caps
     }
 
     /// The settings for `req` now.
@@ -320,6 +288,27 @@ mod tests {
             8_192
         );
         assert_eq!(model_caps(ProviderKind::OpenAi, "my-local-model"), UNKNOWN);
+        let deepseek = model_caps(ProviderKind::OpenAi, "deepseek-chat");
+        assert_eq!(deepseek.structured, Structured::JsonMode);
+        assert_eq!(
+            model_caps(ProviderKind::Gemini, "gemini-2.5-flash-lite").reasoning,
+            Reasoning::Thoughts
+        );
+    }
+
+    #[test]
+    fn every_row_is_reachable_and_names_its_own_provider_s_fields() {
+        for (kind, prefix, c) in FAMILIES {
+            // A row shadowed by a longer prefix of the same provider would never apply.
+            assert_eq!(model_caps(*kind, prefix), *c, "{prefix}");
+            let field_fits = match c.reasoning {
+                Reasoning::None => true,
+                Reasoning::CompletionDetails => *kind == ProviderKind::OpenAi,
+                Reasoning::Thoughts => *kind == ProviderKind::Gemini,
+            };
+            assert!(field_fits, "{prefix}: {:?}", c.reasoning);
+            assert!(c.max_output >= 4_096 && c.cache_min >= 64, "{prefix}");
+        }
     }
 
     #[test]

@@ -72,7 +72,10 @@ pub enum LlmError {
 
     /// The model stopped without a usable reply for a reason that is neither the output limit
     /// nor a filter (Gemini `finishReason: OTHER`, `MALFORMED_FUNCTION_CALL`, ...).
-    #[error("{provider} stopped without a usable reply (finish reason {reason})")]
+    #[error(
+        "{provider} stopped {} before the reply held anything usable (finish reason {reason})",
+        stop_cause(reason)
+    )]
     Stopped {
         /// The provider.
         provider: ProviderKind,
@@ -153,14 +156,16 @@ pub enum LlmError {
     },
 
     /// The reply hit the output token limit (finish reason `length` / `MAX_TOKENS` / `max_tokens`).
-    #[error(
-        "the reply from {provider} was cut off at the output limit of {max_output_tokens} tokens"
-    )]
+    #[error("the reply from {provider} was cut off {}", truncation_text(*max_output_tokens, *server_limit))]
     Truncated {
         /// The provider.
         provider: ProviderKind,
-        /// The limit that was sent.
+        /// The limit that was sent (pai's, lowered to the model's cap and to what the server
+        /// said it accepts).
         max_output_tokens: u32,
+        /// Where the server really stopped, when its usage shows a lower limit than the one
+        /// sent (a local server's context window or its own output cap).
+        server_limit: Option<u64>,
     },
 
     /// The model declined to answer.
@@ -173,12 +178,16 @@ pub enum LlmError {
     },
 
     /// A safety or policy filter blocked the prompt or the reply.
-    #[error("{provider} blocked the reply ({reason})")]
+    #[error("{}", blocked_text(*provider, reason, detail, *request))]
     Blocked {
         /// The provider.
         provider: ProviderKind,
-        /// The provider's block or finish reason (`SAFETY`, `content_filter`, ...).
+        /// The provider's block or finish reason (`SAFETY`, `RECITATION`, `content_filter`, ...).
         reason: String,
+        /// What the provider named: the filtered categories, the source a recitation matched.
+        detail: String,
+        /// The request itself was refused (Gemini `promptFeedback.blockReason`), not the reply.
+        request: bool,
     },
 
     /// The reply carried no candidate / choice / content at all.
@@ -343,12 +352,27 @@ impl LlmError {
             LlmError::BadResponse { .. } => {
                 "check that --base-url points at a server speaking this provider's API".to_string()
             }
+            LlmError::Truncated {
+                server_limit: Some(n),
+                ..
+            } => format!(
+                "the server stops replies at about {n} tokens: raise its output or context limit (Ollama: num_ctx / num_predict), or ask for a smaller change"
+            ),
             LlmError::Truncated { .. } => {
                 "the plan was too long for one reply: ask for a smaller change or split the request"
                     .to_string()
             }
+            LlmError::Blocked { reason, .. } if reason == "RECITATION" => {
+                "ask for your own implementation rather than a well-known one, or try again: this stop depends on the exact wording"
+                    .to_string()
+            }
+            LlmError::Blocked { request: true, .. } => {
+                "rephrase the request; the files sent with it as context count too (name fewer files, or leave out the one that trips the filter)"
+                    .to_string()
+            }
             LlmError::Refusal { .. } | LlmError::Blocked { .. } => {
-                "rephrase the request".to_string()
+                "rephrase the request, saying plainly what the code is for, or use another model"
+                    .to_string()
             }
             LlmError::EmptyReply { .. } | LlmError::MalformedJson { .. } => {
                 "try again; a different model may follow the reply format better".to_string()
@@ -367,6 +391,14 @@ impl LlmError {
                 "Your previous reply was cut off at the output limit. Reply again with a shorter plan: fewer steps, shorter file contents, and use MODIFY with small edits instead of rewriting whole files."
                     .to_string(),
             ),
+            LlmError::Blocked {
+                reason,
+                request: false,
+                ..
+            } if reason == "RECITATION" => Some(
+                "Your previous reply was stopped by the provider because it reproduced existing published text word for word. Reply again with one JSON object that follows the schema, writing any code in your own words."
+                    .to_string(),
+            ),
             LlmError::Stopped { .. } => Some(
                 "Your previous reply stopped before it was complete. Reply with one JSON object that follows the schema."
                     .to_string(),
@@ -377,6 +409,53 @@ impl LlmError {
             ),
             _ => None,
         }
+    }
+}
+
+fn truncation_text(sent: u32, server: Option<u64>) -> String {
+    match server {
+        Some(n) => format!(
+            "by the server after {n} output tokens, below the {sent} pai allowed (the server's own limit)"
+        ),
+        None => format!("at the output limit of {sent} tokens"),
+    }
+}
+
+/// A filter's stop in words: who stopped what, and why, in the provider's terms.
+fn blocked_text(provider: ProviderKind, reason: &str, detail: &str, request: bool) -> String {
+    let why = match reason {
+        "SAFETY" | "IMAGE_SAFETY" => "its safety filter flagged it",
+        "RECITATION" => "it was reproducing existing published text word for word",
+        "PROHIBITED_CONTENT" => "its usage policy prohibits the content",
+        "BLOCKLIST" => "it contained terms on the account's block list",
+        "SPII" => "it contained sensitive personal information",
+        "LANGUAGE" => "it is in a language the model does not support",
+        "content_filter" => "its content filter flagged it",
+        _ => "a filter flagged it",
+    };
+    let what = if request {
+        "refused the request"
+    } else {
+        "stopped the reply"
+    };
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    };
+    format!("{provider} {what} because {why} ({reason}{detail})")
+}
+
+/// Why a model stopped, in words, for the finish reasons that are neither a filter nor the
+/// output limit.
+fn stop_cause(reason: &str) -> &'static str {
+    match reason {
+        "OTHER" => "for a reason it did not name",
+        "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS" => {
+            "because the model's tool call was unusable"
+        }
+        "NO_IMAGE" | "IMAGE_OTHER" => "because the model could not produce the content",
+        _ => "early",
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::caps::{Learned, temperature_json};
 use super::error::LlmError;
-use super::outcome::{Outcome, Parsed, Stop, conclude, count};
+use super::outcome::{Block, Outcome, Parsed, Stop, conclude, count};
 use super::transport::{TextSink, Transport};
 use super::{
     LlmReply, LlmRequest, OnText, Provider, ProviderConfig, ProviderKind, Role, Usage, UsageTotals,
@@ -159,7 +159,16 @@ impl Gemini {
         }
         acc.chunks += 1;
         if let Some(reason) = v["promptFeedback"]["blockReason"].as_str() {
-            acc.block = Some(reason.to_string());
+            let feedback = &v["promptFeedback"];
+            let detail = feedback["blockReasonMessage"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| flagged_categories(&feedback["safetyRatings"]));
+            acc.block = Some(Block {
+                reason: reason.to_string(),
+                detail,
+                request: true,
+            });
         }
         if let Some(meta) = v.get("usageMetadata") {
             let cached = count(&meta["cachedContentTokenCount"]);
@@ -187,6 +196,11 @@ impl Gemini {
             }
             if let Some(reason) = candidate["finishReason"].as_str() {
                 acc.finish = Some(reason.to_string());
+                acc.finish_detail = if reason == "RECITATION" {
+                    cited_sources(&candidate["citationMetadata"])
+                } else {
+                    flagged_categories(&candidate["safetyRatings"])
+                };
             }
         }
         Ok(())
@@ -200,8 +214,59 @@ struct Acc {
     text: String,
     saw_candidate: bool,
     finish: Option<String>,
-    block: Option<String>,
+    /// What the candidate named with its finish reason (flagged categories, cited sources).
+    finish_detail: String,
+    block: Option<Block>,
     usage: Usage,
+}
+
+/// The safety categories a response flagged, in words: those marked `blocked`, else those
+/// rated MEDIUM or HIGH ("dangerous content (HIGH)").
+fn flagged_categories(ratings: &Value) -> String {
+    let ratings = ratings.as_array().map(Vec::as_slice).unwrap_or_default();
+    let blocked: Vec<&Value> = ratings
+        .iter()
+        .filter(|r| r["blocked"].as_bool() == Some(true))
+        .collect();
+    let shown: Vec<&Value> = if blocked.is_empty() {
+        ratings
+            .iter()
+            .filter(|r| matches!(r["probability"].as_str(), Some("MEDIUM" | "HIGH")))
+            .collect()
+    } else {
+        blocked
+    };
+    shown
+        .iter()
+        .map(|r| {
+            let category = r["category"].as_str().unwrap_or("unnamed category");
+            let words = category
+                .trim_start_matches("HARM_CATEGORY_")
+                .replace('_', " ")
+                .to_lowercase();
+            match r["probability"].as_str() {
+                Some(p) => format!("{words} ({p})"),
+                None => words,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The sources a recitation matched ("matches https://github.com/x/y").
+fn cited_sources(citations: &Value) -> String {
+    let uris: Vec<&str> = citations["citationSources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["uri"].as_str())
+        .take(3)
+        .collect();
+    if uris.is_empty() {
+        String::new()
+    } else {
+        format!("matches {}", uris.join(", "))
+    }
 }
 
 impl Acc {
@@ -222,7 +287,11 @@ impl Acc {
                 Some(
                     r @ ("SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
                     | "IMAGE_SAFETY" | "LANGUAGE"),
-                ) => Stop::Blocked(r.to_string()),
+                ) => Stop::Blocked(Block {
+                    reason: r.to_string(),
+                    detail: self.finish_detail.clone(),
+                    request: false,
+                }),
                 // OTHER, MALFORMED_FUNCTION_CALL and reasons added later: name the reason
                 // rather than calling the reply empty.
                 Some(r)
@@ -388,11 +457,15 @@ mod tests {
         );
         assert_eq!(
             outcome(json!({"candidates": [{"finishReason": "SAFETY"}]})),
-            Stop::Blocked("SAFETY".into())
+            Stop::Blocked(Block::reply("SAFETY"))
         );
         assert_eq!(
             outcome(json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}})),
-            Stop::Blocked("PROHIBITED_CONTENT".into())
+            Stop::Blocked(Block {
+                reason: "PROHIBITED_CONTENT".into(),
+                detail: String::new(),
+                request: true
+            })
         );
         assert_eq!(outcome(json!({"candidates": []})), Stop::Empty);
     }

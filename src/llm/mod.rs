@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-pub use caps::{ModelCaps, model_caps};
+pub use caps::{ModelCaps, Reasoning, Structured, model_caps};
 pub use error::{LlmError, LlmErrorKind, TimeoutStage};
 pub use json::extract_json;
 

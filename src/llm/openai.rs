@@ -1,13 +1,13 @@
 //! OpenAI chat completions, and every server that imitates it (Ollama, llama.cpp, vLLM).
 //!
-//! Structured output starts with `response_format: {type: "json_schema", strict: false}`
-//! (non-strict, so the caller's schema is sent as is: strict mode would force every property to
-//! be required and `additionalProperties: false` everywhere). When a server rejects a parameter
-//! with a 400/422 naming it, the request is relaxed one step and sent again, and the working
-//! settings are remembered for later calls: `json_schema` -> `json_object` -> no
-//! `response_format` (in both of the latter the schema is described at the end of the system
-//! prompt); `stream_options` dropped; `max_tokens` <-> `max_completion_tokens`; `temperature`
-//! dropped.
+//! Structured output starts where the capability table says: `response_format: {type:
+//! "json_schema", strict: true}` with the schema made strict-compatible (`schema::strict`:
+//! closed objects, every property required, optional ones nullable), or JSON mode for models
+//! that only offer it. When a server rejects a parameter with a 400/422 naming it, the request
+//! is relaxed one step and sent again, and the working settings are remembered for later
+//! calls: `json_schema` -> `json_object` -> no `response_format` (in both of the latter the
+//! schema is described at the end of the system prompt); `stream_options` dropped;
+//! `max_tokens` <-> `max_completion_tokens`; `temperature` dropped.
 
 use std::sync::Mutex;
 
@@ -16,9 +16,9 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use super::caps::{Learned, temperature_json};
+use super::caps::{Learned, Structured, temperature_json};
 use super::error::LlmError;
-use super::outcome::{Outcome, Parsed, Stop, conclude, count};
+use super::outcome::{Block, Outcome, Parsed, Stop, conclude, count};
 use super::transport::{TextSink, Transport};
 use super::{
     LlmReply, LlmRequest, OnText, Provider, ProviderConfig, ProviderKind, Role, Usage, UsageTotals,
@@ -51,9 +51,14 @@ pub(crate) struct Compat {
 }
 
 impl Compat {
-    fn initial(base: &str) -> Self {
+    /// Where a model starts: the table's structured-output mode (a model known to offer only
+    /// JSON mode is not sent a schema it would reject).
+    fn initial(base: &str, structured: Structured) -> Self {
         Self {
-            format: FormatMode::JsonSchema,
+            format: match structured {
+                Structured::Schema => FormatMode::JsonSchema,
+                Structured::JsonMode => FormatMode::JsonObject,
+            },
             stream_options: true,
             // OpenAI itself deprecated `max_tokens` (reasoning models reject it); compatible
             // servers mostly only know `max_tokens`.
@@ -103,11 +108,12 @@ pub(crate) struct OpenAi {
 
 impl OpenAi {
     pub(crate) fn new(t: Transport, cfg: &ProviderConfig) -> Self {
-        let compat = Compat::initial(&t.base);
+        let learned = Learned::new(ProviderKind::OpenAi, &cfg.model);
+        let compat = Compat::initial(&t.base, learned.caps().structured);
         Self {
             t,
             compat: Mutex::new(compat),
-            learned: Learned::new(ProviderKind::OpenAi, &cfg.model),
+            learned,
         }
     }
 
@@ -116,7 +122,7 @@ impl OpenAi {
         self.compat
             .lock()
             .map(|c| *c)
-            .unwrap_or_else(|_| Compat::initial(&self.t.base))
+            .unwrap_or_else(|_| Compat::initial(&self.t.base, self.learned.caps().structured))
     }
 
     fn headers(&self) -> Result<HeaderMap, LlmError> {
@@ -256,6 +262,7 @@ impl OpenAi {
                 acc.refusal.push_str(refusal);
             }
             acc.finish = choice["finish_reason"].as_str().map(str::to_string);
+            acc.filtered = filtered_categories(&choice["content_filter_results"]);
         }
         Ok(())
     }
@@ -274,6 +281,7 @@ impl OpenAi {
             }
             if let Some(reason) = choice["finish_reason"].as_str() {
                 acc.finish = Some(reason.to_string());
+                acc.filtered = filtered_categories(&choice["content_filter_results"]);
             }
         }
         Ok(())
@@ -292,6 +300,22 @@ fn content_text(content: &Value) -> String {
     }
 }
 
+/// The categories a content filter stopped, as Azure OpenAI reports them beside the choice
+/// (`content_filter_results: {hate: {filtered: true, severity: "high"}}`).
+fn filtered_categories(results: &Value) -> String {
+    results
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, r)| r["filtered"].as_bool() == Some(true))
+        .map(|(name, r)| match r["severity"].as_str() {
+            Some(sev) => format!("{} ({sev})", name.replace('_', " ")),
+            None => name.replace('_', " "),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What one chat completion (or its chunks) said so far.
 #[derive(Default)]
 struct Acc {
@@ -299,6 +323,8 @@ struct Acc {
     refusal: String,
     saw_choice: bool,
     finish: Option<String>,
+    /// The categories a content filter named with the finish reason.
+    filtered: String,
     done: bool,
     usage: Usage,
 }
@@ -316,7 +342,9 @@ impl Acc {
             self.usage = Usage {
                 input,
                 output: completion.max(from_total),
-                cached: count(&usage["prompt_tokens_details"]["cached_tokens"]),
+                // DeepSeek reports its cache hits under a name of its own.
+                cached: count(&usage["prompt_tokens_details"]["cached_tokens"])
+                    .max(count(&usage["prompt_cache_hit_tokens"])),
                 reasoning,
             };
         }
@@ -330,7 +358,11 @@ impl Acc {
         } else {
             match self.finish.as_deref() {
                 Some("length") => Stop::Truncated,
-                Some("content_filter") => Stop::Blocked("content_filter".to_string()),
+                Some("content_filter") => Stop::Blocked(Block {
+                    reason: "content_filter".to_string(),
+                    detail: self.filtered,
+                    request: false,
+                }),
                 _ => Stop::Complete,
             }
         };
@@ -497,7 +529,7 @@ mod tests {
 
     #[test]
     fn relaxation_steps_terminate() {
-        let mut c = Compat::initial("http://localhost/v1");
+        let mut c = Compat::initial("http://localhost/v1", Structured::Schema);
         let steps = [
             (
                 "Invalid parameter: 'response_format' of type 'json_schema' is not supported",
@@ -568,7 +600,7 @@ mod tests {
             stop(
                 json!({"choices": [{"message": {"content": ""}, "finish_reason": "content_filter"}]})
             ),
-            Stop::Blocked("content_filter".into())
+            Stop::Blocked(Block::reply("content_filter"))
         );
         assert_eq!(stop(json!({"choices": []})), Stop::Empty);
     }

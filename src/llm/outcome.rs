@@ -18,12 +18,34 @@ pub(crate) enum Stop {
     Truncated,
     /// It declined, with its explanation.
     Refused(String),
-    /// A filter blocked the prompt or the reply, with the provider's reason.
-    Blocked(String),
+    /// A filter blocked the prompt or the reply.
+    Blocked(Block),
     /// There was no candidate / choice at all.
     Empty,
     /// The model stopped for another reason, with no usable text (the provider's reason).
     Stopped(String),
+}
+
+/// A filter's stop, as the provider described it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Block {
+    /// The block or finish reason as the provider spelled it.
+    pub reason: String,
+    /// What it named: filtered categories, the source a recitation matched.
+    pub detail: String,
+    /// The request was refused, not the reply.
+    pub request: bool,
+}
+
+#[cfg(test)]
+impl Block {
+    /// A stop of the reply for `reason`, with nothing more said.
+    pub(crate) fn reply(reason: &str) -> Self {
+        Self {
+            reason: reason.to_string(),
+            ..Self::default()
+        }
+    }
 }
 
 /// The raw result of one successful HTTP exchange.
@@ -57,13 +79,27 @@ pub(crate) fn conclude(
     match o.stop {
         Stop::Complete => {}
         Stop::Truncated => {
+            // Providers bill the whole limit when they stop at it; a reply cut off well short
+            // of the limit sent was stopped by a limit of the server's own.
+            let produced = o.usage.output;
+            let server_limit = (produced > 0
+                && produced.saturating_mul(100) < u64::from(max_output_tokens) * 95)
+                .then_some(produced);
             return Err(LlmError::Truncated {
                 provider,
                 max_output_tokens,
+                server_limit,
             });
         }
         Stop::Refused(message) => return Err(LlmError::Refusal { provider, message }),
-        Stop::Blocked(reason) => return Err(LlmError::Blocked { provider, reason }),
+        Stop::Blocked(b) => {
+            return Err(LlmError::Blocked {
+                provider,
+                reason: b.reason,
+                detail: b.detail,
+                request: b.request,
+            });
+        }
         Stop::Empty => return Err(LlmError::EmptyReply { provider }),
         Stop::Stopped(reason) => return Err(LlmError::Stopped { provider, reason }),
     }

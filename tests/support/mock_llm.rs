@@ -800,6 +800,9 @@ struct Parsed {
     include_usage: bool,
     /// Anthropic: the forced tool's name.
     tool_name: String,
+    /// The output token limit the request set (0 if none): a truncated reply bills all of it,
+    /// as the providers do.
+    output_limit: u64,
 }
 
 async fn handle(
@@ -1022,6 +1025,7 @@ fn parse_generation(method: &Method, path: &str, body: &Value) -> Option<Parsed>
             schema_chars,
             include_usage: false,
             tool_name: String::new(),
+            output_limit: config["maxOutputTokens"].as_u64().unwrap_or(0),
         });
     }
     if path.ends_with("/chat/completions") {
@@ -1049,6 +1053,10 @@ fn parse_generation(method: &Method, path: &str, body: &Value) -> Option<Parsed>
             schema_chars,
             include_usage: body["stream_options"]["include_usage"].as_bool() == Some(true),
             tool_name: String::new(),
+            output_limit: body["max_completion_tokens"]
+                .as_u64()
+                .or_else(|| body["max_tokens"].as_u64())
+                .unwrap_or(0),
         });
     }
     if path == "/v1/messages" {
@@ -1083,6 +1091,7 @@ fn parse_generation(method: &Method, path: &str, body: &Value) -> Option<Parsed>
             schema_chars,
             include_usage: false,
             tool_name,
+            output_limit: body["max_tokens"].as_u64().unwrap_or(0),
         });
     }
     None
@@ -1430,7 +1439,12 @@ fn estimate(shared: &Arc<Shared>, p: &Parsed, content: &Content) -> Bill {
     let seen = !p.system.is_empty() && st.systems_seen.contains(&p.system);
     Bill {
         input: tokens(chars),
-        output: tokens(content.output_chars()),
+        output: match content {
+            Content::Text {
+                truncated: true, ..
+            } => p.output_limit.max(tokens(content.output_chars())),
+            _ => tokens(content.output_chars()),
+        },
         cached: if seen { system_tokens } else { 0 },
         cache_write: if !seen && !p.system.is_empty() {
             system_tokens
