@@ -287,7 +287,16 @@ async fn structured_reply_for_every_provider_streaming_and_not() {
 #[tokio::test]
 async fn prompt_cache_and_byte_stable_system_prompt() {
     for kind in ALL {
-        let mock = MockLlm::start(Script::new().fallback(Reply::chat("hello")));
+        // The providers keep nothing under their minimum (1,024 tokens and up): this short
+        // prompt is never a cache hit, and nothing is reported as cached.
+        let real = MockLlm::start(Script::new().fallback(Reply::chat("hello")));
+        let p = provider(&real, kind);
+        for _ in 0..2 {
+            let reply = call(p.as_ref(), &request(false)).await.0.unwrap();
+            assert_eq!(reply.usage.cached, 0, "{kind}: under the minimum");
+        }
+        // With the minimum lifted, the repeated prefix is reported as a hit.
+        let mock = MockLlm::start(Script::new().cache_min(0).fallback(Reply::chat("hello")));
         let p = provider(&mock, kind);
         let first = call(p.as_ref(), &request(false)).await.0.unwrap();
         let mut second_req = request(true);

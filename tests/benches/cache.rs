@@ -1,28 +1,44 @@
-//! Is a cacheable prompt prefix worth it? Providers cache a prompt's prefix only from a minimum
-//! length (1,024 tokens at the least: OpenAI, Gemini 2.5 Flash, Claude Sonnet; 2,048-4,096 for
-//! others), and pai's byte-stable prefix (system prompt and schema) is shorter. This section
-//! measures, through the real binary against the mock, the prefix and the input of both calls
-//! of a two-phase turn (run, then fix), and computes what padding the prefix to 1,024 tokens
-//! would cost and save: every call would carry the padding; every call after the first within
-//! the provider's cache lifetime would be billed the cached 1,024 tokens at a quarter of the
-//! price (OpenAI's and Gemini's discount; Anthropic's is larger, with a surcharge on the write).
+//! Is a cacheable prompt prefix worth it? The providers cache a prompt's prefix only from a
+//! minimum length (1,024 tokens at the least: OpenAI, Gemini 2.5 Flash, Claude Sonnet;
+//! 2,048-4,096 for others). OpenAI and Gemini do it implicitly, for the longest prefix a prompt
+//! shares with a recent one; Anthropic only up to a `cache_control` breakpoint (pai marks the
+//! system prompt), writing it at 1.25x the input price and reading it at 0.1x.
+//!
+//! This section runs a two-phase turn (run, then fix) and then another request (`pai run`
+//! again, as a user or a script does a minute later) through the real binary against the mock,
+//! whose prompt cache follows those rules, in every wire format, twice: in the task's small
+//! project and in the same project with an `AGENTS.md` and a package of 60 modules (the
+//! moderate context a real project sends). It reports the calls' input and the part served
+//! from the cache, and what the two alternatives would change: padding the byte-stable prefix
+//! (schema and system prompt) to the minimum, and a second Anthropic breakpoint after the
+//! first message.
 
 use std::fs;
 
 use pai::llm::ProviderKind;
 
 use crate::common::Row;
-use crate::support::mock_llm::{MockLlm, Script};
+use crate::support::mock_llm::{MockLlm, RecordedRequest, Script};
 use crate::support::project::Project;
 
 const AREA: &str = "prompt cache";
 /// The smallest prefix any provider caches.
 const MINIMUM: u64 = 1_024;
-/// Cached input tokens cost this share of the normal price (OpenAI, Gemini).
-const CACHED_PRICE: f64 = 0.25;
+/// Cached input tokens cost this share of the normal price (OpenAI's and Gemini's discount,
+/// 0.25-0.5 by model; the smaller saving is the honest one to count).
+const CACHED_PRICE: f64 = 0.5;
+/// Anthropic's price of a cache write and of a read, as shares of the input price.
+const ANTHROPIC_WRITE: f64 = 1.25;
+const ANTHROPIC_READ: f64 = 0.1;
 
-/// The rows.
-pub fn rows() -> Vec<Row> {
+/// Tokens as the mock estimates them (a quarter of the characters, rounded up).
+fn tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
+/// The two-phase task, then another request a minute later (a `pai run` of its own), in a
+/// fresh project (with `moderate` extra context) against `kind`: the three calls.
+fn two_phase_then_another(kind: ProviderKind, moderate: bool) -> Vec<RecordedRequest> {
     let task: serde_json::Value = serde_json::from_str(
         &fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,57 +47,145 @@ pub fn rows() -> Vec<Row> {
         .unwrap(),
     )
     .unwrap();
-    let mock = MockLlm::start(Script::from_json(&task["script"].to_string()).unwrap());
+    let mut script = task["script"].clone();
+    script["replies"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"plan": {
+        "intent": "chat", "reply": "main() prints how many names there are.",
+        "steps": [], "observe": false, "next_steps": []}}));
+    let mock = MockLlm::start(Script::from_json(&script.to_string()).unwrap());
     let p = Project::repo(None);
     for (path, content) in task["files"].as_object().unwrap() {
         fs::write(p.root.join(path), content.as_str().unwrap()).unwrap();
     }
+    if moderate {
+        let mut agents = String::from("# Conventions for this project\n\n");
+        for i in 0..40 {
+            agents.push_str(&format!(
+                "- Rule {i}: keep functions short, name them after what they return, and cover \
+                 each public function with a test in tests/.\n"
+            ));
+        }
+        fs::write(p.root.join("AGENTS.md"), agents).unwrap();
+        fs::create_dir_all(p.root.join("inventory")).unwrap();
+        for i in 0..60 {
+            fs::write(
+                p.root.join(format!("inventory/module_{i:02}.py")),
+                format!("def item_{i}():\n    return {i}\n"),
+            )
+            .unwrap();
+        }
+    }
     let run = p.run(
         &mock,
-        ProviderKind::Gemini,
+        kind,
         task["request"].as_str().unwrap(),
         &["--yes", "--allow-run"],
     );
     assert_eq!(run.status(), "success", "{}", run.text());
+    let next = p.run(&mock, kind, "what does main.py print?", &[]);
+    assert_eq!(next.status(), "answered", "{}", next.text());
     let calls = mock.generation_requests();
-    assert_eq!(calls.len(), 2);
-    let prefix = (calls[0].system.len()
-        + calls[0].schema.as_ref().map_or(0, |s| s.to_string().len())) as u64
-        / 4;
-    let (c1, c2) = (calls[0].input_tokens, calls[1].input_tokens);
-    let pad = MINIMUM.saturating_sub(prefix);
-    let later_call_padded = (c2 + pad) as f64 - (1.0 - CACHED_PRICE) * MINIMUM as f64;
-    let saved_per_later_call = c2 as f64 - later_call_padded;
-    vec![
+    assert_eq!(calls.len(), 3);
+    calls
+}
+
+/// The rows.
+pub fn rows() -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut prefix = 0;
+    let mut first_message = 0;
+    let mut second_inputs = Vec::new();
+    for moderate in [false, true] {
+        let project = if moderate {
+            "project with AGENTS.md and 60 modules"
+        } else {
+            "small project"
+        };
+        for kind in ProviderKind::ALL {
+            let calls = two_phase_then_another(kind, moderate);
+            let (c1, c2, next) = (&calls[0], &calls[1], &calls[2]);
+            if kind == ProviderKind::Anthropic {
+                let schema = c1.schema.as_ref().map_or(0, |s| s.to_string().len());
+                prefix = tokens(c1.system.len() + schema);
+                first_message = tokens(c1.messages.first().map_or(0, |(_, t)| t.len()));
+            }
+            if moderate {
+                second_inputs.push((kind, c2.input_tokens));
+            }
+            rows.push(
+                Row::new(
+                    AREA,
+                    format!("{project}, {kind}: 2-phase turn, input of call 1 / call 2"),
+                    format!("{} / {}", c1.input_tokens, c2.input_tokens),
+                )
+                .note(format!(
+                    "from the cache: call 2 {}, the next request's call 1 {} of {}{}",
+                    c2.cached_tokens,
+                    next.cached_tokens,
+                    next.input_tokens,
+                    match (kind, c2.cached_tokens) {
+                        (ProviderKind::Anthropic, 0) => {
+                            " (only the marked prefix is cacheable, and it is under the minimum)"
+                        }
+                        (_, 0) => " (the shared prefix is under the minimum)",
+                        _ => " (the shared prefix, cached implicitly)",
+                    }
+                )),
+            );
+        }
+    }
+    rows.push(
         Row::new(
             AREA,
-            "byte-stable prefix (system prompt + schema), estimated tokens",
+            "byte-stable prefix (schema + system prompt), estimated tokens",
             format!("{prefix}"),
         )
         .note(format!(
             "smallest provider minimum {MINIMUM}: {}",
             if prefix < MINIMUM {
-                "below it, never cached"
+                "below it: cached only together with a long enough first message (OpenAI, Gemini), never by Anthropic"
             } else {
-                "cacheable"
+                "cacheable on its own"
             }
         )),
+    );
+    // Padding the prefix to the minimum: every call carries the padding; every later call
+    // within the cache lifetime (minutes) reads the minimum at the cached price.
+    let pad = MINIMUM.saturating_sub(prefix);
+    let saved = (1.0 - CACHED_PRICE) * MINIMUM as f64 - pad as f64;
+    rows.push(
         Row::new(
             AREA,
-            "2-phase turn (run, then fix): input of call 1 / call 2",
-            format!("{c1} / {c2}"),
+            "padding the prefix to the minimum: cost on each call / saving on each later call",
+            format!("+{pad} / -{saved:.0} tokens"),
+        )
+        .note(
+            "gains only where the context is small: OpenAI and Gemini already serve the moderate \
+             project's later calls from the cache and would pay the padding on every call; \
+             decision: not padded (README, Prompt caching)",
+        ),
+    );
+    // A second Anthropic breakpoint after the first message: every turn writes it, only a
+    // multi-phase turn reads it back.
+    let marked = prefix + first_message;
+    let surcharge = (ANTHROPIC_WRITE - 1.0) * marked as f64;
+    let saving = (1.0 - ANTHROPIC_READ) * marked as f64;
+    let anthropic_second = second_inputs
+        .iter()
+        .find(|(k, _)| *k == ProviderKind::Anthropic)
+        .map_or(0, |(_, n)| *n);
+    rows.push(
+        Row::new(
+            AREA,
+            "Anthropic breakpoint after the first message (moderate project): cost on every turn / saving per later phase",
+            format!("+{surcharge:.0} / -{saving:.0} tokens"),
         )
         .note(format!(
-            "padded to {MINIMUM}: {} / {} (call 2 billed like {:.0} with the prefix cached)",
-            c1 + pad,
-            c2 + pad,
-            later_call_padded
+            "of a {anthropic_second}-token call 2; pays only when more than {:.0}% of turns take a second phase (the evaluation: 3 of 28); decision: not marked",
+            100.0 * (ANTHROPIC_WRITE - 1.0) / (1.0 - ANTHROPIC_READ)
         )),
-        Row::new(
-            AREA,
-            "padding: cost on a session's first call / saving on each later call",
-            format!("+{pad} / -{saved_per_later_call:.0} tokens"),
-        )
-        .note("decision: not padded (see README, Prompt caching)"),
-    ]
+    );
+    rows
 }

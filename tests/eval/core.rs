@@ -94,8 +94,12 @@ pub struct Outcome {
     pub calls: u64,
     /// Input tokens.
     pub input: u64,
-    /// Output tokens.
+    /// Output tokens (reasoning included).
     pub output: u64,
+    /// Input tokens the provider served from its prompt cache.
+    pub cached: u64,
+    /// Output tokens spent on reasoning.
+    pub reasoning: u64,
     /// Wall time of `pai run`.
     pub seconds: f64,
 }
@@ -186,6 +190,8 @@ pub fn run(task: &Task, target: &Target) -> Outcome {
         calls: count("calls"),
         input: count("input_tokens"),
         output: count("output_tokens"),
+        cached: count("cached_tokens"),
+        reasoning: count("reasoning_tokens"),
         seconds,
     }
 }
@@ -313,7 +319,7 @@ fn check(c: &Value, root: &Path, base: &str, finished: &Value, shown: &str) -> R
 /// The results as a Markdown table with a totals row.
 pub fn table(title: &str, rows: &[Outcome]) -> String {
     let mut out = format!(
-        "{title}\n\n| task | kind | result | calls | input tokens | output tokens | seconds |\n|---|---|---|---:|---:|---:|---:|\n"
+        "{title}\n\n| task | kind | result | calls | input tokens | cached | output tokens | reasoning | seconds |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n"
     );
     for r in rows {
         let result = match &r.failure {
@@ -321,18 +327,21 @@ pub fn table(title: &str, rows: &[Outcome]) -> String {
             Some(f) => format!("FAIL: {}", f.replace('|', "/")),
         };
         out.push_str(&format!(
-            "| {} | {} | {result} | {} | {} | {} | {:.2} |\n",
-            r.name, r.kind, r.calls, r.input, r.output, r.seconds
+            "| {} | {} | {result} | {} | {} | {} | {} | {} | {:.2} |\n",
+            r.name, r.kind, r.calls, r.input, r.cached, r.output, r.reasoning, r.seconds
         ));
     }
     let passed = rows.iter().filter(|r| r.ok).count();
+    let sum = |f: fn(&Outcome) -> u64| rows.iter().map(f).sum::<u64>();
     out.push_str(&format!(
-        "| **total** | {} tasks | **{passed} passed, {} failed** | {} | {} | {} | {:.2} |\n",
+        "| **total** | {} tasks | **{passed} passed, {} failed** | {} | {} | {} | {} | {} | {:.2} |\n",
         rows.len(),
         rows.len() - passed,
-        rows.iter().map(|r| r.calls).sum::<u64>(),
-        rows.iter().map(|r| r.input).sum::<u64>(),
-        rows.iter().map(|r| r.output).sum::<u64>(),
+        sum(|r| r.calls),
+        sum(|r| r.input),
+        sum(|r| r.cached),
+        sum(|r| r.output),
+        sum(|r| r.reasoning),
         rows.iter().map(|r| r.seconds).sum::<f64>()
     ));
     out

@@ -77,6 +77,10 @@ pub struct Script {
     /// Characters of reply text per streamed event (default 24).
     #[serde(default)]
     pub chunk_chars: Option<usize>,
+    /// Fewest prompt tokens the simulated prompt cache keeps (default 1,024, the smallest of the
+    /// providers' documented minimums).
+    #[serde(default)]
+    pub cache_min: Option<u64>,
 }
 
 /// "Answer `reply` when the request text contains `contains`."
@@ -343,6 +347,12 @@ impl Script {
     /// Sets the reply used once `replies` is exhausted.
     pub fn fallback(mut self, reply: Reply) -> Self {
         self.fallback = Some(reply);
+        self
+    }
+
+    /// Lets the simulated prompt cache keep prompts from `tokens` tokens on.
+    pub fn cache_min(mut self, tokens: u64) -> Self {
+        self.cache_min = Some(tokens);
         self
     }
 
@@ -689,7 +699,8 @@ struct Inner {
     input_tokens: u64,
     output_tokens: u64,
     cached_tokens: u64,
-    systems_seen: HashSet<String>,
+    /// Prompt prefixes the simulated cache holds (see [`cache_key`]).
+    cache: HashSet<String>,
     aborted: u64,
 }
 
@@ -705,7 +716,7 @@ impl Inner {
             input_tokens: 0,
             output_tokens: 0,
             cached_tokens: 0,
-            systems_seen: HashSet::new(),
+            cache: HashSet::new(),
             aborted: 0,
         }
     }
@@ -803,6 +814,8 @@ struct Parsed {
     /// The output token limit the request set (0 if none): a truncated reply bills all of it,
     /// as the providers do.
     output_limit: u64,
+    /// Anthropic: the system prompt carries a `cache_control` breakpoint.
+    cache_marked: bool,
 }
 
 async fn handle(
@@ -1026,6 +1039,7 @@ fn parse_generation(method: &Method, path: &str, body: &Value) -> Option<Parsed>
             include_usage: false,
             tool_name: String::new(),
             output_limit: config["maxOutputTokens"].as_u64().unwrap_or(0),
+            cache_marked: false,
         });
     }
     if path.ends_with("/chat/completions") {
@@ -1057,6 +1071,7 @@ fn parse_generation(method: &Method, path: &str, body: &Value) -> Option<Parsed>
                 .as_u64()
                 .or_else(|| body["max_tokens"].as_u64())
                 .unwrap_or(0),
+            cache_marked: false,
         });
     }
     if path == "/v1/messages" {
@@ -1092,6 +1107,9 @@ fn parse_generation(method: &Method, path: &str, body: &Value) -> Option<Parsed>
             include_usage: false,
             tool_name,
             output_limit: body["max_tokens"].as_u64().unwrap_or(0),
+            cache_marked: body["system"]
+                .as_array()
+                .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some())),
         });
     }
     None
@@ -1366,7 +1384,7 @@ async fn respond(
             let guard = DripGuard {
                 shared: Arc::clone(shared),
                 index,
-                bill: Some((bill, p.system.clone())),
+                bill: Some((bill, cache_key(p))),
                 completed: false,
             };
             let interval = Duration::from_millis(interval_ms);
@@ -1401,7 +1419,7 @@ async fn respond(
                 return error_response(p.provider, 500, "mock: unsupported reply", None);
             };
             let bill = estimate(shared, p, &content);
-            charge(shared, index, bill, &p.system);
+            charge(shared, index, bill, &cache_key(p));
             let ctx = Ctx {
                 p,
                 id: index,
@@ -1425,8 +1443,36 @@ async fn respond(
     }
 }
 
-/// Computes the bill for `content`: the estimate, and the simulated prompt cache (a system
-/// prompt billed before is a cache hit; the first sighting is a cache write).
+/// The prompt as the providers' caches see it, in their order: the schema or tool definition,
+/// the system prompt, the conversation. For Anthropic only the part up to the last
+/// `cache_control` breakpoint is cached (pai marks the system prompt); OpenAI and Gemini cache
+/// implicitly, by the longest prefix shared with an earlier request.
+fn cache_key(p: &Parsed) -> String {
+    let schema = p.schema.as_ref().map(Value::to_string).unwrap_or_default();
+    let mut key = format!("{schema}\u{0}{}", p.system);
+    match p.provider {
+        ProviderKind::Anthropic if !p.cache_marked => String::new(),
+        ProviderKind::Anthropic => key,
+        _ => {
+            for (_, text) in &p.messages {
+                key.push('\u{0}');
+                key.push_str(text);
+            }
+            key
+        }
+    }
+}
+
+/// Characters `a` and `b` share from their start.
+fn shared_prefix(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
+/// Computes the bill for `content`: the estimate, and the simulated prompt cache as the
+/// providers run theirs. Nothing under the cache minimum is kept. OpenAI and Gemini report the
+/// longest prefix this prompt shares with an earlier one (OpenAI in steps of 128 tokens);
+/// Anthropic reports the marked prefix as read when an earlier request wrote it, as written
+/// otherwise.
 fn estimate(shared: &Arc<Shared>, p: &Parsed, content: &Content) -> Bill {
     let chars = p.system.chars().count()
         + p.messages
@@ -1435,8 +1481,35 @@ fn estimate(shared: &Arc<Shared>, p: &Parsed, content: &Content) -> Bill {
             .sum::<usize>()
         + p.schema_chars;
     let st = shared.lock();
-    let system_tokens = tokens(p.system.chars().count());
-    let seen = !p.system.is_empty() && st.systems_seen.contains(&p.system);
+    let min = st.script.cache_min.unwrap_or(1_024);
+    let key = cache_key(p);
+    let (cached, cache_write) = match p.provider {
+        ProviderKind::Anthropic => {
+            let prefix = tokens(key.chars().count());
+            if key.is_empty() || prefix < min.max(1) {
+                (0, 0)
+            } else if st.cache.contains(&key) {
+                (prefix, 0)
+            } else {
+                (0, prefix)
+            }
+        }
+        kind => {
+            let common = st
+                .cache
+                .iter()
+                .map(|earlier| shared_prefix(earlier, &key))
+                .max()
+                .unwrap_or(0) as u64
+                / 4;
+            let common = if kind == ProviderKind::OpenAi && min >= 128 {
+                common / 128 * 128
+            } else {
+                common
+            };
+            (if common >= min.max(1) { common } else { 0 }, 0)
+        }
+    };
     Bill {
         input: tokens(chars),
         output: match content {
@@ -1445,20 +1518,17 @@ fn estimate(shared: &Arc<Shared>, p: &Parsed, content: &Content) -> Bill {
             } => p.output_limit.max(tokens(content.output_chars())),
             _ => tokens(content.output_chars()),
         },
-        cached: if seen { system_tokens } else { 0 },
-        cache_write: if !seen && !p.system.is_empty() {
-            system_tokens
-        } else {
-            0
-        },
+        cached: cached.min(tokens(chars)),
+        cache_write,
     }
 }
 
-/// Books `bill` for request `index`: counters, recording, and the prompt cache.
-fn charge(shared: &Arc<Shared>, index: usize, bill: Bill, system: &str) {
+/// Books `bill` for request `index`: counters, recording, and the prompt cache (`key`, from
+/// [`cache_key`]).
+fn charge(shared: &Arc<Shared>, index: usize, bill: Bill, key: &str) {
     let mut st = shared.lock();
-    if !system.is_empty() {
-        st.systems_seen.insert(system.to_string());
+    if !key.is_empty() {
+        st.cache.insert(key.to_string());
     }
     st.bill(index, bill);
 }
