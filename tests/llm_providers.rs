@@ -1208,3 +1208,166 @@ async fn replays_of_the_providers_real_response_shapes() {
         }
     }
 }
+
+/// Whether `text` shows `hint`, however a panel wrapped it.
+fn shows(text: &str, hint: &str) -> bool {
+    let squash = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !c.is_whitespace() && *c != '|')
+            .collect()
+    };
+    squash(text).contains(&squash(hint))
+}
+
+/// `pai auto` fed `lines` on a pipe: its exit code and everything it printed.
+fn interactive(
+    p: &support::project::Project,
+    mock: &MockLlm,
+    kind: ProviderKind,
+    extra: &[&str],
+    lines: &str,
+) -> (Option<i32>, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = p.pai();
+    cmd.env(kind.key_env_var(), support::project::TEST_KEY)
+        .args([
+            "auto",
+            "--provider",
+            kind.name(),
+            "--base-url",
+            &mock.base_url(kind),
+        ])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+/// The provider's own 404 for a model it does not have, in the shape of its API reference.
+fn model_not_found(kind: ProviderKind, model: &str) -> Reply {
+    let body = match kind {
+        ProviderKind::Gemini => json!({"error": {
+            "code": 404,
+            "message": format!("models/{model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods."),
+            "status": "NOT_FOUND"}}),
+        ProviderKind::OpenAi => json!({"error": {
+            "message": format!("The model `{model}` does not exist or you do not have access to it."),
+            "type": "invalid_request_error", "param": null, "code": "model_not_found"}}),
+        ProviderKind::Anthropic => json!({"type": "error",
+            "error": {"type": "not_found_error", "message": format!("model: {model}")},
+            "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}),
+    };
+    Reply::Raw { status: 404, body }
+}
+
+/// SPEC section 1 for the configuration errors beside a refused key (which
+/// `a_refused_key_exits_2_with_the_same_hint_in_run_auto_and_validate` covers): a model the
+/// provider does not have exits 2 from `pai run`, from the interactive session and from `pai
+/// config validate`, with the same hint; an account without credit (OpenAI 429
+/// `insufficient_quota`) exits 2 at once with the billing hint, while a plain rate limit that
+/// outlasts the retries exits 1.
+#[test]
+fn unknown_models_and_used_up_accounts_exit_2_with_one_hint_everywhere() {
+    let model = "no-such-model-1";
+    for kind in ALL {
+        let hint = LlmError::NotFound {
+            provider: kind,
+            model: model.into(),
+            message: String::new(),
+        }
+        .hint();
+        let p = support::project::Project::repo(None);
+        let mock = MockLlm::start(Script::with_replies([
+            model_not_found(kind, model),
+            model_not_found(kind, model),
+        ]));
+        let run = p.run(&mock, kind, "add a power operation", &["--model", model]);
+        assert_eq!(
+            run.output.status.code(),
+            Some(2),
+            "{kind} run: {}",
+            run.text()
+        );
+        assert!(shows(&run.text(), &hint), "{kind} run: {}", run.text());
+        let (code, text) = interactive(
+            &p,
+            &mock,
+            kind,
+            &["--model", model],
+            "add a power operation\nadd another one\n",
+        );
+        assert_eq!(code, Some(2), "{kind} auto: {text}");
+        assert!(shows(&text, &hint), "{kind} auto: {text}");
+        assert_eq!(mock.calls(), 2, "{kind}: a 404 is not retried");
+
+        let listing = MockLlm::start(Script::new().models(&["a-model-it-has"]));
+        let validate = p
+            .pai()
+            .env(kind.key_env_var(), support::project::TEST_KEY)
+            .args([
+                "config",
+                "validate",
+                "--provider",
+                kind.name(),
+                "--model",
+                model,
+            ])
+            .args(["--base-url", &listing.base_url(kind)])
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&validate.stdout),
+            String::from_utf8_lossy(&validate.stderr)
+        );
+        assert_eq!(validate.status.code(), Some(2), "{kind} validate: {text}");
+        assert!(shows(&text, &hint), "{kind} validate: {text}");
+    }
+
+    let kind = ProviderKind::OpenAi;
+    let quota = |code: &str, kind_of: &str, message: &str| Reply::Raw {
+        status: 429,
+        body: json!({"error": {"message": message, "type": kind_of, "param": null, "code": code}}),
+    };
+    let billing = LlmError::Billing {
+        provider: kind,
+        message: String::new(),
+    }
+    .hint();
+    let p = support::project::Project::repo(None);
+    let used_up = quota(
+        "insufficient_quota",
+        "insufficient_quota",
+        "You exceeded your current quota, please check your plan and billing details.",
+    );
+    let mock = MockLlm::start(Script::new().fallback(used_up));
+    let run = p.run(&mock, kind, "add a power operation", &[]);
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.text());
+    assert!(shows(&run.text(), &billing), "{}", run.text());
+    assert_eq!(mock.calls(), 1, "billing errors are not retried");
+    let (code, text) = interactive(&p, &mock, kind, &[], "add a power operation\n");
+    assert_eq!(code, Some(2), "auto: {text}");
+    assert!(shows(&text, &billing), "auto: {text}");
+    assert_eq!(mock.calls(), 2, "one call per turn, none retried");
+
+    let mock = MockLlm::start(Script::new().fallback(Reply::rate_limit_ms(10)));
+    let run = p.run(&mock, kind, "add a power operation", &[]);
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.text());
+    assert!(!shows(&run.text(), &billing), "{}", run.text());
+    assert!(mock.calls() > 1, "a rate limit is retried");
+}
