@@ -497,3 +497,20 @@ mod layouts {
         }
     }
 }
+
+/// A FIFO at `.git/info/exclude` (found by the layout property): git would block opening it,
+/// so pai refuses to write history in that repository, says why, and does not hang.
+#[test]
+fn attack_fifo_at_git_info_exclude_does_not_hang_a_plan() {
+    let p = Project::repo(None);
+    let exclude = p.root.join(".git/info/exclude");
+    fs::create_dir_all(exclude.parent().unwrap()).unwrap();
+    let _ = fs::remove_file(&exclude);
+    let c = std::ffi::CString::new(exclude.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mock = MockLlm::start(Script::with_replies([write_plan("a.txt", "a\n")]));
+    let (run, took) = run_with_timeout(&p, &mock, "write a.txt");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(run.text().contains("FIFO"), "{}", run.text());
+}

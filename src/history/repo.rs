@@ -94,7 +94,51 @@ fn detach_index(repo: &Repository) -> Result<(), HistoryError> {
         .ctx(|| "cannot detach libgit2 from the index".into())
 }
 
+/// Files git (and libgit2) open while pai works: a FIFO, socket or device planted at one of
+/// them would make the open block forever, so such a repository is refused up front.
+const GIT_FILES: &[&str] = &[
+    ".git/config",
+    ".git/HEAD",
+    ".git/index",
+    ".git/packed-refs",
+    ".git/info/exclude",
+    ".git/info/attributes",
+    ".git/info/sparse-checkout",
+    ".git/info/grafts",
+    ".git/commondir",
+    ".git/objects/info/alternates",
+    ".git/shallow",
+    ".git/description",
+    ".git/FETCH_HEAD",
+    ".git/ORIG_HEAD",
+    ".git/MERGE_HEAD",
+    ".gitignore",
+    ".gitattributes",
+];
+
+/// The first of [`GIT_FILES`] under `root` that exists and is neither a regular file nor a
+/// symbolic link (which git itself may use), without opening anything.
+fn special_git_file(root: &Path) -> Option<String> {
+    GIT_FILES.iter().find_map(|rel| {
+        let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
+        let t = meta.file_type();
+        (!t.is_file() && !t.is_symlink() && !t.is_dir()).then(|| (*rel).to_string())
+    })
+}
+
 fn find_inner(root: &Path) -> Result<Found, HistoryError> {
+    if let Some(rel) = special_git_file(root) {
+        return Ok(Found::Blocked(Blocker::new(
+            format!(
+                "{} is a FIFO, socket or device, not a file: reading it would hang",
+                root.join(&rel).display()
+            ),
+            format!(
+                "remove it (`rm {}`) and start pai again",
+                root.join(&rel).display()
+            ),
+        )));
+    }
     match Repository::discover(root) {
         Ok(repo) => {
             if repo.is_bare() || repo.workdir().is_none() {

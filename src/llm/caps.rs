@@ -166,6 +166,30 @@ pub(crate) fn temperature_json(t: f32) -> serde_json::Value {
     serde_json::json!(rounded)
 }
 
+/// Run `call` with the tuning for `req` (the request with the tuned output limit, and the
+/// tuning itself), once more after each rejection [`Learned::adjust`] can answer. Returns the
+/// last result and the HTTP requests made in all.
+pub(crate) async fn tuned<T, F, Fut>(
+    learned: &Learned,
+    req: &LlmRequest,
+    mut call: F,
+) -> (Result<T, LlmError>, u32)
+where
+    F: FnMut(LlmRequest, Tuning) -> Fut,
+    Fut: std::future::Future<Output = (Result<T, LlmError>, u32)>,
+{
+    let mut attempts = 0;
+    loop {
+        let tuning = learned.tuning(req);
+        let (result, n) = call(tuning.request(req), tuning).await;
+        attempts += n;
+        match result {
+            Err(e) if learned.adjust(tuning, &e).is_some() => continue,
+            other => return (other, attempts),
+        }
+    }
+}
+
 /// Tuning learned during a session, shared by every call of one provider.
 pub(crate) struct Learned {
     caps: ModelCaps,

@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::caps::{Learned, temperature_json};
+use super::caps::{self, Learned, temperature_json};
 use super::error::LlmError;
 use super::outcome::{Block, Outcome, Parsed, Stop, conclude, count};
 use super::transport::{TextSink, Transport};
@@ -327,30 +327,25 @@ impl Provider for Gemini {
             let started = std::time::Instant::now();
             let sink = TextSink::new(on_text);
             let url = self.url(req.stream);
-            let mut attempts = 0;
-            loop {
-                let tuning = self.learned.tuning(req);
-                let tuned = tuning.request(req);
-                let mut body = self.body(&tuned);
-                tuning.apply(ProviderKind::Gemini, &mut body);
-                let (result, n) = self
-                    .t
-                    .run(&sink, || self.attempt(&url, &body, &tuned, &sink))
-                    .await;
-                attempts += n;
-                match result {
-                    Err(e) if self.learned.adjust(tuning, &e).is_some() => continue,
-                    other => {
-                        return other.map(|p| LlmReply {
-                            value: p.value,
-                            raw: p.raw,
-                            usage: p.usage,
-                            elapsed: started.elapsed(),
-                            attempts,
-                        });
-                    }
+            let (result, attempts) = caps::tuned(&self.learned, req, |tuned, tuning| {
+                let url = &url;
+                let sink = &sink;
+                async move {
+                    let mut body = self.body(&tuned);
+                    tuning.apply(ProviderKind::Gemini, &mut body);
+                    self.t
+                        .run(sink, || self.attempt(url, &body, &tuned, sink))
+                        .await
                 }
-            }
+            })
+            .await;
+            result.map(|p| LlmReply {
+                value: p.value,
+                raw: p.raw,
+                usage: p.usage,
+                elapsed: started.elapsed(),
+                attempts,
+            })
         })
     }
 
