@@ -412,6 +412,7 @@ impl LlmError {
     }
 }
 
+/// Where a reply was cut off: at the limit sent, or earlier, where the server stopped it.
 fn truncation_text(sent: u32, server: Option<u64>) -> String {
     match server {
         Some(n) => format!(
