@@ -1059,3 +1059,103 @@ fn concurrent_listings_agree() {
         }
     }
 }
+
+// ---- the diff guard over a whole plan ------------------------------------------------------
+
+/// A 20-line file and a guard that refuses changing more than 4 lines and 25% of it.
+fn guarded_plan() -> (Fx, Workspace) {
+    let fx = Fx::new();
+    let body: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    fx.put("app.py", &body);
+    let ws = fx.ws_with(WorkspaceConfig {
+        modify_threshold: 4,
+        modify_max_ratio: 0.25,
+        ..WorkspaceConfig::default()
+    });
+    ws.begin_plan();
+    (fx, ws)
+}
+
+fn rewritten() -> String {
+    (1..=20).map(|i| format!("other {i}\n")).collect()
+}
+
+#[test]
+fn rm_then_write_of_the_same_file_is_judged_as_one_rewrite() {
+    let (fx, ws) = guarded_plan();
+    ws.rm("app.py", false).unwrap();
+    let err = ws.write_new("app.py", &rewritten()).unwrap_err();
+    assert!(matches!(err, WorkspaceError::PlanGuard { .. }), "{err}");
+    assert!(err.to_string().contains("counts as rewriting it"), "{err}");
+    assert!(!fx.exists("app.py"), "nothing was written");
+    // A small net change through RM+WRITE passes.
+    let mut small: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    small.push_str("line 21\n");
+    ws.write_new("app.py", &small).unwrap();
+    assert_eq!(fx.get("app.py"), small);
+}
+
+#[test]
+fn moving_a_file_away_and_writing_or_moving_over_it_is_judged_as_one_rewrite() {
+    let (fx, ws) = guarded_plan();
+    ws.mv("app.py", "old.py").unwrap();
+    let err = ws.write_new("app.py", &rewritten()).unwrap_err();
+    assert!(matches!(err, WorkspaceError::PlanGuard { .. }), "{err}");
+    ws.write_new("other.py", &rewritten()).unwrap();
+    let err = ws.mv("other.py", "app.py").unwrap_err();
+    assert!(matches!(err, WorkspaceError::PlanGuard { .. }), "{err}");
+    assert!(
+        fx.exists("other.py") && !fx.exists("app.py"),
+        "the move did not happen"
+    );
+    // The moved file carries its origin: rewriting it under the new name is refused too.
+    let err = ws
+        .modify("old.py", &Modification::Content(rewritten()))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WorkspaceError::DiffGuard { .. } | WorkspaceError::PlanGuard { .. }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn many_small_modifies_add_up_over_the_plan_and_a_new_plan_starts_afresh() {
+    let (fx, ws) = guarded_plan();
+    let mut refused_at = None;
+    for i in 1..=20 {
+        let r = ws.modify(
+            "app.py",
+            &edits(&[(&format!("line {i}\n"), &format!("other {i}\n"))]),
+        );
+        if let Err(e) = r {
+            assert!(matches!(e, WorkspaceError::PlanGuard { .. }), "{e}");
+            refused_at = Some(i);
+            break;
+        }
+    }
+    // Each edit changes 2 diff lines, far under the limit alone; over the plan, 2 edits make 4
+    // (at the threshold), the 3rd makes 6 lines and 30% of the file: refused.
+    let at = refused_at.expect("the small edits never added up to a refusal");
+    assert_eq!(at, 3);
+    let before_new_plan = fx.get("app.py");
+    // A new plan judges against what is there now.
+    ws.begin_plan();
+    ws.modify(
+        "app.py",
+        &edits(&[(&format!("line {at}\n"), &format!("other {at}\n"))]),
+    )
+    .unwrap();
+    assert_ne!(fx.get("app.py"), before_new_plan);
+}
+
+#[test]
+fn a_file_the_plan_created_can_be_rewritten_in_the_same_plan() {
+    let (fx, ws) = guarded_plan();
+    ws.write_new("new.py", "a\nb\nc\nd\ne\nf\ng\nh\n").unwrap();
+    ws.rm("new.py", false).unwrap();
+    ws.write_new("new.py", &rewritten()).unwrap();
+    assert_eq!(fx.get("new.py"), rewritten());
+}

@@ -241,6 +241,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Attempt {
         let mut tally = Tally::default();
+        self.workspace.begin_plan();
         self.log(|j| j.user(request));
         let project = WorkspaceView(&self.workspace);
         let first = context::build(request, &project, &self.memory, &self.options.budget);
@@ -889,6 +890,7 @@ fn fixable_by_model(e: &WorkspaceError) -> bool {
             | WorkspaceError::AlreadyExists { .. }
             | WorkspaceError::Failed { .. }
             | WorkspaceError::DiffGuard { .. }
+            | WorkspaceError::PlanGuard { .. }
             | WorkspaceError::InvalidPattern { .. }
     )
 }

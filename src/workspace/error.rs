@@ -71,6 +71,34 @@ pub enum WorkspaceError {
         /// The start of the unified diff.
         preview: String,
     },
+    /// The plan's steps on one file together (MODIFYs, or RM/MV then WRITE) would rewrite too
+    /// much of what the plan started from: the diff guard over the whole plan.
+    #[error(
+        "cannot change {path}: together with this plan's earlier steps on it, the change \
+         touches {changed} lines (+{added} -{removed}) of the {original_lines}-line file the plan \
+         started from, over the limit of {threshold} lines and {ratio_pct}% of the file (removing \
+         or moving a file and writing it again counts as rewriting it); keep the change smaller \
+         and split it across plans.\n\
+         Diff preview:\n{preview}"
+    )]
+    PlanGuard {
+        /// The path.
+        path: String,
+        /// Added plus removed lines since the plan began.
+        changed: usize,
+        /// Added lines.
+        added: usize,
+        /// Removed lines.
+        removed: usize,
+        /// Line count of the file when the plan began.
+        original_lines: usize,
+        /// The configured line threshold.
+        threshold: usize,
+        /// The configured ratio, in percent.
+        ratio_pct: String,
+        /// The start of the unified diff against the plan's starting text.
+        preview: String,
+    },
     /// RM on a non-empty directory without permission to recurse; the caller should ask the
     /// user and retry with `allow_recursive`.
     #[error(

@@ -173,6 +173,33 @@ pub(crate) fn refusal_error(cfg: &WorkspaceConfig, path: &str, r: Refusal) -> Wo
     }
 }
 
+/// The error for a change that passes on its own but, with the plan's earlier steps on the
+/// same file, rewrites too much of what the plan started from.
+pub(crate) fn plan_refusal_error(cfg: &WorkspaceConfig, path: &str, r: Refusal) -> WorkspaceError {
+    match refusal_error(cfg, path, r) {
+        WorkspaceError::DiffGuard {
+            path,
+            changed,
+            added,
+            removed,
+            original_lines,
+            threshold,
+            ratio_pct,
+            preview,
+        } => WorkspaceError::PlanGuard {
+            path,
+            changed,
+            added,
+            removed,
+            original_lines,
+            threshold,
+            ratio_pct,
+            preview,
+        },
+        other => other,
+    }
+}
+
 /// Diff `old` against `new` and apply the guard. `Ok` carries the diff for display and counts.
 pub(crate) fn guard<'a>(
     cfg: &WorkspaceConfig,

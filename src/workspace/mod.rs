@@ -27,6 +27,7 @@ mod error;
 mod gate;
 mod guard;
 mod later;
+mod ledger;
 mod listing;
 mod ops;
 mod scan;
@@ -65,6 +66,8 @@ pub struct Workspace {
     after_check: Option<AfterCheckHook>,
     /// Test hook run by MODIFY after reading and editing, just before replacing the file.
     before_replace: Option<AfterCheckHook>,
+    /// What the current plan started from, for the diff guard over the whole plan.
+    ledger: ledger::Ledger,
 }
 
 /// The background sweep for stale temporaries, or its result once known.
@@ -136,6 +139,7 @@ impl Workspace {
             stale_sweep: std::sync::Mutex::new(stale_sweep),
             after_check: None,
             before_replace: None,
+            ledger: ledger::Ledger::default(),
         })
     }
 
@@ -161,6 +165,13 @@ impl Workspace {
         };
         *sweep = StaleSweep::Done(done);
         done
+    }
+
+    /// A new plan begins: the diff guard now judges each file's change against what it holds
+    /// at this moment, over every step until the next call (the agent calls this once per
+    /// plan, before its first step).
+    pub fn begin_plan(&self) {
+        self.ledger.clear();
     }
 
     /// The first word of a shell command that names a protected path, described, or `None`

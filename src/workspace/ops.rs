@@ -14,6 +14,7 @@ use super::edits::{self, Modification};
 use super::error::WorkspaceError;
 use super::gate::RelPath;
 use super::guard::{self, LineDiff};
+use super::ledger::Origin;
 use super::sys::{self, Kind};
 use super::text::{self, hash, looks_binary, normalise, thousands};
 use super::walk::{MAX_DEPTH, join};
@@ -170,6 +171,12 @@ impl Workspace {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             Err(e) => return Err(WorkspaceError::io("write", shown, e)),
         }
+        // A file this plan removed or moved away is not new: WRITE there is judged against
+        // what the plan started from, like a MODIFY.
+        if let Some(Origin::Text(base)) = self.ledger.get(rel.resolved()) {
+            guard::guard(&self.cfg, &base, &text::to_lf(content), rel.resolved())
+                .map_err(|r| guard::plan_refusal_error(&self.cfg, shown, r))?;
+        }
         atomic::write(&dir, &name, content.as_bytes(), Mode::Keep, true, None).map_err(|e| {
             if e.raw_os_error() == Some(libc::EEXIST) {
                 WorkspaceError::exists("write", shown, hint)
@@ -177,6 +184,7 @@ impl Workspace {
                 WorkspaceError::io("write", shown, e)
             }
         })?;
+        self.ledger.note(rel.resolved(), Origin::Absent);
         let d = LineDiff::whole("", content);
         Ok(FileChange {
             after: Some(hash(content.as_bytes())),
@@ -239,8 +247,19 @@ impl Workspace {
                 ..FileChange::new(rel.resolved(), ChangeKind::Unchanged)
             });
         }
+        let origin = self
+            .ledger
+            .note_bytes(rel.resolved(), &bytes, self.cfg.max_edit_bytes);
         let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved())
             .map_err(|r| guard::refusal_error(&self.cfg, shown, r))?;
+        // Each step passing is not enough: the file's net change since the plan began is
+        // judged too, so a rewrite split into small steps is still a rewrite.
+        if let Origin::Text(base) = &origin
+            && **base != *styled.body
+        {
+            guard::guard(&self.cfg, base, &new_body, rel.resolved())
+                .map_err(|r| guard::plan_refusal_error(&self.cfg, shown, r))?;
+        }
         let new_bytes = text::restore(&new_body, styled.eol, styled.bom);
         if let Some(h) = &self.before_replace {
             h(&rel);
@@ -386,11 +405,15 @@ impl Workspace {
         shown: &str,
     ) -> Result<FileChange, WorkspaceError> {
         let mut change = FileChange::new(rel, ChangeKind::Deleted);
+        if kind != Kind::File {
+            self.ledger.note(rel, Origin::Opaque);
+        }
         if kind == Kind::File
             && let Ok(fd) = sys::openat(dir.as_fd(), name, READ_FLAGS, 0)
             && let Ok(bytes) = sys::read_up_to(&fd, usize::MAX)
         {
             change.before = Some(hash(&bytes));
+            self.ledger.note_bytes(rel, &bytes, self.cfg.max_edit_bytes);
             if bytes.len() <= self.cfg.max_edit_bytes
                 && !looks_binary(&bytes)
                 && let Ok(s) = std::str::from_utf8(&bytes)
@@ -562,6 +585,19 @@ impl Workspace {
         } else {
             Vec::new()
         };
+        let from_root = src.resolved();
+        let to_root = dst.resolved();
+        let moved = |old: &str| format!("{to_root}{}", &old[from_root.len()..]);
+        let pairs: Vec<(String, String)> = if st.kind == Kind::Dir {
+            found
+                .iter()
+                .filter(|f| f.kind != Kind::Dir)
+                .map(|f| (f.rel.clone(), moved(&f.rel)))
+                .collect()
+        } else {
+            vec![(from_root.to_string(), to_root.to_string())]
+        };
+        self.vet_move(&pairs, &dst_shown)?;
         let (ddir, dname) = open_parent(&self.gate, &dst, true, "mv")?;
         sys::renameat(sdir.as_fd(), &sname, ddir.as_fd(), &dname, true).map_err(|e| {
             match e.raw_os_error() {
@@ -580,10 +616,10 @@ impl Workspace {
         })?;
         let _ = sys::fsync(ddir.as_fd());
         let _ = sys::fsync(sdir.as_fd());
+        for (old, new) in &pairs {
+            self.ledger.carry(old, new);
+        }
 
-        let from_root = src.resolved();
-        let to_root = dst.resolved();
-        let moved = |old: &str| format!("{to_root}{}", &old[from_root.len()..]);
         let mut changes = Vec::new();
         let file_change = |old: &str, kind: Kind, ddir: &OwnedFd, name: &CStr| {
             let mut c = FileChange::new(
@@ -628,6 +664,45 @@ impl Workspace {
             changes.push(file_change(from_root, st.kind, &ddir, &dname));
         }
         Ok(changes)
+    }
+
+    /// Before a move: record where each moving file started (the plan's ledger), and judge a
+    /// destination the plan emptied earlier against what it started from, so "move the file
+    /// away, move another over it" is the rewrite it is.
+    fn vet_move(&self, pairs: &[(String, String)], dst_shown: &str) -> Result<(), WorkspaceError> {
+        let max = self.cfg.max_edit_bytes;
+        for (old, new) in pairs {
+            let now = self.current_text_bytes(old, max);
+            match &now {
+                Some(bytes) => self.ledger.note_bytes(old, bytes, max),
+                None => self.ledger.note(old, Origin::Opaque),
+            };
+            if let Some(Origin::Text(base)) = self.ledger.get(new) {
+                let Some(text) = now
+                    .as_deref()
+                    .filter(|b| !looks_binary(b))
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                else {
+                    continue;
+                };
+                guard::guard(&self.cfg, &base, &normalise(text).body, new)
+                    .map_err(|r| guard::plan_refusal_error(&self.cfg, dst_shown, r))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A regular file's bytes when it has at most `max` of them, opened without following
+    /// links; `None` for anything else.
+    fn current_text_bytes(&self, rel: &str, max: usize) -> Option<Vec<u8>> {
+        let checked = RelPath::trusted(rel.to_string());
+        let (dir, name) = open_parent(&self.gate, &checked, false, "mv").ok()?;
+        let fd = sys::openat(dir.as_fd(), &name, READ_FLAGS, 0).ok()?;
+        let st = sys::fstat(fd.as_fd()).ok()?;
+        if st.kind != Kind::File || st.size > max as u64 {
+            return None;
+        }
+        sys::read_up_to(&fd, max.saturating_add(1)).ok()
     }
 
     /// For undo/redo: make `path` hold exactly `bytes` (parents created), atomically, through
