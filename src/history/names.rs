@@ -96,3 +96,8 @@ pub(crate) fn short_id(oid: Oid) -> String {
     s.truncate(7);
     s
 }
+
+/// The ref keeping a plan's recorded trash copies (a tree) reachable.
+pub(crate) fn trash_ref(session: &str, plan: u32) -> String {
+    format!("refs/pai/trash/{session}/{plan}")
+}

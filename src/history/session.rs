@@ -2,7 +2,7 @@
 //! tree untouched), the read-only fallback with its reason, the work-tree lock, and the
 //! end-of-session summary with the review, merge and discard commands.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local};
@@ -60,6 +60,9 @@ pub(super) struct Writer {
     /// Paths already prepared for the plan under way (their work-tree state may be the
     /// agent's by now, so they are never snapshotted twice).
     pub prepared: BTreeSet<String>,
+    /// Trash copies made for the plan under way: path, the copy's blob in the object store,
+    /// executable. Recorded in the plan commit so undo restores only what pai saved.
+    pub trash: BTreeMap<String, (Oid, bool)>,
     /// Snapshot commits of the user's changes made for the plan under way.
     pub pending: Option<Pending>,
     pub _lock: WorkTreeLock,
@@ -161,6 +164,7 @@ impl Session {
                 identity: opts.identity,
                 next_plan: 1,
                 prepared: BTreeSet::new(),
+                trash: BTreeMap::new(),
                 pending: None,
                 _lock: lock,
             })),

@@ -68,13 +68,15 @@ impl Session {
             if matches!(class, Class::Ignored | Class::Lfs | Class::Untracked)
                 && let Some(f) = &file
             {
-                trash::save(
-                    &root,
-                    &trash_dir,
-                    &path,
-                    &f.bytes,
-                    f.mode == scope::MODE_EXEC,
-                )?;
+                let executable = f.mode == scope::MODE_EXEC;
+                if trash::save(&root, &trash_dir, &path, &f.bytes, executable)? {
+                    // The object store keeps what the copy must be: content-addressed, so a
+                    // copy changed later in the trash folder cannot pass for it.
+                    let id = repo
+                        .blob(&f.bytes)
+                        .ctx(|| format!("cannot record the trash copy of {path}"))?;
+                    w.trash.insert(path.clone(), (id, executable));
+                }
             }
             if matches!(class, Class::Ignored | Class::Lfs) {
                 continue;

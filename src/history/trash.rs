@@ -2,12 +2,20 @@
 //! `.pai_history/trash/<session>/<plan>/<path>` before a plan overwrites or removes them, and
 //! undo puts the ones git could not restore back.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid, Repository};
 
 use crate::workspace::StateDir;
 
 use super::error::{Context, HistoryError};
-use super::store;
+use super::tree_edit::{self, Change};
+use super::{names, store};
+
+/// Git file modes of trash copies.
+const MODE_FILE: i32 = 0o100644;
+const MODE_EXEC: i32 = 0o100755;
 
 /// The trash directory of one plan.
 pub(crate) fn plan_dir(root: &Path, session: &str, plan: u32) -> PathBuf {
@@ -97,6 +105,76 @@ pub(crate) fn list(root: &Path, dir: &Path) -> Result<Vec<(String, Vec<u8>, bool
                 out.push((child_rel, bytes, mode & 0o111 != 0));
             }
         }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Record a plan's trash copies as a tree in the object store, kept reachable at
+/// `refs/pai/trash/<session>/<plan>`; its id goes into the plan commit (`Pai-Trash`). `None`
+/// when the plan saved nothing.
+pub(crate) fn record(
+    repo: &Repository,
+    session: &str,
+    plan: u32,
+    copies: &BTreeMap<String, (Oid, bool)>,
+) -> Result<Option<Oid>, HistoryError> {
+    if copies.is_empty() {
+        return Ok(None);
+    }
+    let changes: BTreeMap<String, Change> = copies
+        .iter()
+        .map(|(path, (id, exec))| {
+            let mode = if *exec { MODE_EXEC } else { MODE_FILE };
+            (path.clone(), Change::Blob { id: *id, mode })
+        })
+        .collect();
+    let what = || format!("cannot record the trash copies of plan {plan}");
+    let tree = tree_edit::edit_tree(repo, None, &changes).ctx(what)?;
+    repo.reference(
+        &names::trash_ref(session, plan),
+        tree,
+        true,
+        "pai: trash copies",
+    )
+    .ctx(what)?;
+    Ok(Some(tree))
+}
+
+/// The trash copies a plan commit recorded (`Pai-Trash`): path, bytes, executable. Read from
+/// the object store, so what undo puts back is exactly what pai saved, whatever happened to
+/// the copies in the trash folder since.
+pub(crate) fn recorded(
+    repo: &Repository,
+    tree: Oid,
+) -> Result<Vec<(String, Vec<u8>, bool)>, HistoryError> {
+    let what = || format!("cannot read the recorded trash copies (tree {tree})");
+    let tree = repo.find_tree(tree).ctx(what)?;
+    let mut out = Vec::new();
+    let mut failed = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        if entry.kind() != Some(ObjectType::Blob) {
+            return git2::TreeWalkResult::Ok;
+        }
+        let Ok(name) = entry.name() else {
+            return git2::TreeWalkResult::Ok;
+        };
+        match repo.find_blob(entry.id()) {
+            Ok(blob) => out.push((
+                format!("{dir}{name}"),
+                blob.content().to_vec(),
+                entry.filemode() == MODE_EXEC,
+            )),
+            Err(e) => {
+                failed = Some(e);
+                return git2::TreeWalkResult::Abort;
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .ctx(what)?;
+    if let Some(e) = failed {
+        return Err(e).ctx(what);
     }
     out.sort();
     Ok(out)

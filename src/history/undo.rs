@@ -272,7 +272,8 @@ fn undo_in(
             restored.push(c.path.clone());
         }
     }
-    let from_trash = restore_trash(root, wt, &session, number, &changes)?;
+    let recorded_trash = message::parse(plan_commit.message().unwrap_or_default()).trash;
+    let from_trash = restore_trash(repo, root, wt, &session, number, &changes, recorded_trash)?;
 
     let reflog = format!("pai: undo plan {number} ({short})");
     match plan_commit.parents().next() {
@@ -366,17 +367,26 @@ fn remove_file(wt: &dyn WorkTree, path: &str) -> Result<(), HistoryError> {
 }
 
 /// Put back trash copies git could not restore (ignored or LFS files the plan overwrote),
-/// keeping what they replace so redo can put that back in turn.
+/// keeping what they replace so redo can put that back in turn. A plan commit that recorded
+/// its copies (`Pai-Trash`) is restored from the object store, never from the trash folder, so
+/// a copy changed or swapped there since cannot be brought into the project; older commits
+/// fall back to the folder (read without following links).
 fn restore_trash(
+    repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
     session: &str,
     plan: u32,
     changes: &[PathChange],
+    recorded: Option<git2::Oid>,
 ) -> Result<Vec<String>, HistoryError> {
     let mut out = Vec::new();
     let keep = trash::undone_dir(root, session, plan);
-    for (path, bytes, executable) in trash::list(root, &trash::plan_dir(root, session, plan))? {
+    let copies = match recorded {
+        Some(tree) => trash::recorded(repo, tree)?,
+        None => trash::list(root, &trash::plan_dir(root, session, plan))?,
+    };
+    for (path, bytes, executable) in copies {
         if changes.iter().any(|c| c.path == path) || wt.is_denied(&path) {
             continue;
         }
