@@ -315,7 +315,7 @@ pub fn interactive(settings: &Settings, env: &Env, out: &Output) -> Result<i32, 
     };
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
-        history_file: Some(crate::ui::interactive::history_path(&root)),
+        history_root: Some(root.clone()),
     };
     let code = rt.block_on(run_interactive(&mut driver, opts));
     // Whatever way the session ended, release it (summary already shown when it ended normally).

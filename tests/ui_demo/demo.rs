@@ -16,7 +16,6 @@ use pai::agent::events::{
 use pai::agent::plan::{Analysis, Complexity, PlannedStep, Step};
 use pai::config::Env;
 use pai::error::Error;
-use pai::ui::interactive::history_path;
 use pai::ui::{Appearance, InteractiveOptions, SessionDriver, SessionInfo, run_interactive};
 use tokio_util::sync::CancellationToken;
 
@@ -358,7 +357,7 @@ async fn main() {
     let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(&env),
-        history_file: Some(history_path(&root)),
+        history_root: Some(root.clone()),
     };
     let mut driver = Demo {
         yes: args.iter().any(|a| a == "--yes"),

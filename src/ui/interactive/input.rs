@@ -6,7 +6,6 @@
 //! keep the history in the same file format, one file per project.
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +16,7 @@ use rustyline::history::{FileHistory, History};
 use rustyline::{Cmd, Editor, EventHandler, KeyCode, KeyEvent, Modifiers};
 use tokio_util::sync::CancellationToken;
 
+use super::history_file::HistoryFile;
 use super::signals::Interrupts;
 use crate::ui::prompt::LineSource;
 use crate::ui::{blocking, print_out};
@@ -40,7 +40,7 @@ pub(crate) enum Read {
 /// The request reader of a session.
 pub(crate) struct LineInput {
     mode: Mode,
-    history_path: Option<PathBuf>,
+    history: Option<HistoryFile>,
 }
 
 enum Mode {
@@ -66,7 +66,11 @@ fn config() -> Config {
 impl LineInput {
     /// A reader: the line editor when `rich`, plain lines otherwise. `history`: the file to
     /// load and append to.
-    pub(crate) fn new(rich: bool, history: Option<PathBuf>) -> Self {
+    pub(crate) fn new(rich: bool, history: Option<HistoryFile>) -> Self {
+        let past = history
+            .as_ref()
+            .map(|h| h.load(HISTORY_SIZE))
+            .unwrap_or_default();
         let mode = if rich {
             match Editor::<(), FileHistory>::with_config(config()) {
                 Ok(mut editor) => {
@@ -74,27 +78,23 @@ impl LineInput {
                         KeyEvent(KeyCode::Enter, Modifiers::ALT),
                         EventHandler::Simple(Cmd::Newline),
                     );
-                    if let Some(path) = &history {
-                        // A missing or unreadable file just means no history yet.
-                        let _ = editor.load_history(path);
+                    for entry in &past {
+                        let _ = editor.add_history_entry(entry.as_str());
                     }
                     Mode::Editor(Box::new(editor))
                 }
-                Err(_) => Self::plain_mode(history.as_deref()),
+                Err(_) => Self::plain_mode(&past),
             }
         } else {
-            Self::plain_mode(history.as_deref())
+            Self::plain_mode(&past)
         };
-        Self {
-            mode,
-            history_path: history,
-        }
+        Self { mode, history }
     }
 
-    fn plain_mode(history: Option<&Path>) -> Mode {
+    fn plain_mode(past: &[String]) -> Mode {
         let mut file = FileHistory::with_config(&config());
-        if let Some(path) = history {
-            let _ = file.load(path);
+        for entry in past {
+            let _ = file.add(entry);
         }
         Mode::Plain {
             lines: PlainLines::start(),
@@ -166,22 +166,16 @@ impl LineInput {
         if line.trim().is_empty() {
             return;
         }
-        if let Some(dir) = self.history_path.as_deref().and_then(Path::parent) {
-            let _ = std::fs::create_dir_all(dir);
-        }
         match &mut self.mode {
             Mode::Editor(editor) => {
                 let _ = editor.add_history_entry(line);
-                if let Some(path) = &self.history_path {
-                    let _ = editor.append_history(path);
-                }
             }
             Mode::Plain { history, .. } => {
                 let _ = history.add(line);
-                if let Some(path) = &self.history_path {
-                    let _ = history.append(path);
-                }
             }
+        }
+        if let Some(file) = &self.history {
+            file.append(line);
         }
     }
 }

@@ -11,11 +11,12 @@
 
 mod commands;
 mod frontend;
+mod history_file;
 mod input;
 mod signals;
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -71,13 +72,9 @@ pub struct InteractiveOptions {
     /// Colour and escape sequences allowed or not (from `NO_COLOR` / `TERM`); output is plain
     /// anyway when stdout is not a terminal.
     pub appearance: Appearance,
-    /// Where the input history is kept (see [`history_path`]); `None`: not kept.
-    pub history_file: Option<PathBuf>,
-}
-
-/// The input history file of a project: `.pai_history/input_history` under its root.
-pub fn history_path(root: &Path) -> PathBuf {
-    root.join(".pai_history").join("input_history")
+    /// The project root whose `.pai_history/input_history` keeps the input history (read
+    /// and written without following links); `None`: not kept.
+    pub history_root: Option<PathBuf>,
 }
 
 /// Run the session until the user leaves; returns the process exit code (0, or 1 when the
@@ -88,7 +85,11 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
     let rich = stdout_tty && !opts.appearance.plain;
     let _terminal = TerminalGuard::install(rich);
 
-    let mut input = LineInput::new(rich && stdin_tty, opts.history_file.clone());
+    let history = opts
+        .history_root
+        .clone()
+        .map(history_file::HistoryFile::new);
+    let mut input = LineInput::new(rich && stdin_tty, history);
     let asker = if input.rich() {
         Asker::Dialog
     } else {
@@ -319,13 +320,5 @@ mod tests {
     fn the_session_future_is_send(driver: &'static mut dyn SessionDriver) {
         fn is_send<T: Send>(_: &T) {}
         is_send(&run_interactive(driver, InteractiveOptions::default()));
-    }
-
-    #[test]
-    fn history_lives_under_pai_history() {
-        assert_eq!(
-            history_path(Path::new("/p")),
-            PathBuf::from("/p/.pai_history/input_history")
-        );
     }
 }
