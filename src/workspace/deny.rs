@@ -172,7 +172,34 @@ enum Extra {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DenyList {
     extra: Vec<Extra>,
+    /// The project is the user's home directory: the files that run when a shell starts or
+    /// the user logs in are protected too (see [`HOME_STARTUP`]).
+    home: bool,
 }
+
+/// What runs later when the project is the home directory: shell and login startup files, git's
+/// user configuration, programs on the user's `PATH`, and session autostart. Elsewhere a
+/// `.bashrc` is just a file in a dotfiles repository, so these apply at `$HOME` only.
+const HOME_STARTUP: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".gitconfig",
+    ".pam_environment",
+    ".xprofile",
+    ".xinitrc",
+    ".config/git",
+    ".config/systemd",
+    ".config/autostart",
+    ".config/fish",
+    ".local/bin",
+];
 
 impl DenyList {
     /// Build the list; `Err` names an entry that tries to remove a rule or is unusable.
@@ -203,7 +230,35 @@ impl DenyList {
                 Extra::Segment(folded)
             });
         }
-        Ok(DenyList { extra: out })
+        Ok(DenyList {
+            extra: out,
+            home: false,
+        })
+    }
+
+    /// The same list for a project that is the user's home directory.
+    pub(crate) fn at_home(mut self) -> Self {
+        self.home = true;
+        self
+    }
+
+    /// A home-directory startup path that `rel` is or lies under.
+    fn home_startup(&self, rel: &str) -> Option<DenyClass> {
+        if !self.home {
+            return None;
+        }
+        let folded: Vec<String> = rel
+            .split('/')
+            .take(2)
+            .map(|s| skeleton(s).into_owned())
+            .collect();
+        let hit = HOME_STARTUP.iter().any(|p| {
+            let want: Vec<&str> = p.split('/').collect();
+            want.len() <= folded.len() && want.iter().zip(&folded).all(|(w, f)| w == f)
+        });
+        hit.then_some(DenyClass::Protected(
+            "(it runs when you start a shell or log in, and the project is your home directory)",
+        ))
     }
 
     /// The class of a single segment, if denied.
@@ -232,6 +287,9 @@ impl DenyList {
     /// configuration directory (`.config/pai-code`, for a project at `$HOME`), or a
     /// configured multi-segment pattern matching the path or one of its ancestors.
     pub(crate) fn path(&self, rel: &str) -> Option<DenyClass> {
+        if let Some(c) = self.home_startup(rel) {
+            return Some(c);
+        }
         let mut previous = Cow::Borrowed("");
         for seg in rel.split('/') {
             if let Some(c) = self.segment(seg) {
@@ -340,6 +398,29 @@ fn glob_match(pat: &[u8], text: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn startup_files_are_protected_only_when_the_project_is_home() {
+        let plain = DenyList::new(&[]).unwrap();
+        let home = DenyList::new(&[]).unwrap().at_home();
+        for p in [
+            ".bashrc",
+            ".profile",
+            ".config/git/config",
+            ".local/bin/ls",
+            ".gitconfig",
+        ] {
+            assert!(plain.path(p).is_none(), "{p} outside home");
+            assert!(
+                matches!(home.path(p), Some(DenyClass::Protected(_))),
+                "{p} at home"
+            );
+        }
+        assert!(home.path("src/.bashrc").is_none());
+        assert!(home.path(".config/other/x").is_none());
+        assert!(home.protected_in_command("echo x >> ~/.bashrc").is_some());
+    }
+
     use super::*;
 
     #[test]

@@ -57,6 +57,26 @@ const DIRS: &[Area] = &[
         inside: &["git"],
         depth: 2,
     },
+    Area {
+        top: ".config",
+        inside: &["systemd"],
+        depth: 3,
+    },
+    Area {
+        top: ".config",
+        inside: &["autostart"],
+        depth: 1,
+    },
+    Area {
+        top: ".config",
+        inside: &["fish"],
+        depth: 2,
+    },
+    Area {
+        top: ".local",
+        inside: &["bin"],
+        depth: 1,
+    },
 ];
 
 /// Single files whose change makes code run later: `(top directory or "" for the root, name)`.
@@ -72,6 +92,10 @@ const FILES: &[(&str, &str)] = &[
     ("", ".zshenv"),
     ("", ".gitconfig"),
     ("", ".pam_environment"),
+    ("", ".bash_logout"),
+    ("", ".zlogin"),
+    ("", ".xprofile"),
+    ("", ".xinitrc"),
 ];
 
 type Key = (String, Vec<String>);

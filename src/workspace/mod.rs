@@ -112,12 +112,15 @@ impl Workspace {
                 "it is not a directory",
             ));
         }
-        let deny =
+        let mut deny =
             deny::DenyList::new(&cfg.extra_deny).map_err(|reason| WorkspaceError::Config {
                 name: "extra_deny".into(),
                 value: cfg.extra_deny.join(", "),
                 reason,
             })?;
+        if is_home(&canon) {
+            deny = deny.at_home();
+        }
         // The sweep only removes temporaries whose writing process is gone, so it can run
         // while this process writes its own.
         let sweep_fd = sys::reopen_dir(fd.as_fd())
@@ -238,6 +241,13 @@ impl Workspace {
         }
         Ok(rel)
     }
+}
+
+/// Whether `root` (canonical) is the user's home directory.
+fn is_home(root: &Path) -> bool {
+    dirs::home_dir()
+        .and_then(|h| std::fs::canonicalize(h).ok())
+        .is_some_and(|h| h == root)
 }
 
 /// The diff guard alone (SPEC section 5), as MODIFY applies it: the added and removed line
