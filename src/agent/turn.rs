@@ -838,20 +838,9 @@ impl Agent {
         }
         // The output goes to the screen, the session log and the model: a key a command
         // printed (from a file it read, say) is redacted before it goes anywhere.
-        report.output = redact(&outcome.summary_for_model(), &self.options.secrets);
+        report.output = exec::redact(&outcome.summary_for_model(), &self.options.secrets);
         Ok(StepKind::Verification(outcome.success()))
     }
-}
-
-/// `text` with every secret of at least 8 characters replaced.
-fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_string();
-    for s in secrets.iter().filter(|s| s.len() >= 8) {
-        if out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "[REDACTED]");
-        }
-    }
-    out
 }
 
 enum Attempt {

@@ -15,6 +15,7 @@ mod allow;
 mod env;
 mod group;
 mod output;
+mod redact;
 mod runner;
 mod sandbox;
 
@@ -23,6 +24,7 @@ use std::path::PathBuf;
 
 pub use allow::is_preapproved;
 pub use env::{child_environment, scrub_environment};
+pub use redact::{REDACTED, redact};
 pub use runner::{RunOptions, RunOutcome, run_command};
 pub use sandbox::{
     SandboxMode, SandboxSupport, landlock_abi, sandbox_support, unconfined_reason, writable_paths,
