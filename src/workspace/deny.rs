@@ -280,7 +280,7 @@ impl DenyList {
     /// Whether any configured pattern spans several segments (only then is the whole-path
     /// check needed).
     pub(crate) fn has_path_patterns(&self) -> bool {
-        self.extra.iter().any(|e| matches!(e, Extra::Path(_)))
+        self.home || self.extra.iter().any(|e| matches!(e, Extra::Path(_)))
     }
 
     /// The class of a relative `/`-separated path: the first denied segment, pai's own
