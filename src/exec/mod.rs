@@ -18,6 +18,7 @@ mod output;
 mod redact;
 mod runner;
 mod sandbox;
+mod shield;
 
 use std::io;
 use std::path::PathBuf;

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use super::group::{self, GroupGuard, Orphans};
 use super::output::OutputCap;
 use super::sandbox::{self, SandboxMode, SandboxSupport};
-use super::{ExecError, display_command, env};
+use super::{ExecError, display_command, env, shield};
 
 /// How long a command may run unless configured otherwise (SPEC section 7).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -291,14 +291,20 @@ fn spawn(
         .stderr(writer_for_stderr)
         .kill_on_drop(true);
     let ruleset_fd = ruleset.map(AsRawFd::as_raw_fd);
+    // Read-only binds over what runs later, for confined commands (see shield.rs).
+    let shield = ruleset.and_then(|_| shield::Shield::prepare(root));
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are sound: setsid, prctl and landlock_restrict_self are plain system calls, and
+    // calls are sound: setsid, the shield's unshare/open/write/mount (on memory prepared before
+    // the fork), prctl and landlock_restrict_self are plain system calls, and
     // io::Error::last_os_error does not allocate. The ruleset was built before the fork (see
     // sandbox.rs for why); its descriptor stays open in the parent until spawn returns.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setsid() == -1 {
                 return Err(io::Error::last_os_error());
+            }
+            if let Some(shield) = &shield {
+                shield.apply();
             }
             match ruleset_fd {
                 Some(fd) => sandbox::confine_current_process(fd),
