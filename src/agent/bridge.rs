@@ -2,10 +2,9 @@
 //! this implementation of [`WorkTree`] over the workspace gate.
 
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 
 use crate::history::{WorkEntry, WorkTree};
-use crate::workspace::{Workspace, WorkspaceError};
+use crate::workspace::{Probe, Workspace, WorkspaceError};
 
 fn io_error(e: WorkspaceError) -> io::Error {
     let kind = if e.is_refusal() {
@@ -18,46 +17,30 @@ fn io_error(e: WorkspaceError) -> io::Error {
 
 impl WorkTree for Workspace {
     fn read(&self, rel: &str) -> io::Result<WorkEntry> {
-        let checked = self.check(rel).map_err(io_error)?;
-        // Directories are only listed (names), never read; everything with content goes
-        // through the gate's no-follow opening.
-        let path = self.root().join(checked.resolved());
-        match std::fs::symlink_metadata(&path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(WorkEntry::Absent),
-            Err(e) => return Err(e),
-            Ok(meta) if meta.is_dir() => {
-                let names = std::fs::read_dir(&path)?
-                    .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-                    .collect();
-                return Ok(WorkEntry::Dir(names));
-            }
-            Ok(meta) if !meta.is_file() => return Ok(WorkEntry::Other),
-            Ok(_) => {}
-        }
-        match self.read_bytes(rel) {
-            Ok(Some((bytes, perm))) => Ok(WorkEntry::File {
+        // Directories are only listed (names), never read; everything goes through the gate's
+        // no-follow opening.
+        match self.probe(rel).map_err(io_error)? {
+            Probe::Absent => Ok(WorkEntry::Absent),
+            Probe::Dir(names) => Ok(WorkEntry::Dir(names)),
+            Probe::File { bytes, perm } => Ok(WorkEntry::File {
                 bytes,
                 executable: perm & 0o111 != 0,
             }),
-            Ok(None) => Ok(WorkEntry::Absent),
-            Err(WorkspaceError::Failed { .. }) => Ok(WorkEntry::Other),
-            Err(e) => Err(io_error(e)),
+            Probe::Other => Ok(WorkEntry::Other),
         }
     }
 
     fn write(&self, rel: &str, bytes: &[u8], executable: bool) -> io::Result<()> {
-        let checked = self.check(rel).map_err(io_error)?;
-        let path = self.root().join(checked.resolved());
-        let mode = match std::fs::metadata(&path) {
-            Ok(m) => {
-                let m = m.permissions().mode() & 0o777;
+        let mode = match self.file_mode(rel) {
+            Some(m) => {
+                let m = m & 0o777;
                 if executable {
                     m | ((m & 0o444) >> 2)
                 } else {
                     m & !0o111
                 }
             }
-            Err(_) => {
+            None => {
                 if executable {
                     0o755
                 } else {

@@ -72,6 +72,20 @@ pub(crate) fn save(
         .ctx(|| format!("cannot write trash copy {}", dir.join(rel).display()))
 }
 
+/// Remove the trash folder `dir` (under `.pai_history/`) without following any link in it.
+pub(crate) fn remove(root: &Path, dir: &Path) -> Result<(), HistoryError> {
+    let state = match StateDir::open(root, false) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).ctx(|| format!("cannot open {}", root.join(store::DIR).display())),
+    };
+    let parts = state_components(root, dir, "")?;
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    state
+        .remove_tree(&parts)
+        .ctx(|| format!("cannot remove {}", dir.display()))
+}
+
 /// Every regular file under `dir`, as `/`-separated paths relative to it, with its bytes and
 /// executable bit. An absent directory holds nothing. Walked without following links: a link
 /// or special file planted in the trash is refused, so undo never copies in what it points at.

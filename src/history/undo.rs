@@ -569,9 +569,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
             })?;
         from_trash.push(path);
     }
-    if keep.exists() {
-        std::fs::remove_dir_all(&keep).ctx(|| format!("cannot remove {}", keep.display()))?;
-    }
+    trash::remove(root, &keep)?;
 
     let reflog = format!("pai: redo plan {number} ({short})");
     match tip {

@@ -157,3 +157,21 @@ impl fmt::Display for ReadOutput {
         }
     }
 }
+
+/// What stands at a path, for the history layer ([`crate::workspace::Workspace::probe`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Nothing.
+    Absent,
+    /// A directory, with its entries' names.
+    Dir(Vec<String>),
+    /// A regular file: its bytes and permission bits.
+    File {
+        /// The content.
+        bytes: Vec<u8>,
+        /// Permission bits.
+        perm: u32,
+    },
+    /// A symbolic link, FIFO, socket or device (never followed or opened).
+    Other,
+}

@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use super::Workspace;
 use super::atomic::{self, Mode};
 use super::beneath::{self, open_parent};
-use super::change::{ChangeKind, FileChange, ReadContent, ReadOutput};
+use super::change::{ChangeKind, FileChange, Probe, ReadContent, ReadOutput};
 use super::deny::DenyClass;
 use super::edits::{self, Modification};
 use super::error::WorkspaceError;
@@ -154,6 +154,66 @@ impl Workspace {
             Err(WorkspaceError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// For history: what stands at `path`, opened beneath the root without following a link
+    /// (a link, FIFO or device is [`Probe::Other`]; a directory gives its entries' names).
+    pub fn probe(&self, path: &str) -> Result<Probe, WorkspaceError> {
+        let rel = self.gate_op(path, false)?;
+        let listing = |fd: &OwnedFd| -> Result<Probe, WorkspaceError> {
+            let names = sys::read_dir(fd.as_fd())
+                .map_err(|e| WorkspaceError::io("list", rel.display(), e))?
+                .into_iter()
+                .map(|e| String::from_utf8_lossy(e.name.to_bytes()).into_owned())
+                .collect();
+            Ok(Probe::Dir(names))
+        };
+        if rel.is_root() {
+            let (fd, _) = beneath::open_dir(&self.gate, std::iter::empty(), false, "list", ".")?;
+            return listing(&fd);
+        }
+        let (dir, name) = match open_parent(&self.gate, &rel, false, "read") {
+            Ok(found) => found,
+            Err(WorkspaceError::NotFound { .. }) => return Ok(Probe::Absent),
+            Err(e) => return Err(e),
+        };
+        let st = match sys::lstatat(dir.as_fd(), &name) {
+            Ok(st) => st,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Probe::Absent),
+            Err(e) => return Err(WorkspaceError::io("read", rel.display(), e)),
+        };
+        match st.kind {
+            Kind::Dir => {
+                let fd = sys::openat(dir.as_fd(), &name, sys::DIR_READ, 0)
+                    .map_err(|e| WorkspaceError::io("list", rel.display(), e))?;
+                listing(&fd)
+            }
+            Kind::File => match Self::open_file(&dir, &name, &rel, "read", "") {
+                Ok((fd, st)) => {
+                    let bytes = sys::read_up_to(&fd, usize::MAX)
+                        .map_err(|e| WorkspaceError::io("read", rel.display(), e))?;
+                    Ok(Probe::File {
+                        bytes,
+                        perm: st.perm,
+                    })
+                }
+                Err(WorkspaceError::NotFound { .. }) => Ok(Probe::Absent),
+                Err(WorkspaceError::Failed { .. } | WorkspaceError::Refused { .. }) => {
+                    Ok(Probe::Other)
+                }
+                Err(e) => Err(e),
+            },
+            Kind::Symlink | Kind::Other => Ok(Probe::Other),
+        }
+    }
+
+    /// The permission bits of the regular file at `path`, if one is there (opened like
+    /// [`Workspace::probe`]).
+    pub fn file_mode(&self, path: &str) -> Option<u32> {
+        let rel = self.gate_op(path, false).ok()?;
+        let (dir, name) = open_parent(&self.gate, &rel, false, "read").ok()?;
+        let st = sys::lstatat(dir.as_fd(), &name).ok()?;
+        (st.kind == Kind::File).then_some(st.perm)
     }
 
     /// WRITE: create a new file (parents included). Fails if anything exists at the path.

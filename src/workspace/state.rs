@@ -226,6 +226,27 @@ impl StateDir {
         }
     }
 
+    /// Remove the entry at `components` and, for a directory, everything below it, never
+    /// following a link (a link is removed itself). Absent is fine.
+    pub fn remove_tree(&self, components: &[&str]) -> io::Result<()> {
+        let (dir, name, _) = match self.parent(components) {
+            Ok(found) => found,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let c = sys::cstr(name)?;
+        match sys::lstatat(dir.as_fd(), &c) {
+            Ok(st) if st.kind == sys::Kind::Dir => {
+                let sub = sys::openat(dir.as_fd(), &c, sys::DIR_READ, 0)?;
+                empty_dir(&sub, 0)?;
+                sys::unlinkat(dir.as_fd(), &c, true)
+            }
+            Ok(_) => sys::unlinkat(dir.as_fd(), &c, false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Make sure every directory on the way to `components` is a real directory: a link or
     /// file planted in place of one is removed (the directories are recreated by a write).
     pub fn clear_way(&self, components: &[&str]) -> io::Result<()> {
@@ -342,6 +363,24 @@ impl StateDir {
 }
 
 /// A state path component: one plain name, never `..`, `.` or empty.
+/// Remove everything inside `dir`, deepest first, without following links.
+fn empty_dir(dir: &OwnedFd, depth: usize) -> io::Result<()> {
+    if depth > 64 {
+        return Err(io::Error::other("nested too deeply to remove"));
+    }
+    for e in sys::read_dir(dir.as_fd())? {
+        let st = sys::lstatat(dir.as_fd(), &e.name)?;
+        if st.kind == sys::Kind::Dir {
+            let sub = sys::openat(dir.as_fd(), &e.name, sys::DIR_READ, 0)?;
+            empty_dir(&sub, depth + 1)?;
+            sys::unlinkat(dir.as_fd(), &e.name, true)?;
+        } else {
+            sys::unlinkat(dir.as_fd(), &e.name, false)?;
+        }
+    }
+    Ok(())
+}
+
 fn check_component(c: &str) -> io::Result<()> {
     if c.is_empty() || c == "." || c == ".." || c.contains('/') || c.contains('\0') {
         return Err(io::Error::new(
@@ -426,6 +465,29 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert!(state.open_rw(&["session.lock"]).is_err());
         assert!(state.read(&["session.lock"]).is_err());
+    }
+
+    #[test]
+    fn remove_tree_removes_links_not_what_they_point_at() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep.txt"), "keep").unwrap();
+        let state = StateDir::open(root.path(), true).unwrap();
+        state
+            .write_new(&["trash", "s", "1", "a.txt"], b"a", 0o644)
+            .unwrap();
+        std::os::unix::fs::symlink(
+            outside.path(),
+            root.path().join(".pai_history/trash/s/1/link"),
+        )
+        .unwrap();
+        state.remove_tree(&["trash", "s", "1"]).unwrap();
+        assert!(!root.path().join(".pai_history/trash/s/1").exists());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("keep.txt")).unwrap(),
+            "keep"
+        );
+        state.remove_tree(&["trash", "s", "1"]).unwrap();
     }
 
     #[test]
