@@ -55,7 +55,8 @@ fn dirty_file_touched_by_a_plan_undo_returns_the_users_exact_bytes() {
     drop(s);
     undo(&p.root, &p.wt(), false).unwrap();
     assert_eq!(p.read_bytes("a.txt"), user_bytes);
-    assert_eq!(p.status(), "");
+    // Exactly as before the plan: the user's edit is uncommitted again, not absorbed.
+    assert_eq!(p.status(), " M a.txt\n");
 }
 
 #[test]
@@ -366,9 +367,14 @@ fn undo_over_a_users_snapshot_leaves_their_edit_uncommitted() {
     drop(s);
     undo(&p.root, &p.wt(), false).unwrap();
     assert_eq!(p.read("b.txt"), "user's b\n");
-    assert_eq!(p.rev(&branch), snapshot);
-    assert_eq!(p.status(), "");
-    // Undoing plan 1 goes under the snapshot: the user's edit becomes uncommitted again.
+    // Undo goes under the snapshot taken for the plan: the user's edit is uncommitted again,
+    // exactly as before plan 2, and the snapshot stays reachable from the undone ref.
+    assert_eq!(p.rev(&branch), p.rev(&format!("{snapshot}^")));
+    assert_eq!(p.status(), " M b.txt\n");
+    assert!(
+        p.git(&["for-each-ref", "refs/pai/undone"])
+            .contains("undone")
+    );
     let report = undo(&p.root, &p.wt(), false).unwrap();
     assert_eq!(report.plan, 1);
     assert_eq!(p.rev(&branch), base);

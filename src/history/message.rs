@@ -178,6 +178,11 @@ pub(crate) fn user_message(session: &str, plan: u32, staged: bool, files: &[Stri
     msg
 }
 
+/// Whether a user-snapshot message is the one of staged changes (see [`user_message`]).
+pub(crate) fn is_staged_snapshot(message: &str) -> bool {
+    message.starts_with("pai: snapshot of your staged changes")
+}
+
 /// The message of the state `pai undo --force` saves before undoing plan `plan`.
 pub(crate) fn saved_message(session: &str, plan: u32, files: &[String]) -> String {
     let mut msg = format!(

@@ -100,6 +100,31 @@ impl Session {
     }
 }
 
+/// Where the session stood before plan `number`: the commit below the snapshots of the user's
+/// changes pai committed for the plan (`None` on an unborn branch), and the tree the index
+/// followed for the plan's paths (the snapshot of the user's staged changes when there is one,
+/// else that commit's tree).
+fn before_plan<'r>(
+    plan_commit: &Commit<'r>,
+    number: u32,
+) -> Result<(Option<Commit<'r>>, Option<git2::Tree<'r>>), HistoryError> {
+    let mut below = plan_commit.parents().next();
+    let mut staged: Option<git2::Tree<'r>> = None;
+    while let Some(c) = below {
+        let msg = c.message().unwrap_or_default();
+        let t = message::parse(msg);
+        if t.kind != Some(Kind::User) || t.plan != Some(number) {
+            let tree = c.tree().ctx(|| "cannot read a parent tree".into())?;
+            return Ok((Some(c), Some(staged.unwrap_or(tree))));
+        }
+        if message::is_staged_snapshot(msg) && staged.is_none() {
+            staged = Some(c.tree().ctx(|| "cannot read a snapshot".into())?);
+        }
+        below = c.parents().next();
+    }
+    Ok((None, staged))
+}
+
 fn read_commit<'r>(repo: &'r Repository, id: Oid) -> Result<Commit<'r>, HistoryError> {
     repo.find_commit(id)
         .ctx(|| format!("cannot read commit {id}"))
@@ -227,10 +252,21 @@ fn undo_in(
         )?);
     }
 
-    // The index follows the branch for the plan's paths; snapshot paths above the plan go
-    // back to being the uncommitted changes they were, unless the user staged them since.
-    let mut entries: Vec<(String, Option<Entry>)> =
-        changes.iter().map(|c| (c.path.clone(), c.before)).collect();
+    // The index gets back what it held before the plan for the plan's paths (the tree below
+    // the snapshots pai took of the user's changes for it, or the staged snapshot's): the
+    // user's unstaged edits and untracked files return unstaged and untracked. Snapshot paths
+    // above the plan go back to being the uncommitted changes they were, unless the user
+    // staged them since.
+    let (base_commit, index_before) = before_plan(&plan_commit, number)?;
+    let mut entries: Vec<(String, Option<Entry>)> = changes
+        .iter()
+        .map(|c| {
+            let entry = scope::tree_file(index_before.as_ref(), &c.path)
+                .ok()
+                .flatten();
+            (c.path.clone(), entry)
+        })
+        .collect();
     for snap in &above {
         let snap_tree = snap.tree().ctx(|| "cannot read a snapshot".into())?;
         let below = revert::parent_tree(snap)?;
@@ -276,9 +312,11 @@ fn undo_in(
     let from_trash = restore_trash(repo, root, wt, &session, number, &changes, recorded_trash)?;
 
     let reflog = format!("pai: undo plan {number} ({short})");
-    match plan_commit.parents().next() {
-        Some(parent) => repo
-            .reference_matching(&branch, parent.id(), true, tip, &reflog)
+    // Below the plan's own snapshots too: they were taken for the plan, and the work tree and
+    // index hold the user's changes again (the undone ref keeps them reachable).
+    match &base_commit {
+        Some(base) => repo
+            .reference_matching(&branch, base.id(), true, tip, &reflog)
             .map(|_| ()),
         None => repo.find_reference(&branch).and_then(|mut r| r.delete()),
     }
