@@ -109,6 +109,26 @@ pub enum Event {
     },
     /// A step finished.
     Step(StepReport),
+    /// A RUN command was approved and started; its output follows as [`Event::RunOutput`] and
+    /// its result as the step's [`Event::Step`].
+    RunStarted {
+        /// The phase of the step.
+        phase: u32,
+        /// The step's number within the phase.
+        index: usize,
+        /// The command.
+        command: String,
+    },
+    /// One line a running command printed (stdout and stderr interleaved), as it arrived,
+    /// secrets redacted. Every line comes here; what the model reads is capped.
+    RunOutput {
+        /// The phase of the step.
+        phase: u32,
+        /// The step's number within the phase.
+        index: usize,
+        /// The line, without its newline.
+        line: String,
+    },
     /// Something the user should know that is not a failure.
     Notice {
         /// The text.

@@ -204,6 +204,16 @@ impl Journal {
         )
     }
 
+    /// Lines a running RUN command printed (all of them, as they came; what the execution
+    /// record holds is the capped summary the model read).
+    pub fn run_output(&self, command: &str, lines: &[String]) -> std::io::Result<()> {
+        let text: Vec<String> = lines.iter().map(|l| format!("RUN OUTPUT: {l}")).collect();
+        self.append(
+            &text,
+            json!({"kind": "run_output", "command": command, "lines": lines}),
+        )
+    }
+
     /// The commit that records the plan.
     pub fn commit(&self, commit: &str, branch: &str) -> std::io::Result<()> {
         self.append(

@@ -5,6 +5,7 @@ mod bridge;
 pub mod context;
 pub mod events;
 pub mod journal;
+pub mod live;
 pub mod plan;
 pub mod prompt;
 pub mod turn;

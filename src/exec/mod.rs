@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 pub use allow::is_preapproved;
 pub use env::{child_environment, scrub_environment};
-pub use runner::{RunOptions, RunOutcome, run_command};
+pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};
 pub use sandbox::{
     SandboxMode, SandboxSupport, landlock_abi, sandbox_support, unconfined_reason, writable_paths,
 };

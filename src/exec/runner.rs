@@ -159,6 +159,18 @@ pub async fn run_command(
     command: &str,
     opts: &RunOptions,
 ) -> Result<RunOutcome, ExecError> {
+    run_command_streaming(root, command, opts, &|_| {}).await
+}
+
+/// [`run_command`], also handing every piece of output to `on_output` as it arrives (before
+/// the cap applies), so a frontend can show it live and a log can keep all of it. Pieces are
+/// raw bytes as read: they may split lines and UTF-8 sequences.
+pub async fn run_command_streaming(
+    root: &Path,
+    command: &str,
+    opts: &RunOptions,
+    on_output: &(dyn Fn(&[u8]) + Send + Sync),
+) -> Result<RunOutcome, ExecError> {
     let shown = display_command(command);
     let root_error = |source| ExecError::Root {
         path: root.to_path_buf(),
@@ -194,7 +206,7 @@ pub async fn run_command(
         .unwrap_or(0);
     // Armed until the group has been dealt with: an early return or a dropped future kills it.
     let mut guard = GroupGuard::new(pgid);
-    let mut pump = Pump::new(output, opts.output_cap);
+    let mut pump = Pump::new(output, opts.output_cap, on_output);
     let io_error = |source| ExecError::Io {
         command: shown.clone(),
         source,
@@ -318,7 +330,7 @@ fn spawn(
 async fn finish_group(
     child: &mut Child,
     pgid: libc::pid_t,
-    pump: &mut Pump,
+    pump: &mut Pump<'_>,
     mut status: Option<ExitStatus>,
 ) -> io::Result<ExitStatus> {
     if status.is_none() || group::has_live_members(pgid) {
@@ -350,19 +362,22 @@ async fn group_gone(pgid: libc::pid_t) {
     }
 }
 
-/// Moves output from the pipe into the cap while the runner waits for something else.
-struct Pump {
+/// Moves output from the pipe into the cap (and to the live listener) while the runner waits
+/// for something else.
+struct Pump<'a> {
     pipe: Option<pipe::Receiver>,
     buf: Vec<u8>,
     cap: OutputCap,
+    on_output: &'a (dyn Fn(&[u8]) + Send + Sync),
 }
 
-impl Pump {
-    fn new(pipe: pipe::Receiver, cap: usize) -> Self {
+impl<'a> Pump<'a> {
+    fn new(pipe: pipe::Receiver, cap: usize, on_output: &'a (dyn Fn(&[u8]) + Send + Sync)) -> Self {
         Self {
             pipe: Some(pipe),
             buf: vec![0; CHUNK],
             cap: OutputCap::new(cap),
+            on_output,
         }
     }
 
@@ -407,7 +422,10 @@ impl Pump {
         };
         match pipe.read(&mut self.buf).await {
             Ok(0) => self.pipe = None,
-            Ok(n) => self.cap.push(&self.buf[..n]),
+            Ok(n) => {
+                (self.on_output)(&self.buf[..n]);
+                self.cap.push(&self.buf[..n]);
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }

@@ -61,6 +61,8 @@ pub fn event(event: &Event, theme: &Theme) -> String {
             out
         }
         Event::Step(report) => step(report, theme),
+        Event::RunStarted { command, .. } => run_started(command, theme),
+        Event::RunOutput { line, .. } => run_output_line(line, theme),
         Event::Notice { text } => notice(text, theme),
         Event::Committed { commit, branch } => committed(commit, branch, theme),
         Event::Finished {
@@ -267,6 +269,57 @@ pub fn step(report: &StepReport, theme: &Theme) -> String {
     }
     if let Some(view) = &report.file_view {
         out.push_str(&file_view(view, theme));
+    }
+    out
+}
+
+/// The line printed when a RUN command starts, where its output is streamed as text.
+pub fn run_started(command: &str, theme: &Theme) -> String {
+    let line = Line::new()
+        .with("  $ ", dim())
+        .with(first_line_of(command).as_str(), bold());
+    wrapped(&line, theme, 4)
+}
+
+/// One line of a running command's output, streamed as text: indented under its command and
+/// never wrapped, so a reader (or a script) gets the line as the command printed it.
+pub fn run_output_line(line: &str, theme: &Theme) -> String {
+    let bar = if theme.unicode { "│" } else { "|" };
+    let text = super::layout::clean(line);
+    format!(
+        "    {} {}
+",
+        theme.paint(bar, &dim()),
+        text
+    )
+}
+
+/// The title of the live panel shown while a command runs (the elapsed time follows it).
+pub fn run_panel_title(command: &str, theme: &Theme) -> String {
+    // Room for the spinner, "Running ", the elapsed time and the Ctrl+C hint.
+    let room = theme.cols().saturating_sub(40).max(10);
+    format!(
+        "Running {}",
+        super::layout::truncate(&first_line_of(command), room)
+    )
+}
+
+/// The body of the live panel: the last lines of output, each cut to the width (the panel is
+/// redrawn in place, so nothing in it may wrap).
+pub fn run_panel_lines(lines: &[String], theme: &Theme) -> String {
+    let cols = theme.cols();
+    let bar = if theme.unicode { "│" } else { "|" };
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let text = super::layout::truncate(&super::layout::clean(line), cols.saturating_sub(5));
+        out.push_str(&format!(
+            "  {} {}",
+            theme.paint(bar, &dim()),
+            theme.paint(&text, &dim())
+        ));
     }
     out
 }

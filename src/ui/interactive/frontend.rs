@@ -2,6 +2,7 @@
 //! the model is working (rich mode only), and asks approvals on the terminal unless the
 //! session's flags already gave them.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -16,6 +17,9 @@ use crate::ui::present::Presenter;
 use crate::ui::prompt::Asker;
 use crate::ui::{DEFAULT_WIDTH, print_out, render, stdout_width};
 
+/// Lines of a running command's output the live panel shows.
+const LIVE_LINES: usize = 5;
+
 /// How the session looks and answers.
 pub(crate) struct Settings {
     /// Colour, Unicode and spinner.
@@ -29,6 +33,8 @@ pub(crate) struct InteractiveFrontend {
     settings: Settings,
     presenter: Mutex<Presenter>,
     spinner: Mutex<Option<ProgressBar>>,
+    /// The last lines of the running command's output, shown in the live panel.
+    live_lines: Mutex<VecDeque<String>>,
     asker: Asker,
     cancel: Mutex<Option<CancellationToken>>,
     finished: AtomicBool,
@@ -49,6 +55,7 @@ impl InteractiveFrontend {
             settings,
             presenter: Mutex::new(presenter),
             spinner: Mutex::new(None),
+            live_lines: Mutex::new(VecDeque::new()),
             asker,
             cancel: Mutex::new(None),
             finished: AtomicBool::new(false),
@@ -108,6 +115,37 @@ impl InteractiveFrontend {
         *lock(&self.spinner) = Some(bar);
     }
 
+    /// The live panel of a running command: spinner, command, elapsed time, last lines.
+    fn start_run_panel(&self, command: &str) {
+        self.stop_spinner();
+        lock(&self.live_lines).clear();
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
+        if let Ok(style) =
+            ProgressStyle::with_template("{spinner:.cyan} {prefix:.bold} {elapsed:.dim} {msg}")
+        {
+            bar.set_style(style.tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "));
+        }
+        bar.set_prefix(render::run_panel_title(command, &self.theme()));
+        bar.set_message("(Ctrl+C stops it)");
+        bar.enable_steady_tick(Duration::from_millis(100));
+        *lock(&self.spinner) = Some(bar);
+    }
+
+    fn live_line(&self, line: &str) {
+        let text = {
+            let mut lines = lock(&self.live_lines);
+            lines.push_back(line.to_string());
+            while lines.len() > LIVE_LINES {
+                lines.pop_front();
+            }
+            let shown: Vec<String> = lines.iter().cloned().collect();
+            render::run_panel_lines(&shown, &self.theme())
+        };
+        if let Some(bar) = lock(&self.spinner).as_ref() {
+            bar.set_message(format!("(Ctrl+C stops it)\n{text}"));
+        }
+    }
+
     fn stop_spinner(&self) {
         if let Some(bar) = lock(&self.spinner).take() {
             bar.finish_and_clear();
@@ -122,6 +160,17 @@ impl InteractiveFrontend {
 impl Frontend for InteractiveFrontend {
     fn event(&self, event: &Event) {
         let theme = self.theme();
+        if self.settings.rich {
+            match event {
+                Event::RunOutput { line, .. } => return self.live_line(line),
+                Event::RunStarted { phase, command, .. } => {
+                    self.stop_spinner();
+                    print_out(&lock(&self.presenter).run_header(*phase, &theme));
+                    return self.start_run_panel(command);
+                }
+                _ => {}
+            }
+        }
         self.stop_spinner();
         if let Event::Finished { .. } = event {
             self.finished.store(true, Ordering::SeqCst);
