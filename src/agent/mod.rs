@@ -1,6 +1,7 @@
 //! The agent turn: context building, the structured plan call, approval, phases, repair.
 //! It never prints: it emits events to a frontend and asks it for approvals.
 
+mod approve;
 mod bridge;
 pub mod context;
 pub mod events;

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
+use super::approve::RunPolicy;
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
 use super::events::{
     Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus,
@@ -44,8 +45,10 @@ pub struct AgentOptions {
     pub yes: bool,
     /// Approve RUN without asking (only with `yes`).
     pub allow_run: bool,
-    /// RUN prefixes approved without asking.
+    /// RUN prefixes approved without asking (config rules; "always" answers are added).
     pub run_allow: Vec<String>,
+    /// The user's config.toml, where a rule answered at the RUN prompt is saved.
+    pub settings_file: Option<std::path::PathBuf>,
     /// RUN timeout.
     pub run_timeout: Duration,
     /// Refuse RUN that cannot be confined.
@@ -785,20 +788,35 @@ impl Agent {
                 text: format!("commands will run without the sandbox ({reason}); each one needs your explicit approval"),
             });
         }
-        // The allow-list never runs code the model wrote since the user last saw the plan: an
-        // allow-listed `python3 -m py_compile` would import a py_compile.py the plan just
-        // wrote, `cargo test` would run its build.rs. Without --yes the user approved the
-        // plan, RUN included, after seeing its writes.
-        let allow_listed = exec::is_preapproved(command, &self.options.run_allow)
-            && (!self.options.yes || !model_wrote);
-        let auto =
-            unconfined.is_none() && ((self.options.yes && self.options.allow_run) || allow_listed);
-        if !auto && !blocking(|| frontend.approve_run(command, unconfined.is_none())) {
+        let root = self.workspace.root().to_path_buf();
+        let mut policy = RunPolicy {
+            yes: self.options.yes,
+            allow_run: self.options.allow_run,
+            allow: &mut self.options.run_allow,
+            settings_file: self.options.settings_file.as_deref(),
+            root: &root,
+        };
+        let approved = policy.decide(command, unconfined.is_none(), model_wrote, frontend, |q| {
+            blocking(|| frontend.approve_run(q))
+        });
+        let Ok(approved) = approved else {
             return Err(StepError {
                 message: "the user denied running this command".into(),
                 fixable: true,
             });
+        };
+        if approved != command {
+            // The user edited the command: it is what runs, what is shown and what the model
+            // is told about.
+            if let Some(why) = self.workspace.protected_in_command(&approved) {
+                return Err(StepError {
+                    message: format!("RUN refused: {why}"),
+                    fixable: false,
+                });
+            }
+            report.target = approved.clone();
         }
+        let command = approved.as_str();
         let before = snapshot(&self.workspace);
         let opts = RunOptions {
             timeout: self.options.run_timeout,
@@ -807,7 +825,6 @@ impl Agent {
             extra_writable: self.options.run_writable.clone(),
             ..RunOptions::default()
         };
-        let root = self.workspace.root().to_path_buf();
         // Git hooks and config, pai's state, shell and ssh startup files: what the command
         // changes there would run later, unconfined. Recorded now, put back after.
         let later = crate::workspace::LaterState::record(&root);

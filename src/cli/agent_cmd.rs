@@ -139,7 +139,19 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         stream,
         yes: settings.yes,
         allow_run: settings.allow_run,
-        run_allow: settings.run_allow.clone(),
+        run_allow: settings
+            .run_allow
+            .iter()
+            .chain(
+                settings
+                    .project_run_allow
+                    .get(&root.display().to_string())
+                    .into_iter()
+                    .flatten(),
+            )
+            .cloned()
+            .collect(),
+        settings_file: settings.settings_file.clone(),
         run_timeout: settings.run_timeout,
         require_sandbox: settings.require_sandbox,
         run_writable: settings.run_writable.clone(),

@@ -1,5 +1,6 @@
 //! The optional settings file, `config.toml` in the configuration directory.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -29,6 +30,29 @@ pub struct FileSettings {
     /// RUN settings.
     #[serde(default)]
     pub run: RunFileSettings,
+    /// Settings for one project, keyed by its root's absolute path (`[projects."/home/me/app"]`).
+    /// They live here, in the user's own file, never in the repository: a cloned repository is
+    /// not trusted to approve its own commands.
+    #[serde(default)]
+    pub projects: BTreeMap<String, ProjectFileSettings>,
+}
+
+/// A `[projects."<root>"]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectFileSettings {
+    /// The project's RUN settings.
+    #[serde(default)]
+    pub run: ProjectRunSettings,
+}
+
+/// A `[projects."<root>".run]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectRunSettings {
+    /// Command prefixes approved without asking in this project only.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// The `[run]` table.

@@ -21,7 +21,7 @@ mod sandbox;
 use std::io;
 use std::path::PathBuf;
 
-pub use allow::is_preapproved;
+pub use allow::{is_preapproved, rule_for};
 pub use env::{child_environment, scrub_environment};
 pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};
 pub use sandbox::{

@@ -621,9 +621,11 @@ pub fn error(message: &str, hint: Option<&str>, theme: &Theme) -> String {
     out
 }
 
-/// The question asked before a RUN command.
-pub fn run_question(command: &str, confined: bool, theme: &Theme) -> String {
-    let mut body = paragraphs(command, Some(bold()));
+/// The question asked before a RUN command: the command, whether it is sandboxed, and what
+/// "always" (and saving it) would allow.
+pub fn run_question(q: &crate::agent::events::RunQuestion, theme: &Theme) -> String {
+    let confined = q.confined;
+    let mut body = paragraphs(&q.command, Some(bold()));
     body.push(Line::new());
     body.push(if confined {
         Line::new()
@@ -634,6 +636,25 @@ pub fn run_question(command: &str, confined: bool, theme: &Theme) -> String {
             .with("UNCONFINED: ", red().bold())
             .text("no sandbox is available here; it can change anything you can")
     });
+    if let Some(rule) = &q.rule {
+        body.push(
+            Line::new()
+                .with("a", bold())
+                .text(&format!(
+                    ": run `{rule}` (and it with more arguments) without asking for the rest of this session"
+                )),
+        );
+        if q.can_save {
+            body.push(Line::new().with("p", bold()).text(
+                ": the same in later sessions of this project; u: in all your projects (saved to config.toml)",
+            ));
+        }
+    }
+    body.push(
+        Line::new()
+            .with("e", bold())
+            .text(": edit the command before it runs"),
+    );
     panel("Run this command?", &body, theme, &yellow())
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::{Approval, Event, Frontend};
+use crate::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion};
 use crate::agent::plan::PlannedStep;
 use crate::ui::layout::Theme;
 use crate::ui::present::Presenter;
@@ -119,7 +119,8 @@ impl InteractiveFrontend {
     fn start_run_panel(&self, command: &str) {
         self.stop_spinner();
         lock(&self.live_lines).clear();
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
+        // Hidden until set up, so the first frame already has its hint.
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         if let Ok(style) =
             ProgressStyle::with_template("{spinner:.cyan} {prefix:.bold} {elapsed:.dim} {msg}")
         {
@@ -127,6 +128,7 @@ impl InteractiveFrontend {
         }
         bar.set_prefix(render::run_panel_title(command, &self.theme()));
         bar.set_message("(Ctrl+C stops it)");
+        bar.set_draw_target(ProgressDrawTarget::stdout());
         bar.enable_steady_tick(Duration::from_millis(100));
         *lock(&self.spinner) = Some(bar);
     }
@@ -193,16 +195,15 @@ impl Frontend for InteractiveFrontend {
         self.asker.plan(token.as_ref())
     }
 
-    fn approve_run(&self, command: &str, confined: bool) -> bool {
+    fn approve_run(&self, question: &RunQuestion) -> RunAnswer {
         self.settle();
         let token = self.token();
         if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
-            return false;
+            return RunAnswer::No;
         }
-        print_out(&render::run_question(command, confined, &self.theme()));
-        self.asker.yes_no(
-            "Run it?",
-            false,
+        print_out(&render::run_question(question, &self.theme()));
+        self.asker.run(
+            question,
             "RUN was not allowed: confined commands can be pre-approved with --yes --allow-run or run.allow.",
             token.as_ref(),
         )
