@@ -43,7 +43,7 @@ pub trait ProjectView {
 }
 
 /// One remembered turn.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TurnMemo {
     /// What the user asked.
     pub request: String,
@@ -66,6 +66,11 @@ impl Memory {
             self.turns.pop_front();
         }
         self.turns.push_back(memo);
+    }
+
+    /// The remembered turns, oldest first.
+    pub fn turns(&self) -> impl Iterator<Item = &TurnMemo> {
+        self.turns.iter()
     }
 
     /// Forget everything (`/clear`).

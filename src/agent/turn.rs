@@ -135,9 +135,22 @@ impl Agent {
         (self.history.as_mut(), &self.workspace)
     }
 
+    /// Remember earlier turns (a continued session's, from its log), oldest first.
+    pub fn restore_memory(&mut self, memos: Vec<TurnMemo>) {
+        for memo in memos {
+            self.memory.push(memo);
+        }
+    }
+
+    /// The turns the session remembers, oldest first.
+    pub fn memory(&self) -> Vec<TurnMemo> {
+        self.memory.turns().cloned().collect()
+    }
+
     /// Forget the session memory (`/clear`).
     pub fn clear_memory(&mut self) {
         self.memory.clear();
+        self.log(|j| j.memory_cleared());
     }
 
     fn log(&self, f: impl FnOnce(&Journal) -> std::io::Result<()>) {
@@ -477,11 +490,13 @@ impl Agent {
             frontend,
         );
         let files: Vec<String> = touched_paths(&changes).into_iter().collect();
-        self.memory.push(TurnMemo {
+        let memo = TurnMemo {
             request: request.to_string(),
             outcome: format!("{status:?}: {}", first_line(&final_message)),
             files,
-        });
+        };
+        self.log(|j| j.memo(&memo));
+        self.memory.push(memo);
         self.log(|j| j.finished(status, &final_message, &next_steps, &tally));
         frontend.event(&Event::Finished {
             status,

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::agent::context::Budget;
+use crate::agent::context::{Budget, MEMORY_TURNS, TurnMemo};
+use crate::agent::journal;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -92,14 +93,151 @@ pub struct Assembled {
     pub agent: Agent,
 }
 
-/// Build the agent for a session in the current project.
-pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assembled, Error> {
+/// Which session to continue instead of starting a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// The latest session of this project (`pai --continue`).
+    Latest,
+    /// This one (`pai resume SESSION`).
+    Session(String),
+}
+
+/// The git session to work in, the memory to restore, and the text saying which session
+/// continues (or that a new one is stacked on the previous one).
+struct Opened {
+    session: Session,
+    memory: Vec<TurnMemo>,
+    /// The session continued in place (same id, same log).
+    continued: bool,
+    note: Option<String>,
+}
+
+fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
+    let Some(resume) = resume else {
+        let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
+        let note = session.stacked_on().map(|prev| {
+            format!(
+                "HEAD was on pai/{prev}, so this new session {} starts on top of session {prev}'s plans; `pai --continue` continues session {prev} instead",
+                session.id()
+            )
+        });
+        return Ok(Opened {
+            session,
+            memory: Vec::new(),
+            continued: false,
+            note,
+        });
+    };
+    let sessions = journal::list_sessions(root);
+    let id = match resume {
+        Resume::Latest => sessions.last().map(|s| s.id.clone()).ok_or_else(|| {
+            Error::usage("there is no session to continue in this project")
+                .with_hint("start one with `pai`")
+        })?,
+        Resume::Session(id) => {
+            let valid = !id.is_empty()
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '_' || c == '-');
+            if !valid || !sessions.iter().any(|s| s.id == id) {
+                return Err(
+                    Error::usage(format!("there is no session {id} in this project"))
+                        .with_hint("`pai resume` lists this project's sessions"),
+                );
+            }
+            id
+        }
+    };
+    let memory = journal::load_memory(root, &id, MEMORY_TURNS);
+    let turns = match memory.len() {
+        0 => "nothing to remember".to_string(),
+        1 => "1 turn remembered".to_string(),
+        n => format!("{n} turns remembered"),
+    };
+    let last = memory
+        .last()
+        .map(|m| format!(", the last: \"{}\"", first_line(&m.request)))
+        .unwrap_or_default();
+    match Session::resume(root, &id, StartOptions::now()).map_err(history_error)? {
+        Some(session) => {
+            let note = format!(
+                "Continuing session {id} on {} ({turns}{last})",
+                session.branch().unwrap_or("its branch")
+            );
+            Ok(Opened {
+                session,
+                memory,
+                continued: true,
+                note: Some(note),
+            })
+        }
+        None => {
+            let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
+            let note = format!(
+                "Continuing the conversation of session {id} ({turns}{last}); it recorded no plans, so this session {} starts a new branch",
+                session.id()
+            );
+            Ok(Opened {
+                session,
+                memory,
+                continued: false,
+                note: Some(note),
+            })
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or_default()
+}
+
+/// `pai resume` without a session: this project's sessions, newest last.
+pub fn list_sessions(out: &Output) -> Result<(), Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
+    let root = history::project_root(&cwd);
+    let sessions = journal::list_sessions(&root);
+    if sessions.is_empty() {
+        out.line("No sessions in this project yet: start one with `pai`.");
+        return Ok(());
+    }
+    let mut text = String::from("Sessions of this project (newest last):\n");
+    for s in &sessions {
+        let first = s
+            .requests
+            .first()
+            .map(|r| format!("\"{}\"", first_line(r)))
+            .unwrap_or_else(|| "(no requests)".into());
+        let n = s.requests.len();
+        text.push_str(&format!(
+            "  {}  {n} request{}  {first}\n",
+            s.id,
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    text.push_str("Continue one with `pai resume <SESSION>`, the latest with `pai --continue`.");
+    out.line(&text);
+    Ok(())
+}
+
+/// Build the agent for a session in the current project (continuing `resume` when given).
+pub fn assemble(
+    settings: &Settings,
+    out: &Output,
+    stream: bool,
+    resume: Option<Resume>,
+) -> Result<Assembled, Error> {
     let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
     let Project { root, workspace } = open_project(settings)?;
-    let session = match Session::start(&root, StartOptions::now()) {
-        Ok(s) => s,
-        Err(e) => return Err(history_error(e)),
-    };
+    let Opened {
+        session,
+        memory,
+        continued,
+        note,
+    } = open_session(&root, resume)?;
+    if let Some(note) = &note {
+        out.note(note);
+    }
     if let Some(reason) = session.read_only_reason() {
         out.warning(&format!("read-only session: {reason}"));
     }
@@ -125,12 +263,23 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         }
     };
     if let Some(j) = &journal {
-        let _ = j.session_started(
-            &root,
-            settings.provider.name(),
-            &settings.model,
-            session.branch(),
-        );
+        let _ = if continued {
+            j.session_continued(session.branch())
+        } else {
+            j.session_started(
+                &root,
+                settings.provider.name(),
+                &settings.model,
+                session.branch(),
+            )
+        };
+        if !continued {
+            // A new session carrying an older one's memory records it, so continuing this
+            // one later gets it back too.
+            for memo in &memory {
+                let _ = j.memo(memo);
+            }
+        }
     }
     let options = AgentOptions {
         model: settings.model.clone(),
@@ -158,7 +307,8 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         secrets,
         budget: Budget::default(),
     };
-    let agent = Agent::new(provider, workspace, Some(session), journal, options);
+    let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
+    agent.restore_memory(memory);
     Ok(Assembled { agent })
 }
 
@@ -315,9 +465,14 @@ impl SessionDriver for Driver {
 }
 
 /// `pai` / `pai auto`: the interactive session.
-pub fn interactive(settings: &Settings, env: &Env, out: &Output) -> Result<i32, Error> {
+pub fn interactive(
+    settings: &Settings,
+    env: &Env,
+    out: &Output,
+    resume: Option<Resume>,
+) -> Result<i32, Error> {
     let rt = runtime()?;
-    let assembled = assemble(settings, out, true)?;
+    let assembled = assemble(settings, out, true, resume)?;
     let root = assembled.agent.workspace().root().to_path_buf();
     let mut driver = Driver {
         agent: assembled.agent,
@@ -370,13 +525,14 @@ pub fn run_once(
     out: &Output,
     request: &str,
     json: bool,
+    resume: Option<Resume>,
 ) -> Result<i32, Error> {
     if request.trim().is_empty() {
         return Err(Error::usage("the request is empty")
             .with_hint("pai run \"add a power operation to calculator.py\""));
     }
     let rt = runtime()?;
-    let mut assembled = assemble(settings, out, false)?;
+    let mut assembled = assemble(settings, out, false, resume)?;
     let frontend: Box<dyn Frontend> = if json {
         Box::new(JsonFrontend::new())
     } else {

@@ -15,8 +15,9 @@ use super::pty::Pty;
 /// The interactive prompt.
 pub const PROMPT: &str = "user> ";
 
-/// `pai` with a hermetic environment against `mock` (Gemini wire format), not yet started.
-pub fn pai_command(p: &Project, mock: &MockLlm, color: bool) -> Command {
+/// `pai ARGS --base-url <mock>` with a hermetic environment against `mock` (Gemini wire
+/// format), not yet started.
+pub fn pai_command(p: &Project, mock: &MockLlm, color: bool, args: &[&str]) -> Command {
     let kind = ProviderKind::Gemini;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pai"));
     cmd.env_clear()
@@ -26,6 +27,7 @@ pub fn pai_command(p: &Project, mock: &MockLlm, color: bool) -> Command {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("TERM", "xterm-256color")
         .env(kind.key_env_var(), TEST_KEY)
+        .args(args)
         .args(["--base-url", &mock.base_url(kind)])
         .current_dir(&p.root);
     if !color {
@@ -36,8 +38,7 @@ pub fn pai_command(p: &Project, mock: &MockLlm, color: bool) -> Command {
 
 /// Start an interactive session (`args` after the base URL) and wait for the prompt.
 pub fn start_session(p: &Project, mock: &MockLlm, color: bool, args: &[&str]) -> Pty {
-    let mut cmd = pai_command(p, mock, color);
-    cmd.args(args);
+    let cmd = pai_command(p, mock, color, args);
     let mut pty = Pty::spawn(cmd, 100, 40).unwrap_or_else(|e| panic!("cannot start pai: {e}"));
     pty.expect(PROMPT);
     pty
