@@ -31,6 +31,8 @@ pub enum TurnStatus {
     Failed,
     /// The user declined the plan.
     Rejected,
+    /// A dry run (`pai run --plan`): the plan was shown and not carried out.
+    Planned,
     /// The user interrupted the turn.
     Interrupted,
 }

@@ -43,6 +43,9 @@ pub struct AgentOptions {
     pub stream: bool,
     /// Approve plans and RM without asking.
     pub yes: bool,
+    /// Show the first plan and stop there, with this message (`pai run --plan`, or `pai run`
+    /// with nobody to approve the plan): nothing is carried out. A chat is answered as usual.
+    pub dry_run: Option<String>,
     /// Approve RUN without asking (only with `yes`).
     pub allow_run: bool,
     /// RUN prefixes approved without asking (config rules; "always" answers are added).
@@ -133,6 +136,11 @@ impl Agent {
     /// The git session and the workspace together, for `/undo` and `/redo`.
     pub fn history_and_workspace(&mut self) -> (Option<&mut Session>, &Workspace) {
         (self.history.as_mut(), &self.workspace)
+    }
+
+    /// Make every turn a dry run ending with `message` (`None`: carry plans out).
+    pub fn set_dry_run(&mut self, message: Option<String>) {
+        self.options.dry_run = message;
     }
 
     /// Remember earlier turns (a continued session's, from its log), oldest first.
@@ -361,6 +369,11 @@ impl Agent {
                 observe: plan.observe,
             });
 
+            if let Some(message) = &self.options.dry_run {
+                status = TurnStatus::Planned;
+                final_message = message.clone();
+                break;
+            }
             let mutating = plan.steps.iter().any(|s| s.step.mutates());
             if mutating
                 && let Some(reason) = self
@@ -475,6 +488,11 @@ impl Agent {
             break;
         }
 
+        if status == TurnStatus::Success && verified == Some(false) {
+            // The model gave up (answered instead of repairing) with the check still failing:
+            // that is no success, whatever it said.
+            status = TurnStatus::Failed;
+        }
         if final_message.is_empty() {
             final_message = match status {
                 TurnStatus::Success => "done".into(),
@@ -497,6 +515,13 @@ impl Agent {
         };
         self.log(|j| j.memo(&memo));
         self.memory.push(memo);
+        // Suggestions were written for a plan that works out; after a failure they mislead.
+        if !matches!(
+            status,
+            TurnStatus::Success | TurnStatus::Answered | TurnStatus::Planned
+        ) {
+            next_steps.clear();
+        }
         self.log(|j| j.finished(status, &final_message, &next_steps, &tally));
         frontend.event(&Event::Finished {
             status,

@@ -2,6 +2,7 @@
 //! `pai redo` and `pai log`. This is glue: it builds the workspace, the git session, the
 //! provider and the agent from the settings and hands them to a frontend.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use crate::agent::context::{Budget, MEMORY_TURNS, TurnMemo};
@@ -287,6 +288,7 @@ pub fn assemble(
         max_output_tokens: MAX_OUTPUT_TOKENS,
         stream,
         yes: settings.yes,
+        dry_run: None,
         allow_run: settings.allow_run,
         run_allow: settings
             .run_allow
@@ -318,7 +320,7 @@ pub fn turn_exit_code(outcome: &TurnOutcome) -> i32 {
         return 2;
     }
     match outcome.status {
-        TurnStatus::Answered | TurnStatus::Success => 0,
+        TurnStatus::Answered | TurnStatus::Success | TurnStatus::Planned => 0,
         TurnStatus::Failed | TurnStatus::Rejected | TurnStatus::Interrupted => 1,
     }
 }
@@ -526,6 +528,7 @@ pub fn run_once(
     request: &str,
     json: bool,
     resume: Option<Resume>,
+    plan_only: bool,
 ) -> Result<i32, Error> {
     if request.trim().is_empty() {
         return Err(Error::usage("the request is empty")
@@ -533,6 +536,17 @@ pub fn run_once(
     }
     let rt = runtime()?;
     let mut assembled = assemble(settings, out, false, resume)?;
+    // Without --yes a plan needs someone to approve it; with no terminal to ask at (or
+    // --json, which never asks) the turn is a dry run: the plan is shown, nothing carried out.
+    let nobody_to_ask = json || !std::io::stdin().is_terminal();
+    let dry_run = if plan_only {
+        Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
+    } else if !settings.yes && nobody_to_ask {
+        Some("not carried out: there is no terminal to approve the plan at; pass --yes to carry it out (--allow-run for its RUN commands), or --plan to only see plans".to_string())
+    } else {
+        None
+    };
+    assembled.agent.set_dry_run(dry_run);
     let frontend: Box<dyn Frontend> = if json {
         Box::new(JsonFrontend::new())
     } else {
@@ -558,6 +572,10 @@ pub fn run_once(
         if !json && summary.plans > 0 {
             out.note(&summary.render());
         }
+    }
+    if outcome.status == TurnStatus::Planned && !plan_only {
+        // The request was not done: a script must not take this for success.
+        return Ok(1);
     }
     Ok(turn_exit_code(&outcome))
 }

@@ -61,6 +61,13 @@ enum Command {
         args: SessionArgs,
     },
     /// Print a shell completion script.
+    ///
+    /// Install it where your shell looks (the folder may not exist yet), e.g. for bash:
+    /// `mkdir -p ~/.local/share/bash-completion/completions && pai completions bash >
+    /// ~/.local/share/bash-completion/completions/pai`; for zsh: `mkdir -p ~/.zfunc && pai
+    /// completions zsh > ~/.zfunc/_pai` with `fpath+=~/.zfunc` before `compinit` in
+    /// ~/.zshrc; for fish: `mkdir -p ~/.config/fish/completions && pai completions fish >
+    /// ~/.config/fish/completions/pai.fish`.
     Completions {
         /// The shell to generate for.
         shell: clap_complete::Shell,
@@ -110,6 +117,10 @@ struct RunArgs {
     /// Print one JSON event per line instead of text.
     #[arg(long)]
     json: bool,
+    /// Dry run: show the plan (or the answer) and carry nothing out. Without --yes and
+    /// without a terminal to approve at, `pai run` does this anyway (and exits 1).
+    #[arg(long = "plan", conflicts_with = "yes")]
+    plan_only: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -218,6 +229,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
                 &args.request,
                 args.json,
                 args.session.resume(),
+                args.plan_only,
             )?;
             if code == 0 {
                 Ok(())

@@ -234,13 +234,14 @@ impl Settings {
             },
         };
 
-        let valid_ratio = |r: f64| r.is_finite() && r > 0.0;
+        // A share of the file's lines: above 1 the guard could never refuse anything.
+        let valid_ratio = |r: f64| r.is_finite() && r > 0.0 && r <= 1.0;
         let modify_max_ratio = match env.get("PAI_MODIFY_MAX_RATIO") {
             Some(raw) => match raw.trim().parse::<f64>() {
                 Ok(r) if valid_ratio(r) => r,
                 _ => {
                     warnings.push(format!(
-                        "ignoring PAI_MODIFY_MAX_RATIO={raw}: expected a number above 0; using {DEFAULT_MODIFY_MAX_RATIO}"
+                        "ignoring PAI_MODIFY_MAX_RATIO={raw}: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
                     ));
                     DEFAULT_MODIFY_MAX_RATIO
                 }
@@ -249,7 +250,7 @@ impl Settings {
                 Some(r) if valid_ratio(r) => r,
                 Some(r) => {
                     warnings.push(format!(
-                        "ignoring modify_max_ratio = {r} in config.toml: expected a number above 0; using {DEFAULT_MODIFY_MAX_RATIO}"
+                        "ignoring modify_max_ratio = {r} in config.toml: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
                     ));
                     DEFAULT_MODIFY_MAX_RATIO
                 }

@@ -116,7 +116,7 @@ impl RunOutcome {
     /// command failed, and the capped output.
     pub fn summary_for_model(&self) -> String {
         let mut text = self.status_line();
-        if self.confined && !self.success() {
+        if self.confined && !self.success() && looks_denied(&self.output) {
             text.push_str(
                 "\n(sandboxed: writing outside the project and temporary directories is denied)",
             );
@@ -130,6 +130,22 @@ impl RunOutcome {
         }
         text
     }
+}
+
+/// Whether a failed command's output shows an access the sandbox may have denied: only then
+/// is the sandbox worth mentioning (a plain `NameError` has nothing to do with it).
+fn looks_denied(output: &str) -> bool {
+    const SIGNS: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "EACCES",
+        "EPERM",
+        "EROFS",
+        "PermissionError",
+        "AccessDeniedException",
+    ];
+    SIGNS.iter().any(|s| output.contains(s))
 }
 
 fn signal_name(sig: i32) -> &'static str {
@@ -458,15 +474,30 @@ mod tests {
             "exit code 0 after 1.2 s\noutput:\nhello"
         );
 
+        let denied = RunOutcome {
+            exit_code: Some(1),
+            output: "touch: cannot touch '/etc/x': Permission denied\n".into(),
+            ..outcome()
+        };
+        assert!(!denied.success());
+        let s = denied.summary_for_model();
+        assert!(s.starts_with("exit code 1 after 1.2 s\n(sandboxed:"), "{s}");
+
+        // A plain failure says nothing of the sandbox.
         let failed = RunOutcome {
+            exit_code: Some(1),
+            output: "NameError: name 'x' is not defined\n".into(),
+            ..outcome()
+        };
+        let s = failed.summary_for_model();
+        assert!(!s.contains("sandbox"), "{s}");
+        let silent = RunOutcome {
             exit_code: Some(2),
             output: String::new(),
             ..outcome()
         };
-        assert!(!failed.success());
-        let s = failed.summary_for_model();
-        assert!(s.starts_with("exit code 2 after 1.2 s\n(sandboxed:"), "{s}");
-        assert!(s.ends_with("\nno output"), "{s}");
+        let s = silent.summary_for_model();
+        assert!(s.starts_with("exit code 2 after 1.2 s\nno output"), "{s}");
 
         let killed = RunOutcome {
             exit_code: None,

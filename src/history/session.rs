@@ -499,10 +499,13 @@ pub(super) fn summary_for(
     branch_exists: bool,
 ) -> SessionSummary {
     let branch = format!("pai/{session}");
-    let base_short = meta.base.map(names::short_id);
+    // Outside git the private repository's own branch (an unborn `master`) and commits mean
+    // nothing to the user: only the session branch is named.
+    let base_short = meta.base.filter(|_| !private).map(names::short_id);
     let base_branch = meta
         .base_branch
         .as_deref()
+        .filter(|_| !private)
         .map(|b| names::short(b).to_string());
     let (review, merge, discard) = if private {
         (

@@ -93,6 +93,9 @@ impl StreamWrap {
 pub struct Presenter {
     stream: Option<StreamWrap>,
     streamed: bool,
+    /// The text streamed since the last model call started: when the turn's final message
+    /// is that same text (an answer in a later phase), it is not shown a second time.
+    streamed_text: String,
     phase_shown: Option<u32>,
     /// The RUN step (phase, index) whose output lines were printed as they came: its result
     /// then shows only how the command ended, not the output again.
@@ -127,6 +130,7 @@ impl Presenter {
     pub fn event(&mut self, event: &Event, theme: &Theme) -> String {
         if let Event::TextDelta { text } = event {
             self.streamed = true;
+            self.streamed_text.push_str(text);
             let stream = self
                 .stream
                 .get_or_insert_with(|| StreamWrap::new(theme.cols()));
@@ -136,6 +140,7 @@ impl Presenter {
         match event {
             Event::Thinking { phase } => {
                 self.streamed = false;
+                self.streamed_text.clear();
                 if self.thinking_lines {
                     out.push_str(&render::thinking(*phase, theme));
                 }
@@ -183,10 +188,19 @@ impl Presenter {
                 self.live = Some((*phase, *index));
                 out.push_str(&render::run_output_line(line, theme));
             }
-            Event::Finished { .. } => {
+            Event::Finished { message, .. } => {
                 self.phase_shown = None;
                 self.streamed = false;
-                out.push_str(&render::event(event, theme));
+                let streamed = std::mem::take(&mut self.streamed_text);
+                if !message.trim().is_empty() && message.trim() == streamed.trim() {
+                    let mut shown = event.clone();
+                    if let Event::Finished { message, .. } = &mut shown {
+                        message.clear();
+                    }
+                    out.push_str(&render::event(&shown, theme));
+                } else {
+                    out.push_str(&render::event(event, theme));
+                }
             }
             other => out.push_str(&render::event(other, theme)),
         }

@@ -7,7 +7,7 @@ use console::Style;
 
 use super::SessionInfo;
 use super::highlight::highlight;
-use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_hard};
+use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_code, wrap_hard};
 use crate::agent::events::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
 use crate::agent::plan::{Analysis, Complexity, PlannedStep};
 
@@ -233,7 +233,6 @@ pub fn execution_header(phase: u32, theme: &Theme) -> String {
 
 /// One step's result: a ✓/✗ line, its output (capped), its diff and its file view.
 pub fn step(report: &StepReport, theme: &Theme) -> String {
-    let cols = theme.cols();
     let (mark, mark_style) = if report.ok {
         (theme.ok_mark(), green())
     } else {
@@ -257,7 +256,7 @@ pub fn step(report: &StepReport, theme: &Theme) -> String {
         let mut body = Vec::new();
         for text in lines.iter().take(OUTPUT_LINES) {
             let line = Line::new().text("    ").with(text, style.clone());
-            body.extend(wrap_hard(&line, cols, 4));
+            body.extend(wrap_code(&line, theme, 4));
         }
         if lines.len() > OUTPUT_LINES {
             body.push(more_lines(lines.len() - OUTPUT_LINES, 4, theme));
@@ -349,7 +348,7 @@ pub fn diff(text: &str, theme: &Theme) -> String {
         };
         let mut line = Line::new().text("    ");
         line.push(raw, style);
-        body.extend(wrap_hard(&line, theme.cols(), 4));
+        body.extend(wrap_code(&line, theme, 4));
     }
     if lines.len() > DIFF_LINES {
         body.push(more_lines(lines.len() - DIFF_LINES, 4, theme));
@@ -463,6 +462,7 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
         TurnStatus::Success => out.push_str(&status_panel(&marked("✓", "Done", theme), green())),
         TurnStatus::Failed => out.push_str(&status_panel(&marked("✗", "Failed", theme), red())),
         TurnStatus::Rejected => out.push_str(&status_panel("Not carried out", yellow())),
+        TurnStatus::Planned => out.push_str(&status_panel("Plan only", cyan())),
         TurnStatus::Interrupted => out.push_str(&status_panel("Interrupted", yellow())),
     }
     if !f.next_steps.is_empty() {

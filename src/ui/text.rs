@@ -35,6 +35,9 @@ impl TextFrontend {
             color: rich,
             unicode: rich,
             truecolor: appearance.truecolor,
+            // Not a terminal: a reader (a log, a script, a pager) gets diff and output lines
+            // whole; cutting them would lose a diff line's `+` on its continuation.
+            wrap_code: tty,
         };
         let asker = if !std::io::stdin().is_terminal() {
             Asker::Deny

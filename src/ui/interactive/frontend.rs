@@ -64,8 +64,10 @@ impl InteractiveFrontend {
 
     /// The theme for the terminal as it is now (its width may have changed).
     pub(crate) fn theme(&self) -> Theme {
+        let width = stdout_width();
         Theme {
-            width: stdout_width().unwrap_or(DEFAULT_WIDTH),
+            wrap_code: width.is_some(),
+            width: width.unwrap_or(DEFAULT_WIDTH),
             color: self.settings.rich,
             unicode: self.settings.rich,
             truecolor: self.settings.truecolor,
