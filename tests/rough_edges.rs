@@ -229,3 +229,46 @@ fn completions_help_says_to_create_the_folder() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     assert!(readme.contains("mkdir -p ~/.local/share/bash-completion/completions"));
 }
+
+#[test]
+fn started_in_a_subfolder_the_model_and_the_user_are_told_where_paths_start() {
+    let p = Project::repo(None);
+    std::fs::create_dir_all(p.root.join("sub")).unwrap();
+    let mock = MockLlm::start(
+        Script::with_replies([Reply::chat("It would go to sub/notes.txt.")]).require_key(TEST_KEY),
+    );
+    let kind = ProviderKind::Gemini;
+    let out = p
+        .pai()
+        .current_dir(p.root.join("sub"))
+        .env(kind.key_env_var(), TEST_KEY)
+        .args(["run", "where would notes.txt go?", "--plan"])
+        .args(["--base-url", &mock.base_url(kind)])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("you are in sub/ of the project"), "{all}");
+    let sent = mock.generation_requests()[0]
+        .last_user_text()
+        .unwrap()
+        .to_string();
+    assert!(
+        sent.contains("The user is working in the folder sub/"),
+        "{sent}"
+    );
+    assert!(sent.contains("write sub/<name>"), "{sent}");
+}
+
+#[test]
+fn outside_git_undo_refusals_name_no_git_commands() {
+    let p = Project::plain();
+    let mock = MockLlm::start(Script::with_replies([Reply::chat("Hi.")]).require_key(TEST_KEY));
+    let out = run_text(&p, &mock, "hello", &["--plan"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = p.pai().arg("undo").output().unwrap();
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(!all.contains("master"), "{all}");
+    assert!(!all.contains("git switch") && !all.contains("git revert"), "{all}");
+}

@@ -62,6 +62,8 @@ pub struct AgentOptions {
     pub secrets: Vec<String>,
     /// Context budget.
     pub budget: Budget,
+    /// Where the user started pai, relative to the project root (`None`: at the root).
+    pub subdir: Option<String>,
 }
 
 /// An agent session: the model, the workspace, the history, the memory of past turns.
@@ -268,7 +270,13 @@ impl Agent {
         let mut tally = Tally::default();
         self.log(|j| j.user(request));
         let project = WorkspaceView(&self.workspace);
-        let first = context::build(request, &project, &self.memory, &self.options.budget);
+        let first = context::build_in(
+            request,
+            &project,
+            &self.memory,
+            &self.options.budget,
+            self.options.subdir.as_deref(),
+        );
         let mut messages = vec![Message::user(first)];
         let mut phase = 1;
         let mut corrected = false;

@@ -30,6 +30,8 @@ const MAX_OUTPUT_TOKENS: u32 = 16_384;
 pub struct Project {
     /// Its root: the git top level, else the current directory.
     pub root: PathBuf,
+    /// The current directory relative to the root, when pai was started below it.
+    pub subdir: Option<String>,
     /// The gate over it.
     pub workspace: Workspace,
 }
@@ -46,8 +48,18 @@ pub fn open_project(settings: &Settings) -> Result<Project, Error> {
         ..WorkspaceConfig::default()
     };
     let workspace = Workspace::open(&root, cfg).map_err(workspace_error)?;
+    let root = workspace.root().to_path_buf();
+    let subdir = std::fs::canonicalize(&cwd)
+        .ok()
+        .and_then(|cwd| {
+            cwd.strip_prefix(&root)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .filter(|s| !s.is_empty());
     Ok(Project {
-        root: workspace.root().to_path_buf(),
+        root,
+        subdir,
         workspace,
     })
 }
@@ -229,7 +241,17 @@ pub fn assemble(
     resume: Option<Resume>,
 ) -> Result<Assembled, Error> {
     let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
-    let Project { root, workspace } = open_project(settings)?;
+    let Project {
+        root,
+        subdir,
+        workspace,
+    } = open_project(settings)?;
+    if let Some(sub) = &subdir {
+        out.note(&format!(
+            "you are in {sub}/ of the project {}: pai works on the whole project and shows paths from its root; the model is told you are in {sub}/, so a file you name here goes to {sub}/",
+            root.display()
+        ));
+    }
     let Opened {
         session,
         memory,
@@ -308,6 +330,7 @@ pub fn assemble(
         run_writable: settings.run_writable.clone(),
         secrets,
         budget: Budget::default(),
+        subdir,
     };
     let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
     agent.restore_memory(memory);
