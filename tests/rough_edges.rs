@@ -270,5 +270,31 @@ fn outside_git_undo_refusals_name_no_git_commands() {
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(!all.contains("master"), "{all}");
-    assert!(!all.contains("git switch") && !all.contains("git revert"), "{all}");
+    assert!(
+        !all.contains("git switch") && !all.contains("git revert"),
+        "{all}"
+    );
+}
+
+#[test]
+fn undo_leaves_no_empty_directories_behind() {
+    let p = Project::repo(None);
+    std::fs::create_dir_all(p.root.join("pkg")).unwrap();
+    std::fs::write(p.root.join("pkg/keep.txt"), "mine\n").unwrap();
+    let plan = task_plan(
+        "Writing it.",
+        json!([{"action": "WRITE", "path": "pkg/util/deep/x.py", "content": "x = 1\n", "purpose": "nested"}]),
+    );
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(plan)]).require_key(TEST_KEY));
+    let out = run_text(&p, &mock, "write a nested file", &["--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(p.root.join("pkg/util/deep/x.py").exists());
+    let out = p.pai().arg("undo").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !p.root.join("pkg/util").exists(),
+        "empty folders stay behind"
+    );
+    // Only what became empty goes: the user's folder and file stay.
+    assert_eq!(p.read("pkg/keep.txt"), "mine\n");
 }
