@@ -15,7 +15,7 @@ use super::events::{
     Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus,
 };
 use super::journal::Journal;
-use super::live::LineSplitter;
+use super::live::LiveRun;
 use super::plan::{self, Intent, PathProbe, Plan, PlannedStep, Step};
 use super::prompt::SYSTEM_PROMPT;
 use crate::exec::{self, RunOptions, SandboxMode};
@@ -920,82 +920,6 @@ impl Agent {
         // printed (from a file it read, say) is redacted before it goes anywhere.
         report.output = redact(&outcome.summary_for_model(), &self.options.secrets);
         Ok(StepKind::Verification(outcome.success()))
-    }
-}
-
-/// A running command's output on its way to the frontend and the session log, line by line.
-struct LiveRun<'a> {
-    frontend: &'a dyn Frontend,
-    journal: Option<&'a Journal>,
-    phase: u32,
-    index: usize,
-    command: &'a str,
-    state: Mutex<(LineSplitter, usize)>,
-}
-
-/// Bytes of one command's output written to the session log; the rest is counted, not kept,
-/// so a runaway command cannot fill the disk.
-const LOGGED_OUTPUT_MAX: usize = 4 * 1024 * 1024;
-
-impl<'a> LiveRun<'a> {
-    fn new(
-        frontend: &'a dyn Frontend,
-        journal: Option<&'a Journal>,
-        report: &StepReport,
-        command: &'a str,
-        secrets: &[String],
-    ) -> Self {
-        Self {
-            frontend,
-            journal,
-            phase: report.phase,
-            index: report.index,
-            command,
-            state: Mutex::new((LineSplitter::new(secrets), 0)),
-        }
-    }
-
-    fn feed(&self, bytes: &[u8]) {
-        let lines = match self.state.lock() {
-            Ok(mut st) => st.0.feed(bytes),
-            Err(_) => return,
-        };
-        self.emit(lines);
-    }
-
-    fn finish(&self) {
-        let last = match self.state.lock() {
-            Ok(mut st) => st.0.finish(),
-            Err(_) => None,
-        };
-        self.emit(last.into_iter().collect());
-    }
-
-    fn emit(&self, lines: Vec<String>) {
-        if lines.is_empty() {
-            return;
-        }
-        if let (Some(j), Ok(mut st)) = (self.journal, self.state.lock()) {
-            let size: usize = lines.iter().map(|l| l.len() + 1).sum();
-            let before = st.1;
-            st.1 = before.saturating_add(size);
-            if st.1 <= LOGGED_OUTPUT_MAX {
-                let _ = j.run_output(self.command, &lines);
-            } else if before <= LOGGED_OUTPUT_MAX {
-                let _ = j.note(&format!(
-                    "output of `{}` beyond {} MiB is not logged",
-                    first_line(self.command),
-                    LOGGED_OUTPUT_MAX / (1024 * 1024)
-                ));
-            }
-        }
-        for line in lines {
-            self.frontend.event(&Event::RunOutput {
-                phase: self.phase,
-                index: self.index,
-                line,
-            });
-        }
     }
 }
 
