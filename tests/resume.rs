@@ -199,3 +199,41 @@ fn continue_refuses_when_head_moved_off_the_session_branch() {
     // Nothing moved.
     assert_eq!(git(&p.root, &["branch", "--show-current"]).trim(), "main");
 }
+
+#[test]
+fn continue_prefers_the_session_head_is_on_over_a_later_empty_one() {
+    let p = Project::repo(None);
+    let mock = MockLlm::start(
+        Script::with_replies([
+            Reply::plan(write_notes()),
+            Reply::chat("Hello."),
+            Reply::chat("Still the notes session."),
+        ])
+        .require_key(TEST_KEY),
+    );
+    let branch = first_session(&p, &mock);
+    let id = branch.trim_start_matches("pai/").to_string();
+    // A later session that only chats ends without a branch and puts HEAD back.
+    let kind = pai::llm::ProviderKind::Gemini;
+    let out = p
+        .pai()
+        .env(kind.key_env_var(), TEST_KEY)
+        .args(["run", "hi", "--plan", "--base-url", &mock.base_url(kind)])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(git(&p.root, &["branch", "--show-current"]).trim(), branch);
+
+    let mut pty = start_session(&p, &mock, false, &["--continue"]);
+    assert!(
+        pty.text()
+            .contains(&format!("Continuing session {id} on {branch}")),
+        "{}",
+        pty.text()
+    );
+    pty.send_line("which session is this?");
+    pty.expect("Still the notes session.");
+    pty.expect(PROMPT);
+    exit_session(&mut pty);
+    assert_eq!(pai_branches(&p), vec![branch]);
+}

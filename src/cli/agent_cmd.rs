@@ -143,10 +143,14 @@ fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
     };
     let sessions = journal::list_sessions(root);
     let id = match resume {
-        Resume::Latest => sessions.last().map(|s| s.id.clone()).ok_or_else(|| {
-            Error::usage("there is no session to continue in this project")
-                .with_hint("start one with `pai`")
-        })?,
+        // The session HEAD is on (where its plans are), else the newest one.
+        Resume::Latest => history::head_session(root)
+            .filter(|id| sessions.iter().any(|s| &s.id == id))
+            .or_else(|| sessions.last().map(|s| s.id.clone()))
+            .ok_or_else(|| {
+                Error::usage("there is no session to continue in this project")
+                    .with_hint("start one with `pai`")
+            })?,
         Resume::Session(id) => {
             let valid = !id.is_empty()
                 && id

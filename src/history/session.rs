@@ -380,6 +380,18 @@ fn restore_head(repo: &Repository, branch: &str, meta: &Meta) -> Result<bool, gi
     Ok(true)
 }
 
+/// The session whose branch `pai/<id>` HEAD is on in the project at `root`, if any: where
+/// `pai --continue` picks up first.
+pub fn head_session(root: &Path) -> Option<String> {
+    let Ok(Found::Repo(hr)) = repo::find(root) else {
+        return None;
+    };
+    match names::head(&hr.repo).ok()? {
+        Head::Branch(name) => names::session_of_branch(&name).map(str::to_string),
+        Head::Detached(_) => None,
+    }
+}
+
 /// A session id not yet used by a branch, undone plans, a session log or trash.
 fn unique_id(root: &Path, repo: Option<&Repository>, stamp: &str) -> String {
     let taken = |id: &str| {
