@@ -306,7 +306,7 @@ pub fn list_sessions(root: &Path) -> Vec<SessionEntry> {
                 .strip_suffix(".jsonl")
                 .map(str::to_string)
         })
-        .filter(|id| !id.is_empty())
+        .filter(|id| is_session_id(id))
         .collect();
     ids.sort();
     ids.into_iter()
@@ -319,6 +319,15 @@ pub fn list_sessions(root: &Path) -> Vec<SessionEntry> {
             SessionEntry { id, requests }
         })
         .collect()
+}
+
+/// Whether `id` has the shape of a session id (`YYYYMMDD_HHMMSS`, maybe `-n`): anything else
+/// in `.pai_history` (which a cloned repository may hold) is not offered as a session.
+pub fn is_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '_' || c == '-')
 }
 
 /// The memory of session `id`'s last turns, from its JSON log: the `memo` records (older logs
@@ -409,5 +418,48 @@ mod tests {
             let v: Value = serde_json::from_str(line).unwrap();
             assert!(v["kind"].is_string());
         }
+    }
+
+    #[test]
+    fn memory_comes_back_from_the_log_after_the_last_clear() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), "20260101_000000", vec![]).unwrap();
+        let memo = |r: &str| TurnMemo {
+            request: r.into(),
+            outcome: "Success: done".into(),
+            files: vec!["a.py".into()],
+        };
+        j.user("forgotten").unwrap();
+        j.memo(&memo("forgotten")).unwrap();
+        j.memory_cleared().unwrap();
+        for r in ["one", "two", "three"] {
+            j.user(r).unwrap();
+            j.memo(&memo(r)).unwrap();
+        }
+        let got = load_memory(dir.path(), "20260101_000000", 2);
+        assert_eq!(got, vec![memo("two"), memo("three")]);
+
+        // A log without memo records: requests with how their turns finished.
+        let old = Journal::open(dir.path(), "20250101_000000", vec![]).unwrap();
+        old.user("make x").unwrap();
+        old.finished(
+            TurnStatus::Failed,
+            "it broke\nbadly",
+            &[],
+            &Tally::default(),
+        )
+        .unwrap();
+        let got = load_memory(dir.path(), "20250101_000000", 5);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].request, "make x");
+        assert_eq!(got[0].outcome, "failed: it broke");
+
+        // Sessions are listed oldest first; a planted file with another shape is not one.
+        std::fs::write(dir.path().join(".pai_history/session_evil name.jsonl"), "").unwrap();
+        let ids: Vec<String> = list_sessions(dir.path())
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(ids, vec!["20250101_000000", "20260101_000000"]);
     }
 }

@@ -152,11 +152,7 @@ fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
                     .with_hint("start one with `pai`")
             })?,
         Resume::Session(id) => {
-            let valid = !id.is_empty()
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == '_' || c == '-');
-            if !valid || !sessions.iter().any(|s| s.id == id) {
+            if !journal::is_session_id(&id) || !sessions.iter().any(|s| s.id == id) {
                 return Err(
                     Error::usage(format!("there is no session {id} in this project"))
                         .with_hint("`pai resume` lists this project's sessions"),
