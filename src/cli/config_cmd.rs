@@ -222,6 +222,37 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
             format!(", {}", writable.join(", "))
         }
     ));
+    // The allow-list: what RUN may execute without asking, here and everywhere.
+    let quoted = |rules: &[String]| {
+        rules
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let here = std::env::current_dir()
+        .ok()
+        .map(|cwd| crate::history::project_root(&cwd))
+        .and_then(|root| std::fs::canonicalize(root).ok())
+        .map(|root| root.display().to_string());
+    let project_rules = here
+        .as_ref()
+        .and_then(|root| settings.project_run_allow.get(root))
+        .filter(|rules| !rules.is_empty());
+    out.line(&format!(
+        "  RUN without asking {}",
+        if settings.run_allow.is_empty() {
+            "nothing in every project".to_string()
+        } else {
+            format!("{} (every project)", quoted(&settings.run_allow))
+        }
+    ));
+    if let Some(rules) = project_rules {
+        out.line(&format!(
+            "                     {} (this project)",
+            quoted(rules)
+        ));
+    }
     Ok(())
 }
 
