@@ -679,7 +679,15 @@ fn without_yes_and_without_a_terminal_the_plan_is_not_carried_out() {
         &[],
     );
     assert_eq!(run.output.status.code(), Some(1), "{}", run.text());
-    assert_eq!(run.status(), "rejected");
+    // A dry run: the plan is shown, nobody is asked, the finish says which flag carries it out.
+    assert_eq!(run.status(), "planned");
+    assert_eq!(run.events_of("plan").len(), 1);
+    assert!(
+        run.finished()["message"]
+            .as_str()
+            .unwrap()
+            .contains("pass --yes to carry it out")
+    );
     assert!(!p.root.join("calculator.py").exists());
 }
 

@@ -94,3 +94,21 @@ proptest::proptest! {
         proptest::prop_assert!(is_preapproved(&command, &allow()), "{:?}", command);
     }
 }
+
+#[test]
+fn the_always_rule_covers_the_same_command_and_nothing_chained() {
+    use pai::exec::rule_for;
+    assert_eq!(
+        rule_for("  pytest\t tests  ").as_deref(),
+        Some("pytest tests")
+    );
+    let rule = vec![rule_for("pytest tests").unwrap()];
+    assert!(is_preapproved("pytest tests", &rule));
+    assert!(is_preapproved("pytest tests -x", &rule));
+    assert!(!is_preapproved("pytest", &rule));
+    assert!(!is_preapproved("pytest other", &rule));
+    assert!(!is_preapproved("pytest tests; rm -rf ~", &rule));
+    assert_eq!(rule_for("make && make install"), None);
+    assert_eq!(rule_for("echo $(id)"), None);
+    assert_eq!(rule_for("   "), None);
+}

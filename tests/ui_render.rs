@@ -2,7 +2,7 @@
 //! Plain-text snapshots of the rendering of every event type (60 columns, ASCII, no colour),
 //! and checks that no rendering, plain or coloured, is wider than the terminal.
 
-use pai::agent::events::{CallUsage, Event, FileView, StepReport, TurnStatus};
+use pai::agent::events::{CallUsage, Event, FileView, RunQuestion, StepReport, TurnStatus};
 use pai::agent::plan::{Analysis, Complexity, PlannedStep, Step};
 #[path = "support/pty.rs"]
 mod pty;
@@ -411,14 +411,36 @@ fn welcome() {
 
 #[test]
 fn approval_questions() {
-    let out = render::run_question("rm -rf build", false, &Theme::plain(60));
+    let question = |command: &str, confined: bool, rule: Option<&str>| RunQuestion {
+        command: command.into(),
+        confined,
+        rule: rule.map(str::to_string),
+        can_save: true,
+    };
+    let out = render::run_question(&question("rm -rf build", false, None), &Theme::plain(60));
     assert!(out.contains("| rm -rf build"), "{out}");
     assert!(out.contains("UNCONFINED: no sandbox"), "{out}");
-    let out = render::run_question("cargo check", true, &Theme::plain(60));
+    assert!(
+        !out.contains("without asking"),
+        "no 'always' for an unconfined command: {out}"
+    );
+    let out = render::run_question(
+        &question("cargo check", true, Some("cargo check")),
+        &Theme::plain(60),
+    );
     assert!(
         out.contains("sandboxed: it can write only inside the project"),
         "{out}"
     );
+    assert!(
+        out.contains("| a: run `cargo check` (and it with more"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| p: the same in later sessions of this"),
+        "{out}"
+    );
+    assert!(out.contains("| e: edit the command"), "{out}");
     assert_eq!(
         render::rm_question("build", true, &Theme::plain(60)),
         "Remove the directory build and everything in it?\n"

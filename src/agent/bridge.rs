@@ -15,6 +15,22 @@ fn io_error(e: WorkspaceError) -> io::Error {
     io::Error::new(kind, e.to_string())
 }
 
+/// Remove the directories above `rel` that are left empty, deepest first, never the root, as
+/// git does when it removes a file: an undone plan that created `pkg/util/x.py` leaves no
+/// `pkg/util/` behind. Each directory passes the gate, and removing one that is not empty
+/// fails, so nothing but empty directories can go; the first one that stays ends the walk.
+fn remove_empty_parents(ws: &Workspace, rel: &str) {
+    let mut parent = std::path::Path::new(rel).parent();
+    while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
+        let Some(text) = dir.to_str() else { return };
+        let Ok(checked) = ws.check(text) else { return };
+        if std::fs::remove_dir(ws.root().join(checked.resolved())).is_err() {
+            return;
+        }
+        parent = dir.parent();
+    }
+}
+
 impl WorkTree for Workspace {
     fn read(&self, rel: &str) -> io::Result<WorkEntry> {
         // Directories are only listed (names), never read; everything goes through the gate's
@@ -53,9 +69,11 @@ impl WorkTree for Workspace {
 
     fn remove(&self, rel: &str) -> io::Result<()> {
         match self.remove_file(rel) {
-            Ok(()) | Err(WorkspaceError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(io_error(e)),
+            Ok(()) | Err(WorkspaceError::NotFound { .. }) => {}
+            Err(e) => return Err(io_error(e)),
         }
+        remove_empty_parents(self, rel);
+        Ok(())
     }
 
     fn is_denied(&self, rel: &str) -> bool {

@@ -43,7 +43,7 @@ pub trait ProjectView {
 }
 
 /// One remembered turn.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TurnMemo {
     /// What the user asked.
     pub request: String,
@@ -66,6 +66,11 @@ impl Memory {
             self.turns.pop_front();
         }
         self.turns.push_back(memo);
+    }
+
+    /// The remembered turns, oldest first.
+    pub fn turns(&self) -> impl Iterator<Item = &TurnMemo> {
+        self.turns.iter()
     }
 
     /// Forget everything (`/clear`).
@@ -138,6 +143,19 @@ pub fn named_files(request: &str, files: &[String]) -> Vec<String> {
 
 /// Build the first message of a turn.
 pub fn build(request: &str, project: &dyn ProjectView, memory: &Memory, budget: &Budget) -> String {
+    build_in(request, project, memory, budget, None)
+}
+
+/// [`build`] for a user who started pai in `subdir` of the project (relative to the root):
+/// the model is told where the user stands, since "here" and the file names they use are
+/// relative to it, while the paths of steps stay relative to the project root.
+pub fn build_in(
+    request: &str,
+    project: &dyn ProjectView,
+    memory: &Memory,
+    budget: &Budget,
+    subdir: Option<&str>,
+) -> String {
     let mut out = String::new();
     let (files, more) = project.files(2_000);
     // The list is trimmed to its budget; what is left out is counted so the model knows.
@@ -219,6 +237,11 @@ pub fn build(request: &str, project: &dyn ProjectView, memory: &Memory, budget: 
         }
     }
 
+    if let Some(sub) = subdir.filter(|s| !s.is_empty()) {
+        out.push_str(&format!(
+            "\nThe user is working in the folder {sub}/ of the project: a file they name without a folder, or \"here\", means {sub}/<name>. Paths in steps are relative to the project root, so write {sub}/<name>.\n"
+        ));
+    }
     out.push_str(&format!("\nRequest: {request}\n"));
     out
 }

@@ -31,6 +31,8 @@ pub enum TurnStatus {
     Failed,
     /// The user declined the plan.
     Rejected,
+    /// A dry run (`pai run --plan`): the plan was shown and not carried out.
+    Planned,
     /// The user interrupted the turn.
     Interrupted,
 }
@@ -109,6 +111,26 @@ pub enum Event {
     },
     /// A step finished.
     Step(StepReport),
+    /// A RUN command was approved and started; its output follows as [`Event::RunOutput`] and
+    /// its result as the step's [`Event::Step`].
+    RunStarted {
+        /// The phase of the step.
+        phase: u32,
+        /// The step's number within the phase.
+        index: usize,
+        /// The command.
+        command: String,
+    },
+    /// One line a running command printed (stdout and stderr interleaved), as it arrived,
+    /// secrets redacted. Every line comes here; what the model reads is capped.
+    RunOutput {
+        /// The phase of the step.
+        phase: u32,
+        /// The step's number within the phase.
+        index: usize,
+        /// The line, without its newline.
+        line: String,
+    },
     /// Something the user should know that is not a failure.
     Notice {
         /// The text.
@@ -155,6 +177,45 @@ pub enum Approval {
     Amend(String),
 }
 
+/// A RUN command waiting for approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunQuestion {
+    /// The command.
+    pub command: String,
+    /// Whether it will run under the sandbox.
+    pub confined: bool,
+    /// The allow-list rule an "always" answer adds; `None` when "always" is not offered (the
+    /// command chains or redirects, or it would run unconfined).
+    pub rule: Option<String>,
+    /// Whether the rule can also be saved to the user's config.toml (a configuration
+    /// directory exists).
+    pub can_save: bool,
+}
+
+/// The user's answer to a RUN question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunAnswer {
+    /// Run it.
+    Yes,
+    /// Don't.
+    No,
+    /// Run it, and the rest of this session's commands the rule covers without asking.
+    Always,
+    /// Like [`RunAnswer::Always`], and save the rule to config.toml for later sessions.
+    Save(RuleScope),
+    /// Run this command instead (the user edited it).
+    Edit(String),
+}
+
+/// Where a saved rule applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleScope {
+    /// This project only.
+    Project,
+    /// Every project of this user.
+    User,
+}
+
 /// A frontend: receives events and answers approval questions. Approval calls may block (a
 /// terminal prompt); the agent calls them outside the async executor's hot path.
 pub trait Frontend: Send + Sync {
@@ -162,8 +223,9 @@ pub trait Frontend: Send + Sync {
     fn event(&self, event: &Event);
     /// Approve the plan of phase 1 (later phases that change files ask again).
     fn approve_plan(&self, steps: &[PlannedStep]) -> Approval;
-    /// Approve one RUN command. `confined` says whether it will run under the sandbox.
-    fn approve_run(&self, command: &str, confined: bool) -> bool;
+    /// Approve one RUN command: render the question, return the user's answer. Which answers
+    /// are offered (and what they mean) is the agent's decision, carried by `question`.
+    fn approve_run(&self, question: &RunQuestion) -> RunAnswer;
     /// Confirm an RM (`recursive`: a non-empty directory).
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool;
 }

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use chrono::Local;
 use serde_json::{Value, json};
 
+use super::context::TurnMemo;
 use super::events::{StepReport, Tally, TurnStatus};
 use super::plan::Plan;
 
@@ -204,6 +205,44 @@ impl Journal {
         )
     }
 
+    /// Lines a running RUN command printed (all of them, as they came; what the execution
+    /// record holds is the capped summary the model read).
+    pub fn run_output(&self, command: &str, lines: &[String]) -> std::io::Result<()> {
+        let text: Vec<String> = lines.iter().map(|l| format!("RUN OUTPUT: {l}")).collect();
+        self.append(
+            &text,
+            json!({"kind": "run_output", "command": command, "lines": lines}),
+        )
+    }
+
+    /// What the session remembers of a finished turn (the memory a continued session gets
+    /// back: see [`load_memory`]).
+    pub fn memo(&self, memo: &TurnMemo) -> std::io::Result<()> {
+        self.append(
+            &[format!("MEMORY: {} -> {}", memo.request, memo.outcome)],
+            json!({"kind": "memo", "memo": memo}),
+        )
+    }
+
+    /// `/clear`: a continued session does not get back what was remembered before this.
+    pub fn memory_cleared(&self) -> std::io::Result<()> {
+        self.append(
+            &["MEMORY CLEARED".to_string()],
+            json!({"kind": "memory_cleared"}),
+        )
+    }
+
+    /// SESSION CONTINUED: a later process picked the session up again.
+    pub fn session_continued(&self, branch: Option<&str>) -> std::io::Result<()> {
+        self.append(
+            &[format!(
+                "SESSION CONTINUED{}",
+                branch.map(|b| format!(" on {b}")).unwrap_or_default()
+            )],
+            json!({"kind": "session_continued", "branch": branch}),
+        )
+    }
+
     /// The commit that records the plan.
     pub fn commit(&self, commit: &str, branch: &str) -> std::io::Result<()> {
         self.append(
@@ -241,6 +280,112 @@ impl Journal {
     }
 }
 
+/// A session found in `.pai_history`, for `pai resume` and `pai --continue`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionEntry {
+    /// The session id (`YYYYMMDD_HHMMSS[-n]`).
+    pub id: String,
+    /// Requests made in it, oldest first.
+    pub requests: Vec<String>,
+}
+
+/// The sessions of the project at `root` that have a JSON session log, oldest first (ids are
+/// start times, so their order is the order they started in).
+pub fn list_sessions(root: &Path) -> Vec<SessionEntry> {
+    let Ok(state) = crate::workspace::StateDir::open(root, false) else {
+        return Vec::new();
+    };
+    let Ok(entries) = state.entries(&[]) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .into_iter()
+        .filter(|(_, is_dir)| !is_dir)
+        .filter_map(|(name, _)| {
+            name.strip_prefix("session_")?
+                .strip_suffix(".jsonl")
+                .map(str::to_string)
+        })
+        .filter(|id| is_session_id(id))
+        .collect();
+    ids.sort();
+    ids.into_iter()
+        .map(|id| {
+            let requests = records(&state, &id)
+                .into_iter()
+                .filter(|v| v["kind"] == "user")
+                .filter_map(|v| v["request"].as_str().map(str::to_string))
+                .collect();
+            SessionEntry { id, requests }
+        })
+        .collect()
+}
+
+/// Whether `id` has the shape of a session id (`YYYYMMDD_HHMMSS`, maybe `-n`): anything else
+/// in `.pai_history` (which a cloned repository may hold) is not offered as a session.
+pub fn is_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+/// The memory of session `id`'s last turns, from its JSON log: the `memo` records (older logs
+/// without them: each request with how its turn finished). At most the last `max`.
+pub fn load_memory(root: &Path, id: &str, max: usize) -> Vec<TurnMemo> {
+    let Ok(state) = crate::workspace::StateDir::open(root, false) else {
+        return Vec::new();
+    };
+    let records = records(&state, id);
+    let after_clear = records
+        .iter()
+        .rposition(|v| v["kind"] == "memory_cleared")
+        .map_or(0, |i| i + 1);
+    let records = &records[after_clear..];
+    let mut memos: Vec<TurnMemo> = records
+        .iter()
+        .filter(|v| v["kind"] == "memo")
+        .filter_map(|v| serde_json::from_value(v["memo"].clone()).ok())
+        .collect();
+    if memos.is_empty() {
+        let mut request: Option<String> = None;
+        for v in records {
+            match v["kind"].as_str() {
+                Some("user") => request = v["request"].as_str().map(str::to_string),
+                Some("finished") => {
+                    if let Some(request) = request.take() {
+                        memos.push(TurnMemo {
+                            request,
+                            outcome: format!(
+                                "{}: {}",
+                                v["status"].as_str().unwrap_or("unknown"),
+                                first_line(v["message"].as_str().unwrap_or_default())
+                            ),
+                            files: Vec::new(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let skip = memos.len().saturating_sub(max);
+    memos.into_iter().skip(skip).collect()
+}
+
+/// The records of session `id`'s JSON log; lines that do not parse (a record cut by a crash)
+/// are skipped.
+fn records(state: &crate::workspace::StateDir, id: &str) -> Vec<Value> {
+    let name = format!("session_{id}.jsonl");
+    let Ok(Some(bytes)) = state.read(&[name.as_str()]) else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or_default()
 }
@@ -273,5 +418,48 @@ mod tests {
             let v: Value = serde_json::from_str(line).unwrap();
             assert!(v["kind"].is_string());
         }
+    }
+
+    #[test]
+    fn memory_comes_back_from_the_log_after_the_last_clear() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), "20260101_000000", vec![]).unwrap();
+        let memo = |r: &str| TurnMemo {
+            request: r.into(),
+            outcome: "Success: done".into(),
+            files: vec!["a.py".into()],
+        };
+        j.user("forgotten").unwrap();
+        j.memo(&memo("forgotten")).unwrap();
+        j.memory_cleared().unwrap();
+        for r in ["one", "two", "three"] {
+            j.user(r).unwrap();
+            j.memo(&memo(r)).unwrap();
+        }
+        let got = load_memory(dir.path(), "20260101_000000", 2);
+        assert_eq!(got, vec![memo("two"), memo("three")]);
+
+        // A log without memo records: requests with how their turns finished.
+        let old = Journal::open(dir.path(), "20250101_000000", vec![]).unwrap();
+        old.user("make x").unwrap();
+        old.finished(
+            TurnStatus::Failed,
+            "it broke\nbadly",
+            &[],
+            &Tally::default(),
+        )
+        .unwrap();
+        let got = load_memory(dir.path(), "20250101_000000", 5);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].request, "make x");
+        assert_eq!(got[0].outcome, "failed: it broke");
+
+        // Sessions are listed oldest first; a planted file with another shape is not one.
+        std::fs::write(dir.path().join(".pai_history/session_evil name.jsonl"), "").unwrap();
+        let ids: Vec<String> = list_sessions(dir.path())
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(ids, vec!["20250101_000000", "20260101_000000"]);
     }
 }

@@ -1,10 +1,12 @@
 //! The agent turn: context building, the structured plan call, approval, phases, repair.
 //! It never prints: it emits events to a frontend and asks it for approvals.
 
+mod approve;
 mod bridge;
 pub mod context;
 pub mod events;
 pub mod journal;
+pub mod live;
 pub mod plan;
 pub mod prompt;
 pub mod turn;

@@ -9,11 +9,13 @@ use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
+use super::approve::RunPolicy;
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
 use super::events::{
     Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus,
 };
 use super::journal::Journal;
+use super::live::LiveRun;
 use super::plan::{self, Intent, PathProbe, Plan, PlannedStep, Step};
 use super::prompt::SYSTEM_PROMPT;
 use crate::exec::{self, RunOptions, SandboxMode};
@@ -41,10 +43,15 @@ pub struct AgentOptions {
     pub stream: bool,
     /// Approve plans and RM without asking.
     pub yes: bool,
+    /// Show the first plan and stop there, with this message (`pai run --plan`, or `pai run`
+    /// with nobody to approve the plan): nothing is carried out. A chat is answered as usual.
+    pub dry_run: Option<String>,
     /// Approve RUN without asking (only with `yes`).
     pub allow_run: bool,
-    /// RUN prefixes approved without asking.
+    /// RUN prefixes approved without asking (config rules; "always" answers are added).
     pub run_allow: Vec<String>,
+    /// The user's config.toml, where a rule answered at the RUN prompt is saved.
+    pub settings_file: Option<std::path::PathBuf>,
     /// RUN timeout.
     pub run_timeout: Duration,
     /// Refuse RUN that cannot be confined.
@@ -55,6 +62,8 @@ pub struct AgentOptions {
     pub secrets: Vec<String>,
     /// Context budget.
     pub budget: Budget,
+    /// Where the user started pai, relative to the project root (`None`: at the root).
+    pub subdir: Option<String>,
 }
 
 /// An agent session: the model, the workspace, the history, the memory of past turns.
@@ -131,9 +140,27 @@ impl Agent {
         (self.history.as_mut(), &self.workspace)
     }
 
+    /// Make every turn a dry run ending with `message` (`None`: carry plans out).
+    pub fn set_dry_run(&mut self, message: Option<String>) {
+        self.options.dry_run = message;
+    }
+
+    /// Remember earlier turns (a continued session's, from its log), oldest first.
+    pub fn restore_memory(&mut self, memos: Vec<TurnMemo>) {
+        for memo in memos {
+            self.memory.push(memo);
+        }
+    }
+
+    /// The turns the session remembers, oldest first.
+    pub fn memory(&self) -> Vec<TurnMemo> {
+        self.memory.turns().cloned().collect()
+    }
+
     /// Forget the session memory (`/clear`).
     pub fn clear_memory(&mut self) {
         self.memory.clear();
+        self.log(|j| j.memory_cleared());
     }
 
     fn log(&self, f: impl FnOnce(&Journal) -> std::io::Result<()>) {
@@ -244,7 +271,13 @@ impl Agent {
         self.workspace.begin_plan();
         self.log(|j| j.user(request));
         let project = WorkspaceView(&self.workspace);
-        let first = context::build(request, &project, &self.memory, &self.options.budget);
+        let first = context::build_in(
+            request,
+            &project,
+            &self.memory,
+            &self.options.budget,
+            self.options.subdir.as_deref(),
+        );
         let mut messages = vec![Message::user(first)];
         let mut phase = 1;
         let mut corrected = false;
@@ -345,6 +378,11 @@ impl Agent {
                 observe: plan.observe,
             });
 
+            if let Some(message) = &self.options.dry_run {
+                status = TurnStatus::Planned;
+                final_message = message.clone();
+                break;
+            }
             let mutating = plan.steps.iter().any(|s| s.step.mutates());
             if mutating
                 && let Some(reason) = self
@@ -459,6 +497,11 @@ impl Agent {
             break;
         }
 
+        if status == TurnStatus::Success && verified == Some(false) {
+            // The model gave up (answered instead of repairing) with the check still failing:
+            // that is no success, whatever it said.
+            status = TurnStatus::Failed;
+        }
         if final_message.is_empty() {
             final_message = match status {
                 TurnStatus::Success => "done".into(),
@@ -474,11 +517,20 @@ impl Agent {
             frontend,
         );
         let files: Vec<String> = touched_paths(&changes).into_iter().collect();
-        self.memory.push(TurnMemo {
+        let memo = TurnMemo {
             request: request.to_string(),
             outcome: format!("{status:?}: {}", first_line(&final_message)),
             files,
-        });
+        };
+        self.log(|j| j.memo(&memo));
+        self.memory.push(memo);
+        // Suggestions were written for a plan that works out; after a failure they mislead.
+        if !matches!(
+            status,
+            TurnStatus::Success | TurnStatus::Answered | TurnStatus::Planned
+        ) {
+            next_steps.clear();
+        }
         self.log(|j| j.finished(status, &final_message, &next_steps, &tally));
         frontend.event(&Event::Finished {
             status,
@@ -785,20 +837,35 @@ impl Agent {
                 text: format!("commands will run without the sandbox ({reason}); each one needs your explicit approval"),
             });
         }
-        // The allow-list never runs code the model wrote since the user last saw the plan: an
-        // allow-listed `python3 -m py_compile` would import a py_compile.py the plan just
-        // wrote, `cargo test` would run its build.rs. Without --yes the user approved the
-        // plan, RUN included, after seeing its writes.
-        let allow_listed = exec::is_preapproved(command, &self.options.run_allow)
-            && (!self.options.yes || !model_wrote);
-        let auto =
-            unconfined.is_none() && ((self.options.yes && self.options.allow_run) || allow_listed);
-        if !auto && !blocking(|| frontend.approve_run(command, unconfined.is_none())) {
+        let root = self.workspace.root().to_path_buf();
+        let mut policy = RunPolicy {
+            yes: self.options.yes,
+            allow_run: self.options.allow_run,
+            allow: &mut self.options.run_allow,
+            settings_file: self.options.settings_file.as_deref(),
+            root: &root,
+        };
+        let approved = policy.decide(command, unconfined.is_none(), model_wrote, frontend, |q| {
+            blocking(|| frontend.approve_run(q))
+        });
+        let Ok(approved) = approved else {
             return Err(StepError {
                 message: "the user denied running this command".into(),
                 fixable: true,
             });
+        };
+        if approved != command {
+            // The user edited the command: it is what runs, what is shown and what the model
+            // is told about.
+            if let Some(why) = self.workspace.protected_in_command(&approved) {
+                return Err(StepError {
+                    message: format!("RUN refused: {why}"),
+                    fixable: false,
+                });
+            }
+            report.target = approved.clone();
         }
+        let command = approved.as_str();
         let before = snapshot(&self.workspace);
         let opts = RunOptions {
             timeout: self.options.run_timeout,
@@ -807,17 +874,31 @@ impl Agent {
             extra_writable: self.options.run_writable.clone(),
             ..RunOptions::default()
         };
-        let root = self.workspace.root().to_path_buf();
         // Git hooks and config, pai's state, shell and ssh startup files: what the command
         // changes there would run later, unconfined. Recorded now, put back after.
         let later = crate::workspace::LaterState::record(&root);
+        frontend.event(&Event::RunStarted {
+            phase: report.phase,
+            index: report.index,
+            command: command.to_string(),
+        });
+        let live = LiveRun::new(
+            frontend,
+            self.journal.as_ref(),
+            report,
+            command,
+            &self.options.secrets,
+        );
+        let on_output = |bytes: &[u8]| live.feed(bytes);
         let outcome = tokio::select! {
-            r = exec::run_command(&root, command, &opts) => r,
+            r = exec::run_command_streaming(&root, command, &opts, &on_output) => r,
             _ = cancel.cancelled() => {
                 later.restore_changes(&root);
+                live.finish();
                 return Err(StepError { message: "interrupted; the command was stopped".into(), fixable: false });
             }
         };
+        live.finish();
         let tampered = later.restore_changes(&root);
         if !tampered.is_empty() {
             return Err(StepError {

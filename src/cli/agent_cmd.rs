@@ -2,9 +2,11 @@
 //! `pai redo` and `pai log`. This is glue: it builds the workspace, the git session, the
 //! provider and the agent from the settings and hands them to a frontend.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use crate::agent::context::Budget;
+use crate::agent::context::{Budget, MEMORY_TURNS, TurnMemo};
+use crate::agent::journal;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +30,8 @@ const MAX_OUTPUT_TOKENS: u32 = 16_384;
 pub struct Project {
     /// Its root: the git top level, else the current directory.
     pub root: PathBuf,
+    /// The current directory relative to the root, when pai was started below it.
+    pub subdir: Option<String>,
     /// The gate over it.
     pub workspace: Workspace,
 }
@@ -44,8 +48,18 @@ pub fn open_project(settings: &Settings) -> Result<Project, Error> {
         ..WorkspaceConfig::default()
     };
     let workspace = Workspace::open(&root, cfg).map_err(workspace_error)?;
+    let root = workspace.root().to_path_buf();
+    let subdir = std::fs::canonicalize(&cwd)
+        .ok()
+        .and_then(|cwd| {
+            cwd.strip_prefix(&root)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .filter(|s| !s.is_empty());
     Ok(Project {
-        root: workspace.root().to_path_buf(),
+        root,
+        subdir,
         workspace,
     })
 }
@@ -92,14 +106,161 @@ pub struct Assembled {
     pub agent: Agent,
 }
 
-/// Build the agent for a session in the current project.
-pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assembled, Error> {
-    let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
-    let Project { root, workspace } = open_project(settings)?;
-    let session = match Session::start(&root, StartOptions::now()) {
-        Ok(s) => s,
-        Err(e) => return Err(history_error(e)),
+/// Which session to continue instead of starting a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// The latest session of this project (`pai --continue`).
+    Latest,
+    /// This one (`pai resume SESSION`).
+    Session(String),
+}
+
+/// The git session to work in, the memory to restore, and the text saying which session
+/// continues (or that a new one is stacked on the previous one).
+struct Opened {
+    session: Session,
+    memory: Vec<TurnMemo>,
+    /// The session continued in place (same id, same log).
+    continued: bool,
+    note: Option<String>,
+}
+
+fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
+    let Some(resume) = resume else {
+        let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
+        let note = session.stacked_on().map(|prev| {
+            format!(
+                "HEAD was on pai/{prev}, so this new session {} starts on top of session {prev}'s plans; `pai --continue` continues session {prev} instead",
+                session.id()
+            )
+        });
+        return Ok(Opened {
+            session,
+            memory: Vec::new(),
+            continued: false,
+            note,
+        });
     };
+    let sessions = journal::list_sessions(root);
+    let id = match resume {
+        // The session HEAD is on (where its plans are), else the newest one.
+        Resume::Latest => history::head_session(root)
+            .filter(|id| sessions.iter().any(|s| &s.id == id))
+            .or_else(|| sessions.last().map(|s| s.id.clone()))
+            .ok_or_else(|| {
+                Error::usage("there is no session to continue in this project")
+                    .with_hint("start one with `pai`")
+            })?,
+        Resume::Session(id) => {
+            if !journal::is_session_id(&id) || !sessions.iter().any(|s| s.id == id) {
+                return Err(
+                    Error::usage(format!("there is no session {id} in this project"))
+                        .with_hint("`pai resume` lists this project's sessions"),
+                );
+            }
+            id
+        }
+    };
+    let memory = journal::load_memory(root, &id, MEMORY_TURNS);
+    let turns = match memory.len() {
+        0 => "nothing to remember".to_string(),
+        1 => "1 turn remembered".to_string(),
+        n => format!("{n} turns remembered"),
+    };
+    let last = memory
+        .last()
+        .map(|m| format!(", the last: \"{}\"", first_line(&m.request)))
+        .unwrap_or_default();
+    match Session::resume(root, &id, StartOptions::now()).map_err(history_error)? {
+        Some(session) => {
+            let note = format!(
+                "Continuing session {id} on {} ({turns}{last})",
+                session.branch().unwrap_or("its branch")
+            );
+            Ok(Opened {
+                session,
+                memory,
+                continued: true,
+                note: Some(note),
+            })
+        }
+        None => {
+            let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
+            let note = format!(
+                "Continuing the conversation of session {id} ({turns}{last}); it recorded no plans, so this session {} starts a new branch",
+                session.id()
+            );
+            Ok(Opened {
+                session,
+                memory,
+                continued: false,
+                note: Some(note),
+            })
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or_default()
+}
+
+/// `pai resume` without a session: this project's sessions, newest last.
+pub fn list_sessions(out: &Output) -> Result<(), Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
+    let root = history::project_root(&cwd);
+    let sessions = journal::list_sessions(&root);
+    if sessions.is_empty() {
+        out.line("No sessions in this project yet: start one with `pai`.");
+        return Ok(());
+    }
+    let mut text = String::from("Sessions of this project (newest last):\n");
+    for s in &sessions {
+        let first = s
+            .requests
+            .first()
+            .map(|r| format!("\"{}\"", first_line(r)))
+            .unwrap_or_else(|| "(no requests)".into());
+        let n = s.requests.len();
+        text.push_str(&format!(
+            "  {}  {n} request{}  {first}\n",
+            s.id,
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    text.push_str("Continue one with `pai resume <SESSION>`, the latest with `pai --continue`.");
+    out.line(&text);
+    Ok(())
+}
+
+/// Build the agent for a session in the current project (continuing `resume` when given).
+pub fn assemble(
+    settings: &Settings,
+    out: &Output,
+    stream: bool,
+    resume: Option<Resume>,
+) -> Result<Assembled, Error> {
+    let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
+    let Project {
+        root,
+        subdir,
+        workspace,
+    } = open_project(settings)?;
+    if let Some(sub) = &subdir {
+        out.note(&format!(
+            "you are in {sub}/ of the project {}: pai works on the whole project and shows paths from its root; the model is told you are in {sub}/, so a file you name here goes to {sub}/",
+            root.display()
+        ));
+    }
+    let Opened {
+        session,
+        memory,
+        continued,
+        note,
+    } = open_session(&root, resume)?;
+    if let Some(note) = &note {
+        out.note(note);
+    }
     if let Some(reason) = session.read_only_reason() {
         out.warning(&format!("read-only session: {reason}"));
     }
@@ -125,12 +286,23 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         }
     };
     if let Some(j) = &journal {
-        let _ = j.session_started(
-            &root,
-            settings.provider.name(),
-            &settings.model,
-            session.branch(),
-        );
+        let _ = if continued {
+            j.session_continued(session.branch())
+        } else {
+            j.session_started(
+                &root,
+                settings.provider.name(),
+                &settings.model,
+                session.branch(),
+            )
+        };
+        if !continued {
+            // A new session carrying an older one's memory records it, so continuing this
+            // one later gets it back too.
+            for memo in &memory {
+                let _ = j.memo(memo);
+            }
+        }
     }
     let options = AgentOptions {
         model: settings.model.clone(),
@@ -138,15 +310,30 @@ pub fn assemble(settings: &Settings, out: &Output, stream: bool) -> Result<Assem
         max_output_tokens: MAX_OUTPUT_TOKENS,
         stream,
         yes: settings.yes,
+        dry_run: None,
         allow_run: settings.allow_run,
-        run_allow: settings.run_allow.clone(),
+        run_allow: settings
+            .run_allow
+            .iter()
+            .chain(
+                settings
+                    .project_run_allow
+                    .get(&root.display().to_string())
+                    .into_iter()
+                    .flatten(),
+            )
+            .cloned()
+            .collect(),
+        settings_file: settings.settings_file.clone(),
         run_timeout: settings.run_timeout,
         require_sandbox: settings.require_sandbox,
         run_writable: settings.run_writable.clone(),
         secrets,
         budget: Budget::default(),
+        subdir,
     };
-    let agent = Agent::new(provider, workspace, Some(session), journal, options);
+    let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
+    agent.restore_memory(memory);
     Ok(Assembled { agent })
 }
 
@@ -156,7 +343,7 @@ pub fn turn_exit_code(outcome: &TurnOutcome) -> i32 {
         return 2;
     }
     match outcome.status {
-        TurnStatus::Answered | TurnStatus::Success => 0,
+        TurnStatus::Answered | TurnStatus::Success | TurnStatus::Planned => 0,
         TurnStatus::Failed | TurnStatus::Rejected | TurnStatus::Interrupted => 1,
     }
 }
@@ -303,9 +490,14 @@ impl SessionDriver for Driver {
 }
 
 /// `pai` / `pai auto`: the interactive session.
-pub fn interactive(settings: &Settings, env: &Env, out: &Output) -> Result<i32, Error> {
+pub fn interactive(
+    settings: &Settings,
+    env: &Env,
+    out: &Output,
+    resume: Option<Resume>,
+) -> Result<i32, Error> {
     let rt = runtime()?;
-    let assembled = assemble(settings, out, true)?;
+    let assembled = assemble(settings, out, true, resume)?;
     let root = assembled.agent.workspace().root().to_path_buf();
     let mut driver = Driver {
         agent: assembled.agent,
@@ -358,13 +550,26 @@ pub fn run_once(
     out: &Output,
     request: &str,
     json: bool,
+    resume: Option<Resume>,
+    plan_only: bool,
 ) -> Result<i32, Error> {
     if request.trim().is_empty() {
         return Err(Error::usage("the request is empty")
             .with_hint("pai run \"add a power operation to calculator.py\""));
     }
     let rt = runtime()?;
-    let mut assembled = assemble(settings, out, false)?;
+    let mut assembled = assemble(settings, out, false, resume)?;
+    // Without --yes a plan needs someone to approve it; with no terminal to ask at (or
+    // --json, which never asks) the turn is a dry run: the plan is shown, nothing carried out.
+    let nobody_to_ask = json || !std::io::stdin().is_terminal();
+    let dry_run = if plan_only {
+        Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
+    } else if !settings.yes && nobody_to_ask {
+        Some("not carried out: there is no terminal to approve the plan at; pass --yes to carry it out (--allow-run for its RUN commands), or --plan to only see plans".to_string())
+    } else {
+        None
+    };
+    assembled.agent.set_dry_run(dry_run);
     let frontend: Box<dyn Frontend> = if json {
         Box::new(JsonFrontend::new())
     } else {
@@ -390,6 +595,10 @@ pub fn run_once(
         if !json && summary.plans > 0 {
             out.note(&summary.render());
         }
+    }
+    if outcome.status == TurnStatus::Planned && !plan_only {
+        // The request was not done: a script must not take this for success.
+        return Ok(1);
     }
     Ok(turn_exit_code(&outcome))
 }

@@ -32,14 +32,16 @@ fn target_provider(
     Ok(settings.provider)
 }
 
-fn read_key(out: &Output, key: Option<String>) -> Result<ApiKey, Error> {
+fn read_key(out: &Output, key: Option<String>, provider: ProviderKind) -> Result<ApiKey, Error> {
     let raw = match key {
         Some(k) => {
             out.note("tip: run `pai config set` without the key to type it at a hidden prompt and keep it out of your shell history");
             k
         }
         None if std::io::stdin().is_terminal() => dialoguer::Password::new()
-            .with_prompt("API key")
+            .with_prompt(format!(
+                "{provider} API key (hidden; stored for {provider} in credentials.json)"
+            ))
             .allow_empty_password(true)
             .interact()
             .map_err(|e| Error::usage(format!("cannot read the key: {e}")))?,
@@ -63,9 +65,9 @@ fn read_key(out: &Output, key: Option<String>) -> Result<ApiKey, Error> {
         ));
     }
     ApiKey::new(&raw).ok_or_else(|| {
-        Error::usage("the key is empty").with_hint(
-            "pass it as `pai config set <KEY>`, type it at the prompt, or pipe it on stdin",
-        )
+        Error::usage("the key is empty").with_hint(format!(
+            "run `pai config set --provider {provider}` in a terminal and paste the key at the hidden prompt, or pipe it in (`pai config set --provider {provider} < keyfile`)"
+        ))
     })
 }
 
@@ -77,7 +79,7 @@ pub fn set(
     provider: Option<ProviderKind>,
 ) -> Result<(), Error> {
     let provider = target_provider(env, out, provider)?;
-    let key = read_key(out, key)?;
+    let key = read_key(out, key, provider)?;
     let store = CredentialStore::locate(env)?;
     let (mut creds, notes) = store.load_for_update()?;
     out.warnings(&notes.notices);
@@ -220,6 +222,37 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
             format!(", {}", writable.join(", "))
         }
     ));
+    // The allow-list: what RUN may execute without asking, here and everywhere.
+    let quoted = |rules: &[String]| {
+        rules
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let here = std::env::current_dir()
+        .ok()
+        .map(|cwd| crate::history::project_root(&cwd))
+        .and_then(|root| std::fs::canonicalize(root).ok())
+        .map(|root| root.display().to_string());
+    let project_rules = here
+        .as_ref()
+        .and_then(|root| settings.project_run_allow.get(root))
+        .filter(|rules| !rules.is_empty());
+    out.line(&format!(
+        "  RUN without asking {}",
+        if settings.run_allow.is_empty() {
+            "nothing in every project".to_string()
+        } else {
+            format!("{} (every project)", quoted(&settings.run_allow))
+        }
+    ));
+    if let Some(rules) = project_rules {
+        out.line(&format!(
+            "                     {} (this project)",
+            quoted(rules)
+        ));
+    }
     Ok(())
 }
 

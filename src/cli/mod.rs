@@ -11,6 +11,7 @@ use crate::config::{Env, Flags, Settings};
 use crate::error::Error;
 use crate::llm::ProviderKind;
 use crate::ui::output::Output;
+use agent_cmd::Resume;
 
 /// pai: a fast, frugal terminal coding agent that works through a guarded workspace and records
 /// every plan it carries out as one git commit.
@@ -51,7 +52,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Continue a session of this project: the same branch, the memory of its last turns.
+    /// Without SESSION, list the sessions.
+    Resume {
+        /// The session to continue (e.g. 20261122_101500); omit to list them.
+        session: Option<String>,
+        #[command(flatten)]
+        args: SessionArgs,
+    },
     /// Print a shell completion script.
+    ///
+    /// Install it where your shell looks (the folder may not exist yet), e.g. for bash:
+    /// `mkdir -p ~/.local/share/bash-completion/completions && pai completions bash >
+    /// ~/.local/share/bash-completion/completions/pai`; for zsh: `mkdir -p ~/.zfunc && pai
+    /// completions zsh > ~/.zfunc/_pai` with `fpath+=~/.zfunc` before `compinit` in
+    /// ~/.zshrc; for fish: `mkdir -p ~/.config/fish/completions && pai completions fish >
+    /// ~/.config/fish/completions/pai.fish`.
     Completions {
         /// The shell to generate for.
         shell: clap_complete::Shell,
@@ -86,6 +102,10 @@ pub struct SessionArgs {
     /// Also approve RUN commands without asking.
     #[arg(long)]
     allow_run: bool,
+    /// Continue the latest session of this project (its branch and the memory of its last
+    /// turns) instead of starting a new one.
+    #[arg(long = "continue", short = 'c')]
+    resume_latest: bool,
 }
 
 #[derive(Debug, Args)]
@@ -97,6 +117,10 @@ struct RunArgs {
     /// Print one JSON event per line instead of text.
     #[arg(long)]
     json: bool,
+    /// Dry run: show the plan (or the answer) and carry nothing out. Without --yes and
+    /// without a terminal to approve at, `pai run` does this anyway (and exits 1).
+    #[arg(long = "plan", conflicts_with = "yes")]
+    plan_only: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,6 +165,10 @@ impl ModelArgs {
 }
 
 impl SessionArgs {
+    fn resume(&self) -> Option<Resume> {
+        self.resume_latest.then_some(Resume::Latest)
+    }
+
     fn flags(&self) -> Flags {
         Flags {
             yes: self.yes,
@@ -182,11 +210,27 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
     match cli.command {
-        None => session(&cli.session.flags(), env, out),
-        Some(Command::Auto(args)) => session(&args.flags(), env, out),
+        None => session(&cli.session.flags(), cli.session.resume(), env, out),
+        Some(Command::Auto(args)) => session(&args.flags(), args.resume(), env, out),
+        Some(Command::Resume {
+            session: None,
+            args: _,
+        }) => agent_cmd::list_sessions(out),
+        Some(Command::Resume {
+            session: Some(id),
+            args,
+        }) => session(&args.flags(), Some(Resume::Session(id)), env, out),
         Some(Command::Run(args)) => {
             let settings = resolve(&args.session.flags(), env, out)?;
-            let code = agent_cmd::run_once(&settings, env, out, &args.request, args.json)?;
+            let code = agent_cmd::run_once(
+                &settings,
+                env,
+                out,
+                &args.request,
+                args.json,
+                args.session.resume(),
+                args.plan_only,
+            )?;
             if code == 0 {
                 Ok(())
             } else {
@@ -231,9 +275,9 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
 }
 
 /// The interactive session.
-fn session(flags: &Flags, env: &Env, out: &Output) -> Result<(), Error> {
+fn session(flags: &Flags, resume: Option<Resume>, env: &Env, out: &Output) -> Result<(), Error> {
     let settings = resolve(flags, env, out)?;
-    match agent_cmd::interactive(&settings, env, out)? {
+    match agent_cmd::interactive(&settings, env, out, resume)? {
         0 => Ok(()),
         code => Err(Error::silent(code)),
     }

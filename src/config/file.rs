@@ -1,5 +1,6 @@
 //! The optional settings file, `config.toml` in the configuration directory.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -29,6 +30,29 @@ pub struct FileSettings {
     /// RUN settings.
     #[serde(default)]
     pub run: RunFileSettings,
+    /// Settings for one project, keyed by its root's absolute path (`[projects."/home/me/app"]`).
+    /// They live here, in the user's own file, never in the repository: a cloned repository is
+    /// not trusted to approve its own commands.
+    #[serde(default)]
+    pub projects: BTreeMap<String, ProjectFileSettings>,
+}
+
+/// A `[projects."<root>"]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectFileSettings {
+    /// The project's RUN settings.
+    #[serde(default)]
+    pub run: ProjectRunSettings,
+}
+
+/// A `[projects."<root>".run]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectRunSettings {
+    /// Command prefixes approved without asking in this project only.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// The `[run]` table.
@@ -48,6 +72,18 @@ pub struct RunFileSettings {
     pub writable: Vec<String>,
 }
 
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
+}
+
 impl FileSettings {
     /// Read `path`; a missing file is empty settings, a malformed one is a configuration error
     /// that names the file and the problem.
@@ -63,12 +99,44 @@ impl FileSettings {
             }
         };
         toml::from_str(&text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|span| {
+                    let (line, col) = line_col(&text, span.start);
+                    format!(" (line {line}, column {col})")
+                })
+                .unwrap_or_default();
             Error::config(format!(
-                "{} is not valid: {}",
+                "{} is not valid{at}: {}",
                 path.display(),
                 e.message().trim()
             ))
             .with_hint("fix or remove the file; see README.md for the settings it accepts")
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "model = \"m\"\n\n[run]\ntimout_secs = 5\n").unwrap();
+        let err = FileSettings::load(&path).unwrap_err();
+        let text = err.message().to_string();
+        assert!(
+            text.contains("config.toml is not valid (line 4, column 1)"),
+            "{text}"
+        );
+        assert!(text.contains("timout_secs"), "{text}");
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\nçd", 5), (2, 2));
+        assert_eq!(line_col("x", 99), (1, 2));
     }
 }

@@ -9,6 +9,7 @@ mod credentials;
 mod env;
 mod file;
 mod paths;
+pub mod rules;
 mod settings;
 
 pub use credentials::{

@@ -1,5 +1,6 @@
 //! Resolution of the effective settings: flags > environment > config file > defaults.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -84,6 +85,11 @@ pub struct Settings {
     pub run_timeout: Duration,
     /// RUN command prefixes approved without asking.
     pub run_allow: Vec<String>,
+    /// RUN prefixes approved in one project only, by project root (`[projects."<root>"]`).
+    pub project_run_allow: BTreeMap<String, Vec<String>>,
+    /// The settings file, where an allow-list rule answered at the RUN prompt is saved
+    /// (`None`: no configuration directory could be located).
+    pub settings_file: Option<PathBuf>,
     /// Refuse RUN when it cannot be confined.
     pub require_sandbox: bool,
     /// Directories outside the project a confined RUN command may also write to: absolute,
@@ -128,6 +134,7 @@ impl Settings {
             Err(_) => (FileSettings::default(), Vec::new()),
         };
         let mut settings = Self::resolve_from(flags, env, &file)?;
+        settings.settings_file = dir.as_ref().ok().map(ConfigDir::settings_file);
         settings.warnings.extend(notices);
         settings.attach_key(env, dir.ok().map(CredentialStore::in_dir))?;
         Ok(settings)
@@ -227,13 +234,14 @@ impl Settings {
             },
         };
 
-        let valid_ratio = |r: f64| r.is_finite() && r > 0.0;
+        // A share of the file's lines: above 1 the guard could never refuse anything.
+        let valid_ratio = |r: f64| r.is_finite() && r > 0.0 && r <= 1.0;
         let modify_max_ratio = match env.get("PAI_MODIFY_MAX_RATIO") {
             Some(raw) => match raw.trim().parse::<f64>() {
                 Ok(r) if valid_ratio(r) => r,
                 _ => {
                     warnings.push(format!(
-                        "ignoring PAI_MODIFY_MAX_RATIO={raw}: expected a number above 0; using {DEFAULT_MODIFY_MAX_RATIO}"
+                        "ignoring PAI_MODIFY_MAX_RATIO={raw}: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
                     ));
                     DEFAULT_MODIFY_MAX_RATIO
                 }
@@ -242,7 +250,7 @@ impl Settings {
                 Some(r) if valid_ratio(r) => r,
                 Some(r) => {
                     warnings.push(format!(
-                        "ignoring modify_max_ratio = {r} in config.toml: expected a number above 0; using {DEFAULT_MODIFY_MAX_RATIO}"
+                        "ignoring modify_max_ratio = {r} in config.toml: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
                     ));
                     DEFAULT_MODIFY_MAX_RATIO
                 }
@@ -276,6 +284,12 @@ impl Settings {
             extra_deny: file.deny.clone(),
             run_timeout,
             run_allow: file.run.allow.clone(),
+            project_run_allow: file
+                .projects
+                .iter()
+                .map(|(root, p)| (root.clone(), p.run.allow.clone()))
+                .collect(),
+            settings_file: None,
             require_sandbox: file.run.require_sandbox.unwrap_or(false),
             run_writable,
             api_key: None,

@@ -25,6 +25,23 @@ pub fn is_preapproved(command: &str, allow_prefixes: &[String]) -> bool {
     })
 }
 
+/// The allow-list rule an "always" answer to `command` adds: its words, normalised to single
+/// spaces. As a prefix it covers the same command and the same command with more arguments
+/// (`pytest tests` also covers `pytest tests -x`), never another program or subcommand. `None`
+/// when no rule could ever match the command (it chains, substitutes or redirects), so
+/// "always" cannot be offered for it.
+pub fn rule_for(command: &str) -> Option<String> {
+    if SHELL_METACHARACTERS.iter().any(|m| command.contains(m)) {
+        return None;
+    }
+    let words: Vec<&str> = shell_words(command).collect();
+    if words.is_empty() {
+        return None;
+    }
+    let rule = words.join(" ");
+    is_preapproved(command, std::slice::from_ref(&rule)).then_some(rule)
+}
+
 /// Words as `sh` separates them without quoting: on spaces and tabs only (other Unicode spaces
 /// are part of a word to `sh`, so they must be to us too).
 fn shell_words(s: &str) -> impl Iterator<Item = &str> {

@@ -23,10 +23,10 @@ mod shield;
 use std::io;
 use std::path::PathBuf;
 
-pub use allow::is_preapproved;
+pub use allow::{is_preapproved, rule_for};
 pub use env::{child_environment, scrub_environment};
-pub use redact::{REDACTED, redact};
-pub use runner::{RunOptions, RunOutcome, run_command};
+pub use redact::{LineRedactor, REDACTED, redact};
+pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};
 pub use sandbox::{
     SandboxMode, SandboxSupport, landlock_abi, sandbox_support, unconfined_reason, writable_paths,
 };

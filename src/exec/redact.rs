@@ -68,6 +68,35 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     out
 }
 
+/// [`redact`] for output that arrives line by line: a private key spans lines, so from its
+/// `BEGIN … PRIVATE KEY` line to its `END` line every line is redacted whole.
+#[derive(Debug, Default)]
+pub struct LineRedactor {
+    secrets: Vec<String>,
+    in_private_key: bool,
+}
+
+impl LineRedactor {
+    /// A redactor for the known `secrets` (those under 8 characters are ignored).
+    pub fn new(secrets: &[String]) -> Self {
+        Self {
+            secrets: secrets.iter().filter(|s| s.len() >= 8).cloned().collect(),
+            in_private_key: false,
+        }
+    }
+
+    /// One line, redacted.
+    pub fn line(&mut self, line: &str) -> String {
+        let begins = line.contains("-----BEGIN") && line.contains("PRIVATE KEY");
+        let ends = line.contains("-----END") && line.contains("PRIVATE KEY");
+        if self.in_private_key || begins {
+            self.in_private_key = !ends;
+            return REDACTED.to_string();
+        }
+        redact(line, &self.secrets)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +135,21 @@ mod tests {
             "test result: ok. 3 passed; 0 failed"
         );
         assert!(redact("DB_PASSWORD=hunter2hunter2", &[]).starts_with("DB_PASSWORD="));
+    }
+
+    #[test]
+    fn a_private_key_arriving_line_by_line_is_redacted_whole() {
+        let mut r = LineRedactor::new(&[]);
+        let out: Vec<String> = [
+            "before",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "MIIEowIBAAKCAQEA",
+            "-----END RSA PRIVATE KEY-----",
+            "after",
+        ]
+        .iter()
+        .map(|l| r.line(l))
+        .collect();
+        assert_eq!(out, ["before", REDACTED, REDACTED, REDACTED, "after"]);
     }
 }

@@ -116,7 +116,7 @@ impl RunOutcome {
     /// command failed, and the capped output.
     pub fn summary_for_model(&self) -> String {
         let mut text = self.status_line();
-        if self.confined && !self.success() {
+        if self.confined && !self.success() && looks_denied(&self.output) {
             text.push_str(
                 "\n(sandboxed: writing outside the project and temporary directories is denied)",
             );
@@ -130,6 +130,22 @@ impl RunOutcome {
         }
         text
     }
+}
+
+/// Whether a failed command's output shows an access the sandbox may have denied: only then
+/// is the sandbox worth mentioning (a plain `NameError` has nothing to do with it).
+fn looks_denied(output: &str) -> bool {
+    const SIGNS: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "EACCES",
+        "EPERM",
+        "EROFS",
+        "PermissionError",
+        "AccessDeniedException",
+    ];
+    SIGNS.iter().any(|s| output.contains(s))
 }
 
 fn signal_name(sig: i32) -> &'static str {
@@ -158,6 +174,18 @@ pub async fn run_command(
     root: &Path,
     command: &str,
     opts: &RunOptions,
+) -> Result<RunOutcome, ExecError> {
+    run_command_streaming(root, command, opts, &|_| {}).await
+}
+
+/// [`run_command`], also handing every piece of output to `on_output` as it arrives (before
+/// the cap applies), so a frontend can show it live and a log can keep all of it. Pieces are
+/// raw bytes as read: they may split lines and UTF-8 sequences.
+pub async fn run_command_streaming(
+    root: &Path,
+    command: &str,
+    opts: &RunOptions,
+    on_output: &(dyn Fn(&[u8]) + Send + Sync),
 ) -> Result<RunOutcome, ExecError> {
     let shown = display_command(command);
     let root_error = |source| ExecError::Root {
@@ -194,7 +222,7 @@ pub async fn run_command(
         .unwrap_or(0);
     // Armed until the group has been dealt with: an early return or a dropped future kills it.
     let mut guard = GroupGuard::new(pgid);
-    let mut pump = Pump::new(output, opts.output_cap);
+    let mut pump = Pump::new(output, opts.output_cap, on_output);
     let io_error = |source| ExecError::Io {
         command: shown.clone(),
         source,
@@ -324,7 +352,7 @@ fn spawn(
 async fn finish_group(
     child: &mut Child,
     pgid: libc::pid_t,
-    pump: &mut Pump,
+    pump: &mut Pump<'_>,
     mut status: Option<ExitStatus>,
 ) -> io::Result<ExitStatus> {
     if status.is_none() || group::has_live_members(pgid) {
@@ -356,19 +384,22 @@ async fn group_gone(pgid: libc::pid_t) {
     }
 }
 
-/// Moves output from the pipe into the cap while the runner waits for something else.
-struct Pump {
+/// Moves output from the pipe into the cap (and to the live listener) while the runner waits
+/// for something else.
+struct Pump<'a> {
     pipe: Option<pipe::Receiver>,
     buf: Vec<u8>,
     cap: OutputCap,
+    on_output: &'a (dyn Fn(&[u8]) + Send + Sync),
 }
 
-impl Pump {
-    fn new(pipe: pipe::Receiver, cap: usize) -> Self {
+impl<'a> Pump<'a> {
+    fn new(pipe: pipe::Receiver, cap: usize, on_output: &'a (dyn Fn(&[u8]) + Send + Sync)) -> Self {
         Self {
             pipe: Some(pipe),
             buf: vec![0; CHUNK],
             cap: OutputCap::new(cap),
+            on_output,
         }
     }
 
@@ -413,7 +444,10 @@ impl Pump {
         };
         match pipe.read(&mut self.buf).await {
             Ok(0) => self.pipe = None,
-            Ok(n) => self.cap.push(&self.buf[..n]),
+            Ok(n) => {
+                (self.on_output)(&self.buf[..n]);
+                self.cap.push(&self.buf[..n]);
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -446,15 +480,30 @@ mod tests {
             "exit code 0 after 1.2 s\noutput:\nhello"
         );
 
+        let denied = RunOutcome {
+            exit_code: Some(1),
+            output: "touch: cannot touch '/etc/x': Permission denied\n".into(),
+            ..outcome()
+        };
+        assert!(!denied.success());
+        let s = denied.summary_for_model();
+        assert!(s.starts_with("exit code 1 after 1.2 s\n(sandboxed:"), "{s}");
+
+        // A plain failure says nothing of the sandbox.
         let failed = RunOutcome {
+            exit_code: Some(1),
+            output: "NameError: name 'x' is not defined\n".into(),
+            ..outcome()
+        };
+        let s = failed.summary_for_model();
+        assert!(!s.contains("sandbox"), "{s}");
+        let silent = RunOutcome {
             exit_code: Some(2),
             output: String::new(),
             ..outcome()
         };
-        assert!(!failed.success());
-        let s = failed.summary_for_model();
-        assert!(s.starts_with("exit code 2 after 1.2 s\n(sandboxed:"), "{s}");
-        assert!(s.ends_with("\nno output"), "{s}");
+        let s = silent.summary_for_model();
+        assert!(s.starts_with("exit code 2 after 1.2 s\nno output"), "{s}");
 
         let killed = RunOutcome {
             exit_code: None,

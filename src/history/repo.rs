@@ -190,6 +190,12 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
     }
 }
 
+/// Whether `repo` is pai's private history (`.pai_history/git`, used outside git).
+pub(crate) fn is_private(repo: &Repository) -> bool {
+    let dir = repo.path();
+    dir.ends_with(Path::new(store::DIR).join("git"))
+}
+
 /// Open the project's history for a new session, creating the private repository when the
 /// project is not in git.
 pub(crate) fn find_or_create(root: &Path) -> Result<Found, HistoryError> {

@@ -111,6 +111,13 @@ pub(crate) fn session_branch(repo: &Repository, action: &str) -> Result<String, 
         return Ok(name.clone());
     }
     let newest = session_branches(repo).into_iter().next_back();
+    if super::repo::is_private(repo) {
+        // Outside git: no git branch names or git commands the user has no use for.
+        return Err(HistoryError::Refused {
+            message: format!("cannot {action}: no pai session with plans is current here"),
+            hint: "`pai log` lists the sessions and their plans; `pai resume <SESSION>` continues one with plans, where /undo works".into(),
+        });
+    }
     Err(HistoryError::Refused {
         message: format!(
             "cannot {action}: HEAD is on {}, not a pai session branch",

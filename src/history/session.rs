@@ -171,6 +171,104 @@ impl Session {
         })
     }
 
+    /// Continue session `id` (`pai --continue`, `pai resume`): its branch `pai/<id>` checked
+    /// out again and its plan numbers going on where they stopped.
+    ///
+    /// HEAD must be on that branch already (where a session with plans leaves it) or at the
+    /// commit at its tip, in which case HEAD is attached to it, which changes neither index
+    /// nor work tree. Anywhere else is refused with the command that gets there: pointing HEAD
+    /// at another commit without a checkout would make the work tree look changed, and pai
+    /// never checks out. `Ok(None)` when the session has no branch (it recorded no plans, so
+    /// its empty branch was removed when it ended): the caller starts a new session instead.
+    pub fn resume(
+        root: &Path,
+        id: &str,
+        opts: StartOptions,
+    ) -> Result<Option<Session>, HistoryError> {
+        let refused = |message: String, hint: &str| HistoryError::Refused {
+            message,
+            hint: hint.to_string(),
+        };
+        let hr = match repo::find(root)? {
+            Found::Repo(hr) => hr,
+            Found::Nothing => return Ok(None),
+            Found::Blocked(b) => {
+                return Err(refused(
+                    format!("cannot continue session {id}: {}", b.reason()),
+                    "fix that, then continue the session",
+                ));
+            }
+        };
+        if let Some(b) = repo::blocker(&hr.repo) {
+            return Err(refused(
+                format!("cannot continue session {id}: {}", b.reason()),
+                "fix that, then continue the session",
+            ));
+        }
+        let repo = hr.repo;
+        let branch = names::branch_ref(id);
+        let Some(tip) = names::target(&repo, &branch).ctx(|| format!("cannot read pai/{id}"))?
+        else {
+            return Ok(None);
+        };
+        let lock = WorkTreeLock::acquire(root)?;
+        let head = names::head(&repo).ctx(|| "cannot read HEAD".into())?;
+        if head != Head::Branch(branch.clone()) {
+            let at = match &head {
+                Head::Branch(name) => {
+                    names::target(&repo, name).ctx(|| format!("cannot read {name}"))?
+                }
+                Head::Detached(oid) => Some(*oid),
+            };
+            if at != Some(tip) {
+                let now = match &head {
+                    Head::Branch(name) => format!("HEAD is on {}", names::short(name)),
+                    Head::Detached(oid) => format!("HEAD is detached at {}", names::short_id(*oid)),
+                };
+                return Err(refused(
+                    format!("cannot continue session {id}: {now}, not on its branch pai/{id}"),
+                    &format!(
+                        "commit or stash your changes, `git switch pai/{id}`, then continue; or start a new session with `pai`"
+                    ),
+                ));
+            }
+            repo.set_head(&branch)
+                .ctx(|| format!("cannot point HEAD at pai/{id}"))?;
+        }
+        let meta = meta::read(&repo, id).unwrap_or_default();
+        let next_plan = last_plan_number(&repo, id, tip, meta.base) + 1;
+        Ok(Some(Session {
+            id: id.to_string(),
+            root: root.to_path_buf(),
+            state: State::Writable(Box::new(Writer {
+                repo,
+                private: hr.private,
+                branch,
+                meta,
+                identity: opts.identity,
+                next_plan,
+                prepared: BTreeSet::new(),
+                trash: BTreeMap::new(),
+                pending: None,
+                _lock: lock,
+            })),
+        }))
+    }
+
+    /// The session this one was started on top of: the id of the `pai/<id>` branch HEAD was
+    /// on when it started (the next `pai` after a session with plans starts there).
+    pub fn stacked_on(&self) -> Option<String> {
+        match &self.state {
+            State::Writable(w) => w
+                .meta
+                .base_branch
+                .as_deref()
+                .and_then(names::session_of_branch)
+                .map(str::to_string),
+            State::ReadOnly(_) => None,
+        }
+    }
+
     /// The session id (`YYYYMMDD_HHMMSS`, maybe with `-2`, `-3`, ...): also the name of the
     /// session log `.pai_history/session_<id>.log`.
     pub fn id(&self) -> &str {
@@ -287,6 +385,18 @@ fn restore_head(repo: &Repository, branch: &str, meta: &Meta) -> Result<bool, gi
     Ok(true)
 }
 
+/// The session whose branch `pai/<id>` HEAD is on in the project at `root`, if any: where
+/// `pai --continue` picks up first.
+pub fn head_session(root: &Path) -> Option<String> {
+    let Ok(Found::Repo(hr)) = repo::find(root) else {
+        return None;
+    };
+    match names::head(&hr.repo).ok()? {
+        Head::Branch(name) => names::session_of_branch(&name).map(str::to_string),
+        Head::Detached(_) => None,
+    }
+}
+
 /// A session id not yet used by a branch, undone plans, a session log or trash.
 fn unique_id(root: &Path, repo: Option<&Repository>, stamp: &str) -> String {
     let taken = |id: &str| {
@@ -311,6 +421,36 @@ fn has_undone(repo: &Repository, session: &str) -> bool {
     repo.references_glob(&names::undone_glob(session))
         .map(|mut refs| refs.next().is_some())
         .unwrap_or(false)
+}
+
+/// The highest plan number `session` used: on its branch above `base` (snapshots included)
+/// and among its undone plans, so a continued session never reuses a number.
+fn last_plan_number(repo: &Repository, session: &str, tip: Oid, base: Option<Oid>) -> u32 {
+    let mut last = 0;
+    if let Ok(mut walk) = repo.revwalk()
+        && walk.push(tip).is_ok()
+    {
+        if let Some(base) = base {
+            let _ = walk.hide(base);
+        }
+        for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
+            let t = message::parse(commit.message().unwrap_or_default());
+            if t.session.as_deref() == Some(session) {
+                last = last.max(t.plan.unwrap_or(0));
+            }
+        }
+    }
+    if let Ok(refs) = repo.references_glob(&names::undone_glob(session)) {
+        for r in refs.flatten() {
+            let n = r
+                .name()
+                .ok()
+                .and_then(|n| n.rsplit('/').next())
+                .and_then(|n| n.parse::<u32>().ok());
+            last = last.max(n.unwrap_or(0));
+        }
+    }
+    last
 }
 
 /// Plan commits of `session` on `branch` above `base`.
@@ -376,10 +516,13 @@ pub(super) fn summary_for(
     branch_exists: bool,
 ) -> SessionSummary {
     let branch = format!("pai/{session}");
-    let base_short = meta.base.map(names::short_id);
+    // Outside git the private repository's own branch (an unborn `master`) and commits mean
+    // nothing to the user: only the session branch is named.
+    let base_short = meta.base.filter(|_| !private).map(names::short_id);
     let base_branch = meta
         .base_branch
         .as_deref()
+        .filter(|_| !private)
         .map(|b| names::short(b).to_string());
     let (review, merge, discard) = if private {
         (
@@ -463,6 +606,17 @@ impl SessionSummary {
         ] {
             if let Some(cmd) = cmd {
                 out.push_str(&format!("  {label}  {cmd}\n"));
+            }
+        }
+        if let Some(branch) = &self.branch {
+            if self.private {
+                out.push_str(
+                    "The next `pai` here starts a new session; `pai --continue` continues this one.\n",
+                );
+            } else {
+                out.push_str(&format!(
+                    "HEAD stays on {branch}: the next `pai` here starts a new session on top of it; `pai --continue` continues this one.\n"
+                ));
             }
         }
         out

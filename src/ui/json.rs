@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::sync::Mutex;
 
-use crate::agent::events::{Approval, Event, Frontend};
+use crate::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion};
 use crate::agent::plan::PlannedStep;
 
 /// The JSON-lines frontend.
@@ -63,11 +63,12 @@ impl Frontend for JsonFrontend {
         Approval::No
     }
 
-    fn approve_run(&self, command: &str, _confined: bool) -> bool {
+    fn approve_run(&self, question: &RunQuestion) -> RunAnswer {
         self.declined(&format!(
-            "RUN `{command}` was not allowed: pass --yes --allow-run (confined commands only) or add it to run.allow"
+            "RUN `{}` was not allowed: pass --yes --allow-run (confined commands only) or add it to run.allow",
+            question.command
         ));
-        false
+        RunAnswer::No
     }
 
     fn confirm_rm(&self, path: &str, _recursive: bool) -> bool {
@@ -178,7 +179,13 @@ mod tests {
         let buf = Shared::default();
         let front = JsonFrontend::with_writer(Box::new(buf.clone()));
         assert_eq!(front.approve_plan(&[]), Approval::No);
-        assert!(!front.approve_run("make", true));
+        let q = RunQuestion {
+            command: "make".into(),
+            confined: true,
+            rule: Some("make".into()),
+            can_save: true,
+        };
+        assert_eq!(front.approve_run(&q), RunAnswer::No);
         assert!(!front.confirm_rm("x", true));
         let got = lines(&buf);
         assert_eq!(got.len(), 3);

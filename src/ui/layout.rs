@@ -26,6 +26,9 @@ pub struct Theme {
     pub unicode: bool,
     /// The terminal takes 24-bit colour (`COLORTERM=truecolor`); otherwise 256 colours.
     pub truecolor: bool,
+    /// Cut diff and command-output lines at the width (a terminal); otherwise they are
+    /// printed whole, as the file or the command has them.
+    pub wrap_code: bool,
 }
 
 impl Theme {
@@ -36,6 +39,7 @@ impl Theme {
             color: false,
             unicode: false,
             truecolor: false,
+            wrap_code: true,
         }
     }
 
@@ -46,6 +50,7 @@ impl Theme {
             color: true,
             unicode: true,
             truecolor: false,
+            wrap_code: true,
         }
     }
 
@@ -347,6 +352,15 @@ pub fn wrap(line: &Line, width: usize, indent: usize) -> Vec<Line> {
     trim_trailing_spaces(&mut current);
     lines.push(current);
     lines
+}
+
+/// [`wrap_hard`] on a terminal; the line whole when the theme does not cut code lines.
+pub fn wrap_code(line: &Line, theme: &Theme, indent: usize) -> Vec<Line> {
+    if theme.wrap_code {
+        wrap_hard(line, theme.cols(), indent)
+    } else {
+        vec![line.clone()]
+    }
 }
 
 /// Wrap a line at exactly `width` columns without looking for word breaks (code, diffs).

@@ -93,7 +93,13 @@ impl StreamWrap {
 pub struct Presenter {
     stream: Option<StreamWrap>,
     streamed: bool,
+    /// The text streamed since the last model call started: when the turn's final message
+    /// is that same text (an answer in a later phase), it is not shown a second time.
+    streamed_text: String,
     phase_shown: Option<u32>,
+    /// The RUN step (phase, index) whose output lines were printed as they came: its result
+    /// then shows only how the command ended, not the output again.
+    live: Option<(u32, usize)>,
     /// Print a line for [`Event::Thinking`] (frontends without a spinner).
     pub thinking_lines: bool,
 }
@@ -124,6 +130,7 @@ impl Presenter {
     pub fn event(&mut self, event: &Event, theme: &Theme) -> String {
         if let Event::TextDelta { text } = event {
             self.streamed = true;
+            self.streamed_text.push_str(text);
             let stream = self
                 .stream
                 .get_or_insert_with(|| StreamWrap::new(theme.cols()));
@@ -133,6 +140,7 @@ impl Presenter {
         match event {
             Event::Thinking { phase } => {
                 self.streamed = false;
+                self.streamed_text.clear();
                 if self.thinking_lines {
                     out.push_str(&render::thinking(*phase, theme));
                 }
@@ -163,21 +171,67 @@ impl Presenter {
                 ));
             }
             Event::Step(report) => {
-                if self.phase_shown != Some(report.phase) {
-                    self.phase_shown = Some(report.phase);
-                    out.push_str(&render::execution_header(report.phase, theme));
+                self.phase_header(report.phase, theme, &mut out);
+                if self.live.take() == Some((report.phase, report.index)) {
+                    let mut shown = report.clone();
+                    shown.output = without_output(&report.output);
+                    out.push_str(&render::step(&shown, theme));
+                } else {
+                    out.push_str(&render::step(report, theme));
                 }
-                out.push_str(&render::step(report, theme));
             }
-            Event::Finished { .. } => {
+            Event::RunStarted { phase, command, .. } => {
+                self.phase_header(*phase, theme, &mut out);
+                out.push_str(&render::run_started(command, theme));
+            }
+            Event::RunOutput { phase, index, line } => {
+                self.live = Some((*phase, *index));
+                out.push_str(&render::run_output_line(line, theme));
+            }
+            Event::Finished { message, .. } => {
                 self.phase_shown = None;
                 self.streamed = false;
-                out.push_str(&render::event(event, theme));
+                let streamed = std::mem::take(&mut self.streamed_text);
+                if !message.trim().is_empty() && message.trim() == streamed.trim() {
+                    let mut shown = event.clone();
+                    if let Event::Finished { message, .. } = &mut shown {
+                        message.clear();
+                    }
+                    out.push_str(&render::event(&shown, theme));
+                } else {
+                    out.push_str(&render::event(event, theme));
+                }
             }
             other => out.push_str(&render::event(other, theme)),
         }
         out
     }
+}
+
+impl Presenter {
+    /// The phase header before a RUN whose output a live panel shows (instead of the
+    /// streamed lines [`Presenter::event`] would print), with any open stream closed.
+    pub fn run_header(&mut self, phase: u32, theme: &Theme) -> String {
+        let mut out = self.end_stream();
+        self.phase_header(phase, theme, &mut out);
+        out
+    }
+
+    fn phase_header(&mut self, phase: u32, theme: &Theme, out: &mut String) {
+        if self.phase_shown != Some(phase) {
+            self.phase_shown = Some(phase);
+            out.push_str(&render::execution_header(phase, theme));
+        }
+    }
+}
+
+/// A RUN result without the output already shown live: how it ended (and the sandbox note).
+fn without_output(summary: &str) -> String {
+    let head = match summary.find("\noutput:\n") {
+        Some(i) => &summary[..i],
+        None => summary,
+    };
+    head.strip_suffix("\nno output").unwrap_or(head).to_string()
 }
 
 #[cfg(test)]

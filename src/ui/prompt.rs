@@ -11,7 +11,7 @@ use dialoguer::{Confirm, Input};
 use tokio_util::sync::CancellationToken;
 
 use super::print_err;
-use crate::agent::events::Approval;
+use crate::agent::events::{Approval, RuleScope, RunAnswer, RunQuestion};
 
 /// Where plain answers come from.
 pub(crate) trait LineSource: Send + Sync {
@@ -64,6 +64,40 @@ fn parse_yes_no(text: &str, default: bool) -> Option<bool> {
         "n" | "no" => Some(false),
         _ => None,
     }
+}
+
+/// The answers a RUN question offers, as the prompt shows them.
+pub(crate) fn run_choices(q: &RunQuestion) -> String {
+    let mut text = String::from("[y]es [n]o");
+    if q.rule.is_some() {
+        text.push_str(" [a]lways");
+        if q.can_save {
+            text.push_str(" [p]roject [u]ser");
+        }
+    }
+    text.push_str(" [e]dit");
+    text
+}
+
+/// What an answer to a RUN question typed as text means, among the answers offered.
+fn parse_run_answer(text: &str, q: &RunQuestion) -> Option<RunChoice> {
+    let always = q.rule.is_some();
+    let save = always && q.can_save;
+    match text.trim().to_ascii_lowercase().as_str() {
+        "" | "n" | "no" => Some(RunChoice::Answer(RunAnswer::No)),
+        "y" | "yes" => Some(RunChoice::Answer(RunAnswer::Yes)),
+        "a" | "always" if always => Some(RunChoice::Answer(RunAnswer::Always)),
+        "p" | "project" if save => Some(RunChoice::Answer(RunAnswer::Save(RuleScope::Project))),
+        "u" | "user" if save => Some(RunChoice::Answer(RunAnswer::Save(RuleScope::User))),
+        "e" | "edit" => Some(RunChoice::Edit),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RunChoice {
+    Answer(RunAnswer),
+    Edit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,6 +232,82 @@ impl Asker {
     }
 }
 
+impl Asker {
+    /// Ask about a RUN command with the answers `q` offers (the default, a bare Enter, is no).
+    /// `denied` explains how to approve it when nobody can be asked.
+    pub(crate) fn run(
+        &self,
+        q: &RunQuestion,
+        denied: &str,
+        cancel: Option<&CancellationToken>,
+    ) -> RunAnswer {
+        let question = format!("Run it? {}", run_choices(q));
+        let wrong = format!("Please answer {}.\n", run_choices(q));
+        match self {
+            Asker::Deny => {
+                print_err(&format!("{denied}\n"));
+                RunAnswer::No
+            }
+            Asker::Dialog => {
+                let theme = ColorfulTheme::default();
+                let answer = Input::<String>::with_theme(&theme)
+                    .with_prompt(&question)
+                    .default("n".into())
+                    .validate_with(|s: &String| -> Result<(), String> {
+                        parse_run_answer(s, q)
+                            .map(|_| ())
+                            .ok_or_else(|| wrong.trim_end().to_string())
+                    })
+                    .interact_text();
+                let choice = match answer {
+                    Ok(text) => parse_run_answer(&text, q),
+                    Err(_) => {
+                        interrupted(cancel);
+                        return RunAnswer::No;
+                    }
+                };
+                match choice {
+                    Some(RunChoice::Answer(a)) => a,
+                    None => RunAnswer::No,
+                    Some(RunChoice::Edit) => match Input::<String>::with_theme(&theme)
+                        .with_prompt("Command")
+                        .with_initial_text(&q.command)
+                        .allow_empty(true)
+                        .interact_text()
+                    {
+                        Ok(text) => RunAnswer::Edit(text),
+                        Err(_) => {
+                            interrupted(cancel);
+                            RunAnswer::No
+                        }
+                    },
+                }
+            }
+            Asker::Lines { source, .. } => {
+                for _ in 0..MAX_TRIES {
+                    self.say(&format!("{question} "));
+                    let Some(text) = source.read_line(cancel) else {
+                        self.say("\n");
+                        return RunAnswer::No;
+                    };
+                    match parse_run_answer(&text, q) {
+                        Some(RunChoice::Answer(a)) => return a,
+                        Some(RunChoice::Edit) => {
+                            self.say("Command: ");
+                            return match source.read_line(cancel) {
+                                Some(text) => RunAnswer::Edit(text),
+                                None => RunAnswer::No,
+                            };
+                        }
+                        None => self.say(&wrong),
+                    }
+                }
+                RunAnswer::No
+            }
+        }
+    }
+}
+
 /// A prompt was interrupted (Ctrl+C) or its terminal went away: stop the turn and decline.
 fn interrupted(cancel: Option<&CancellationToken>) -> Approval {
     if let Some(cancel) = cancel {
@@ -250,6 +360,48 @@ mod tests {
         assert_eq!(asker(vec!["?", "?", "?", "y"]).plan(None), Approval::No);
         assert_eq!(asker(vec![]).plan(None), Approval::No);
         assert_eq!(Asker::Deny.plan(None), Approval::No);
+    }
+
+    #[test]
+    fn run_answers_offer_only_what_the_agent_allows() {
+        let full = RunQuestion {
+            command: "pytest tests".into(),
+            confined: true,
+            rule: Some("pytest tests".into()),
+            can_save: true,
+        };
+        assert_eq!(
+            run_choices(&full),
+            "[y]es [n]o [a]lways [p]roject [u]ser [e]dit"
+        );
+        assert_eq!(asker(vec!["a"]).run(&full, "", None), RunAnswer::Always);
+        assert_eq!(
+            asker(vec!["p"]).run(&full, "", None),
+            RunAnswer::Save(RuleScope::Project)
+        );
+        assert_eq!(
+            asker(vec!["U"]).run(&full, "", None),
+            RunAnswer::Save(RuleScope::User)
+        );
+        assert_eq!(asker(vec![""]).run(&full, "", None), RunAnswer::No);
+        assert_eq!(asker(vec!["yes"]).run(&full, "", None), RunAnswer::Yes);
+        assert_eq!(
+            asker(vec!["e", "pytest tests -x"]).run(&full, "", None),
+            RunAnswer::Edit("pytest tests -x".into())
+        );
+        let once = RunQuestion {
+            rule: None,
+            ..full.clone()
+        };
+        assert_eq!(run_choices(&once), "[y]es [n]o [e]dit");
+        // "always" is not offered for it, so it is not an answer: asked again.
+        assert_eq!(asker(vec!["a", "y"]).run(&once, "", None), RunAnswer::Yes);
+        let unsaved = RunQuestion {
+            can_save: false,
+            ..full
+        };
+        assert_eq!(asker(vec!["p", "n"]).run(&unsaved, "", None), RunAnswer::No);
+        assert_eq!(Asker::Deny.run(&unsaved, "no", None), RunAnswer::No);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use console::Style;
 
 use super::SessionInfo;
 use super::highlight::highlight;
-use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_hard};
+use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_code, wrap_hard};
 use crate::agent::events::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
 use crate::agent::plan::{Analysis, Complexity, PlannedStep};
 
@@ -61,6 +61,8 @@ pub fn event(event: &Event, theme: &Theme) -> String {
             out
         }
         Event::Step(report) => step(report, theme),
+        Event::RunStarted { command, .. } => run_started(command, theme),
+        Event::RunOutput { line, .. } => run_output_line(line, theme),
         Event::Notice { text } => notice(text, theme),
         Event::Committed { commit, branch } => committed(commit, branch, theme),
         Event::Finished {
@@ -231,7 +233,6 @@ pub fn execution_header(phase: u32, theme: &Theme) -> String {
 
 /// One step's result: a ✓/✗ line, its output (capped), its diff and its file view.
 pub fn step(report: &StepReport, theme: &Theme) -> String {
-    let cols = theme.cols();
     let (mark, mark_style) = if report.ok {
         (theme.ok_mark(), green())
     } else {
@@ -255,7 +256,7 @@ pub fn step(report: &StepReport, theme: &Theme) -> String {
         let mut body = Vec::new();
         for text in lines.iter().take(OUTPUT_LINES) {
             let line = Line::new().text("    ").with(text, style.clone());
-            body.extend(wrap_hard(&line, cols, 4));
+            body.extend(wrap_code(&line, theme, 4));
         }
         if lines.len() > OUTPUT_LINES {
             body.push(more_lines(lines.len() - OUTPUT_LINES, 4, theme));
@@ -267,6 +268,57 @@ pub fn step(report: &StepReport, theme: &Theme) -> String {
     }
     if let Some(view) = &report.file_view {
         out.push_str(&file_view(view, theme));
+    }
+    out
+}
+
+/// The line printed when a RUN command starts, where its output is streamed as text.
+pub fn run_started(command: &str, theme: &Theme) -> String {
+    let line = Line::new()
+        .with("  $ ", dim())
+        .with(first_line_of(command).as_str(), bold());
+    wrapped(&line, theme, 4)
+}
+
+/// One line of a running command's output, streamed as text: indented under its command and
+/// never wrapped, so a reader (or a script) gets the line as the command printed it.
+pub fn run_output_line(line: &str, theme: &Theme) -> String {
+    let bar = if theme.unicode { "│" } else { "|" };
+    let text = super::layout::clean(line);
+    format!(
+        "    {} {}
+",
+        theme.paint(bar, &dim()),
+        text
+    )
+}
+
+/// The title of the live panel shown while a command runs (the elapsed time follows it).
+pub fn run_panel_title(command: &str, theme: &Theme) -> String {
+    // Room for the spinner, "Running ", the elapsed time and the Ctrl+C hint.
+    let room = theme.cols().saturating_sub(40).max(10);
+    format!(
+        "Running {}",
+        super::layout::truncate(&first_line_of(command), room)
+    )
+}
+
+/// The body of the live panel: the last lines of output, each cut to the width (the panel is
+/// redrawn in place, so nothing in it may wrap).
+pub fn run_panel_lines(lines: &[String], theme: &Theme) -> String {
+    let cols = theme.cols();
+    let bar = if theme.unicode { "│" } else { "|" };
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let text = super::layout::truncate(&super::layout::clean(line), cols.saturating_sub(5));
+        out.push_str(&format!(
+            "  {} {}",
+            theme.paint(bar, &dim()),
+            theme.paint(&text, &dim())
+        ));
     }
     out
 }
@@ -296,7 +348,7 @@ pub fn diff(text: &str, theme: &Theme) -> String {
         };
         let mut line = Line::new().text("    ");
         line.push(raw, style);
-        body.extend(wrap_hard(&line, theme.cols(), 4));
+        body.extend(wrap_code(&line, theme, 4));
     }
     if lines.len() > DIFF_LINES {
         body.push(more_lines(lines.len() - DIFF_LINES, 4, theme));
@@ -410,6 +462,7 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
         TurnStatus::Success => out.push_str(&status_panel(&marked("✓", "Done", theme), green())),
         TurnStatus::Failed => out.push_str(&status_panel(&marked("✗", "Failed", theme), red())),
         TurnStatus::Rejected => out.push_str(&status_panel("Not carried out", yellow())),
+        TurnStatus::Planned => out.push_str(&status_panel("Plan only", cyan())),
         TurnStatus::Interrupted => out.push_str(&status_panel("Interrupted", yellow())),
     }
     if !f.next_steps.is_empty() {
@@ -568,9 +621,11 @@ pub fn error(message: &str, hint: Option<&str>, theme: &Theme) -> String {
     out
 }
 
-/// The question asked before a RUN command.
-pub fn run_question(command: &str, confined: bool, theme: &Theme) -> String {
-    let mut body = paragraphs(command, Some(bold()));
+/// The question asked before a RUN command: the command, whether it is sandboxed, and what
+/// "always" (and saving it) would allow.
+pub fn run_question(q: &crate::agent::events::RunQuestion, theme: &Theme) -> String {
+    let confined = q.confined;
+    let mut body = paragraphs(&q.command, Some(bold()));
     body.push(Line::new());
     body.push(if confined {
         Line::new()
@@ -581,6 +636,25 @@ pub fn run_question(command: &str, confined: bool, theme: &Theme) -> String {
             .with("UNCONFINED: ", red().bold())
             .text("no sandbox is available here; it can change anything you can")
     });
+    if let Some(rule) = &q.rule {
+        body.push(
+            Line::new()
+                .with("a", bold())
+                .text(&format!(
+                    ": run `{rule}` (and it with more arguments) without asking for the rest of this session"
+                )),
+        );
+        if q.can_save {
+            body.push(Line::new().with("p", bold()).text(
+                ": the same in later sessions of this project; u: in all your projects (saved to config.toml)",
+            ));
+        }
+    }
+    body.push(
+        Line::new()
+            .with("e", bold())
+            .text(": edit the command before it runs"),
+    );
     panel("Run this command?", &body, theme, &yellow())
 }
 

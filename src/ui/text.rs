@@ -10,7 +10,7 @@ use super::layout::Theme;
 use super::present::Presenter;
 use super::prompt::{Asker, StdinLines};
 use super::{Appearance, DEFAULT_WIDTH, print_err, render, stdout_width};
-use crate::agent::events::{Approval, Event, Frontend};
+use crate::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion};
 use crate::agent::plan::PlannedStep;
 
 /// The plain-text frontend.
@@ -35,6 +35,9 @@ impl TextFrontend {
             color: rich,
             unicode: rich,
             truecolor: appearance.truecolor,
+            // Not a terminal: a reader (a log, a script, a pager) gets diff and output lines
+            // whole; cutting them would lose a diff line's `+` on its continuation.
+            wrap_code: tty,
         };
         let asker = if !std::io::stdin().is_terminal() {
             Asker::Deny
@@ -114,16 +117,16 @@ impl Frontend for TextFrontend {
         self.asker.plan(None)
     }
 
-    fn approve_run(&self, command: &str, confined: bool) -> bool {
+    fn approve_run(&self, question: &RunQuestion) -> RunAnswer {
         self.settle();
         if !matches!(self.asker, Asker::Deny) {
-            print_err(&render::run_question(command, confined, &self.theme()));
+            print_err(&render::run_question(question, &self.theme()));
         }
-        self.asker.yes_no(
-            "Run it?",
-            false,
+        self.asker.run(
+            question,
             &format!(
-                "RUN `{command}` needs approval and there is no terminal to ask at: run pai in a terminal, pass --yes --allow-run (confined commands only), or add it to run.allow in config.toml."
+                "RUN `{}` needs approval and there is no terminal to ask at: run pai in a terminal, pass --yes --allow-run (confined commands only), or add it to run.allow in config.toml.",
+                question.command
             ),
             None,
         )
@@ -163,6 +166,15 @@ mod tests {
         }
     }
 
+    fn question(command: &str, confined: bool) -> RunQuestion {
+        RunQuestion {
+            command: command.into(),
+            confined,
+            rule: Some(command.into()),
+            can_save: true,
+        }
+    }
+
     #[test]
     fn streams_then_renders_and_never_prompts_without_a_terminal() {
         let buf = Shared::default();
@@ -189,7 +201,7 @@ mod tests {
             verified: None,
         });
         assert_eq!(front.approve_plan(&[]), Approval::No);
-        assert!(!front.approve_run("ls", true));
+        assert_eq!(front.approve_run(&question("ls", true)), RunAnswer::No);
         assert!(!front.confirm_rm("a", false));
         let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         assert_eq!(
@@ -204,7 +216,7 @@ mod tests {
         // an unconfined RUN and a recursive RM included.
         let front = TextFrontend::with_writer(Box::new(Shared::default()), Theme::plain(40));
         assert_eq!(front.approve_plan(&[]), Approval::No);
-        assert!(!front.approve_run("ls", false));
+        assert_eq!(front.approve_run(&question("ls", false)), RunAnswer::No);
         assert!(!front.confirm_rm("a", true));
     }
 }

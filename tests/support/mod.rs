@@ -4,3 +4,4 @@
 pub mod mock_llm;
 pub mod project;
 pub mod pty;
+pub mod session;

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use pai::agent::events::{
-    Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus,
+    Approval, CallUsage, Event, FileView, Frontend, RunAnswer, RunQuestion, StepReport, Tally,
+    TurnOutcome, TurnStatus,
 };
 use pai::agent::plan::{Analysis, Complexity, PlannedStep, Step};
 use pai::config::Env;
@@ -141,7 +142,12 @@ impl Demo {
             // Only a confined command is approved by the flags; an unconfined one always asks.
             let ok = (self.yes && self.allow_run && confined)
                 || tokio::task::block_in_place(|| {
-                    frontend.approve_run("python3 hello.py", confined)
+                    frontend.approve_run(&RunQuestion {
+                        command: "python3 hello.py".into(),
+                        confined,
+                        rule: None,
+                        can_save: false,
+                    }) == RunAnswer::Yes
                 });
             self.record("run", if ok { "approved" } else { "declined" });
             let status = if ok {

@@ -2,6 +2,7 @@
 //! the model is working (rich mode only), and asks approvals on the terminal unless the
 //! session's flags already gave them.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -9,12 +10,15 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::{Approval, Event, Frontend};
+use crate::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion};
 use crate::agent::plan::PlannedStep;
 use crate::ui::layout::Theme;
 use crate::ui::present::Presenter;
 use crate::ui::prompt::Asker;
 use crate::ui::{DEFAULT_WIDTH, print_out, render, stdout_width};
+
+/// Lines of a running command's output the live panel shows.
+const LIVE_LINES: usize = 5;
 
 /// How the session looks and answers.
 pub(crate) struct Settings {
@@ -29,6 +33,8 @@ pub(crate) struct InteractiveFrontend {
     settings: Settings,
     presenter: Mutex<Presenter>,
     spinner: Mutex<Option<ProgressBar>>,
+    /// The last lines of the running command's output, shown in the live panel.
+    live_lines: Mutex<VecDeque<String>>,
     asker: Asker,
     cancel: Mutex<Option<CancellationToken>>,
     finished: AtomicBool,
@@ -49,6 +55,7 @@ impl InteractiveFrontend {
             settings,
             presenter: Mutex::new(presenter),
             spinner: Mutex::new(None),
+            live_lines: Mutex::new(VecDeque::new()),
             asker,
             cancel: Mutex::new(None),
             finished: AtomicBool::new(false),
@@ -57,8 +64,10 @@ impl InteractiveFrontend {
 
     /// The theme for the terminal as it is now (its width may have changed).
     pub(crate) fn theme(&self) -> Theme {
+        let width = stdout_width();
         Theme {
-            width: stdout_width().unwrap_or(DEFAULT_WIDTH),
+            wrap_code: width.is_some(),
+            width: width.unwrap_or(DEFAULT_WIDTH),
             color: self.settings.rich,
             unicode: self.settings.rich,
             truecolor: self.settings.truecolor,
@@ -108,6 +117,39 @@ impl InteractiveFrontend {
         *lock(&self.spinner) = Some(bar);
     }
 
+    /// The live panel of a running command: spinner, command, elapsed time, last lines.
+    fn start_run_panel(&self, command: &str) {
+        self.stop_spinner();
+        lock(&self.live_lines).clear();
+        // Hidden until set up, so the first frame already has its hint.
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        if let Ok(style) =
+            ProgressStyle::with_template("{spinner:.cyan} {prefix:.bold} {elapsed:.dim} {msg}")
+        {
+            bar.set_style(style.tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "));
+        }
+        bar.set_prefix(render::run_panel_title(command, &self.theme()));
+        bar.set_message("(Ctrl+C stops it)");
+        bar.set_draw_target(ProgressDrawTarget::stdout());
+        bar.enable_steady_tick(Duration::from_millis(100));
+        *lock(&self.spinner) = Some(bar);
+    }
+
+    fn live_line(&self, line: &str) {
+        let text = {
+            let mut lines = lock(&self.live_lines);
+            lines.push_back(line.to_string());
+            while lines.len() > LIVE_LINES {
+                lines.pop_front();
+            }
+            let shown: Vec<String> = lines.iter().cloned().collect();
+            render::run_panel_lines(&shown, &self.theme())
+        };
+        if let Some(bar) = lock(&self.spinner).as_ref() {
+            bar.set_message(format!("(Ctrl+C stops it)\n{text}"));
+        }
+    }
+
     fn stop_spinner(&self) {
         if let Some(bar) = lock(&self.spinner).take() {
             bar.finish_and_clear();
@@ -122,6 +164,17 @@ impl InteractiveFrontend {
 impl Frontend for InteractiveFrontend {
     fn event(&self, event: &Event) {
         let theme = self.theme();
+        if self.settings.rich {
+            match event {
+                Event::RunOutput { line, .. } => return self.live_line(line),
+                Event::RunStarted { phase, command, .. } => {
+                    self.stop_spinner();
+                    print_out(&lock(&self.presenter).run_header(*phase, &theme));
+                    return self.start_run_panel(command);
+                }
+                _ => {}
+            }
+        }
         self.stop_spinner();
         if let Event::Finished { .. } = event {
             self.finished.store(true, Ordering::SeqCst);
@@ -144,16 +197,15 @@ impl Frontend for InteractiveFrontend {
         self.asker.plan(token.as_ref())
     }
 
-    fn approve_run(&self, command: &str, confined: bool) -> bool {
+    fn approve_run(&self, question: &RunQuestion) -> RunAnswer {
         self.settle();
         let token = self.token();
         if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
-            return false;
+            return RunAnswer::No;
         }
-        print_out(&render::run_question(command, confined, &self.theme()));
-        self.asker.yes_no(
-            "Run it?",
-            false,
+        print_out(&render::run_question(question, &self.theme()));
+        self.asker.run(
+            question,
             "RUN was not allowed: confined commands can be pre-approved with --yes --allow-run or run.allow.",
             token.as_ref(),
         )

@@ -269,7 +269,7 @@ async fn run_turn(
         let status = match outcome.status {
             TurnStatus::Interrupted => "Turn interrupted.",
             TurnStatus::Failed => "The turn failed.",
-            TurnStatus::Rejected => "The plan was not carried out.",
+            TurnStatus::Rejected | TurnStatus::Planned => "The plan was not carried out.",
             TurnStatus::Success | TurnStatus::Answered => "",
         };
         if !status.is_empty() {
