@@ -67,6 +67,15 @@ impl WorkTree for Workspace {
         self.write_bytes(rel, bytes, Some(mode)).map_err(io_error)
     }
 
+    fn write_with_mode(&self, rel: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write_bytes(rel, bytes, Some(mode & 0o7777))
+            .map_err(io_error)
+    }
+
+    fn permissions(&self, rel: &str) -> Option<u32> {
+        self.file_mode(rel).map(|m| m & 0o7777)
+    }
+
     fn remove(&self, rel: &str) -> io::Result<()> {
         match self.remove_file(rel) {
             Ok(()) | Err(WorkspaceError::NotFound { .. }) => {}

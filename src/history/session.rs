@@ -61,8 +61,8 @@ pub(super) struct Writer {
     /// agent's by now, so they are never snapshotted twice).
     pub prepared: BTreeSet<String>,
     /// Trash copies made for the plan under way: path, the copy's blob in the object store,
-    /// executable. Recorded in the plan commit so undo restores only what pai saved.
-    pub trash: BTreeMap<String, (Oid, bool)>,
+    /// permission bits. Recorded in the plan commit so undo restores only what pai saved.
+    pub trash: BTreeMap<String, (Oid, u32)>,
     /// Snapshot commits of the user's changes made for the plan under way.
     pub pending: Option<Pending>,
     pub _lock: WorkTreeLock,

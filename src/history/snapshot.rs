@@ -68,14 +68,20 @@ impl Session {
             if matches!(class, Class::Ignored | Class::Lfs | Class::Untracked)
                 && let Some(f) = &file
             {
-                let executable = f.mode == scope::MODE_EXEC;
-                if trash::save(&root, &trash_dir, &path, &f.bytes, executable)? {
+                let perm = wt
+                    .permissions(&path)
+                    .unwrap_or(if f.mode == scope::MODE_EXEC {
+                        0o755
+                    } else {
+                        0o644
+                    });
+                if trash::save(&root, &trash_dir, &path, &f.bytes, perm)? {
                     // The object store keeps what the copy must be: content-addressed, so a
                     // copy changed later in the trash folder cannot pass for it.
                     let id = repo
                         .blob(&f.bytes)
                         .ctx(|| format!("cannot record the trash copy of {path}"))?;
-                    w.trash.insert(path.clone(), (id, executable));
+                    w.trash.insert(path.clone(), (id, perm));
                 }
             }
             if matches!(class, Class::Ignored | Class::Lfs) {

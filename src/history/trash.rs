@@ -61,12 +61,12 @@ pub(crate) fn save(
     dir: &Path,
     rel: &str,
     bytes: &[u8],
-    executable: bool,
+    mode: u32,
 ) -> Result<bool, HistoryError> {
     let state = store::open(root)?;
     let parts = state_components(root, dir, rel)?;
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    let mode = if executable { 0o755 } else { 0o644 };
+    let mode = mode & 0o7777;
     state
         .write_new(&parts, bytes, mode)
         .ctx(|| format!("cannot write trash copy {}", dir.join(rel).display()))
@@ -87,9 +87,9 @@ pub(crate) fn remove(root: &Path, dir: &Path) -> Result<(), HistoryError> {
 }
 
 /// Every regular file under `dir`, as `/`-separated paths relative to it, with its bytes and
-/// executable bit. An absent directory holds nothing. Walked without following links: a link
+/// permission bits. An absent directory holds nothing. Walked without following links: a link
 /// or special file planted in the trash is refused, so undo never copies in what it points at.
-pub(crate) fn list(root: &Path, dir: &Path) -> Result<Vec<(String, Vec<u8>, bool)>, HistoryError> {
+pub(crate) fn list(root: &Path, dir: &Path) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
     let state = match StateDir::open(root, false) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -116,7 +116,7 @@ pub(crate) fn list(root: &Path, dir: &Path) -> Result<Vec<(String, Vec<u8>, bool
                 let (bytes, mode) = state
                     .read_with_mode(&refs)
                     .ctx(|| format!("cannot read trash copy {}", dir.join(&child_rel).display()))?;
-                out.push((child_rel, bytes, mode & 0o111 != 0));
+                out.push((child_rel, bytes, mode & 0o7777));
             }
         }
     }
@@ -124,27 +124,42 @@ pub(crate) fn list(root: &Path, dir: &Path) -> Result<Vec<(String, Vec<u8>, bool
     Ok(out)
 }
 
-/// Record a plan's trash copies as a tree in the object store, kept reachable at
-/// `refs/pai/trash/<session>/<plan>`; its id goes into the plan commit (`Pai-Trash`). `None`
-/// when the plan saved nothing.
+/// Record a plan's trash copies in the object store, kept reachable at
+/// `refs/pai/trash/<session>/<plan>`: a tree holding `files` (the copies, by path) and `modes`
+/// (one `<octal permission bits> <path>` line per copy, as git keeps only the execute bit). Its
+/// id goes into the plan commit (`Pai-Trash`). `None` when the plan saved nothing.
 pub(crate) fn record(
     repo: &Repository,
     session: &str,
     plan: u32,
-    copies: &BTreeMap<String, (Oid, bool)>,
+    copies: &BTreeMap<String, (Oid, u32)>,
 ) -> Result<Option<Oid>, HistoryError> {
     if copies.is_empty() {
         return Ok(None);
     }
+    let what = || format!("cannot record the trash copies of plan {plan}");
     let changes: BTreeMap<String, Change> = copies
         .iter()
-        .map(|(path, (id, exec))| {
-            let mode = if *exec { MODE_EXEC } else { MODE_FILE };
+        .map(|(path, (id, perm))| {
+            let mode = if perm & 0o111 != 0 {
+                MODE_EXEC
+            } else {
+                MODE_FILE
+            };
             (path.clone(), Change::Blob { id: *id, mode })
         })
         .collect();
-    let what = || format!("cannot record the trash copies of plan {plan}");
-    let tree = tree_edit::edit_tree(repo, None, &changes).ctx(what)?;
+    let files = tree_edit::edit_tree(repo, None, &changes).ctx(what)?;
+    let modes: String = copies
+        .iter()
+        .filter(|(path, _)| !path.contains('\n'))
+        .map(|(path, (_, perm))| format!("{:o} {path}\n", perm & 0o7777))
+        .collect();
+    let modes = repo.blob(modes.as_bytes()).ctx(what)?;
+    let mut top = repo.treebuilder(None).ctx(what)?;
+    top.insert("files", files, 0o040000).ctx(what)?;
+    top.insert("modes", modes, MODE_FILE).ctx(what)?;
+    let tree = top.write().ctx(what)?;
     repo.reference(
         &names::trash_ref(session, plan),
         tree,
@@ -155,38 +170,59 @@ pub(crate) fn record(
     Ok(Some(tree))
 }
 
-/// The trash copies a plan commit recorded (`Pai-Trash`): path, bytes, executable. Read from
-/// the object store, so what undo puts back is exactly what pai saved, whatever happened to
-/// the copies in the trash folder since.
+/// The trash copies a plan commit recorded (`Pai-Trash`): path, bytes, permission bits. Read
+/// from the object store, so what undo puts back is exactly what pai saved, whatever happened
+/// to the copies in the trash folder since.
 pub(crate) fn recorded(
     repo: &Repository,
     tree: Oid,
-) -> Result<Vec<(String, Vec<u8>, bool)>, HistoryError> {
+) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
     let what = || format!("cannot read the recorded trash copies (tree {tree})");
-    let tree = repo.find_tree(tree).ctx(what)?;
-    let mut out = Vec::new();
-    let mut failed = None;
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-        if entry.kind() != Some(ObjectType::Blob) {
-            return git2::TreeWalkResult::Ok;
-        }
-        let Ok(name) = entry.name() else {
-            return git2::TreeWalkResult::Ok;
-        };
-        match repo.find_blob(entry.id()) {
-            Ok(blob) => out.push((
-                format!("{dir}{name}"),
-                blob.content().to_vec(),
-                entry.filemode() == MODE_EXEC,
-            )),
-            Err(e) => {
-                failed = Some(e);
-                return git2::TreeWalkResult::Abort;
+    let top = repo.find_tree(tree).ctx(what)?;
+    let mut perms: BTreeMap<String, u32> = BTreeMap::new();
+    if let Some(entry) = top.get_name("modes") {
+        let blob = repo.find_blob(entry.id()).ctx(what)?;
+        for line in String::from_utf8_lossy(blob.content()).lines() {
+            if let Some((mode, path)) = line.split_once(' ')
+                && let Ok(mode) = u32::from_str_radix(mode, 8)
+            {
+                perms.insert(path.to_string(), mode & 0o7777);
             }
         }
-        git2::TreeWalkResult::Ok
-    })
-    .ctx(what)?;
+    }
+    let Some(files) = top.get_name("files") else {
+        return Ok(Vec::new());
+    };
+    let files = repo.find_tree(files.id()).ctx(what)?;
+    let mut out = Vec::new();
+    let mut failed = None;
+    files
+        .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() != Some(ObjectType::Blob) {
+                return git2::TreeWalkResult::Ok;
+            }
+            let Ok(name) = entry.name() else {
+                return git2::TreeWalkResult::Ok;
+            };
+            let path = format!("{dir}{name}");
+            let fallback = if entry.filemode() == MODE_EXEC {
+                0o755
+            } else {
+                0o644
+            };
+            match repo.find_blob(entry.id()) {
+                Ok(blob) => {
+                    let perm = perms.get(&path).copied().unwrap_or(fallback);
+                    out.push((path, blob.content().to_vec(), perm));
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    return git2::TreeWalkResult::Abort;
+                }
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .ctx(what)?;
     if let Some(e) = failed {
         return Err(e).ctx(what);
     }
@@ -202,11 +238,11 @@ mod tests {
     fn first_copy_wins_and_lists_back() {
         let root = tempfile::tempdir().unwrap();
         let dir = plan_dir(root.path(), "s", 1);
-        assert!(save(root.path(), &dir, "a/b.txt", b"user", true).unwrap());
-        assert!(!save(root.path(), &dir, "a/b.txt", b"agent", false).unwrap());
+        assert!(save(root.path(), &dir, "a/b.txt", b"user", 0o700).unwrap());
+        assert!(!save(root.path(), &dir, "a/b.txt", b"agent", 0o644).unwrap());
         assert_eq!(
             list(root.path(), &dir).unwrap(),
-            vec![("a/b.txt".to_string(), b"user".to_vec(), true)]
+            vec![("a/b.txt".to_string(), b"user".to_vec(), 0o700)]
         );
         assert!(
             list(root.path(), &plan_dir(root.path(), "s", 2))

@@ -301,14 +301,40 @@ fn undo_in(
         remove_file(wt, &c.path)?;
         removed.push(c.path.clone());
     }
+    let recorded_trash = message::parse(plan_commit.message().unwrap_or_default()).trash;
+    // An untracked file's permission bits are not in git: the trash copy pai recorded for it
+    // has them (a private 0600 file comes back private).
+    let recorded_perms: BTreeMap<String, (Oid, u32)> = match recorded_trash {
+        Some(tree) => trash::recorded(repo, tree)?
+            .into_iter()
+            .filter_map(|(path, bytes, perm)| {
+                Oid::hash_object(git2::ObjectType::Blob, &bytes)
+                    .ok()
+                    .map(|id| (path, (id, perm)))
+            })
+            .collect(),
+        None => BTreeMap::new(),
+    };
     let mut restored = Vec::new();
     for c in &changes {
         if let Some((id, mode)) = c.before {
-            write_blob(repo, wt, &c.path, id, mode)?;
+            match recorded_perms.get(&c.path) {
+                Some((copy, perm)) if *copy == id => {
+                    let blob = repo
+                        .find_blob(id)
+                        .ctx(|| format!("cannot read {} from git", c.path))?;
+                    wt.write_with_mode(&c.path, blob.content(), *perm)
+                        .map_err(|source| HistoryError::WorkTree {
+                            action: "write",
+                            path: c.path.clone(),
+                            source,
+                        })?;
+                }
+                _ => write_blob(repo, wt, &c.path, id, mode)?,
+            }
             restored.push(c.path.clone());
         }
     }
-    let recorded_trash = message::parse(plan_commit.message().unwrap_or_default()).trash;
     let from_trash = restore_trash(repo, root, wt, &session, number, &changes, recorded_trash)?;
 
     let reflog = format!("pai: undo plan {number} ({short})");
@@ -424,23 +450,25 @@ fn restore_trash(
         Some(tree) => trash::recorded(repo, tree)?,
         None => trash::list(root, &trash::plan_dir(root, session, plan))?,
     };
-    for (path, bytes, executable) in copies {
+    for (path, bytes, perm) in copies {
         if changes.iter().any(|c| c.path == path) || wt.is_denied(&path) {
             continue;
         }
         let Ok(current) = scope::work_file(wt, &path)? else {
             continue;
         };
+        let current_perm = wt.permissions(&path);
         if current
             .as_ref()
-            .is_some_and(|f| f.bytes == bytes && (f.mode == MODE_EXEC) == executable)
+            .is_some_and(|f| f.bytes == bytes && current_perm.unwrap_or(perm) == perm)
         {
             continue;
         }
         if let Some(f) = &current {
-            trash::save(root, &keep, &path, &f.bytes, f.mode == MODE_EXEC)?;
+            let kept = current_perm.unwrap_or(if f.mode == MODE_EXEC { 0o755 } else { 0o644 });
+            trash::save(root, &keep, &path, &f.bytes, kept)?;
         }
-        wt.write(&path, &bytes, executable)
+        wt.write_with_mode(&path, &bytes, perm)
             .map_err(|source| HistoryError::WorkTree {
                 action: "write",
                 path: path.clone(),
@@ -531,6 +559,8 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     if let Some(b) = repo::index_blocker(&index) {
         return Err(b.refusal("redo"));
     }
+    // What undo left in the index for the plan's paths (see `before_plan`).
+    let (_, index_before) = before_plan(&commit, number)?;
     let mut changed = Vec::new();
     for c in &changes {
         let Ok(file) = scope::work_file(wt, &c.path)? else {
@@ -549,7 +579,10 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
             // the user's changes is not the plan's parent's entry.
             let in_index = index.get(&c.path);
             let at_tip = scope::tree_file(tip_tree.as_ref(), &c.path).ok().flatten();
-            if in_index != c.before && in_index != at_tip {
+            let left_by_undo = scope::tree_file(index_before.as_ref(), &c.path)
+                .ok()
+                .flatten();
+            if in_index != c.before && in_index != at_tip && in_index != left_by_undo {
                 changed.push(format!("{} (staged changes)", c.path));
             }
         }
@@ -595,11 +628,11 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         .unwrap_or(branch_session);
     let keep = trash::undone_dir(root, &session, number);
     let mut from_trash = Vec::new();
-    for (path, bytes, executable) in trash::list(root, &keep)? {
+    for (path, bytes, perm) in trash::list(root, &keep)? {
         if wt.is_denied(&path) {
             continue;
         }
-        wt.write(&path, &bytes, executable)
+        wt.write_with_mode(&path, &bytes, perm)
             .map_err(|source| HistoryError::WorkTree {
                 action: "write",
                 path: path.clone(),

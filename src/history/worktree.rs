@@ -31,6 +31,15 @@ pub trait WorkTree {
     /// Replace `rel` atomically with `bytes`, creating missing parent directories, with the
     /// execute bits set or cleared as asked.
     fn write(&self, rel: &str, bytes: &[u8], executable: bool) -> io::Result<()>;
+    /// Like [`WorkTree::write`], with the exact permission bits `mode` (a private `0600` file
+    /// stays private). The default keeps only the execute bits' meaning.
+    fn write_with_mode(&self, rel: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write(rel, bytes, mode & 0o111 != 0)
+    }
+    /// The permission bits of the regular file at `rel`, when known.
+    fn permissions(&self, _rel: &str) -> Option<u32> {
+        None
+    }
     /// Remove the file at `rel`, then the parent directories it leaves empty (never the
     /// project root), as git does; an absent file is not an error.
     fn remove(&self, rel: &str) -> io::Result<()>;
