@@ -866,6 +866,23 @@ impl Agent {
             report.target = approved.clone();
         }
         let command = approved.as_str();
+        // A plan is everything it changed, RUN included: the user's uncommitted and untracked
+        // files are snapshotted first, so whatever the command does to them, undo gives them
+        // back (tracked files git already holds; ignored trees a command rebuilds are out).
+        let baseline = match self.history.as_mut() {
+            Some(history) => match history.remember_uncommitted(&self.workspace) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    return Err(StepError {
+                        message: format!(
+                            "could not read your uncommitted files before the command, so it was not run: {e}"
+                        ),
+                        fixable: false,
+                    });
+                }
+            },
+            None => None,
+        };
         let before = snapshot(&self.workspace);
         let opts = RunOptions {
             timeout: self.options.run_timeout,
@@ -891,15 +908,35 @@ impl Agent {
         );
         let on_output = |bytes: &[u8]| live.feed(bytes);
         let outcome = tokio::select! {
-            r = exec::run_command_streaming(&root, command, &opts, &on_output) => r,
-            _ = cancel.cancelled() => {
-                later.restore_changes(&root);
-                live.finish();
-                return Err(StepError { message: "interrupted; the command was stopped".into(), fixable: false });
-            }
+            r = exec::run_command_streaming(&root, command, &opts, &on_output) => Some(r),
+            _ = cancel.cancelled() => None,
         };
         live.finish();
         let tampered = later.restore_changes(&root);
+        // Whatever way the command ended, what it changed belongs to the plan, with the
+        // user's versions recorded first, so undo covers it.
+        let changed = changed_since(&self.workspace, &before);
+        let recorded = match (self.history.as_mut(), baseline) {
+            (Some(history), Some(baseline)) => {
+                history.prepare_after_run(&self.workspace, baseline, &changed)
+            }
+            _ => Ok(()),
+        };
+        side_effects.extend(changed);
+        let Some(outcome) = outcome else {
+            return Err(StepError {
+                message: "interrupted; the command was stopped".into(),
+                fixable: false,
+            });
+        };
+        if let Err(e) = recorded {
+            return Err(StepError {
+                message: format!(
+                    "the command ran, but pai could not record your versions of the files it changed: {e}"
+                ),
+                fixable: false,
+            });
+        }
         if !tampered.is_empty() {
             return Err(StepError {
                 message: format!(
@@ -914,9 +951,6 @@ impl Agent {
             message: e.to_string(),
             fixable: false,
         })?;
-        for path in changed_since(&self.workspace, &before) {
-            side_effects.insert(path);
-        }
         // The output goes to the screen, the session log and the model: a key a command
         // printed (from a file it read, say) is redacted before it goes anywhere.
         report.output = exec::redact(&outcome.summary_for_model(), &self.options.secrets);
@@ -1042,8 +1076,9 @@ fn describe_llm_error(e: &LlmError) -> String {
     format!("the model call failed: {e}")
 }
 
-/// Modification times and sizes of the project's files, to find what a RUN changed.
-type Snapshot = BTreeMap<String, (Option<SystemTime>, u64)>;
+/// Modification times, sizes and permission bits of the project's files, to find what a RUN
+/// changed (a `chmod` changes neither time nor size).
+type Snapshot = BTreeMap<String, (Option<SystemTime>, u64, u32)>;
 
 const SNAPSHOT_MAX_FILES: usize = 50_000;
 
@@ -1053,7 +1088,14 @@ fn snapshot(ws: &Workspace) -> Snapshot {
         .into_iter()
         .filter_map(|f| {
             let meta = std::fs::symlink_metadata(ws.root().join(&f)).ok()?;
-            Some((f, (meta.modified().ok(), meta.len())))
+            Some((
+                f,
+                (
+                    meta.modified().ok(),
+                    meta.len(),
+                    std::os::unix::fs::MetadataExt::mode(&meta),
+                ),
+            ))
         })
         .collect()
 }

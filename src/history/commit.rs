@@ -127,7 +127,10 @@ impl Session {
             }
             changes.insert(path, after);
         }
-        if changes.is_empty() {
+        // A plan that changed only ignored (or LFS) files still gets its commit when it saved
+        // trash copies: it changed something of the user's, and undo must find that plan to
+        // put it back, not take the previous one.
+        if changes.is_empty() && trash.is_empty() {
             if pending.is_some() {
                 forget_pending(repo, &session);
             }

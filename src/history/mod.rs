@@ -42,6 +42,7 @@ pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
 pub use message::{Kind, PlanRecord};
 pub use repo::project_root;
 pub use session::{Session, SessionSummary, StartOptions, head_session};
+pub use snapshot::RunBaseline;
 pub use undo::{RedoReport, UndoReport, redo, undo};
 pub use worktree::{WorkEntry, WorkTree};
 

@@ -13,7 +13,84 @@ use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
 use super::{index_file, message, names, repo, trash};
 
+/// The user's uncommitted files as they were before a RUN (see
+/// [`Session::remember_uncommitted`]).
+#[derive(Default)]
+pub struct RunBaseline {
+    files: BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
+    /// Files not remembered (over the limit, or a name that is not UTF-8).
+    pub left_out: usize,
+}
+
+/// At most this many paths are remembered before a RUN; past it the rest is left out and
+/// said so (a project with that many uncommitted files is rare, and reading them all before
+/// every command would cost more than the command).
+pub const MAX_UNCOMMITTED: usize = 5_000;
+
 impl Session {
+    /// Before a RUN: the content of every project file that differs from the session branch's
+    /// tip or its index, untracked files included and ignored ones left out (what a command
+    /// could change that git alone could not give back). Found the way `git status` finds them
+    /// (the index's stat data; no content is read for unchanged files). After the command,
+    /// [`Session::prepare_after_run`] snapshots the ones it changed. At most
+    /// [`MAX_UNCOMMITTED`] files; empty for a read-only session.
+    pub fn remember_uncommitted(&mut self, wt: &dyn WorkTree) -> Result<RunBaseline, HistoryError> {
+        let mut baseline = RunBaseline::default();
+        let Ok(w) = self.writer() else {
+            return Ok(baseline);
+        };
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .include_unmodified(false)
+            .exclude_submodules(true)
+            .renames_head_to_index(false)
+            .renames_index_to_workdir(false);
+        let statuses = w
+            .repo
+            .statuses(Some(&mut opts))
+            .ctx(|| "cannot list your uncommitted files".into())?;
+        for entry in statuses.iter() {
+            let Ok(path) = entry.path() else {
+                baseline.left_out += 1;
+                continue;
+            };
+            if path.starts_with(super::store::DIR) || w.prepared.contains(path) {
+                continue;
+            }
+            if baseline.files.len() >= MAX_UNCOMMITTED {
+                baseline.left_out += 1;
+                continue;
+            }
+            let Ok(file) = scope::work_file(wt, path)? else {
+                continue;
+            };
+            let perm = wt.permissions(path);
+            baseline.files.insert(path.to_string(), (file, perm));
+        }
+        Ok(baseline)
+    }
+
+    /// After a RUN: snapshot the user's versions (from `baseline`) of the files the command
+    /// changed, as [`Session::prepare`] does before a plan's own steps.
+    pub fn prepare_after_run(
+        &mut self,
+        wt: &dyn WorkTree,
+        mut baseline: RunBaseline,
+        changed: &[String],
+    ) -> Result<(), HistoryError> {
+        let paths: Vec<String> = changed
+            .iter()
+            .filter(|p| baseline.files.contains_key(*p))
+            .cloned()
+            .collect();
+        if paths.is_empty() {
+            return Ok(());
+        }
+        self.prepare_from(wt, &paths, &mut baseline.files)
+    }
+
     /// Call before a plan creates, changes or removes `paths` (files or directories; calling
     /// again for more paths of the same plan is fine). Changes the user made to them that the
     /// session branch does not hold are committed as `Pai-Kind: user` snapshots (staged
@@ -22,6 +99,17 @@ impl Session {
     /// `.pai_history/trash/<session>/<plan>/`. The branch itself moves only with the plan
     /// commit; until then the snapshots are kept at `refs/pai/pending/<session>`.
     pub fn prepare(&mut self, wt: &dyn WorkTree, paths: &[String]) -> Result<(), HistoryError> {
+        self.prepare_from(wt, paths, &mut BTreeMap::new())
+    }
+
+    /// [`Session::prepare`], taking a path's earlier content from `earlier` when it is there
+    /// (a RUN changed the file since) instead of reading the work tree.
+    fn prepare_from(
+        &mut self,
+        wt: &dyn WorkTree,
+        paths: &[String],
+        earlier: &mut BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
+    ) -> Result<(), HistoryError> {
         let session = self.id.clone();
         let root = self.root.clone();
         let w = self.writer()?;
@@ -62,19 +150,23 @@ impl Session {
             if class == Class::Denied {
                 continue;
             }
-            let Ok(file) = scope::work_file(wt, &path)? else {
-                continue;
+            let (file, known_perm) = match earlier.remove(&path) {
+                Some(before) => before,
+                None => {
+                    let Ok(file) = scope::work_file(wt, &path)? else {
+                        continue;
+                    };
+                    (file, wt.permissions(&path))
+                }
             };
             if matches!(class, Class::Ignored | Class::Lfs | Class::Untracked)
                 && let Some(f) = &file
             {
-                let perm = wt
-                    .permissions(&path)
-                    .unwrap_or(if f.mode == scope::MODE_EXEC {
-                        0o755
-                    } else {
-                        0o644
-                    });
+                let perm = known_perm.unwrap_or(if f.mode == scope::MODE_EXEC {
+                    0o755
+                } else {
+                    0o644
+                });
                 if trash::save(&root, &trash_dir, &path, &f.bytes, perm)? {
                     // The object store keeps what the copy must be: content-addressed, so a
                     // copy changed later in the trash folder cannot pass for it.

@@ -25,6 +25,57 @@ pub(crate) fn plan_dir(root: &Path, session: &str, plan: u32) -> PathBuf {
         .join(plan.to_string())
 }
 
+/// The components (under `.pai_history/`) of the list of files undo brought back from the
+/// trash where nothing stood: redo removes them again.
+fn absent_list(session: &str, plan: u32) -> [String; 3] {
+    [
+        "trash".into(),
+        session.to_string(),
+        format!("{plan}.absent"),
+    ]
+}
+
+/// Record the files undo restored from the trash into an empty place (one path per line).
+pub(crate) fn save_absent(
+    root: &Path,
+    session: &str,
+    plan: u32,
+    paths: &[String],
+) -> Result<(), HistoryError> {
+    let state = store::open(root)?;
+    let parts = absent_list(session, plan);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    if paths.is_empty() {
+        return state
+            .remove(&parts)
+            .ctx(|| "cannot update the trash list".into());
+    }
+    let text: String = paths
+        .iter()
+        .filter(|p| !p.contains('\n'))
+        .map(|p| format!("{p}\n"))
+        .collect();
+    state
+        .replace(&parts, text.as_bytes(), 0o600)
+        .ctx(|| "cannot record the files undo restored".into())
+}
+
+/// The files [`save_absent`] recorded for `plan` (and forget the list).
+pub(crate) fn take_absent(root: &Path, session: &str, plan: u32) -> Vec<String> {
+    let Ok(state) = StateDir::open(root, false) else {
+        return Vec::new();
+    };
+    let parts = absent_list(session, plan);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let text = state.read(&parts).ok().flatten().unwrap_or_default();
+    let _ = state.remove(&parts);
+    String::from_utf8_lossy(&text)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Where undo keeps what it replaced when restoring a trash copy, so redo can put it back.
 pub(crate) fn undone_dir(root: &Path, session: &str, plan: u32) -> PathBuf {
     root.join(store::DIR)

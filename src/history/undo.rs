@@ -445,6 +445,7 @@ fn restore_trash(
     recorded: Option<git2::Oid>,
 ) -> Result<Vec<String>, HistoryError> {
     let mut out = Vec::new();
+    let mut absent: Vec<(String, Vec<u8>)> = Vec::new();
     let keep = trash::undone_dir(root, session, plan);
     let copies = match recorded {
         Some(tree) => trash::recorded(repo, tree)?,
@@ -464,9 +465,12 @@ fn restore_trash(
         {
             continue;
         }
-        if let Some(f) = &current {
-            let kept = current_perm.unwrap_or(if f.mode == MODE_EXEC { 0o755 } else { 0o644 });
-            trash::save(root, &keep, &path, &f.bytes, kept)?;
+        match &current {
+            Some(f) => {
+                let kept = current_perm.unwrap_or(if f.mode == MODE_EXEC { 0o755 } else { 0o644 });
+                trash::save(root, &keep, &path, &f.bytes, kept)?;
+            }
+            None => absent.push((path.clone(), bytes.clone())),
         }
         wt.write_with_mode(&path, &bytes, perm)
             .map_err(|source| HistoryError::WorkTree {
@@ -476,6 +480,8 @@ fn restore_trash(
             })?;
         out.push(path);
     }
+    let paths: Vec<String> = absent.into_iter().map(|(p, _)| p).collect();
+    trash::save_absent(root, session, plan, &paths)?;
     Ok(out)
 }
 
@@ -626,6 +632,28 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     let session = message::parse(commit.message().unwrap_or_default())
         .session
         .unwrap_or(branch_session);
+    // Files undo brought back from the trash where the plan had removed them: gone again,
+    // unless the user changed them since (then they stay, and are said to).
+    let recorded_trash = message::parse(commit.message().unwrap_or_default()).trash;
+    let copies: BTreeMap<String, Vec<u8>> = match recorded_trash {
+        Some(tree) => trash::recorded(repo, tree)?
+            .into_iter()
+            .map(|(p, b, _)| (p, b))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    for path in trash::take_absent(root, &session, number) {
+        if wt.is_denied(&path) {
+            continue;
+        }
+        let Ok(Some(now)) = scope::work_file(wt, &path)? else {
+            continue;
+        };
+        if copies.get(&path).is_some_and(|b| *b == now.bytes) {
+            remove_file(wt, &path)?;
+            removed.push(path);
+        }
+    }
     let keep = trash::undone_dir(root, &session, number);
     let mut from_trash = Vec::new();
     for (path, bytes, perm) in trash::list(root, &keep)? {

@@ -174,7 +174,14 @@ impl Workspace {
         }
         let (dir, name) = match open_parent(&self.gate, &rel, false, "read") {
             Ok(found) => found,
+            // Nothing can be below a missing directory or a file (a plan turning a file into a
+            // directory asks about paths under it).
             Err(WorkspaceError::NotFound { .. }) => return Ok(Probe::Absent),
+            Err(WorkspaceError::Failed { reason, .. })
+                if reason.ends_with("is not a directory") =>
+            {
+                return Ok(Probe::Absent);
+            }
             Err(e) => return Err(e),
         };
         let st = match sys::lstatat(dir.as_fd(), &name) {

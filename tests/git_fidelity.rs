@@ -1,0 +1,513 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Git fidelity, table-driven: each situation is a repository users really have, a plan run by
+//! the real binary against the mock model, and git itself as the independent oracle. After the
+//! plan, `git fsck` must pass; `pai undo` must then give back exactly the state before the plan
+//! (every file's bytes and mode, `git ls-files -s` and `-v`, and `git status --porcelain`), and
+//! `pai redo` exactly the state after it. Adding a situation is one entry in `situations!`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pai::llm::ProviderKind;
+use serde_json::{Value, json};
+use support::mock_llm::{MockLlm, Reply, Script};
+use support::project::TEST_KEY;
+
+const KIND: ProviderKind = ProviderKind::Gemini;
+
+struct Repo {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    log: Vec<String>,
+}
+
+/// Everything the oracle compares.
+#[derive(Debug, PartialEq, Eq)]
+struct State {
+    files: BTreeMap<String, String>,
+    staged: String,
+    flags: String,
+    status: String,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("project");
+        let home = tmp.path().join("home");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        let r = Repo {
+            _tmp: tmp,
+            root,
+            home,
+            log: Vec::new(),
+        };
+        r.git(&["init", "-q", "-b", "main"]);
+        r.put("README.md", "# demo\n");
+        r.put("app.py", "def main():\n    print('hi')\n");
+        r.git(&["add", "-A"]);
+        r.git(&["commit", "-q", "-m", "initial"]);
+        r
+    }
+
+    /// A repository with no commit yet.
+    fn unborn() -> Repo {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("project");
+        let home = tmp.path().join("home");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        let r = Repo {
+            _tmp: tmp,
+            root,
+            home,
+            log: Vec::new(),
+        };
+        r.git(&["init", "-q", "-b", "main"]);
+        r
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn put(&self, rel: &str, text: &str) {
+        let p = self.p(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    fn chmod(&self, rel: &str, mode: u32) {
+        fs::set_permissions(self.p(rel), fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = self.git_cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn git_cmd(&self) -> Command {
+        let mut c = Command::new("git");
+        c.current_dir(&self.root)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "T")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "T")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com");
+        c
+    }
+
+    fn commit_all(&self, msg: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", msg]);
+    }
+
+    fn pai(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pai"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .env(KIND.key_env_var(), TEST_KEY)
+            .current_dir(&self.root);
+        cmd
+    }
+
+    /// Run one plan of `steps` (FINISH appended) with `--yes --allow-run`; whether it exited 0.
+    fn plan(&mut self, steps: Value) -> bool {
+        let mut steps = steps.as_array().cloned().unwrap_or_default();
+        steps.push(json!({"action": "FINISH", "message": "done"}));
+        let mock = MockLlm::start(Script::with_replies([Reply::plan(json!({
+            "intent": "task", "reply": "On it.", "observe": false, "steps": steps
+        }))]));
+        let out = self
+            .pai()
+            .args(["run", "do the task", "--json", "--yes", "--allow-run"])
+            .args([
+                "--provider",
+                KIND.name(),
+                "--base-url",
+                &mock.base_url(KIND),
+            ])
+            .output()
+            .unwrap();
+        self.log.push(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+        out.status.success()
+    }
+
+    fn cmd(&mut self, args: &[&str]) -> bool {
+        let out = self.pai().args(args).output().unwrap();
+        self.log.push(format!(
+            "pai {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+        out.status.success()
+    }
+
+    fn shown(&self) -> String {
+        self.log.join("\n---\n")
+    }
+
+    fn fsck(&self) {
+        let out = self
+            .git_cmd()
+            .args(["fsck", "--no-progress", "--no-dangling"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git fsck: {}{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.shown()
+        );
+    }
+
+    fn state(&self) -> State {
+        let mut files = BTreeMap::new();
+        walk(&self.root, &self.root, &mut files);
+        State {
+            files,
+            staged: self.git(&["ls-files", "-s"]),
+            flags: self.git(&["ls-files", "-v"]),
+            status: self
+                .git(&["status", "--porcelain", "--ignored", "-uall"])
+                .lines()
+                .filter(|l| !l.contains(".pai_history"))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+        }
+    }
+}
+
+/// Every entry under `dir` but git's and pai's own: bytes and mode, link targets, empty
+/// directories.
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+    let mut entries: Vec<_> = fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    if entries.is_empty() && dir != root {
+        let rel = format!("{:?}", dir.strip_prefix(root).unwrap());
+        out.insert(rel, "empty dir".into());
+    }
+    for e in entries {
+        let path = e.path();
+        let rel = path.strip_prefix(root).unwrap();
+        if rel == Path::new(".git") || rel == Path::new(".pai_history") {
+            continue;
+        }
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let key = format!("{rel:?}");
+        if meta.file_type().is_symlink() {
+            out.insert(key, format!("link {:?}", fs::read_link(&path).unwrap()));
+        } else if meta.is_dir() {
+            if path.join(".git").exists() {
+                out.insert(key.clone(), "nested repository".into());
+            }
+            walk(root, &path, out);
+        } else {
+            let mode = meta.permissions().mode() & 0o777;
+            let bytes = fs::read(&path).unwrap();
+            out.insert(
+                key,
+                format!("{mode:o} {:?}", String::from_utf8_lossy(&bytes)),
+            );
+        }
+    }
+}
+
+fn write(path: &str, content: &str) -> Value {
+    json!({"action": "WRITE", "path": path, "content": content})
+}
+
+fn modify(path: &str, search: &str, replace: &str) -> Value {
+    json!({"action": "MODIFY", "path": path, "edits": [{"search": search, "replace": replace}]})
+}
+
+fn rm(path: &str) -> Value {
+    json!({"action": "RM", "path": path})
+}
+
+fn run(command: &str) -> Value {
+    json!({"action": "RUN", "command": command})
+}
+
+fn mv(from: &str, to: &str) -> Value {
+    json!({"action": "MV", "path": from, "to": to})
+}
+
+/// The oracle every situation is held to: the plan ran and left a consistent repository; undo
+/// gives back the state before it exactly, redo the state after it.
+fn round_trip(r: &mut Repo, steps: Value) {
+    let before = r.state();
+    assert!(r.plan(steps), "the plan failed\n{}", r.shown());
+    r.fsck();
+    let after = r.state();
+    assert_ne!(
+        before.files,
+        after.files,
+        "the plan changed nothing\n{}",
+        r.shown()
+    );
+    assert!(r.cmd(&["undo"]), "undo failed\n{}", r.shown());
+    r.fsck();
+    let undone = r.state();
+    assert_eq!(undone, before, "undo is not exact\n{}", r.shown());
+    assert!(r.cmd(&["redo"]), "redo failed\n{}", r.shown());
+    r.fsck();
+    assert_eq!(
+        r.state().files,
+        after.files,
+        "redo is not exact\n{}",
+        r.shown()
+    );
+}
+
+macro_rules! situations {
+    ($($name:ident => |$r:ident| $body:block)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let mut $r = Repo::new();
+                $body
+            }
+        )*
+    };
+}
+
+situations! {
+    clean_tree_write_a_new_file => |r| {
+        round_trip(&mut r, json!([write("new.py", "x = 1\n")]));
+    }
+    clean_tree_modify_a_tracked_file => |r| {
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    dirty_tracked_file_the_plan_modifies => |r| {
+        r.put("app.py", "def main():\n    print('hi')\n# mine\n");
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    dirty_tracked_file_the_plan_does_not_touch => |r| {
+        r.put("README.md", "# demo\nmy notes\n");
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    staged_change_on_the_file_the_plan_modifies => |r| {
+        r.put("app.py", "def main():\n    print('hi')\n# staged\n");
+        r.git(&["add", "app.py"]);
+        r.put("app.py", "def main():\n    print('hi')\n# staged\n# and more\n");
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    untracked_file_removed_by_the_plan => |r| {
+        r.put("notes.txt", "mine\n");
+        round_trip(&mut r, json!([rm("notes.txt")]));
+    }
+    private_untracked_file_keeps_mode_0600 => |r| {
+        r.put("secret_notes.txt", "mine\n");
+        r.chmod("secret_notes.txt", 0o600);
+        round_trip(&mut r, json!([rm("secret_notes.txt")]));
+    }
+    ignored_file_removed_with_a_tracked_change => |r| {
+        r.put(".gitignore", "*.log\n");
+        r.commit_all("ignore logs");
+        r.put("app.log", "log\n");
+        round_trip(&mut r, json!([rm("app.log"), modify("app.py", "'hi'", "'hello'")]));
+    }
+    executable_file_modified_keeps_its_mode => |r| {
+        r.put("run.sh", "#!/bin/sh\necho hi\n");
+        r.chmod("run.sh", 0o755);
+        r.commit_all("script");
+        round_trip(&mut r, json!([modify("run.sh", "echo hi", "echo hello")]));
+    }
+    tracked_file_moved => |r| {
+        round_trip(&mut r, json!([mv("app.py", "main.py")]));
+    }
+    untracked_file_moved => |r| {
+        r.put("draft.txt", "draft\n");
+        round_trip(&mut r, json!([mv("draft.txt", "final.txt")]));
+    }
+    tracked_file_removed => |r| {
+        round_trip(&mut r, json!([rm("app.py")]));
+    }
+    new_nested_directories_leave_nothing_after_undo => |r| {
+        round_trip(&mut r, json!([write("src/pkg/deep/mod.py", "x = 1\n")]));
+    }
+    crlf_file_modified_keeps_its_line_endings => |r| {
+        r.put("win.txt", "one\r\ntwo\r\n");
+        r.commit_all("crlf");
+        round_trip(&mut r, json!([modify("win.txt", "two", "three")]));
+    }
+    file_without_a_final_newline => |r| {
+        r.put("end.txt", "no newline");
+        r.commit_all("no newline");
+        round_trip(&mut r, json!([modify("end.txt", "no newline", "still none")]));
+    }
+    run_changes_an_untracked_file => |r| {
+        r.put("data.txt", "original\n");
+        round_trip(&mut r, json!([run("echo changed > data.txt")]));
+    }
+    run_changes_a_tracked_file_with_uncommitted_edits => |r| {
+        r.put("README.md", "# demo\nmy uncommitted notes\n");
+        round_trip(&mut r, json!([run("echo rewritten > README.md")]));
+    }
+    run_creates_a_file => |r| {
+        round_trip(&mut r, json!([run("echo new > made.txt")]));
+    }
+    run_deletes_a_tracked_file => |r| {
+        round_trip(&mut r, json!([run("rm app.py")]));
+    }
+    skip_worktree_file_keeps_its_bit_and_local_change => |r| {
+        r.put("config.ini", "a=1\n");
+        r.commit_all("config");
+        r.git(&["update-index", "--skip-worktree", "config.ini"]);
+        r.put("config.ini", "a=local\n");
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    assume_unchanged_file_keeps_its_bit => |r| {
+        r.put("config.ini", "a=1\n");
+        r.commit_all("config");
+        r.git(&["update-index", "--assume-unchanged", "config.ini"]);
+        r.put("config.ini", "a=local\n");
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    intent_to_add_entry_is_kept => |r| {
+        r.put("later.py", "y = 2\n");
+        r.git(&["add", "-N", "later.py"]);
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    sparse_checkout_keeps_entries_outside_the_cone => |r| {
+        r.put("inside/a.py", "a\n");
+        r.put("outside/b.py", "b\n");
+        r.commit_all("two dirs");
+        r.git(&["sparse-checkout", "set", "inside"]);
+        round_trip(&mut r, json!([write("inside/c.py", "c\n")]));
+        assert!(r.git(&["ls-files"]).contains("outside/b.py"));
+    }
+    eol_attribute_modify => |r| {
+        r.put(".gitattributes", "*.txt text eol=crlf\n");
+        r.put("notes.txt", "one\ntwo\n");
+        r.commit_all("attrs");
+        r.git(&["rm", "-q", "--cached", "notes.txt"]);
+        r.git(&["reset", "-q", "--hard"]);
+        round_trip(&mut r, json!([modify("notes.txt", "two", "three")]));
+    }
+    file_mode_false_ignores_a_chmod => |r| {
+        r.git(&["config", "core.fileMode", "false"]);
+        r.chmod("app.py", 0o755);
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    tracked_symlink_is_left_as_a_link => |r| {
+        symlink("app.py", r.p("link.py")).unwrap();
+        r.commit_all("link");
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+    }
+    file_turned_into_a_directory => |r| {
+        r.put("thing", "a file\n");
+        r.commit_all("thing");
+        round_trip(&mut r, json!([rm("thing"), write("thing/inside.txt", "now a dir\n")]));
+    }
+    directory_turned_into_a_file => |r| {
+        r.put("box/only.txt", "only\n");
+        r.commit_all("box");
+        round_trip(&mut r, json!([run("rm -r box && printf 'now a file\\n' > box")]));
+    }
+    detached_head => |r| {
+        let head = r.git(&["rev-parse", "HEAD"]);
+        r.git(&["checkout", "-q", "--detach", head.trim()]);
+        round_trip(&mut r, json!([write("new.py", "x\n")]));
+    }
+    index_version_4 => |r| {
+        r.git(&["update-index", "--index-version", "4"]);
+        round_trip(&mut r, json!([write("new.py", "x\n"), modify("app.py", "'hi'", "'hello'")]));
+    }
+    linked_worktree => |r| {
+        r.git(&["worktree", "add", "-q", "../wt", "-b", "feature"]);
+        let wt = r.root.parent().unwrap().join("wt");
+        r.root = wt;
+        round_trip(&mut r, json!([write("new.py", "x\n")]));
+    }
+    two_plans_then_undo_only_the_last => |r| {
+        assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
+        round_trip(&mut r, json!([write("two.py", "2\n")]));
+        assert!(r.p("one.py").exists());
+    }
+    unicode_and_space_in_names => |r| {
+        r.put("docs/naïve café.md", "bonjour\n");
+        r.commit_all("unicode");
+        round_trip(&mut r, json!([modify("docs/naïve café.md", "bonjour", "salut"), write("ünï côdé.txt", "x\n")]));
+    }
+    binary_untracked_file_removed => |r| {
+        fs::write(r.p("blob.bin"), [0u8, 159, 146, 150, 0, 1, 2]).unwrap();
+        round_trip(&mut r, json!([rm("blob.bin")]));
+    }
+    move_into_a_new_directory => |r| {
+        round_trip(&mut r, json!([mv("app.py", "src/deep/app.py")]));
+    }
+    run_touches_many_files => |r| {
+        r.put("keep/a.txt", "a\n");
+        r.commit_all("keep");
+        round_trip(&mut r, json!([run("for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > gen_$i.txt; done; rm -r keep; echo x >> README.md")]));
+    }
+    run_sets_an_executable_bit => |r| {
+        r.put("tool.sh", "echo hi\n");
+        r.commit_all("tool");
+        round_trip(&mut r, json!([run("chmod +x tool.sh")]));
+    }
+    second_session_undo_stops_at_the_first_sessions_plan => |r| {
+        assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
+        let after_one = r.state();
+        assert!(r.plan(json!([modify("one.py", "1", "2")])), "{}", r.shown());
+        let after_two = r.state();
+        assert!(r.cmd(&["undo"]), "{}", r.shown());
+        assert_eq!(r.state(), after_one, "{}", r.shown());
+        // The first session's plan is on its own branch: undo refuses and changes nothing.
+        assert!(!r.cmd(&["undo"]), "{}", r.shown());
+        assert_eq!(r.state(), after_one, "{}", r.shown());
+        assert!(r.cmd(&["redo"]), "{}", r.shown());
+        assert_eq!(r.state().files, after_two.files, "{}", r.shown());
+        r.fsck();
+    }
+    unborn_branch => |_r| {
+        let mut r = Repo::unborn();
+        r.put("notes.md", "mine\n");
+        round_trip(&mut r, json!([write("first.py", "x = 1\n")]));
+    }
+    plan_touching_only_an_ignored_file_undoes_itself_not_the_previous_plan => |r| {
+        r.put(".gitignore", "*.log\n");
+        r.commit_all("ignore");
+        r.put("build.log", "old log\n");
+        assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
+        let before = r.state();
+        assert!(r.plan(json!([modify("build.log", "old", "new")])), "{}", r.shown());
+        assert!(r.cmd(&["undo"]), "{}", r.shown());
+        assert_eq!(r.state(), before, "undo reverted the wrong plan\n{}", r.shown());
+    }
+    user_commit_between_plans_is_never_absorbed => |r| {
+        assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
+        r.put("mine.txt", "user work\n");
+        r.commit_all("the user's own commit");
+        let user_commit = r.git(&["rev-parse", "HEAD"]);
+        r.cmd(&["undo"]);
+        // Either undo refused, or it undid without losing the user's commit.
+        assert!(r.p("mine.txt").exists(), "{}", r.shown());
+        assert!(r.git(&["cat-file", "-t", user_commit.trim()]).contains("commit"));
+        r.fsck();
+    }
+}
