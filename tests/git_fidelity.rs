@@ -499,6 +499,40 @@ situations! {
         assert!(r.cmd(&["undo"]), "{}", r.shown());
         assert_eq!(r.state(), before, "undo reverted the wrong plan\n{}", r.shown());
     }
+    write_inside_a_submodule_is_refused => |r| {
+        let sub = r.root.parent().unwrap().join("libsrc");
+        fs::create_dir_all(&sub).unwrap();
+        let sub_git = |args: &[&str]| {
+            let mut c = r.git_cmd();
+            c.current_dir(&sub).args(args);
+            assert!(c.output().unwrap().status.success(), "git {args:?}");
+        };
+        sub_git(&["init", "-q", "-b", "main"]);
+        fs::write(sub.join("lib.py"), "v = 1\n").unwrap();
+        sub_git(&["add", "-A"]);
+        sub_git(&["commit", "-q", "-m", "lib"]);
+        r.git(&["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub.to_str().unwrap(), "lib"]);
+        r.git(&["commit", "-q", "-m", "submodule"]);
+        let before = r.state();
+        let ok = r.plan(json!([modify("lib/lib.py", "v = 1", "v = 2"), write("lib/new.py", "x\n")]));
+        assert!(!ok, "{}", r.shown());
+        assert!(r.shown().contains("another git repository"), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        r.fsck();
+    }
+    write_inside_an_embedded_repository_is_refused => |r| {
+        let inner = r.p("vendor/tool");
+        fs::create_dir_all(&inner).unwrap();
+        let mut c = r.git_cmd();
+        assert!(c.current_dir(&inner).args(["init", "-q"]).output().unwrap().status.success());
+        fs::write(inner.join("tool.py"), "t = 1\n").unwrap();
+        let before = r.state();
+        let ok = r.plan(json!([write("vendor/tool/extra.py", "x\n")]));
+        assert!(!ok, "{}", r.shown());
+        assert!(r.shown().contains("another git repository"), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        r.fsck();
+    }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         r.put("mine.txt", "user work\n");

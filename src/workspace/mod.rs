@@ -241,6 +241,38 @@ impl Workspace {
         }
         Ok(rel)
     }
+
+    /// [`Workspace::gate_op`] for an operation that changes files: a path inside another
+    /// repository (a submodule, or a repository embedded without being one) is refused. Its
+    /// files belong to that repository's history, and the project's commit would record them
+    /// wrongly (a submodule is one entry in the index, not files).
+    fn gate_write(&self, path: &str, follow_last: bool) -> Result<RelPath, WorkspaceError> {
+        let rel = self.gate_op(path, follow_last)?;
+        let parts: Vec<&str> = rel.components().collect();
+        for depth in 1..parts.len() {
+            let Ok((dir, _)) = beneath::open_dir(
+                &self.gate,
+                parts[..depth].iter().copied(),
+                false,
+                "check",
+                "",
+            ) else {
+                break;
+            };
+            if sys::lstatat(dir.as_fd(), c".git").is_ok() {
+                return Err(WorkspaceError::refused(
+                    rel.display(),
+                    format!(
+                        "{} is another git repository (a submodule or an embedded repository); \
+                         pai changes only this project's own files: work in that repository \
+                         instead (run pai there)",
+                        parts[..depth].join("/")
+                    ),
+                ));
+            }
+        }
+        Ok(rel)
+    }
 }
 
 /// Whether `root` (canonical) is the user's home directory.

@@ -225,7 +225,7 @@ impl Workspace {
 
     /// WRITE: create a new file (parents included). Fails if anything exists at the path.
     pub fn write_new(&self, path: &str, content: &str) -> Result<FileChange, WorkspaceError> {
-        let rel = self.gate_op(path, true)?;
+        let rel = self.gate_write(path, true)?;
         Self::require_file_target(&rel, "write")?;
         let shown = rel.display();
         let hint = "use MODIFY to change an existing file";
@@ -265,7 +265,7 @@ impl Workspace {
     /// content, under the diff guard. Permission bits, line endings and a byte-order mark are
     /// kept. Identical text leaves the file untouched and reports [`ChangeKind::Unchanged`].
     pub fn modify(&self, path: &str, m: &Modification) -> Result<FileChange, WorkspaceError> {
-        let rel = self.gate_op(path, true)?;
+        let rel = self.gate_write(path, true)?;
         Self::require_file_target(&rel, "modify")?;
         let shown = rel.display();
         let missing = "use WRITE to create a new file";
@@ -366,7 +366,7 @@ impl Workspace {
     /// MKDIR: create a directory and any missing parents. An existing directory is
     /// [`ChangeKind::Unchanged`].
     pub fn mkdir(&self, path: &str) -> Result<FileChange, WorkspaceError> {
-        let rel = self.gate_op(path, true)?;
+        let rel = self.gate_write(path, true)?;
         if rel.is_root() {
             return Ok(FileChange::new("", ChangeKind::Unchanged));
         }
@@ -382,7 +382,7 @@ impl Workspace {
 
     /// TOUCH: create an empty file (parents included), or update the times of an existing one.
     pub fn touch(&self, path: &str) -> Result<FileChange, WorkspaceError> {
-        let rel = self.gate_op(path, true)?;
+        let rel = self.gate_write(path, true)?;
         Self::require_file_target(&rel, "touch")?;
         let shown = rel.display();
         let (dir, name) = open_parent(&self.gate, &rel, true, "touch")?;
@@ -423,7 +423,7 @@ impl Workspace {
     /// needs `allow_recursive` (the caller asks the user first); a directory holding a
     /// protected path (`.git`, `.env`, keys, ...) is never removed.
     pub fn rm(&self, path: &str, allow_recursive: bool) -> Result<Vec<FileChange>, WorkspaceError> {
-        let rel = self.gate_op(path, false)?;
+        let rel = self.gate_write(path, false)?;
         let shown = rel.display();
         if rel.is_root() {
             return Err(WorkspaceError::refused(
@@ -589,7 +589,7 @@ impl Workspace {
     /// MV: move a file, symlink or directory. When `to` is an existing directory, the source
     /// moves into it. Never replaces an existing destination.
     pub fn mv(&self, from: &str, to: &str) -> Result<Vec<FileChange>, WorkspaceError> {
-        let src = self.gate_op(from, false)?;
+        let src = self.gate_write(from, false)?;
         let src_shown = src.display();
         if src.is_root() {
             return Err(WorkspaceError::refused(
@@ -597,7 +597,7 @@ impl Workspace {
                 "is the project directory itself; pai never moves it",
             ));
         }
-        let mut dst = self.gate_op(to, false)?;
+        let mut dst = self.gate_write(to, false)?;
         let (sdir, sname) = open_parent(&self.gate, &src, false, "mv")?;
         let st = sys::lstatat(sdir.as_fd(), &sname)
             .map_err(|e| WorkspaceError::io("mv", src_shown, e))?;
@@ -628,7 +628,7 @@ impl Workspace {
             };
         if into {
             let joined = join(dst.resolved(), src.file_name());
-            dst = self.gate_op(&joined, false)?;
+            dst = self.gate_write(&joined, false)?;
         }
         let dst_shown = dst.display().to_string();
         if dst.resolved() == src.resolved() {
