@@ -533,6 +533,31 @@ situations! {
         assert_eq!(r.state(), before, "{}", r.shown());
         r.fsck();
     }
+    discard_gives_back_the_state_before_the_session => |r| {
+        r.put("README.md", "# demo\nmy uncommitted notes\n");
+        r.put("scratch.txt", "untracked\n");
+        let before = r.state();
+        assert!(r.plan(json!([modify("README.md", "notes", "NOTES"), rm("scratch.txt"), write("new.py", "x\n")])), "{}", r.shown());
+        let session = r.git(&["symbolic-ref", "--short", "HEAD"]).trim().trim_start_matches("pai/").to_string();
+        assert!(r.cmd(&["discard"]), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        assert_eq!(r.git(&["symbolic-ref", "--short", "HEAD"]).trim(), "main");
+        assert!(r.git(&["branch", "--list", "pai/*"]).trim().is_empty());
+        let kept = format!("refs/pai/discarded/{session}");
+        assert!(r.git(&["log", "--format=%s", &kept]).contains("pai:"), "{}", r.shown());
+        r.fsck();
+    }
+    discard_refuses_over_a_commit_of_the_users => |r| {
+        assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
+        r.put("mine.txt", "user work\n");
+        r.commit_all("the user's own commit on the session branch");
+        let before = r.state();
+        let head = r.git(&["rev-parse", "HEAD"]);
+        assert!(!r.cmd(&["discard"]), "{}", r.shown());
+        assert!(r.shown().contains("a commit pai did not make"), "{}", r.shown());
+        assert_eq!(r.state(), before);
+        assert_eq!(r.git(&["rev-parse", "HEAD"]), head);
+    }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         r.put("mine.txt", "user work\n");

@@ -677,9 +677,10 @@ fn summary_lists_review_merge_and_discard_commands() {
         summary.merge.as_deref(),
         Some(format!("git switch main && git merge {branch}").as_str())
     );
+    // Never `git branch -D`: that would drop the only copy of the snapshotted edits.
     assert_eq!(
         summary.discard.as_deref(),
-        Some(format!("git switch main && git branch -D {branch}").as_str())
+        Some(format!("pai discard {}", summary.session).as_str())
     );
     let text = summary.render();
     assert!(

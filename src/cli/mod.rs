@@ -41,6 +41,15 @@ enum Command {
     },
     /// Re-apply the plan most recently undone.
     Redo,
+    /// End the session without keeping its work: undo every plan (your own edits come back),
+    /// put HEAD back where the session started, keep the branch under refs/pai/discarded/.
+    Discard {
+        /// The session (must be the one HEAD is on); default: that one.
+        session: Option<String>,
+        /// Undo even if files changed since a plan; their current state is saved first.
+        #[arg(long)]
+        force: bool,
+    },
     /// List the agent's plans as commits, newest first.
     Log {
         /// Only this session (e.g. 20261122_101500).
@@ -248,6 +257,12 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             agent_cmd::undo(&resolve(&Flags::default(), env, out)?, out, force)
         }
         Some(Command::Redo) => agent_cmd::redo(&resolve(&Flags::default(), env, out)?, out),
+        Some(Command::Discard { session, force }) => agent_cmd::discard(
+            &resolve(&Flags::default(), env, out)?,
+            out,
+            session.as_deref(),
+            force,
+        ),
         Some(Command::Log {
             session,
             patch,

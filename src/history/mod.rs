@@ -15,6 +15,7 @@
 //! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`.
 
 mod commit;
+mod discard;
 mod error;
 mod index_file;
 mod leftover;
@@ -36,6 +37,7 @@ mod undo;
 mod worktree;
 
 pub use commit::{CommitInfo, LeftOut};
+pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;
 pub use leftover::LeftoverSnapshot;
 pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};

@@ -535,18 +535,15 @@ pub(super) fn summary_for(
             Some(base) => format!("git diff {base}...{branch}"),
             None => format!("git log -p {branch}"),
         };
+        // Discarding undoes the plans and keeps the branch under refs/pai/discarded/: a
+        // `git branch -D` would drop the only copy of the edits pai snapshotted.
+        let discard = format!("pai discard {session}");
         let (merge, discard) = match (&base_branch, &base_short) {
-            (Some(b), Some(_)) => (
-                format!("git switch {b} && git merge {branch}"),
-                format!("git switch {b} && git branch -D {branch}"),
-            ),
-            (Some(b), None) => (
-                format!("git switch -c {b} {branch}"),
-                format!("git symbolic-ref HEAD refs/heads/{b} && git branch -D {branch}"),
-            ),
+            (Some(b), Some(_)) => (format!("git switch {b} && git merge {branch}"), discard),
+            (Some(b), None) => (format!("git switch -c {b} {branch}"), discard),
             (None, Some(base)) => (
                 format!("git switch --detach {base} && git merge {branch}"),
-                format!("git switch --detach {base} && git branch -D {branch}"),
+                discard,
             ),
             (None, None) => (String::new(), String::new()),
         };

@@ -130,7 +130,7 @@ fn read_commit<'r>(repo: &'r Repository, id: Oid) -> Result<Commit<'r>, HistoryE
         .ctx(|| format!("cannot read commit {id}"))
 }
 
-fn undo_in(
+pub(crate) fn undo_in(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,

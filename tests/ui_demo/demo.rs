@@ -350,7 +350,7 @@ impl SessionDriver for Demo {
     fn finish(&mut self) -> String {
         self.record("finish", "");
         format!(
-            "Session {BRANCH}: {} plan(s).\nReview: git diff main...{BRANCH}\nMerge:  git merge {BRANCH}\nDiscard: git branch -D {BRANCH}",
+            "Session {BRANCH}: {} plan(s).\nReview: git diff main...{BRANCH}\nMerge:  git merge {BRANCH}\nDiscard: pai discard {BRANCH}",
             self.plans
         )
     }

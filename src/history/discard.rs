@@ -1,0 +1,153 @@
+//! `pai discard`: end a session without keeping its work, and without losing anything of the
+//! user's. Every plan of the session is undone (so the files it touched return to the user's
+//! own state, their snapshotted edits included), HEAD goes back to where the session started
+//! (without a checkout: the work tree already holds that state), and the branch is kept under
+//! `refs/pai/discarded/<id>` instead of being deleted: `git branch -D` would have dropped the
+//! only copy of the edits pai snapshotted.
+
+use std::path::Path;
+
+use git2::{Oid, Repository};
+use serde::Serialize;
+
+use super::error::{Context, HistoryError};
+use super::lock::WorkTreeLock;
+use super::message::Kind;
+use super::worktree::WorkTree;
+use super::{message, meta, names, repo, revert, undo};
+
+/// What `discard` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DiscardReport {
+    /// The discarded session.
+    pub session: String,
+    /// Plans undone, newest first.
+    pub undone: Vec<u32>,
+    /// Where HEAD is now (a branch name, or a commit when detached).
+    pub head: String,
+    /// The ref keeping the session's commits.
+    pub kept_at: String,
+}
+
+/// The ref keeping a discarded session's branch.
+pub(crate) fn discarded_ref(session: &str) -> String {
+    format!("refs/pai/discarded/{session}")
+}
+
+/// Discard the session whose branch HEAD is on (it must be `session` when given). Refuses
+/// before changing anything when the branch holds a commit pai did not make (the user's own
+/// work), or when HEAD is not on a session branch.
+pub fn discard(
+    root: &Path,
+    wt: &dyn WorkTree,
+    session: Option<&str>,
+    force: bool,
+) -> Result<DiscardReport, HistoryError> {
+    let hr = repo::open_existing(root)?;
+    let _lock = WorkTreeLock::acquire(root)?;
+    let repo = &hr.repo;
+    if let Some(b) = repo::state_blocker(repo) {
+        return Err(b.refusal("discard"));
+    }
+    let branch = revert::session_branch(repo, "discard")?;
+    let id = names::session_of_branch(&branch)
+        .unwrap_or_default()
+        .to_string();
+    if let Some(want) = session
+        && want != id
+    {
+        return Err(HistoryError::Refused {
+            message: format!("HEAD is on session {id}, not {want}"),
+            hint: format!("switch to it first: `git switch pai/{want}`, then `pai discard`"),
+        });
+    }
+    let info = meta::read(repo, &id).unwrap_or_default();
+    let start = names::target(repo, &branch).ctx(|| "cannot read the session branch".into())?;
+    check_only_pai_commits(repo, start, info.base, &id)?;
+
+    let mut undone = Vec::new();
+    loop {
+        let tip = names::target(repo, &branch).ctx(|| "cannot read the session branch".into())?;
+        if tip == info.base {
+            break;
+        }
+        let report = undo::undo_in(repo, root, wt, force, None)?;
+        undone.push(report.plan);
+    }
+
+    // HEAD back to where the session started; the work tree and index already hold it.
+    let head = match (&info.base_branch, info.base) {
+        (Some(b), base) => {
+            let moved = names::target(repo, b).ok().flatten() != base;
+            if moved && let Some(base) = base {
+                repo.set_head_detached(base)
+                    .ctx(|| "cannot point HEAD back".into())?;
+                format!(
+                    "{} (detached: {} moved since the session started)",
+                    names::short_id(base),
+                    names::short(b)
+                )
+            } else {
+                repo.set_head(b).ctx(|| "cannot point HEAD back".into())?;
+                names::short(b).to_string()
+            }
+        }
+        (None, Some(base)) => {
+            repo.set_head_detached(base)
+                .ctx(|| "cannot point HEAD back".into())?;
+            names::short_id(base)
+        }
+        (None, None) => String::new(),
+    };
+    let kept_at = discarded_ref(&id);
+    if let Some(start) = start {
+        repo.reference(&kept_at, start, true, "pai: session discarded")
+            .ctx(|| format!("cannot keep the session at {kept_at}"))?;
+    }
+    if let Ok(mut r) = repo.find_reference(&branch) {
+        r.delete()
+            .ctx(|| format!("cannot remove {}", names::short(&branch)))?;
+    }
+    Ok(DiscardReport {
+        session: id,
+        undone,
+        head,
+        kept_at,
+    })
+}
+
+/// Refuse when a commit between the branch tip and the session's base is not pai's own for this
+/// session: discarding would take the user's commit off the branch.
+fn check_only_pai_commits(
+    repo: &Repository,
+    tip: Option<Oid>,
+    base: Option<Oid>,
+    session: &str,
+) -> Result<(), HistoryError> {
+    let mut at = tip;
+    while let Some(id) = at {
+        if Some(id) == base {
+            return Ok(());
+        }
+        let c = repo
+            .find_commit(id)
+            .ctx(|| format!("cannot read commit {id}"))?;
+        let t = message::parse(c.message().unwrap_or_default());
+        let ours = matches!(t.kind, Some(Kind::Plan) | Some(Kind::User))
+            && t.session.as_deref() == Some(session);
+        if !ours {
+            let short = names::short_id(id);
+            return Err(HistoryError::Refused {
+                message: format!(
+                    "cannot discard session {session}: its branch holds {short} \"{}\", a commit pai did not make",
+                    c.summary().ok().flatten().unwrap_or_default()
+                ),
+                hint: format!(
+                    "move that commit to a branch of your own first (`git branch keep {short}`), or undo the session's plans one by one with `pai undo`"
+                ),
+            });
+        }
+        at = c.parents().next().map(|p| p.id());
+    }
+    Ok(())
+}
