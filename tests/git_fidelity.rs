@@ -558,6 +558,47 @@ situations! {
         assert_eq!(r.state(), before);
         assert_eq!(r.git(&["rev-parse", "HEAD"]), head);
     }
+    write_to_a_path_with_a_filter_driver_is_refused => |r| {
+        r.put(".gitattributes", "*.secret filter=crypt\n");
+        r.put("keys.secret", "ciphertext\n");
+        r.commit_all("filtered");
+        let before = r.state();
+        assert!(!r.plan(json!([modify("keys.secret", "ciphertext", "plaintext"), write("new.py", "x\n")])), "{}", r.shown());
+        assert!(r.shown().contains("git filter `crypt`"), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        r.fsck();
+    }
+    tracked_symlink_to_a_directory_is_not_written_through => |r| {
+        r.put("real/a.txt", "a\n");
+        symlink("real", r.p("alias")).unwrap();
+        r.commit_all("alias");
+        let before = r.state();
+        let _ = r.plan(json!([write("alias/b.txt", "b\n")]));
+        r.fsck();
+        // Either refused, or written to the real directory and recorded there, never as
+        // a file under the link in the index.
+        let staged = r.git(&["ls-files", "-s"]);
+        assert!(!staged.contains("alias/"), "{staged}\n{}", r.shown());
+        if r.state().files != before.files {
+            assert!(r.cmd(&["undo"]), "{}", r.shown());
+            assert_eq!(r.state(), before, "{}", r.shown());
+        }
+    }
+    separate_git_dir_keeps_writes_in_the_work_tree => |_r| {
+        let tmp = tempfile::tempdir().unwrap();
+        let wt = tmp.path().join("work");
+        let gd = tmp.path().join("meta.git");
+        let home = tmp.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let out = Command::new("git").args(["init", "-q", "-b", "main", "--separate-git-dir"]).arg(&gd).arg(&wt)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null").env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
+        assert!(out.status.success());
+        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new() };
+        r.put("app.py", "x = 1\n");
+        r.commit_all("initial");
+        round_trip(&mut r, json!([write("new.py", "y\n"), modify("app.py", "x = 1", "x = 2")]));
+        assert!(!r.root.parent().unwrap().join("new.py").exists(), "a write landed outside the work tree");
+    }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         r.put("mine.txt", "user work\n");

@@ -98,6 +98,13 @@ impl Session {
                     ));
                     Some("filter=lfs")
                 }
+                Class::Filtered => {
+                    let driver = scope::filter_driver(repo, &path).unwrap_or_default();
+                    warnings.push(format!(
+                        "{path} goes through the git filter `{driver}`, which only git can run; pai left it out of the commit (its previous version is in the trash): add it with `git add {path}`"
+                    ));
+                    Some("filter driver")
+                }
                 Class::Tracked | Class::Untracked => None,
             };
             if let Some(reason) = reason {

@@ -12,7 +12,7 @@ use super::store;
 /// inside a git work tree (linked worktrees included), else `cwd` itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
     match Repository::discover(cwd) {
-        Ok(repo) => match repo.workdir() {
+        Ok(repo) => match linked_workdir(&repo, cwd).as_deref().or(repo.workdir()) {
             Some(dir) => dir.components().collect(),
             None => cwd.to_path_buf(),
         },
@@ -25,6 +25,23 @@ pub fn project_root(cwd: &Path) -> PathBuf {
             .unwrap_or(cwd)
             .to_path_buf(),
     }
+}
+
+/// The work tree of a repository reached through a `.git` file (`git init
+/// --separate-git-dir`, `git clone --separate-git-dir`) whose git directory names no
+/// `core.worktree`: libgit2 then takes the git directory's parent as the work tree, and pai
+/// would work outside the project. The work tree is the directory holding the `.git` file.
+fn linked_workdir(repo: &Repository, cwd: &Path) -> Option<PathBuf> {
+    let holder = cwd.ancestors().find(|d| d.join(".git").exists())?;
+    if !holder.join(".git").is_file() {
+        return None;
+    }
+    if repo.config().ok()?.get_string("core.worktree").is_ok() {
+        return None;
+    }
+    let holder = std::fs::canonicalize(holder).ok()?;
+    let current = repo.workdir().and_then(|w| std::fs::canonicalize(w).ok());
+    (current.as_deref() != Some(holder.as_path())).then_some(holder)
 }
 
 /// A repository pai can record history in.
@@ -141,6 +158,10 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
     }
     match Repository::discover(root) {
         Ok(repo) => {
+            if let Some(dir) = linked_workdir(&repo, root) {
+                repo.set_workdir(&dir, false)
+                    .ctx(|| format!("cannot use {} as the work tree", dir.display()))?;
+            }
             if repo.is_bare() || repo.workdir().is_none() {
                 return Ok(Found::Blocked(Blocker::new(
                     format!(

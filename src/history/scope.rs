@@ -104,6 +104,10 @@ pub(crate) enum Class {
     Ignored,
     /// Marked `filter=lfs`: left out of commits with a warning, copied to the trash.
     Lfs,
+    /// Marked with another filter driver (`filter=<driver>`), which only git itself can run:
+    /// committing the work-tree bytes would store unfiltered content. Plans may not write it;
+    /// a command's change to it is left out with a warning and copied to the trash.
+    Filtered,
 }
 
 /// Classify `path` against the base tree, the index and the ignore and attribute rules.
@@ -121,8 +125,13 @@ pub(crate) fn classify(
         .get_attr(Path::new(path), "filter", AttrCheckFlags::FILE_THEN_INDEX)
         .ok()
         .flatten();
-    if attr == Some("lfs") {
-        return Class::Lfs;
+    match attr {
+        Some("lfs") => return Class::Lfs,
+        // `-filter` / `filter=false` unset it; any other value names a driver.
+        Some(driver) if !driver.is_empty() && driver != "false" && driver != "true" => {
+            return Class::Filtered;
+        }
+        _ => {}
     }
     let known =
         index.get(path).is_some() || tree.is_some_and(|t| t.get_path(Path::new(path)).is_ok());
@@ -222,4 +231,13 @@ fn expand_work(
         }
     }
     Ok(())
+}
+
+/// The filter driver named for `path` by `.gitattributes`, when it is one pai cannot run.
+pub(crate) fn filter_driver(repo: &Repository, path: &str) -> Option<String> {
+    let attr = repo
+        .get_attr(Path::new(path), "filter", AttrCheckFlags::FILE_THEN_INDEX)
+        .ok()
+        .flatten()?;
+    (!attr.is_empty() && !matches!(attr, "lfs" | "false" | "true")).then(|| attr.to_string())
 }

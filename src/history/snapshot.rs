@@ -99,6 +99,20 @@ impl Session {
     /// `.pai_history/trash/<session>/<plan>/`. The branch itself moves only with the plan
     /// commit; until then the snapshots are kept at `refs/pai/pending/<session>`.
     pub fn prepare(&mut self, wt: &dyn WorkTree, paths: &[String]) -> Result<(), HistoryError> {
+        if let Ok(w) = self.writer() {
+            for path in paths {
+                if let Some(driver) = scope::filter_driver(&w.repo, path) {
+                    return Err(HistoryError::Refused {
+                        message: format!(
+                            "{path} goes through the git filter `{driver}` (.gitattributes), which only git can run: pai would record unfiltered content"
+                        ),
+                        hint: format!(
+                            "change {path} with your own tools and `git add` it, or ask for a change that does not touch it"
+                        ),
+                    });
+                }
+            }
+        }
         self.prepare_from(wt, paths, &mut BTreeMap::new())
     }
 
@@ -159,8 +173,10 @@ impl Session {
                     (file, wt.permissions(&path))
                 }
             };
-            if matches!(class, Class::Ignored | Class::Lfs | Class::Untracked)
-                && let Some(f) = &file
+            if matches!(
+                class,
+                Class::Ignored | Class::Lfs | Class::Filtered | Class::Untracked
+            ) && let Some(f) = &file
             {
                 let perm = known_perm.unwrap_or(if f.mode == scope::MODE_EXEC {
                     0o755
@@ -176,7 +192,7 @@ impl Session {
                     w.trash.insert(path.clone(), (id, perm));
                 }
             }
-            if matches!(class, Class::Ignored | Class::Lfs) {
+            if matches!(class, Class::Ignored | Class::Lfs | Class::Filtered) {
                 continue;
             }
             let Ok(in_tree) = scope::tree_file(base_tree.as_ref(), &path) else {
