@@ -599,6 +599,16 @@ situations! {
         round_trip(&mut r, json!([write("new.py", "y\n"), modify("app.py", "x = 1", "x = 2")]));
         assert!(!r.root.parent().unwrap().join("new.py").exists(), "a write landed outside the work tree");
     }
+    a_held_index_lock_fails_the_plan_loudly_and_leaves_the_lock => |r| {
+        fs::write(r.p(".git/index.lock"), "").unwrap();
+        let ok = r.plan(json!([write("new.py", "x\n")]));
+        assert!(!ok, "exit 0 although nothing could be committed\n{}", r.shown());
+        assert!(r.shown().contains("index.lock"), "{}", r.shown());
+        // The other program's lock is not pai's to remove.
+        assert!(r.p(".git/index.lock").exists());
+        fs::remove_file(r.p(".git/index.lock")).unwrap();
+        r.fsck();
+    }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         r.put("mine.txt", "user work\n");

@@ -508,14 +508,23 @@ impl Agent {
                 _ => "the turn did not complete".into(),
             };
         }
-        let commit = self.commit(
+        let commit = match self.commit(
             request,
             &changes,
             &side_effects,
             &step_lines,
             &tally,
             frontend,
-        );
+        ) {
+            Ok(commit) => commit,
+            // The files changed but history does not hold the change: undo could not reach
+            // it, so the turn failed, whatever its steps did.
+            Err(text) => {
+                status = TurnStatus::Failed;
+                final_message = text;
+                None
+            }
+        };
         let files: Vec<String> = touched_paths(&changes).into_iter().collect();
         let memo = TurnMemo {
             request: request.to_string(),
@@ -559,12 +568,14 @@ impl Agent {
         steps: &[String],
         tally: &Tally,
         frontend: &dyn Frontend,
-    ) -> Option<String> {
-        let history = self.history.as_mut()?;
+    ) -> Result<Option<String>, String> {
+        let Some(history) = self.history.as_mut() else {
+            return Ok(None);
+        };
         let mut touched = touched_paths(changes);
         touched.extend(side_effects.iter().cloned());
         if touched.is_empty() || history.read_only_reason().is_some() {
-            return None;
+            return Ok(None);
         }
         let record = PlanRecord {
             request: request.to_string(),
@@ -573,6 +584,9 @@ impl Agent {
             side_effects: side_effects
                 .iter()
                 .map(|p| format!("{p}: changed by a RUN command"))
+                .chain((!side_effects.is_empty()).then(|| {
+                    "ignored files a command changed (build output, installed packages) are not recorded".to_string()
+                }))
                 .collect(),
             model: self.options.model.clone(),
             calls: tally.calls,
@@ -593,15 +607,15 @@ impl Agent {
                     commit: short.clone(),
                     branch,
                 });
-                Some(short)
+                Ok(Some(short))
             }
-            Ok(None) => None,
+            Ok(None) => Ok(None),
             Err(e) => {
-                let text =
-                    format!("the plan's changes are on disk but could not be committed: {e}");
+                let text = format!(
+                    "the plan's changes are on disk but could not be committed, so undo cannot reach them: {e}"
+                );
                 self.log(|j| j.note(&text));
-                frontend.event(&Event::Notice { text });
-                None
+                Err(text)
             }
         }
     }
