@@ -25,6 +25,8 @@ struct Repo {
     root: PathBuf,
     home: PathBuf,
     log: Vec<String>,
+    /// Environment given to git and pai alike (`GIT_DIR`, `GIT_WORK_TREE`, ...).
+    env: Vec<(String, PathBuf)>,
 }
 
 /// Everything the oracle compares.
@@ -48,6 +50,7 @@ impl Repo {
             root,
             home,
             log: Vec::new(),
+            env: Vec::new(),
         };
         r.git(&["init", "-q", "-b", "main"]);
         r.put("README.md", "# demo\n");
@@ -69,6 +72,7 @@ impl Repo {
             root,
             home,
             log: Vec::new(),
+            env: Vec::new(),
         };
         r.git(&["init", "-q", "-b", "main"]);
         r
@@ -106,7 +110,8 @@ impl Repo {
             .env("GIT_AUTHOR_NAME", "T")
             .env("GIT_AUTHOR_EMAIL", "t@example.com")
             .env("GIT_COMMITTER_NAME", "T")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com");
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         c
     }
 
@@ -124,6 +129,7 @@ impl Repo {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
             .env(KIND.key_env_var(), TEST_KEY)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.root);
         cmd
     }
@@ -593,7 +599,7 @@ situations! {
         let out = Command::new("git").args(["init", "-q", "-b", "main", "--separate-git-dir"]).arg(&gd).arg(&wt)
             .env("GIT_CONFIG_GLOBAL", "/dev/null").env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
         assert!(out.status.success());
-        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new() };
+        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new(), env: Vec::new() };
         r.put("app.py", "x = 1\n");
         r.commit_all("initial");
         round_trip(&mut r, json!([write("new.py", "y\n"), modify("app.py", "x = 1", "x = 2")]));
@@ -608,6 +614,30 @@ situations! {
         assert!(r.p(".git/index.lock").exists());
         fs::remove_file(r.p(".git/index.lock")).unwrap();
         r.fsck();
+    }
+    git_dir_and_work_tree_from_the_environment => |_r| {
+        let tmp = tempfile::tempdir().unwrap();
+        let wt = tmp.path().join("work");
+        let gd = tmp.path().join("store.git");
+        let home = tmp.path().join("home");
+        fs::create_dir_all(&wt).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        let env = vec![("GIT_DIR".to_string(), gd.clone()), ("GIT_WORK_TREE".to_string(), wt.clone())];
+        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new(), env };
+        r.git(&["init", "-q", "-b", "main"]);
+        r.put("app.py", "x = 1\n");
+        r.commit_all("initial");
+        round_trip(&mut r, json!([write("new.py", "y\n"), modify("app.py", "x = 1", "x = 2")]));
+        assert!(!r.root.parent().unwrap().join("new.py").exists(), "a write landed outside the work tree");
+        assert!(!r.root.join(".git").exists());
+    }
+    git_index_file_from_the_environment => |r| {
+        let alt = r.root.parent().unwrap().join("alt-index");
+        fs::copy(r.p(".git/index"), &alt).unwrap();
+        r.env.push(("GIT_INDEX_FILE".to_string(), alt.clone()));
+        let main_index = fs::read(r.p(".git/index")).unwrap();
+        round_trip(&mut r, json!([write("new.py", "y\n"), modify("app.py", "'hi'", "'hello'")]));
+        assert_eq!(fs::read(r.p(".git/index")).unwrap(), main_index, "the default index was written");
     }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());

@@ -579,9 +579,25 @@ fn invalidate_cache_tree(data: &[u8], changed: &[&str]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Where the index of the repository whose git directory is `git_dir` lives: `GIT_INDEX_FILE`
+/// when set (relative to the current directory, as git reads it), else `<git_dir>/index`.
+pub(crate) fn index_path(git_dir: &Path) -> PathBuf {
+    match std::env::var_os("GIT_INDEX_FILE").filter(|v| !v.is_empty()) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            if p.is_absolute() {
+                p
+            } else {
+                std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
+            }
+        }
+        None => git_dir.join("index"),
+    }
+}
+
 /// The index of `repo` as it is now (not checksum-verified: read-only use).
 pub(crate) fn load(repo: &git2::Repository) -> Result<IndexFile, HistoryError> {
-    IndexFile::read(&repo.path().join("index"))
+    IndexFile::read(&index_path(repo.path()))
 }
 
 /// Removes the lock file unless the update went through.
@@ -631,10 +647,13 @@ impl std::ops::Deref for LockedIndex {
     }
 }
 
-/// Take `index.lock` in `git_dir` and read the index.
+/// Take the index's lock (`index.lock` beside it) and read the index of the repository whose
+/// git directory is `git_dir` (see [`index_path`]).
 pub(crate) fn lock(git_dir: &Path) -> Result<LockedIndex, HistoryError> {
-    let index_path = git_dir.join("index");
-    let lock_path = git_dir.join("index.lock");
+    let index_path = index_path(git_dir);
+    let mut lock_name = index_path.clone().into_os_string();
+    lock_name.push(".lock");
+    let lock_path = PathBuf::from(lock_name);
     let file = match OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -11,7 +11,7 @@ use super::store;
 /// The project root for a session started in `cwd`: the work tree's top level when `cwd` is
 /// inside a git work tree (linked worktrees included), else `cwd` itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    match Repository::discover(cwd) {
+    match open_repo(cwd) {
         Ok(repo) => match linked_workdir(&repo, cwd).as_deref().or(repo.workdir()) {
             Some(dir) => dir.components().collect(),
             None => cwd.to_path_buf(),
@@ -24,6 +24,16 @@ pub fn project_root(cwd: &Path) -> PathBuf {
             .find(|dir| dir.join(".git").exists())
             .unwrap_or(cwd)
             .to_path_buf(),
+    }
+}
+
+/// The repository for `dir`: found upward from it, or, when `GIT_DIR` is set, the one the
+/// environment names (`GIT_DIR`, `GIT_WORK_TREE`, as git reads them).
+fn open_repo(dir: &Path) -> Result<Repository, git2::Error> {
+    if std::env::var_os("GIT_DIR").is_some_and(|v| !v.is_empty()) {
+        Repository::open_from_env()
+    } else {
+        Repository::discover(dir)
     }
 }
 
@@ -156,7 +166,7 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
             ),
         )));
     }
-    match Repository::discover(root) {
+    match open_repo(root) {
         Ok(repo) => {
             if let Some(dir) = linked_workdir(&repo, root) {
                 repo.set_workdir(&dir, false)

@@ -53,6 +53,7 @@ struct Figures {
     undo_writes: Duration,
     git_commit: Duration,
     git_status: Duration,
+    run_snapshot: Duration,
     index_bytes: usize,
     index_floor: Duration,
 }
@@ -121,7 +122,7 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         .map(|&i| file_path(i))
         .collect();
     let git_dir = root.join(".git");
-    let mut v: [Vec<Duration>; 7] = Default::default();
+    let mut v: [Vec<Duration>; 8] = Default::default();
     let mut index_bytes = 0;
     for run in 0..runs {
         let t = Instant::now();
@@ -156,6 +157,21 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         let (bytes, floor) = index_floor(&git_dir);
         index_bytes = bytes;
         v[6].push(floor);
+
+        // What pai does before every RUN: find the uncommitted files (3 here) and remember
+        // their content, the way git status finds them.
+        for path in &touched {
+            std::fs::write(root.join(path), format!("uncommitted {run}\n")).unwrap();
+        }
+        let mut session = Session::start(root, StartOptions::now()).unwrap();
+        let t = Instant::now();
+        let baseline = session.remember_uncommitted(&wt).unwrap();
+        v[7].push(t.elapsed());
+        drop(baseline);
+        drop(session);
+        let mut checkout = vec!["checkout", "-q", "--"];
+        checkout.extend(touched.iter().map(String::as_str));
+        timed_git(root, &checkout);
     }
     let [
         start,
@@ -165,6 +181,7 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         git_commit,
         git_status,
         index_floor,
+        run_snapshot,
     ] = v.map(median);
     Figures {
         start,
@@ -173,6 +190,7 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         undo_writes: undo_w,
         git_commit,
         git_status,
+        run_snapshot,
         index_bytes,
         index_floor,
     }
@@ -234,6 +252,20 @@ pub fn rows(repos: &[(&Path, usize)], runs: usize) -> Vec<Row> {
             format!("reference: git status --porcelain, {n} files"),
             ms(f.git_status),
         ));
+        let snapshot = Row::new(
+            AREA,
+            format!("RUN snapshot (find and remember uncommitted files), {n} files"),
+            ms(f.run_snapshot),
+        )
+        .vs(
+            format!("git status {}", ms(f.git_status)),
+            ratio(f.run_snapshot, f.git_status),
+        );
+        rows.push(if big {
+            snapshot.target("< 2x git status", f.run_snapshot < f.git_status * 2)
+        } else {
+            snapshot
+        });
     }
     rows
 }
