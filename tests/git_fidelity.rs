@@ -639,6 +639,39 @@ situations! {
         round_trip(&mut r, json!([write("new.py", "y\n"), modify("app.py", "'hi'", "'hello'")]));
         assert_eq!(fs::read(r.p(".git/index")).unwrap(), main_index, "the default index was written");
     }
+    sigterm_during_a_plan_leaves_a_consistent_repository => |r| {
+        for (sig, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
+            let before = r.state();
+            let mock = MockLlm::start(Script::with_replies([Reply::plan(json!({
+                "intent": "task", "reply": "On it.", "observe": false,
+                "steps": [write("a_new.py", "x\n"), run("touch started.flag; sleep 30"),
+                          {"action": "FINISH", "message": "done"}]
+            }))]));
+            let mut child = r
+                .pai()
+                .args(["run", "do the task", "--json", "--yes", "--allow-run"])
+                .args(["--provider", KIND.name(), "--base-url", &mock.base_url(KIND)])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let start = std::time::Instant::now();
+            while !r.p("started.flag").exists() && start.elapsed().as_secs() < 20 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            // SAFETY: a plain kill(2) on the child we spawned.
+            assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+            let sent = std::time::Instant::now();
+            let status = child.wait().unwrap();
+            assert!(sent.elapsed().as_secs() < 10, "{name}: pai took {:?}", sent.elapsed());
+            assert_ne!(status.code(), Some(0), "{name}");
+            assert!(!r.p(".git/index.lock").exists(), "{name} left the index locked");
+            r.fsck();
+            // What the interrupted plan did is recorded, so undo takes it back exactly.
+            assert!(r.cmd(&["undo"]), "{name}\n{}", r.shown());
+            assert_eq!(r.state(), before, "{name}\n{}", r.shown());
+        }
+    }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         r.put("mine.txt", "user work\n");

@@ -612,11 +612,27 @@ pub fn run_once(
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let outcome = rt.block_on(async {
+        // Ctrl+C, SIGTERM and SIGHUP stop the turn rather than the process: the turn unwinds
+        // (a running command is stopped, a commit under way finishes and releases the index
+        // lock), so a script's timeout or a closed terminal never leaves `.git/index.lock`.
         let watcher = cancel.clone();
         let ctrl_c = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                watcher.cancel();
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    watcher.cancel();
+                }
+                return;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
             }
+            watcher.cancel();
         });
         let outcome = assembled
             .agent
