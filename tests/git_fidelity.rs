@@ -672,6 +672,13 @@ situations! {
             assert_eq!(r.state(), before, "{name}\n{}", r.shown());
         }
     }
+    run_with_an_untracked_secret_file_present => |r| {
+        r.put(".env", "TOKEN=abc\n");
+        r.put("notes.txt", "mine\n");
+        round_trip(&mut r, json!([run("echo changed > notes.txt")]));
+        assert_eq!(fs::read_to_string(r.p(".env")).unwrap(), "TOKEN=abc\n");
+        assert!(!r.git(&["log", "--all", "-p"]).contains("TOKEN=abc"), "the secret was committed");
+    }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         r.put("mine.txt", "user work\n");

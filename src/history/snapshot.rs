@@ -56,14 +56,21 @@ impl Session {
                 baseline.left_out += 1;
                 continue;
             };
-            if path.starts_with(super::store::DIR) || w.prepared.contains(path) {
+            // Deny-listed files (`.env`, keys) are never read or recorded.
+            if path.starts_with(super::store::DIR)
+                || w.prepared.contains(path)
+                || wt.is_denied(path)
+            {
                 continue;
             }
             if baseline.files.len() >= MAX_UNCOMMITTED {
                 baseline.left_out += 1;
                 continue;
             }
-            let Ok(file) = scope::work_file(wt, path)? else {
+            // A file the gate will not open (a link out of the project, say) is not pai's to
+            // remember; the command's change to it is not recorded either.
+            let Ok(Ok(file)) = scope::work_file(wt, path) else {
+                baseline.left_out += 1;
                 continue;
             };
             let perm = wt.permissions(path);
