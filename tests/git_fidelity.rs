@@ -406,13 +406,20 @@ situations! {
         round_trip(&mut r, json!([write("inside/c.py", "c\n")]));
         assert!(r.git(&["ls-files"]).contains("outside/b.py"));
     }
-    eol_attribute_modify => |r| {
+    eol_attribute_file_git_would_convert_is_refused => |r| {
         r.put(".gitattributes", "*.txt text eol=crlf\n");
         r.put("notes.txt", "one\ntwo\n");
         r.commit_all("attrs");
         r.git(&["rm", "-q", "--cached", "notes.txt"]);
         r.git(&["reset", "-q", "--hard"]);
-        round_trip(&mut r, json!([modify("notes.txt", "two", "three")]));
+        // Checked out with CRLF, stored by git with LF: pai would commit the CRLF bytes, so it
+        // refuses, changing nothing.
+        assert_eq!(fs::read(r.p("notes.txt")).unwrap(), b"one\r\ntwo\r\n");
+        let before = r.state();
+        assert!(!r.plan(json!([modify("notes.txt", "two", "three")])), "{}", r.shown());
+        assert!(r.shown().contains("line endings"), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        r.fsck();
     }
     file_mode_false_ignores_a_chmod => |r| {
         r.git(&["config", "core.fileMode", "false"]);
@@ -678,6 +685,17 @@ situations! {
         round_trip(&mut r, json!([run("echo changed > notes.txt")]));
         assert_eq!(fs::read_to_string(r.p(".env")).unwrap(), "TOKEN=abc\n");
         assert!(!r.git(&["log", "--all", "-p"]).contains("TOKEN=abc"), "the secret was committed");
+    }
+    autocrlf_file_git_would_convert_is_refused => |r| {
+        r.git(&["config", "core.autocrlf", "true"]);
+        r.put("notes.txt", "one\r\ntwo\r\n");
+        r.commit_all("notes");
+        let before = r.state();
+        assert!(!r.plan(json!([modify("notes.txt", "two", "three")])), "{}", r.shown());
+        assert!(r.shown().contains("line endings"), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        // A file git stores as it is still works under the same setting.
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
     }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());

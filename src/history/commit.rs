@@ -129,6 +129,18 @@ impl Session {
             if after == before {
                 continue;
             }
+            if let Some(f) = &file
+                && scope::git_would_convert(repo, &path, &f.bytes)
+            {
+                warnings.push(format!(
+                    "git would store {path} with converted line endings (core.autocrlf or .gitattributes); pai left it out of the commit: add it with `git add {path}`"
+                ));
+                left_out.push(LeftOut {
+                    path,
+                    reason: "converted by git",
+                });
+                continue;
+            }
             if let Some(f) = &file {
                 repo.blob(&f.bytes).ctx(|| format!("cannot store {path}"))?;
             }

@@ -108,6 +108,18 @@ impl Session {
     pub fn prepare(&mut self, wt: &dyn WorkTree, paths: &[String]) -> Result<(), HistoryError> {
         if let Ok(w) = self.writer() {
             for path in paths {
+                if let Ok(Ok(Some(file))) = scope::work_file(wt, path).map(|r| r.map_err(drop))
+                    && scope::git_would_convert(&w.repo, path, &file.bytes)
+                {
+                    return Err(HistoryError::Refused {
+                        message: format!(
+                            "git would store {path} with different bytes than it has (line endings from core.autocrlf or the text/eol attributes, or ident): pai records files as they are and would record it wrongly"
+                        ),
+                        hint: format!(
+                            "change {path} with your own tools, or normalise it first (`git add --renormalize {path}` and commit)"
+                        ),
+                    });
+                }
                 if let Some(driver) = scope::filter_driver(&w.repo, path) {
                     return Err(HistoryError::Refused {
                         message: format!(
