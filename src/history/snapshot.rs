@@ -47,10 +47,17 @@ impl Session {
             .exclude_submodules(true)
             .renames_head_to_index(false)
             .renames_index_to_workdir(false);
-        let statuses = w
-            .repo
-            .statuses(Some(&mut opts))
-            .ctx(|| "cannot list your uncommitted files".into())?;
+        // The session's handle has an empty in-memory index (pai reads the index itself, see
+        // repo::detach_index); status needs the real one and its stat data, so it gets its
+        // own handle.
+        let what = || "cannot list your uncommitted files".to_string();
+        let status_repo = Repository::open(w.repo.path()).ctx(what)?;
+        if let Some(dir) = w.repo.workdir() {
+            status_repo.set_workdir(dir, false).ctx(what)?;
+        }
+        let mut index = git2::Index::open(&index_file::index_path(w.repo.path())).ctx(what)?;
+        status_repo.set_index(&mut index).ctx(what)?;
+        let statuses = status_repo.statuses(Some(&mut opts)).ctx(what)?;
         for entry in statuses.iter() {
             let Ok(path) = entry.path() else {
                 baseline.left_out += 1;
