@@ -164,3 +164,60 @@ fn no_color_output_has_no_escape_sequences() {
         pty.text()
     );
 }
+
+/// SIGTERM during a turn ends the session the way a double Ctrl+C does: the running command is
+/// stopped, the plan so far is recorded (so `pai undo` takes it back), and no index lock is left.
+#[test]
+fn sigterm_during_a_turn_ends_the_session_cleanly() {
+    let p = Project::repo(None);
+    let mock = MockLlm::start(
+        Script::with_replies([Reply::plan(serde_json::json!({
+            "intent": "task", "reply": "Working.", "observe": false,
+            "steps": [
+                {"action": "WRITE", "path": "made.py", "content": "x = 1\n"},
+                {"action": "RUN", "command": "touch started.flag; sleep 30"},
+                {"action": "FINISH", "message": "done"}
+            ]
+        }))])
+        .require_key(TEST_KEY),
+    );
+    let mut pty = start(&p, &mock, false, 100);
+    pty.send_line("make it");
+    pty.expect("Carry out this plan?");
+    pty.send("y");
+    pty.send(ENTER);
+    pty.expect("Run it?");
+    pty.send("y");
+    pty.send(ENTER);
+    let start = Instant::now();
+    while !p.root.join("started.flag").exists() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on the child this test spawned.
+    assert_eq!(
+        unsafe { libc::kill(pty.pid() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let status = pty.wait(Duration::from_secs(10));
+    assert!(
+        status.is_some(),
+        "pai did not end after SIGTERM:\n{}",
+        pty.text()
+    );
+    assert!(!p.root.join(".git/index.lock").exists());
+    git(&p.root, &["fsck", "--no-progress"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pai"))
+        .arg("undo")
+        .current_dir(&p.root)
+        .env("HOME", &p.home)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!p.root.join("made.py").exists());
+}

@@ -142,6 +142,11 @@ impl Pty {
     }
 
     /// Type text (keys as bytes; see the constants).
+    /// The child's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn send(&mut self, keys: &str) {
         self.master.write_all(keys.as_bytes()).unwrap();
         self.master.flush().unwrap();

@@ -17,6 +17,8 @@ pub(crate) struct Interrupts {
     presses: UnboundedReceiver<Instant>,
     turn: Arc<Mutex<Option<CancellationToken>>>,
     task: Option<JoinHandle<()>>,
+    /// The SIGTERM/SIGHUP listener.
+    ending: Option<JoinHandle<()>>,
 }
 
 impl Interrupts {
@@ -24,6 +26,7 @@ impl Interrupts {
     /// its default effect and this reports nothing.
     pub(crate) fn listen() -> Self {
         let (tx, presses) = unbounded_channel();
+        let tx_end = tx.clone();
         let turn: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
         let task = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
             Ok(mut signal) => {
@@ -44,10 +47,43 @@ impl Interrupts {
             }
             Err(_) => None,
         };
+        // SIGTERM and SIGHUP end the session. During a turn they stop it the way a double
+        // Ctrl+C does (the turn unwinds, its plan is recorded, no lock is left); at the prompt
+        // nothing is under way, so pai exits at once, as it did before.
+        let ending = {
+            use tokio::signal::unix::{SignalKind, signal};
+            match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) {
+                (Ok(mut term), Ok(mut hup)) => {
+                    let turn = Arc::clone(&turn);
+                    let tx = tx_end;
+                    Some(tokio::spawn(async move {
+                        let code = tokio::select! {
+                            _ = term.recv() => 128 + libc::SIGTERM,
+                            _ = hup.recv() => 128 + libc::SIGHUP,
+                        };
+                        let running = turn.lock().ok().and_then(|slot| slot.clone());
+                        match running {
+                            Some(token) => {
+                                token.cancel();
+                                let at = Instant::now();
+                                let _ = tx.send(at);
+                                let _ = tx.send(at);
+                            }
+                            None => std::process::exit(code),
+                        }
+                    }))
+                }
+                _ => None,
+            }
+        };
         Self {
             presses,
             turn,
             task,
+            ending,
         }
     }
 
@@ -82,6 +118,9 @@ impl Interrupts {
 impl Drop for Interrupts {
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        if let Some(task) = self.ending.take() {
             task.abort();
         }
     }
