@@ -697,6 +697,14 @@ situations! {
         // A file git stores as it is still works under the same setting.
         round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
     }
+    run_changes_a_dirty_file_again => |r| {
+        r.put("README.md", "# demo\nmy notes\n");
+        round_trip(&mut r, json!([run("echo more >> README.md")]));
+    }
+    run_puts_a_dirty_file_back_to_its_committed_content => |r| {
+        r.put("README.md", "# demo\nmy notes\n");
+        round_trip(&mut r, json!([run("printf '# demo\\n' > README.md")]));
+    }
     user_commit_between_plans_is_never_absorbed => |r| {
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         r.put("mine.txt", "user work\n");

@@ -929,7 +929,19 @@ impl Agent {
         let tampered = later.restore_changes(&root);
         // Whatever way the command ended, what it changed belongs to the plan, with the
         // user's versions recorded first, so undo covers it.
-        let changed = changed_since(&self.workspace, &before);
+        // git status against what was seen before covers every file of any project; the
+        // stat walk is for sessions without writable history.
+        let from_status = match (self.history.as_mut(), baseline.as_ref()) {
+            (Some(history), Some(baseline)) => history
+                .run_changes(&self.workspace, baseline)
+                .ok()
+                .flatten(),
+            _ => None,
+        };
+        let changed = match from_status {
+            Some(changed) => changed,
+            None => changed_since(&self.workspace, &before),
+        };
         let recorded = match (self.history.as_mut(), baseline) {
             (Some(history), Some(baseline)) => {
                 history.prepare_after_run(&self.workspace, baseline, &changed)

@@ -13,11 +13,18 @@ use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
 use super::{index_file, message, names, repo, trash};
 
+/// What stood at a path before a RUN: its blob id and git mode (`None`: nothing, or nothing
+/// pai reads), and its permission bits.
+type Seen = (Option<(Oid, i32)>, Option<u32>);
+
 /// The user's uncommitted files as they were before a RUN (see
 /// [`Session::remember_uncommitted`]).
 #[derive(Default)]
 pub struct RunBaseline {
     files: BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
+    /// Every path git status listed: what stood there (blob id and git mode) and its
+    /// permission bits, to find what the command changed.
+    seen: BTreeMap<String, Seen>,
     /// Files not remembered (over the limit, or a name that is not UTF-8).
     pub left_out: usize,
 }
@@ -39,35 +46,19 @@ impl Session {
         let Ok(w) = self.writer() else {
             return Ok(baseline);
         };
-        let mut opts = git2::StatusOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .include_unmodified(false)
-            .exclude_submodules(true)
-            .renames_head_to_index(false)
-            .renames_index_to_workdir(false);
-        // The session's handle has an empty in-memory index (pai reads the index itself, see
-        // repo::detach_index); status needs the real one and its stat data, so it gets its
-        // own handle.
-        let what = || "cannot list your uncommitted files".to_string();
-        let status_repo = Repository::open(w.repo.path()).ctx(what)?;
-        if let Some(dir) = w.repo.workdir() {
-            status_repo.set_workdir(dir, false).ctx(what)?;
-        }
-        let mut index = git2::Index::open(&index_file::index_path(w.repo.path())).ctx(what)?;
-        status_repo.set_index(&mut index).ctx(what)?;
-        let statuses = status_repo.statuses(Some(&mut opts)).ctx(what)?;
-        for entry in statuses.iter() {
-            let Ok(path) = entry.path() else {
-                baseline.left_out += 1;
-                continue;
-            };
+        for path in status_paths(w, &mut baseline.left_out)? {
             // Deny-listed files (`.env`, keys) are never read or recorded.
-            if path.starts_with(super::store::DIR)
-                || w.prepared.contains(path)
-                || wt.is_denied(path)
-            {
+            if wt.is_denied(&path) {
+                continue;
+            }
+            // What the file is now, to tell afterwards whether the command changed it.
+            let seen = match scope::work_file(wt, &path) {
+                Ok(Ok(file)) => file.as_ref().map(|f| (f.id, f.mode)),
+                _ => None,
+            };
+            let perm = wt.permissions(&path);
+            baseline.seen.insert(path.clone(), (seen, perm));
+            if w.prepared.contains(&path) {
                 continue;
             }
             if baseline.files.len() >= MAX_UNCOMMITTED {
@@ -76,14 +67,53 @@ impl Session {
             }
             // A file the gate will not open (a link out of the project, say) is not pai's to
             // remember; the command's change to it is not recorded either.
-            let Ok(Ok(file)) = scope::work_file(wt, path) else {
+            let Ok(Ok(file)) = scope::work_file(wt, &path) else {
                 baseline.left_out += 1;
                 continue;
             };
-            let perm = wt.permissions(path);
-            baseline.files.insert(path.to_string(), (file, perm));
+            baseline.files.insert(path, (file, perm));
         }
         Ok(baseline)
+    }
+
+    /// After a RUN: the paths the command changed, from git status now against what
+    /// [`Session::remember_uncommitted`] saw before (a file dirty before and changed again is
+    /// compared by content, mode and permission bits). Every non-ignored file counts, however
+    /// big the project. `None` for a read-only session (the caller looks another way).
+    pub fn run_changes(
+        &mut self,
+        wt: &dyn WorkTree,
+        baseline: &RunBaseline,
+    ) -> Result<Option<Vec<String>>, HistoryError> {
+        let Ok(w) = self.writer() else {
+            return Ok(None);
+        };
+        let mut ignored = 0;
+        let now = status_paths(w, &mut ignored)?;
+        let mut changed: BTreeSet<String> = BTreeSet::new();
+        for path in &now {
+            if wt.is_denied(path) {
+                continue;
+            }
+            let Some((before, perm)) = baseline.seen.get(path) else {
+                changed.insert(path.clone());
+                continue;
+            };
+            let current = match scope::work_file(wt, path) {
+                Ok(Ok(file)) => file.as_ref().map(|f| (f.id, f.mode)),
+                _ => None,
+            };
+            if current != *before || wt.permissions(path) != *perm {
+                changed.insert(path.clone());
+            }
+        }
+        let now: BTreeSet<&String> = now.iter().collect();
+        for path in baseline.seen.keys() {
+            if !now.contains(path) {
+                changed.insert(path.clone());
+            }
+        }
+        Ok(Some(changed.into_iter().collect()))
     }
 
     /// After a RUN: snapshot the user's versions (from `baseline`) of the files the command
@@ -331,4 +361,39 @@ pub(super) fn commit_changes(
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
     repo.commit(None, &sigs.0, &sigs.1, msg, &tree, &parents)
         .ctx(|| "cannot create a commit".into())
+}
+
+/// The paths git status lists for the session's repository (untracked included, ignored and
+/// pai's own state left out), as `git status` finds them: with the real index and its stat
+/// data (the session's handle has an empty in-memory index, see `repo::detach_index`). Names
+/// that are not UTF-8 are counted in `skipped`.
+fn status_paths(
+    w: &super::session::Writer,
+    skipped: &mut usize,
+) -> Result<Vec<String>, HistoryError> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .include_unmodified(false)
+        .exclude_submodules(true)
+        .renames_head_to_index(false)
+        .renames_index_to_workdir(false);
+    let what = || "cannot list your uncommitted files".to_string();
+    let status_repo = Repository::open(w.repo.path()).ctx(what)?;
+    if let Some(dir) = w.repo.workdir() {
+        status_repo.set_workdir(dir, false).ctx(what)?;
+    }
+    let mut index = git2::Index::open(&index_file::index_path(w.repo.path())).ctx(what)?;
+    status_repo.set_index(&mut index).ctx(what)?;
+    let statuses = status_repo.statuses(Some(&mut opts)).ctx(what)?;
+    let mut out = Vec::new();
+    for entry in statuses.iter() {
+        match entry.path() {
+            Ok(path) if !path.starts_with(super::store::DIR) => out.push(path.to_string()),
+            Ok(_) => {}
+            Err(_) => *skipped += 1,
+        }
+    }
+    Ok(out)
 }
