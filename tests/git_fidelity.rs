@@ -40,19 +40,7 @@ struct State {
 
 impl Repo {
     fn new() -> Repo {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("project");
-        let home = tmp.path().join("home");
-        fs::create_dir_all(&root).unwrap();
-        fs::create_dir_all(&home).unwrap();
-        let r = Repo {
-            _tmp: tmp,
-            root,
-            home,
-            log: Vec::new(),
-            env: Vec::new(),
-        };
-        r.git(&["init", "-q", "-b", "main"]);
+        let r = Repo::unborn();
         r.put("README.md", "# demo\n");
         r.put("app.py", "def main():\n    print('hi')\n");
         r.git(&["add", "-A"]);
