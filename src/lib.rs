@@ -13,6 +13,7 @@ pub mod error;
 pub mod exec;
 pub mod history;
 pub mod llm;
+pub mod rawname;
 pub mod ui;
 pub mod workspace;
 

@@ -454,6 +454,27 @@ situations! {
         r.commit_all("unicode");
         round_trip(&mut r, json!([modify("docs/naïve café.md", "bonjour", "salut"), write("ünï côdé.txt", "x\n")]));
     }
+    untracked_file_with_a_non_utf8_name_removed_with_its_directory => |r| {
+        use std::os::unix::ffi::OsStrExt as _;
+        fs::create_dir_all(r.p("old")).unwrap();
+        fs::write(r.p("old").join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "latin-1 name\n").unwrap();
+        fs::write(r.p("old/plain.txt"), "plain\n").unwrap();
+        round_trip(&mut r, json!([run("rm -r old")]));
+    }
+    directory_holding_a_non_utf8_name_moved => |r| {
+        use std::os::unix::ffi::OsStrExt as _;
+        fs::create_dir_all(r.p("old")).unwrap();
+        fs::write(r.p("old").join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "latin-1 name\n").unwrap();
+        r.put("old/plain.txt", "plain\n");
+        r.commit_all("old");
+        fs::write(r.p("old").join(std::ffi::OsStr::from_bytes(b"\xff\xfe.bin")), [0u8, 1, 2]).unwrap();
+        round_trip(&mut r, json!([mv("old", "new")]));
+    }
+    run_removes_an_untracked_file_with_a_non_utf8_name => |r| {
+        use std::os::unix::ffi::OsStrExt as _;
+        fs::write(r.p(".").join(std::ffi::OsStr::from_bytes(b"r\xe9sum\xe9.txt")), "mine\n").unwrap();
+        round_trip(&mut r, json!([run("rm -f r*sum*.txt"), write("done.txt", "x\n")]));
+    }
     binary_untracked_file_removed => |r| {
         fs::write(r.p("blob.bin"), [0u8, 159, 146, 150, 0, 1, 2]).unwrap();
         round_trip(&mut r, json!([rm("blob.bin")]));

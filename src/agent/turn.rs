@@ -885,7 +885,7 @@ impl Agent {
         // back (tracked files git already holds; ignored trees a command rebuilds are out).
         let baseline = match self.history.as_mut() {
             Some(history) => match history.remember_uncommitted(&self.workspace) {
-                Ok(b) => Some(b),
+                Ok(b) => b,
                 Err(e) => {
                     return Err(StepError {
                         message: format!(
@@ -897,7 +897,9 @@ impl Agent {
             },
             None => None,
         };
-        let before = snapshot(&self.workspace);
+        // Without writable history (no baseline), a stat walk of the project is what finds
+        // the command's changes; with it, git status against the baseline does, at any size.
+        let before = baseline.is_none().then(|| snapshot(&self.workspace));
         let opts = RunOptions {
             timeout: self.options.run_timeout,
             sandbox: mode,
@@ -929,18 +931,23 @@ impl Agent {
         let tampered = later.restore_changes(&root);
         // Whatever way the command ended, what it changed belongs to the plan, with the
         // user's versions recorded first, so undo covers it.
-        // git status against what was seen before covers every file of any project; the
-        // stat walk is for sessions without writable history.
-        let from_status = match (self.history.as_mut(), baseline.as_ref()) {
-            (Some(history), Some(baseline)) => history
-                .run_changes(&self.workspace, baseline)
-                .ok()
-                .flatten(),
-            _ => None,
-        };
-        let changed = match from_status {
-            Some(changed) => changed,
-            None => changed_since(&self.workspace, &before),
+        let changed = match (self.history.as_mut(), baseline.as_ref(), before) {
+            (Some(history), Some(baseline), _) => {
+                match history.run_changes(&self.workspace, baseline) {
+                    Ok(changed) => changed.unwrap_or_default(),
+                    Err(e) => {
+                        return Err(StepError {
+                            message: format!(
+                                "the command ran, but pai could not find what it changed, so \
+                                 undo could not cover it: {e}"
+                            ),
+                            fixable: false,
+                        });
+                    }
+                }
+            }
+            (_, _, Some(before)) => changed_since(&self.workspace, &before),
+            _ => Vec::new(),
         };
         let recorded = match (self.history.as_mut(), baseline) {
             (Some(history), Some(baseline)) => {

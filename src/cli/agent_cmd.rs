@@ -354,13 +354,16 @@ fn describe_undo(report: &UndoReport) -> String {
         report.plan, report.session, report.commit, report.request
     );
     for f in &report.restored {
-        text.push_str(&format!("  restored  {f}\n"));
+        text.push_str(&format!("  restored  {}\n", crate::rawname::display(f)));
     }
     for f in &report.removed {
-        text.push_str(&format!("  removed   {f}\n"));
+        text.push_str(&format!("  removed   {}\n", crate::rawname::display(f)));
     }
     for f in &report.from_trash {
-        text.push_str(&format!("  recovered {f} from .pai_history/trash\n"));
+        text.push_str(&format!(
+            "  recovered {} from .pai_history/trash\n",
+            crate::rawname::display(f)
+        ));
     }
     if let Some(saved) = &report.saved {
         text.push_str(&format!("  your previous state is saved at {saved}\n"));

@@ -312,7 +312,7 @@ impl IndexFile {
             .entries
             .iter()
             .filter(|e| e.stage != 0)
-            .map(|e| String::from_utf8_lossy(self.path_of(e)).into_owned())
+            .map(|e| crate::rawname::encode(self.path_of(e)).into_owned())
             .collect();
         out.dedup();
         out
@@ -325,7 +325,8 @@ impl IndexFile {
 
     /// The stage-0 entry at `path`.
     pub(crate) fn get(&self, path: &str) -> Option<Entry> {
-        let path = path.as_bytes();
+        let path = crate::rawname::decode(path);
+        let path = path.as_ref();
         let i = self.lower_bound(path);
         self.entries[i..]
             .iter()
@@ -336,20 +337,21 @@ impl IndexFile {
 
     /// Paths of the entries below directory `dir`.
     pub(crate) fn under(&self, dir: &str) -> Vec<String> {
-        let prefix = format!("{dir}/");
-        let i = self.lower_bound(prefix.as_bytes());
+        let mut prefix = crate::rawname::decode(dir).into_owned();
+        prefix.push(b'/');
+        let i = self.lower_bound(&prefix);
         self.entries[i..]
             .iter()
             .map(|e| self.path_of(e))
-            .take_while(|p| p.starts_with(prefix.as_bytes()))
-            .filter_map(|p| std::str::from_utf8(p).ok().map(str::to_string))
+            .take_while(|p| p.starts_with(&prefix))
+            .map(|p| crate::rawname::encode(p).into_owned())
             .collect()
     }
 
     /// Indices of the entries an update replaces or removes: the updated paths (every stage),
     /// and whatever would clash with an added file — a file where one of its directories
     /// goes, or anything below a directory where it goes — as `git add` would remove them.
-    fn dropped(&self, updates: &BTreeMap<String, Option<Entry>>) -> Vec<bool> {
+    fn dropped(&self, updates: &ByteUpdates) -> Vec<bool> {
         let mut dropped = vec![false; self.entries.len()];
         let mark_exact = |path: &[u8], dropped: &mut Vec<bool>| {
             let mut i = self.lower_bound(path);
@@ -359,7 +361,7 @@ impl IndexFile {
             }
         };
         for (path, entry) in updates {
-            let path = path.as_bytes();
+            let path = path.as_slice();
             mark_exact(path, &mut dropped);
             if entry.is_none() {
                 continue;
@@ -385,7 +387,7 @@ impl IndexFile {
     fn rewrite(&self, updates: &BTreeMap<String, Option<Entry>>) -> Vec<u8> {
         let mut out = Vec::new();
         // Writing into a Vec cannot fail.
-        let _ = self.write_updated(updates, &mut out);
+        let _ = self.write_updated(&by_bytes(updates), &mut out);
         out
     }
 
@@ -395,24 +397,13 @@ impl IndexFile {
     /// on the way: the cost is one pass of copying and hashing, without building the new file
     /// in memory first (at 100,000 files that buffer alone cost ~7 ms of page faults and copying
     /// per commit and undo).
-    fn write_updated(
-        &self,
-        updates: &BTreeMap<String, Option<Entry>>,
-        sink: impl Write,
-    ) -> std::io::Result<()> {
+    fn write_updated(&self, updates: &ByteUpdates, sink: impl Write) -> std::io::Result<()> {
         let dropped = self.dropped(updates);
         // New entries, each with the position of the old entry it goes before.
         let inserts: Vec<(usize, &[u8], Oid, u32)> = updates
             .iter()
             .filter_map(|(p, e)| {
-                e.map(|(id, mode)| {
-                    (
-                        self.lower_bound(p.as_bytes()),
-                        p.as_bytes(),
-                        id,
-                        mode as u32,
-                    )
-                })
+                e.map(|(id, mode)| (self.lower_bound(p), p.as_slice(), id, mode as u32))
             })
             .collect();
         let count = dropped.iter().filter(|&&d| !d).count() + inserts.len();
@@ -466,7 +457,7 @@ impl IndexFile {
             }
             i = j;
         }
-        let changed: Vec<&str> = updates.keys().map(String::as_str).collect();
+        let changed: Vec<&[u8]> = updates.keys().map(Vec::as_slice).collect();
         for (sig, data) in &self.extensions {
             let data = &self.buf[data.clone()];
             let kept = match sig {
@@ -552,7 +543,18 @@ fn write_tree_node(node: &TreeNode, out: &mut Vec<u8>) {
 
 /// The `TREE` extension with every directory on the way to a changed path marked invalid;
 /// `None` (drop the cache) if it cannot be parsed.
-fn invalidate_cache_tree(data: &[u8], changed: &[&str]) -> Option<Vec<u8>> {
+/// Index updates keyed by the bytes of their paths: the index is sorted by bytes, which is
+/// not the order of pai's string spellings once a name is not UTF-8 (see [`crate::rawname`]).
+type ByteUpdates = BTreeMap<Vec<u8>, Option<Entry>>;
+
+fn by_bytes(updates: &BTreeMap<String, Option<Entry>>) -> ByteUpdates {
+    updates
+        .iter()
+        .map(|(p, e)| (crate::rawname::decode(p).into_owned(), *e))
+        .collect()
+}
+
+fn invalidate_cache_tree(data: &[u8], changed: &[&[u8]]) -> Option<Vec<u8>> {
     let mut pos = 0;
     let mut root = parse_tree_node(data, &mut pos)?;
     if pos != data.len() {
@@ -560,7 +562,7 @@ fn invalidate_cache_tree(data: &[u8], changed: &[&str]) -> Option<Vec<u8>> {
     }
     for path in changed {
         let mut node = &mut root;
-        let mut parts = path.split('/').peekable();
+        let mut parts = path.split(|&b| b == b'/').peekable();
         loop {
             node.entries = -1;
             node.id = None;
@@ -568,7 +570,7 @@ fn invalidate_cache_tree(data: &[u8], changed: &[&str]) -> Option<Vec<u8>> {
             if parts.peek().is_none() {
                 break;
             }
-            match node.children.iter_mut().find(|c| c.name == part.as_bytes()) {
+            match node.children.iter_mut().find(|c| c.name == part) {
                 Some(child) => node = child,
                 None => break,
             }
@@ -696,7 +698,7 @@ impl LockedIndex {
         }
         let lock_path = self.guard.path.clone();
         self.index
-            .write_updated(updates, &mut self.file)
+            .write_updated(&by_bytes(updates), &mut self.file)
             .map_err(|e| bad(&lock_path, e))?;
         if let Ok(meta) = fs::metadata(&self.index_path) {
             // Keep the index's permission bits (shared repositories).
@@ -868,7 +870,7 @@ mod tests {
         data.extend_from_slice(&[3u8; 20]);
         // Make the root say 2 subtrees.
         data[3] = b'2';
-        let out = invalidate_cache_tree(&data, &["a/x.txt"]).unwrap();
+        let out = invalidate_cache_tree(&data, &[b"a/x.txt".as_slice()]).unwrap();
         let mut pos = 0;
         let root = parse_tree_node(&out, &mut pos).unwrap();
         assert_eq!(root.entries, -1);

@@ -107,8 +107,12 @@ fn snapshot_files(repo: &Repository, top: Oid) -> Vec<String> {
         let parent_tree = parent_tree.and_then(Result::ok);
         if let Ok(diff) = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None) {
             for delta in diff.deltas() {
-                if let Some(p) = delta.new_file().path().or(delta.old_file().path()) {
-                    files.insert(p.to_string_lossy().into_owned());
+                if let Some(p) = delta
+                    .new_file()
+                    .path_bytes()
+                    .or(delta.old_file().path_bytes())
+                {
+                    files.insert(crate::rawname::display(&crate::rawname::encode(p)).into_owned());
                 }
             }
         }

@@ -280,8 +280,8 @@ fn plan_log(
             delta.old_file()
         };
         let path = file
-            .path()
-            .map(|p| p.to_string_lossy().into_owned())
+            .path_bytes()
+            .map(|p| crate::rawname::display(&crate::rawname::encode(p)).into_owned())
             .unwrap_or_default();
         let status = match (delta.old_file().exists(), delta.new_file().exists()) {
             (false, _) => "added",

@@ -69,10 +69,7 @@ fn diff_level(
         if o == n {
             continue;
         }
-        let Ok(name) = std::str::from_utf8(&name) else {
-            continue;
-        };
-        let path = super::paths::join(prefix, name);
+        let path = super::paths::join(prefix, &crate::rawname::encode(&name));
         let (ot, nt) = (subtree(o)?, subtree(n)?);
         if ot.is_some() || nt.is_some() {
             diff_level(repo, ot.as_ref(), nt.as_ref(), &path, out)?;

@@ -3,7 +3,6 @@
 //! directories among them), never to the size of the repository.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use git2::{AttrCheckFlags, ObjectType, Oid, Repository, Tree};
 
@@ -12,6 +11,7 @@ use super::index_file::IndexFile;
 use super::paths;
 use super::tree_edit::Change;
 use super::worktree::{WorkEntry, WorkTree};
+use crate::rawname;
 
 /// Git mode of a regular file.
 pub(crate) const MODE_FILE: i32 = 0o100644;
@@ -25,7 +25,7 @@ pub(crate) type Entry = (Oid, i32);
 /// submodules are reported as `Err(())`: pai does not record them.
 pub(crate) fn tree_file(tree: Option<&Tree<'_>>, path: &str) -> Result<Option<Entry>, ()> {
     let Some(tree) = tree else { return Ok(None) };
-    match tree.get_path(Path::new(path)) {
+    match tree.get_path(&rawname::path(path)) {
         Ok(entry) => match entry.filemode() {
             MODE_FILE | MODE_EXEC => Ok(Some((entry.id(), entry.filemode()))),
             _ if entry.kind() == Some(ObjectType::Tree) => Ok(None),
@@ -122,7 +122,11 @@ pub(crate) fn classify(
         return Class::Denied;
     }
     let attr = repo
-        .get_attr(Path::new(path), "filter", AttrCheckFlags::FILE_THEN_INDEX)
+        .get_attr(
+            &rawname::path(path),
+            "filter",
+            AttrCheckFlags::FILE_THEN_INDEX,
+        )
         .ok()
         .flatten();
     match attr {
@@ -134,10 +138,10 @@ pub(crate) fn classify(
         _ => {}
     }
     let known =
-        index.get(path).is_some() || tree.is_some_and(|t| t.get_path(Path::new(path)).is_ok());
+        index.get(path).is_some() || tree.is_some_and(|t| t.get_path(&rawname::path(path)).is_ok());
     if known {
         Class::Tracked
-    } else if repo.is_path_ignored(Path::new(path)).unwrap_or(false) {
+    } else if repo.is_path_ignored(rawname::path(path)).unwrap_or(false) {
         Class::Ignored
     } else {
         Class::Untracked
@@ -175,7 +179,7 @@ fn expand_tree(
     out: &mut BTreeSet<String>,
 ) -> Result<(), HistoryError> {
     let Some(tree) = tree else { return Ok(()) };
-    let Ok(entry) = tree.get_path(Path::new(path)) else {
+    let Ok(entry) = tree.get_path(&rawname::path(path)) else {
         return Ok(());
     };
     if entry.kind() != Some(ObjectType::Tree) {
@@ -185,15 +189,31 @@ fn expand_tree(
     let sub = repo
         .find_tree(entry.id())
         .ctx(|| format!("cannot read the tree of {path}"))?;
-    sub.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
-        if e.kind() == Some(ObjectType::Blob)
-            && let Ok(name) = e.name()
-        {
-            out.insert(format!("{path}/{dir}{name}"));
-        }
-        git2::TreeWalkResult::Ok
+    blobs(repo, &sub, path, &mut |p, _| {
+        out.insert(p);
+        Ok(())
     })
     .ctx(|| format!("cannot list the tree of {path}"))?;
+    Ok(())
+}
+
+/// Call `f` with the path (below `prefix`) and entry of every blob under `tree`. git2's own
+/// tree walk gives up on a directory whose name is not UTF-8; names here are read as bytes and
+/// spelled as [`rawname`] does.
+pub(crate) fn blobs(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    prefix: &str,
+    f: &mut dyn FnMut(String, &git2::TreeEntry<'_>) -> Result<(), git2::Error>,
+) -> Result<(), git2::Error> {
+    for entry in tree.iter() {
+        let path = paths::join(prefix, &rawname::encode(entry.name_bytes()));
+        match entry.kind() {
+            Some(ObjectType::Blob) => f(path, &entry)?,
+            Some(ObjectType::Tree) => blobs(repo, &repo.find_tree(entry.id())?, &path, f)?,
+            _ => {}
+        }
+    }
     Ok(())
 }
 
@@ -236,7 +256,11 @@ fn expand_work(
 /// The filter driver named for `path` by `.gitattributes`, when it is one pai cannot run.
 pub(crate) fn filter_driver(repo: &Repository, path: &str) -> Option<String> {
     let attr = repo
-        .get_attr(Path::new(path), "filter", AttrCheckFlags::FILE_THEN_INDEX)
+        .get_attr(
+            &rawname::path(path),
+            "filter",
+            AttrCheckFlags::FILE_THEN_INDEX,
+        )
         .ok()
         .flatten()?;
     (!attr.is_empty() && !matches!(attr, "lfs" | "false" | "true")).then(|| attr.to_string())
@@ -248,7 +272,7 @@ pub(crate) fn filter_driver(repo: &Repository, path: &str) -> Option<String> {
 /// runs the same conversions git does; the result is compared, not guessed).
 pub(crate) fn git_would_convert(repo: &Repository, path: &str, bytes: &[u8]) -> bool {
     use std::io::Write as _;
-    let Ok(mut writer) = repo.blob_writer(Some(Path::new(path))) else {
+    let Ok(mut writer) = repo.blob_writer(Some(&rawname::path(path))) else {
         return false;
     };
     if writer.write_all(bytes).is_err() {

@@ -25,7 +25,7 @@ pub struct RunBaseline {
     /// Every path git status listed: what stood there (blob id and git mode) and its
     /// permission bits, to find what the command changed.
     seen: BTreeMap<String, Seen>,
-    /// Files not remembered (over the limit, or a name that is not UTF-8).
+    /// Files not remembered (over the limit).
     pub left_out: usize,
 }
 
@@ -40,13 +40,17 @@ impl Session {
     /// could change that git alone could not give back). Found the way `git status` finds them
     /// (the index's stat data; no content is read for unchanged files). After the command,
     /// [`Session::prepare_after_run`] snapshots the ones it changed. At most
-    /// [`MAX_UNCOMMITTED`] files; empty for a read-only session.
-    pub fn remember_uncommitted(&mut self, wt: &dyn WorkTree) -> Result<RunBaseline, HistoryError> {
+    /// [`MAX_UNCOMMITTED`] files. `None` for a read-only session, which records nothing (the
+    /// caller finds the command's changes another way).
+    pub fn remember_uncommitted(
+        &mut self,
+        wt: &dyn WorkTree,
+    ) -> Result<Option<RunBaseline>, HistoryError> {
         let mut baseline = RunBaseline::default();
         let Ok(w) = self.writer() else {
-            return Ok(baseline);
+            return Ok(None);
         };
-        for path in status_paths(w, &mut baseline.left_out)? {
+        for path in status_paths(w)? {
             // Deny-listed files (`.env`, keys) are never read or recorded.
             if wt.is_denied(&path) {
                 continue;
@@ -73,7 +77,7 @@ impl Session {
             };
             baseline.files.insert(path, (file, perm));
         }
-        Ok(baseline)
+        Ok(Some(baseline))
     }
 
     /// After a RUN: the paths the command changed, from git status now against what
@@ -88,8 +92,7 @@ impl Session {
         let Ok(w) = self.writer() else {
             return Ok(None);
         };
-        let mut ignored = 0;
-        let now = status_paths(w, &mut ignored)?;
+        let now = status_paths(w)?;
         let mut changed: BTreeSet<String> = BTreeSet::new();
         for path in &now {
             if wt.is_denied(path) {
@@ -366,11 +369,8 @@ pub(super) fn commit_changes(
 /// The paths git status lists for the session's repository (untracked included, ignored and
 /// pai's own state left out), as `git status` finds them: with the real index and its stat
 /// data (the session's handle has an empty in-memory index, see `repo::detach_index`). Names
-/// that are not UTF-8 are counted in `skipped`.
-fn status_paths(
-    w: &super::session::Writer,
-    skipped: &mut usize,
-) -> Result<Vec<String>, HistoryError> {
+/// that are not UTF-8 are spelled as [`crate::rawname`] does.
+fn status_paths(w: &super::session::Writer) -> Result<Vec<String>, HistoryError> {
     let mut opts = git2::StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -389,10 +389,9 @@ fn status_paths(
     let statuses = status_repo.statuses(Some(&mut opts)).ctx(what)?;
     let mut out = Vec::new();
     for entry in statuses.iter() {
-        match entry.path() {
-            Ok(path) if !path.starts_with(super::store::DIR) => out.push(path.to_string()),
-            Ok(_) => {}
-            Err(_) => *skipped += 1,
+        let path = crate::rawname::encode(entry.path_bytes());
+        if !path.starts_with(super::store::DIR) {
+            out.push(path.into_owned());
         }
     }
     Ok(out)

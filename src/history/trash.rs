@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use git2::{ObjectType, Oid, Repository};
+use git2::{Oid, Repository};
 
 use crate::workspace::StateDir;
 
@@ -246,37 +246,18 @@ pub(crate) fn recorded(
     };
     let files = repo.find_tree(files.id()).ctx(what)?;
     let mut out = Vec::new();
-    let mut failed = None;
-    files
-        .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-            if entry.kind() != Some(ObjectType::Blob) {
-                return git2::TreeWalkResult::Ok;
-            }
-            let Ok(name) = entry.name() else {
-                return git2::TreeWalkResult::Ok;
-            };
-            let path = format!("{dir}{name}");
-            let fallback = if entry.filemode() == MODE_EXEC {
-                0o755
-            } else {
-                0o644
-            };
-            match repo.find_blob(entry.id()) {
-                Ok(blob) => {
-                    let perm = perms.get(&path).copied().unwrap_or(fallback);
-                    out.push((path, blob.content().to_vec(), perm));
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    return git2::TreeWalkResult::Abort;
-                }
-            }
-            git2::TreeWalkResult::Ok
-        })
-        .ctx(what)?;
-    if let Some(e) = failed {
-        return Err(e).ctx(what);
-    }
+    super::scope::blobs(repo, &files, "", &mut |path, entry| {
+        let fallback = if entry.filemode() == MODE_EXEC {
+            0o755
+        } else {
+            0o644
+        };
+        let blob = repo.find_blob(entry.id())?;
+        let perm = perms.get(&path).copied().unwrap_or(fallback);
+        out.push((path, blob.content().to_vec(), perm));
+        Ok(())
+    })
+    .ctx(what)?;
     out.sort();
     Ok(out)
 }

@@ -66,6 +66,9 @@ fn edit(
         }
     }
     for (name, (direct, nested)) in groups {
+        // Names are spelled as `rawname` does; git stores the bytes they stand for.
+        let name = crate::rawname::path(name);
+        let name = name.as_ref();
         let current = builder.get(name)?.map(|e| (e.id(), e.filemode()));
         if !nested.is_empty() {
             let subtree = match current {

@@ -223,6 +223,12 @@ impl Gate {
                 }
             }
         }
+        if !ascii && !crate::rawname::is_canonical(input) {
+            return refuse(
+                "spells a name through pai's escapes for bytes that are not UTF-8 in a way no \
+                 file name is spelled",
+            );
+        }
         if input.starts_with('/') {
             return refuse(
                 "is an absolute path, which is outside the project; use a path relative to \
@@ -390,6 +396,19 @@ mod tests {
         assert!(!g.check("src", true).unwrap().dir_hint());
         assert!(g.check("a/../..", true).is_err());
         assert!(g.check(".git/../x", true).is_err());
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_pass_in_their_one_spelling_only() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let t = tempfile::tempdir().unwrap();
+        let raw = b"caf\xe9.txt";
+        std::fs::write(t.path().join(std::ffi::OsStr::from_bytes(raw)), "x").unwrap();
+        let g = gate(t.path());
+        let spelled = crate::rawname::encode(raw);
+        assert_eq!(g.check(&spelled, true).unwrap().as_str(), spelled);
+        // "é" spelled through escapes would be a second name for "café.txt".
+        assert!(g.check("caf\u{10FFC3}\u{10FFA9}.txt", true).is_err());
     }
 
     #[test]

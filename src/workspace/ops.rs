@@ -164,7 +164,7 @@ impl Workspace {
             let names = sys::read_dir(fd.as_fd())
                 .map_err(|e| WorkspaceError::io("list", rel.display(), e))?
                 .into_iter()
-                .map(|e| String::from_utf8_lossy(e.name.to_bytes()).into_owned())
+                .map(|e| crate::rawname::encode(e.name.to_bytes()).into_owned())
                 .collect();
             Ok(Probe::Dir(names))
         };
@@ -523,7 +523,7 @@ impl Workspace {
         }
         let entries = sys::read_dir(dir.as_fd()).map_err(|e| WorkspaceError::io(op, shown, e))?;
         for e in entries {
-            let name = String::from_utf8_lossy(e.name.to_bytes()).into_owned();
+            let name = crate::rawname::encode(e.name.to_bytes()).into_owned();
             let path = join(rel, &name);
             if let Some(DenyClass::Protected(why)) = self.gate.deny.path(&path) {
                 return Err(WorkspaceError::refused(
@@ -562,7 +562,7 @@ impl Workspace {
     ) -> Result<(), WorkspaceError> {
         let entries = sys::read_dir(dir.as_fd()).map_err(|e| WorkspaceError::io("rm", shown, e))?;
         for e in entries {
-            let name = String::from_utf8_lossy(e.name.to_bytes()).into_owned();
+            let name = crate::rawname::encode(e.name.to_bytes()).into_owned();
             let path = join(rel, &name);
             // Checked again at deletion: something protected may have appeared since the scan.
             if let Some(DenyClass::Protected(why)) = self.gate.deny.path(&path) {

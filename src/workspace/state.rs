@@ -292,7 +292,7 @@ impl StateDir {
         while let Some((dir, at, level)) = stack.pop() {
             for e in sys::read_dir(dir.as_fd())? {
                 let mut path = at.clone();
-                path.push(e.name.to_string_lossy().into_owned());
+                path.push(crate::rawname::encode(e.name.to_bytes()).into_owned());
                 let st = sys::lstatat(dir.as_fd(), &e.name)?;
                 match st.kind {
                     sys::Kind::Dir if level < depth => {
@@ -319,7 +319,7 @@ impl StateDir {
         let dir = self.dir(components, false)?;
         let mut out = Vec::new();
         for e in sys::read_dir(dir.as_fd())? {
-            let name = e.name.to_string_lossy().into_owned();
+            let name = crate::rawname::encode(e.name.to_bytes()).into_owned();
             if name == "." || name == ".." {
                 continue;
             }

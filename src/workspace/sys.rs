@@ -66,10 +66,13 @@ fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// Turn a path component or relative path into a C string; a NUL byte is refused by the gate
-/// long before this, so hitting it here is reported as an invalid-input error.
+/// Turn a path component or relative path into a C string, with the bytes its spelling stands
+/// for (see [`crate::rawname`]: names that are not UTF-8 are escaped in pai's strings); a NUL
+/// byte is refused by the gate long before this, so hitting it here is reported as an
+/// invalid-input error.
 pub(crate) fn cstr(s: &str) -> io::Result<CString> {
-    CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in path"))
+    CString::new(crate::rawname::decode(s).into_owned())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in path"))
 }
 
 /// `openat(2)`; `O_CLOEXEC` is always added.

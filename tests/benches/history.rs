@@ -165,7 +165,7 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         }
         let mut session = Session::start(root, StartOptions::now()).unwrap();
         let t = Instant::now();
-        let baseline = session.remember_uncommitted(&wt).unwrap();
+        let baseline = session.remember_uncommitted(&wt).unwrap().unwrap();
         v[7].push(t.elapsed());
         drop(baseline);
         drop(session);
