@@ -26,10 +26,9 @@ mod edits;
 mod exec_run;
 #[path = "history.rs"]
 mod history;
-#[path = "../history_common/mod.rs"]
-mod history_common;
 #[path = "../support/mod.rs"]
 mod support;
+use support::history as history_common;
 #[path = "workspace.rs"]
 mod workspace;
 
@@ -340,7 +339,7 @@ fn real_python_path() -> std::ffi::OsString {
 // Model cost, local time and memory per scenario
 // ---------------------------------------------------------------------------------------------
 
-/// A scenario of SPEC section 8 as tests/agent_scenarios.rs runs it.
+/// A scenario of SPEC section 8 as tests/it/agent_scenarios.rs runs it.
 struct Scenario {
     name: &'static str,
     script: &'static str,

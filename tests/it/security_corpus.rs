@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The named adversarial corpus of the trust-boundary issue: planted links at every place pai
 //! keeps state, hostile repositories, injected plans, RUN escapes, allow-list shadowing,
 //! secret paths and redaction. Every attack runs the real binary against the mock model, and
@@ -15,7 +14,7 @@
 //!
 //! Adding an attack is one entry in the `attacks!` table.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fs;

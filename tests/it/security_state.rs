@@ -1,10 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Attacks on pai's own state in a hostile repository: links and special files planted under
 //! `.pai_history` (the trust-boundary issue). Each runs the real binary against the mock and
 //! checks that nothing outside the project changed or was copied in, and that pai neither
 //! followed the link nor hung.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::symlink;

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Crash safety of atomic writes (issue 3): a child process rewrites a file in a loop, through
 //! MODIFY and through the history layer's `write_bytes`, and is killed with SIGKILL at random
 //! moments, at least 200 times. After every kill the file holds the complete old or the complete
@@ -88,6 +87,9 @@ fn sigkill_during_rewrites_leaves_old_or_new_content() {
     fs::write(&data, &a).unwrap();
     fs::set_permissions(&data, fs::Permissions::from_mode(MODE)).unwrap();
     let exe = std::env::current_exe().unwrap();
+    // Test names are paths below the binary's crate: `workspace_crash::crash_child`.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let child_test = format!("{module}::crash_child");
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -98,7 +100,7 @@ fn sigkill_during_rewrites_leaves_old_or_new_content() {
     let started = Instant::now();
     for kill in 0..KILLS {
         let mut child = Command::new(&exe)
-            .args(["crash_child", "--exact", "--test-threads=1", "--nocapture"])
+            .args([&child_test, "--exact", "--test-threads=1", "--nocapture"])
             .env(CHILD_ENV, tmp.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -2,9 +2,8 @@
 //! branch, the memory of its last turns restored from the session log, a line saying which
 //! session continues); `pai resume` lists sessions and continues a named one; the end of a
 //! session says where HEAD is left and what the next `pai` does.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::mock_llm::{MockLlm, Reply, Script};

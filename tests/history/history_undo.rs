@@ -1,8 +1,7 @@
 //! `pai undo` / `pai redo`: every case of SPEC section 6, run from a fresh "process" (the free
 //! functions, after the session is gone) unless the test is about `/undo` inside a session.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod history_common;
+use crate::support::history as history_common;
 
 use history_common::{Op, Project, run_plan};
 use pai::history::{HistoryError, redo, undo};

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The parallel tree scan behind LIST_PATH, TREE, SEARCH and the project file list: checked
 //! against git's own idea of the visible files, under a descriptor limit far below the number
 //! of directories (a binary of its own: it lowers the process's limit, which the SEARCH test

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! RUN under Landlock: writes inside the project, the temp dirs and extra paths succeed; writes
 //! anywhere else fail, however they are attempted. Where the kernel has no Landlock, each test
 //! prints a SKIPPED line with the reason (straight to stderr, past the test harness's capture).

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Property test of the gate (issue 3): over at least 10,000 generated paths per run, built from
 //! ordinary names, dots, protected names, lookalikes and a zoo of symlinks (inside, outside,
 //! absolute, dangling, looping, into `.git`), any path the gate accepts

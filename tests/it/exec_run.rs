@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! RUN: timeouts kill the whole process group, nothing outlives a run or a dropped future, exit
 //! codes and signals are reported, output is interleaved, capped and decoded lossily.
 

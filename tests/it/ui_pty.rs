@@ -1,10 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The interactive session in a real pseudo-terminal, over the scripted fake driver of the
 //! `ui-demo` example (`tests/ui_demo/demo.rs`): typing, approvals, Alt+Enter, history, Ctrl+C
 //! once and twice, slash commands, plain mode and narrow terminals.
 
-#[path = "support/pty.rs"]
-mod pty;
+use crate::support::pty;
 
 use std::path::Path;
 use std::process::Command;

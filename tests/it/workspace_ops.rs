@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Behaviour of the workspace commands (SPEC section 4) on real directories: what they return,
 //! what they leave on disk, and the words of their errors.
 

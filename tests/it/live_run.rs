@@ -1,9 +1,8 @@
 //! A RUN command's output is shown while it runs, in every frontend: the interactive live
 //! panel (last lines, elapsed time), plain text streamed line by line, `run_output` JSON
 //! events; all of it lands in the session log; Ctrl+C stops the command, not the session.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

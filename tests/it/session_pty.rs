@@ -1,9 +1,8 @@
 //! The real interactive session in a pseudo-terminal, against the mock LLM server: a request
 //! typed, the plan approved, the results and commit shown; a two-line request; Ctrl+C during a
 //! slow reply; `/undo`; the end-of-session summary; plain output under NO_COLOR.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

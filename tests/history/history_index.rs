@@ -2,9 +2,8 @@
 //! git must read every result cleanly and agree with it. `git write-tree` is the sharpest
 //! oracle: it trusts the cache tree, so a directory pai forgot to invalidate shows up as a
 //! wrong tree.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod history_common;
+use crate::support::history as history_common;
 
 use history_common::{Op, Project, run_plan};
 use pai::history::{HistoryError, PlanRecord};

@@ -1,11 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The evaluation (`cargo run --example eval`) against the mock server, as CI runs it: every
 //! task of `fixtures/eval/` passes its checks with the scripted replies, in the number of calls
 //! the script allows, and the table adds up.
 
-#[path = "eval/core.rs"]
-mod core;
-mod support;
+use crate::eval_core as core;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Mutex;

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The adversarial corpus of issue 3: hostile paths, each its own test. Every case runs every
 //! workspace operation on the path and asserts on the file system, not on the message: nothing
 //! outside the project or on the deny-list is read, created, changed or removed. The messages

@@ -1,9 +1,8 @@
 //! RUN approvals that remember: `a` covers the rest of the session's identical commands, `p`
 //! and `u` save the rule to the user's config.toml, `e` edits the command; and a remembered
 //! rule never runs a command after the model wrote files under `--yes`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::mock_llm::{MockLlm, Reply, Script};

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! RUN pre-approval: whole-word prefixes match, and nothing that chains, substitutes or redirects
 //! a command is ever pre-approved.
 

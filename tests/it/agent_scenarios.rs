@@ -2,9 +2,8 @@
 //! temporary git repository, against the mock LLM server speaking each provider's wire format.
 //! Each test checks the files, the git history, the session log, and the calls and tokens the
 //! mock counted.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -1,7 +1,6 @@
 //! The foundation's command line, run as the real binary with HOME and XDG_CONFIG_HOME in a
 //! temporary directory: credentials storage, migration, corruption, masking, settings
 //! precedence, and every bad input of the foundation issue.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -10,7 +9,7 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
-mod support;
+use crate::support;
 
 use support::mock_llm::{MockLlm, Script};
 

@@ -1,11 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Plain-text snapshots of the rendering of every event type (60 columns, ASCII, no colour),
 //! and checks that no rendering, plain or coloured, is wider than the terminal.
 
+use crate::support::pty;
 use pai::agent::events::{CallUsage, Event, FileView, RunQuestion, StepReport, TurnStatus};
 use pai::agent::plan::{Analysis, Complexity, PlannedStep, Step};
-#[path = "support/pty.rs"]
-mod pty;
 
 use std::path::PathBuf;
 

@@ -1,11 +1,10 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Git fidelity, table-driven: each situation is a repository users really have, a plan run by
 //! the real binary against the mock model, and git itself as the independent oracle. After the
 //! plan, `git fsck` must pass; `pai undo` must then give back exactly the state before the plan
 //! (every file's bytes and mode, `git ls-files -s` and `-v`, and `git status --porcelain`), and
 //! `pai redo` exactly the state after it. Adding a situation is one entry in `situations!`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fs;

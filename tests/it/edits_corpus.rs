@@ -1,10 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! MODIFY's matcher against the edits real models send: the corpus in `fixtures/edits/` and a
 //! property test of perturbed copies. A wrong file reported as success is the one outcome that
 //! is never allowed.
 
-#[path = "edits_corpus/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 use std::fs;
 

@@ -3,9 +3,8 @@
 //! an answer is shown once, no "Next steps" after a failure, no sandbox note on a plain error,
 //! the key prompt names the provider, no git wording outside git, config.toml errors with
 //! line numbers, `PAI_MODIFY_MAX_RATIO` within 0-1, `pai completions` says `mkdir -p`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use pai::llm::ProviderKind;
 use serde_json::json;

@@ -1,9 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The provider layer against the mock LLM server: every wire format, streaming and not;
 //! usage; retries and their bounds; non-retried client errors; typed reply errors;
 //! cancellation; the OpenAI structured-output fallback ladder; key hygiene; validation.
 
-mod support;
+use crate::support;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

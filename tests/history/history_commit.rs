@@ -1,7 +1,6 @@
 //! Session start, refusals and plan commits, checked with the `git` command line.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod history_common;
+use crate::support::history as history_common;
 
 use history_common::{Op, Project, run_plan};
 use pai::history::{HistoryError, PlanRecord, Session, StartOptions, project_root};

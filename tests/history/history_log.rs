@@ -1,8 +1,7 @@
 //! `pai log`: plans newest first across sessions, with files, line counts, calls, tokens,
 //! model and undone state, checked against `git show --numstat`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod history_common;
+use crate::support::history as history_common;
 
 use history_common::{Op, Project, run_plan};
 use pai::history::{HistoryError, log, render_json, render_text, undo};

@@ -1,0 +1,37 @@
+//! The integration tests in one binary (one link step instead of one per file): each module
+//! runs the real `pai` binary, or the library in-process, against temporary projects and the
+//! mock LLM server. The git-history tests that set libgit2's process-wide config search path
+//! live in `tests/history/`, and the environment tests that change this process's variables in
+//! `tests/exec_env.rs`, so neither can disturb these.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../edits_corpus/corpus.rs"]
+mod corpus;
+#[path = "../eval/core.rs"]
+mod eval_core;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod agent_scenarios;
+mod approvals;
+mod cli_config;
+mod edits_corpus;
+mod eval_mock;
+mod exec_allow;
+mod exec_run;
+mod exec_sandbox;
+mod git_fidelity;
+mod live_run;
+mod llm_providers;
+mod resume;
+mod rough_edges;
+mod security_corpus;
+mod security_state;
+mod session_pty;
+mod ui_pty;
+mod ui_render;
+mod workspace_adversarial;
+mod workspace_crash;
+mod workspace_ops;
+mod workspace_proptest;
+mod workspace_scan;
