@@ -22,6 +22,7 @@ mod beneath;
 mod change;
 mod config;
 mod deny;
+mod diff;
 mod edits;
 mod error;
 mod gate;
