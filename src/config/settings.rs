@@ -410,27 +410,14 @@ fn resolve_temperature(
     (DEFAULT_TEMPERATURE, Source::Default)
 }
 
-/// Accept `http://` and `https://` origins (with an optional path), without credentials, query
-/// or fragment: a key pasted into a URL would end up in logs.
+/// The base URL as given, checked the one way pai checks base URLs ([`crate::llm::BaseUrl`]),
+/// without trailing slashes.
 fn check_base_url(raw: &str) -> Result<String, String> {
-    let url = raw.trim().trim_end_matches('/');
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| format!("`{url}` must start with http:// or https://"))?;
-    let host = rest.split('/').next().unwrap_or_default();
-    if host.is_empty() {
-        return Err(format!("`{url}` has no host"));
+    if raw.trim().is_empty() {
+        return Err("the base URL is empty".to_string());
     }
-    if host.contains('@') {
-        return Err("the URL must not contain credentials (user:password@)".to_string());
-    }
-    if url.contains('?') || url.contains('#') || url.chars().any(char::is_whitespace) {
-        return Err(format!(
-            "`{url}` must be a plain origin and path, without query, fragment or spaces"
-        ));
-    }
-    Ok(url.to_string())
+    // The OpenAI shape keeps any version path: the provider trims its own when it connects.
+    crate::llm::BaseUrl::parse(raw, ProviderKind::OpenAi).map(|u| u.base)
 }
 
 /// The `run.writable` entries as the paths the sandbox will grant: `~` and `~/...` expand to

@@ -11,6 +11,7 @@ mod openai;
 mod outcome;
 mod schema;
 mod transport;
+pub use transport::BaseUrl;
 
 use std::fmt;
 use std::str::FromStr;

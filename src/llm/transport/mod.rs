@@ -1,31 +1,34 @@
-//! HTTP shared by all wire formats: one pooled rustls client, timeouts, classification of HTTP
-//! failures into [`LlmError`], retries with exponential backoff and jitter (honouring
-//! `Retry-After` and Gemini's `RetryInfo`), server-sent-event reading with an idle timeout, and
-//! the per-provider usage meter.
+//! HTTP shared by all wire formats: one pooled rustls client, timeouts, retries with
+//! exponential backoff and jitter, and the per-provider usage meter. Checking the base URL
+//! ([`base_url`]), classifying failures ([`classify`]) and reading server-sent events ([`sse`])
+//! have their own modules.
 //!
 //! Cancellation needs no code here: every wait (connect, response, body, stream chunk, backoff
 //! sleep) is an `.await` inside the caller's future, so dropping that future drops the
 //! connection and the sleep with it.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
-use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures_util::{Stream, StreamExt};
+use eventsource_stream::Eventsource;
+use reqwest::Response;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Response, StatusCode, Url};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error::{LlmError, TimeoutStage, scrub, snippet};
-use super::{OnText, ProviderConfig, ProviderKind, StreamEvent, Usage, UsageTotals};
+use super::{ProviderConfig, ProviderKind, Usage, UsageTotals};
 
-/// Longest error body kept from a failed response.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
+mod base_url;
+mod classify;
+mod sse;
+
+pub use base_url::BaseUrl;
+use classify::{read_limited, root_cause};
+pub(crate) use sse::{Events, TextSink};
 
 /// The connection to one provider: client, settings and meter.
 pub(crate) struct Transport {
@@ -54,51 +57,8 @@ impl Transport {
             provider: kind,
             detail,
         };
-        let raw_base = cfg
-            .base_url
-            .as_deref()
-            .map(str::trim)
-            .filter(|b| !b.is_empty())
-            .unwrap_or(kind.default_base_url());
-        let url = Url::parse(raw_base)
-            .map_err(|e| invalid(format!("base URL `{raw_base}` is not a URL: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(invalid(format!(
-                "base URL `{raw_base}` must start with http:// or https://"
-            )));
-        }
-        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
-            return Err(invalid(
-                "the base URL must not carry a query, fragment or credentials; keys go in settings, never in URLs"
-                    .to_string(),
-            ));
-        }
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| invalid(format!("base URL `{raw_base}` has no host")))?;
-        let loopback = host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
-        let origin = match url.port() {
-            Some(port) => format!("{}://{}:{port}", url.scheme(), host),
-            None => format!("{}://{}", url.scheme(), host),
-        };
-        let mut base = raw_base.trim_end_matches('/').to_string();
-        // The spec says the base replaces the origin; tolerate users pasting the version path.
-        let version_suffix = match kind {
-            ProviderKind::Gemini => Some("/v1beta"),
-            ProviderKind::Anthropic => Some("/v1"),
-            ProviderKind::OpenAi => None,
-        };
-        if let Some(suffix) = version_suffix
-            && base.ends_with(suffix)
-        {
-            base.truncate(base.len() - suffix.len());
-        }
+        let url =
+            BaseUrl::parse(cfg.base_url.as_deref().unwrap_or_default(), kind).map_err(invalid)?;
 
         let key = cfg
             .api_key
@@ -113,7 +73,7 @@ impl Transport {
                 "the API key contains characters that cannot be sent in a header".to_string(),
             ));
         }
-        if key.is_none() && !loopback {
+        if key.is_none() && !url.loopback {
             return Err(LlmError::MissingKey { provider: kind });
         }
         if cfg.model.trim().is_empty() {
@@ -124,7 +84,7 @@ impl Transport {
             .connect_timeout(cfg.connect_timeout)
             .user_agent(concat!("pai/", env!("CARGO_PKG_VERSION")))
             .pool_idle_timeout(Duration::from_secs(60));
-        if loopback {
+        if url.loopback {
             // A local server must never be reached through a proxy from the environment.
             builder = builder.no_proxy();
         }
@@ -135,8 +95,8 @@ impl Transport {
         Ok(Self {
             client,
             kind,
-            base,
-            origin,
+            base: url.base,
+            origin: url.origin,
             key,
             model: cfg.model.trim().to_string(),
             request_timeout: cfg.request_timeout,
@@ -321,100 +281,6 @@ impl Transport {
         }
     }
 
-    /// Classifies a reqwest failure (no HTTP status).
-    fn transport_error(&self, e: &reqwest::Error) -> LlmError {
-        let detail = scrub(&root_cause(e), self.key());
-        if e.is_connect() {
-            LlmError::Connect {
-                provider: self.kind,
-                origin: self.origin.clone(),
-                attempts: 1,
-                detail,
-            }
-        } else if e.is_timeout() {
-            self.timeout(TimeoutStage::Response, self.request_timeout)
-        } else if e.is_builder() {
-            LlmError::InvalidConfig {
-                provider: self.kind,
-                detail,
-            }
-        } else {
-            LlmError::Interrupted {
-                provider: self.kind,
-                attempts: 1,
-                detail,
-            }
-        }
-    }
-
-    /// Classifies a non-2xx response.
-    pub(crate) fn status_error(
-        &self,
-        status: StatusCode,
-        headers: &HeaderMap,
-        body: &str,
-    ) -> LlmError {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let message = scrub(&error_message(parsed.as_ref(), body), self.key());
-        let message = if message.is_empty() {
-            status
-                .canonical_reason()
-                .unwrap_or("no reason given")
-                .to_string()
-        } else {
-            snippet(&message, 300)
-        };
-        let retry_after =
-            retry_after(headers).or_else(|| parsed.as_ref().and_then(gemini_retry_delay));
-        let provider = self.kind;
-        let code = status.as_u16();
-        match code {
-            401 | 403 => LlmError::Auth {
-                provider,
-                status: code,
-                message,
-            },
-            400 if provider == ProviderKind::Gemini
-                && (body.contains("API_KEY_INVALID") || body.contains("API key not valid")) =>
-            {
-                LlmError::Auth {
-                    provider,
-                    status: code,
-                    message,
-                }
-            }
-            404 => LlmError::NotFound {
-                provider,
-                model: self.model.clone(),
-                message,
-            },
-            // A spent balance is answered with 429 too; it is a billing problem that no wait
-            // fixes. Told apart by the error's code or type, never by its text: Gemini's
-            // retryable RESOURCE_EXHAUSTED uses the same "exceeded your current quota" words.
-            429 if parsed.as_ref().is_some_and(is_billing_error) => {
-                LlmError::Billing { provider, message }
-            }
-            429 => LlmError::RateLimited {
-                provider,
-                attempts: 1,
-                retry_after,
-                message,
-            },
-            408 | 500..=599 => LlmError::Server {
-                provider,
-                status: code,
-                attempts: 1,
-                retry_after,
-                message,
-            },
-            _ => LlmError::BadRequest {
-                provider,
-                status: code,
-                message,
-            },
-        }
-    }
-
     /// Builds a header map from static names and values.
     pub(crate) fn headers(pairs: Vec<(HeaderName, HeaderValue)>) -> HeaderMap {
         let mut map = HeaderMap::with_capacity(pairs.len());
@@ -425,193 +291,10 @@ impl Transport {
     }
 }
 
-/// A stream of server-sent events with an idle timeout per event.
-pub(crate) struct Events {
-    #[allow(clippy::type_complexity)]
-    inner: Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>,
-    idle: Duration,
-    kind: ProviderKind,
-    key: Option<String>,
-}
-
-impl Events {
-    /// The next event; `Ok(None)` at the end of the stream.
-    pub(crate) async fn next(&mut self) -> Result<Option<Event>, LlmError> {
-        match tokio::time::timeout(self.idle, self.inner.next()).await {
-            Err(_) => Err(LlmError::Timeout {
-                provider: self.kind,
-                stage: TimeoutStage::StreamIdle,
-                after: self.idle,
-            }),
-            Ok(None) => Ok(None),
-            Ok(Some(Ok(event))) => Ok(Some(event)),
-            Ok(Some(Err(EventStreamError::Transport(e)))) => Err(LlmError::Interrupted {
-                provider: self.kind,
-                attempts: 1,
-                detail: scrub(&root_cause(&e), self.key.as_deref()),
-            }),
-            Ok(Some(Err(e))) => Err(LlmError::BadResponse {
-                provider: self.kind,
-                detail: format!("the event stream is malformed: {e}"),
-            }),
-        }
-    }
-
-    /// Parses an event's data as JSON.
-    pub(crate) fn parse(&self, event: &Event) -> Result<Value, LlmError> {
-        serde_json::from_str(&event.data).map_err(|e| LlmError::BadResponse {
-            provider: self.kind,
-            detail: format!(
-                "a streamed event is not JSON ({e}): `{}`",
-                snippet(&scrub(&event.data, self.key.as_deref()), 120)
-            ),
-        })
-    }
-
-    /// The error for a stream that ended before the reply was complete.
-    pub(crate) fn ended_early(&self) -> LlmError {
-        LlmError::Interrupted {
-            provider: self.kind,
-            attempts: 1,
-            detail: "the stream ended before the reply was complete".to_string(),
-        }
-    }
-}
-
-/// Forwards reply text to the caller and remembers whether any was shown, so a retry can tell
-/// the caller to discard it.
-pub(crate) struct TextSink<'a> {
-    on_text: OnText<'a>,
-    emitted: AtomicBool,
-}
-
-impl<'a> TextSink<'a> {
-    pub(crate) fn new(on_text: OnText<'a>) -> Self {
-        Self {
-            on_text,
-            emitted: AtomicBool::new(false),
-        }
-    }
-
-    /// Passes a piece of reply text on.
-    pub(crate) fn text(&self, piece: &str) {
-        if !piece.is_empty() {
-            self.emitted.store(true, Ordering::Relaxed);
-            (self.on_text)(StreamEvent::Text(piece));
-        }
-    }
-
-    fn restart(&self) {
-        if self.emitted.swap(false, Ordering::Relaxed) {
-            (self.on_text)(StreamEvent::Restart);
-        }
-    }
-}
-
-/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body.
-async fn read_limited(mut response: Response) -> String {
-    let mut buf = Vec::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        buf.extend_from_slice(&chunk);
-        if buf.len() >= ERROR_BODY_LIMIT {
-            buf.truncate(ERROR_BODY_LIMIT);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// The innermost cause of a transport error ("Connection refused (os error 111)"), which says
-/// more than reqwest's outer "error sending request".
-fn root_cause(e: &reqwest::Error) -> String {
-    let mut source: &dyn std::error::Error = e;
-    let mut text = e.to_string();
-    while let Some(next) = source.source() {
-        source = next;
-        text = next.to_string();
-    }
-    if e.is_timeout() && !text.contains("timed out") {
-        text = format!("timed out: {text}");
-    }
-    text
-}
-
-/// The human message of a provider error body: `error.message` (all three providers), a bare
-/// `error` string, `message` or `detail` (FastAPI-based servers), else the body itself.
-fn error_message(parsed: Option<&Value>, body: &str) -> String {
-    if let Some(v) = parsed {
-        let err = &v["error"];
-        if let Some(m) = err["message"].as_str() {
-            return match err["param"].as_str() {
-                Some(p) if !m.contains(p) => format!("{m} (param: {p})"),
-                _ => m.to_string(),
-            };
-        }
-        for candidate in [err, &v["message"], &v["detail"]] {
-            match candidate {
-                Value::String(s) => return s.clone(),
-                Value::Null => {}
-                other if !other.is_object() || candidate != err => return other.to_string(),
-                _ => {}
-            }
-        }
-    }
-    body.trim().to_string()
-}
-
-/// Whether an error body says the account has no credit left (OpenAI `insufficient_quota`,
-/// by `code` or `type`; OpenAI-compatible servers that copy it).
-fn is_billing_error(v: &Value) -> bool {
-    let err = &v["error"];
-    [&err["code"], &err["type"]].iter().any(|f| {
-        matches!(
-            f.as_str(),
-            Some("insufficient_quota" | "billing_hard_limit_reached" | "billing_not_active")
-        )
-    })
-}
-
-/// `retry-after-ms` (OpenAI, Azure) or `Retry-After` (seconds or an HTTP date).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    if let Some(ms) = headers
-        .get("retry-after-ms")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    let value = headers.get("retry-after")?.to_str().ok()?.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0)
-            .then(|| Duration::from_secs_f64(secs.min(86_400.0)));
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = when.signed_duration_since(chrono::Utc::now());
-    Some(wait.to_std().unwrap_or(Duration::ZERO))
-}
-
-/// Gemini's `google.rpc.RetryInfo.retryDelay` ("37s", "0.5s") from an error body.
-fn gemini_retry_delay(body: &Value) -> Option<Duration> {
-    body["error"]["details"]
-        .as_array()?
-        .iter()
-        .filter(|d| {
-            d["@type"]
-                .as_str()
-                .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
-        })
-        .find_map(|d| parse_proto_duration(d["retryDelay"].as_str()?))
-}
-
-fn parse_proto_duration(text: &str) -> Option<Duration> {
-    let secs: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reqwest::StatusCode;
     use serde_json::json;
 
     fn transport(kind: ProviderKind, base: &str, key: Option<&str>) -> Result<Transport, LlmError> {
@@ -717,40 +400,5 @@ mod tests {
         );
         assert!(matches!(err, LlmError::BadRequest { status: 422, .. }));
         assert!(err.to_string().contains("bad"));
-    }
-
-    #[test]
-    fn retry_after_headers() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after-ms", HeaderValue::from_static("150"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
-        let mut h = HeaderMap::new();
-        h.insert(
-            "retry-after",
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-        h.insert("retry-after", HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h), None);
-        assert_eq!(parse_proto_duration("37s"), Some(Duration::from_secs(37)));
-        assert_eq!(parse_proto_duration("-1s"), None);
-        assert_eq!(parse_proto_duration("5m"), None);
-    }
-
-    #[test]
-    fn error_messages_from_various_servers() {
-        let openai = json!({"error": {"message": "Invalid schema", "type": "invalid_request_error", "param": "response_format"}});
-        assert_eq!(
-            error_message(Some(&openai), ""),
-            "Invalid schema (param: response_format)"
-        );
-        let bare = json!({"error": "model 'x' not found"});
-        assert_eq!(error_message(Some(&bare), ""), "model 'x' not found");
-        let anthropic =
-            json!({"type": "error", "error": {"type": "not_found_error", "message": "model: x"}});
-        assert_eq!(error_message(Some(&anthropic), ""), "model: x");
-        assert_eq!(error_message(None, "  plain  "), "plain");
     }
 }
