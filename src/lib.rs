@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod history;
+pub mod layout;
 pub mod llm;
 pub mod rawname;
 pub mod ui;

@@ -280,7 +280,7 @@ pub fn assemble(
         Err(e) => {
             out.warning(&format!(
                 "cannot write the session log under {}: {e}",
-                root.join(".pai_history").display()
+                root.join(crate::layout::STATE_DIR).display()
             ));
             None
         }

@@ -13,35 +13,6 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// Paths at the project root whose change makes code run later (the same areas the
-/// detect-and-restore watches).
-const GUARDED: &[&str] = &[
-    ".git/hooks",
-    ".git/info",
-    ".git/config",
-    ".pai_history",
-    ".ssh",
-    ".config/pai-code",
-    ".config/git",
-    ".config/systemd",
-    ".config/autostart",
-    ".config/fish",
-    ".local/bin",
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".zlogin",
-    ".gitconfig",
-    ".pam_environment",
-    ".xprofile",
-    ".xinitrc",
-];
-
 /// One path to bind read-only, with the flags its mount must keep.
 struct Bind {
     path: CString,
@@ -61,7 +32,8 @@ impl Shield {
     /// there is nothing to protect.
     pub(crate) fn prepare(root: &Path) -> Option<Shield> {
         let mut binds = Vec::new();
-        for rel in GUARDED {
+        // The same paths the detect-and-restore watches.
+        for rel in crate::layout::runs_later_tops() {
             let path = root.join(rel);
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;

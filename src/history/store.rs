@@ -9,7 +9,7 @@ use crate::workspace::StateDir;
 use super::error::{Context, HistoryError};
 
 /// The directory's name at the project root.
-pub(crate) const DIR: &str = ".pai_history";
+pub(crate) const DIR: &str = crate::layout::STATE_DIR;
 
 /// `<root>/.pai_history`, created on first use with a `.gitignore` of `*` so that it never
 /// shows up in the user's `git status`.

@@ -131,7 +131,9 @@ fn builtin(skel: &str) -> Option<DenyClass> {
     match skel {
         ".git" => return Some(GIT),
         ".env" => return Some(SECRETS),
-        ".pai_history" => return Some(DenyClass::Protected("(pai's session history)")),
+        crate::layout::STATE_DIR => {
+            return Some(DenyClass::Protected("(pai's session history)"));
+        }
         "venv" | ".venv" => return Some(DenyClass::Noise("(virtual environment)")),
         "__pycache__" => return Some(DenyClass::Noise("(bytecode cache)")),
         "node_modules" => return Some(DenyClass::Noise("(installed dependencies)")),
@@ -173,33 +175,9 @@ enum Extra {
 pub(crate) struct DenyList {
     extra: Vec<Extra>,
     /// The project is the user's home directory: the files that run when a shell starts or
-    /// the user logs in are protected too (see [`HOME_STARTUP`]).
+    /// the user logs in are protected too (the startup paths of [`crate::layout::RUNS_LATER`]).
     home: bool,
 }
-
-/// What runs later when the project is the home directory: shell and login startup files, git's
-/// user configuration, programs on the user's `PATH`, and session autostart. Elsewhere a
-/// `.bashrc` is just a file in a dotfiles repository, so these apply at `$HOME` only.
-const HOME_STARTUP: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".zlogin",
-    ".gitconfig",
-    ".pam_environment",
-    ".xprofile",
-    ".xinitrc",
-    ".config/git",
-    ".config/systemd",
-    ".config/autostart",
-    ".config/fish",
-    ".local/bin",
-];
 
 impl DenyList {
     /// Build the list; `Err` names an entry that tries to remove a rule or is unusable.
@@ -252,7 +230,10 @@ impl DenyList {
             .take(2)
             .map(|s| skeleton(s).into_owned())
             .collect();
-        let hit = HOME_STARTUP.iter().any(|p| {
+        // Shell and login startup files, git's user configuration, programs on the user's
+        // `PATH`, session autostart: what runs when the user logs in.
+        let startup = crate::layout::RUNS_LATER.iter().filter(|r| r.startup);
+        let hit = startup.map(|r| r.path).any(|p| {
             let want: Vec<&str> = p.split('/').collect();
             want.len() <= folded.len() && want.iter().zip(&folded).all(|(w, f)| w == f)
         });

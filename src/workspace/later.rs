@@ -10,93 +10,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::state::{STATE_DIR, StateDir};
+use super::state::StateDir;
+use crate::layout::{LaterKind, RUNS_LATER, STATE_DIR};
 
-/// One guarded area: a directory at the project root, a path inside it, and how deep to look.
-struct Area {
-    top: &'static str,
-    inside: &'static [&'static str],
-    depth: usize,
+/// A path split at its first `/`: the directory at the project root, and the rest.
+fn split_top(path: &'static str) -> (&'static str, &'static str) {
+    path.split_once('/').unwrap_or(("", path))
 }
-
-/// The areas, relative to the project root. A file (not a directory) area has depth 0 and is
-/// looked for in its parent.
-const DIRS: &[Area] = &[
-    Area {
-        top: ".git",
-        inside: &["hooks"],
-        depth: 3,
-    },
-    Area {
-        top: ".git",
-        inside: &["info"],
-        depth: 2,
-    },
-    Area {
-        top: STATE_DIR,
-        inside: &[],
-        depth: 0,
-    },
-    Area {
-        top: STATE_DIR,
-        inside: &["git", "hooks"],
-        depth: 2,
-    },
-    Area {
-        top: ".ssh",
-        inside: &[],
-        depth: 2,
-    },
-    Area {
-        top: ".config",
-        inside: &["pai-code"],
-        depth: 2,
-    },
-    Area {
-        top: ".config",
-        inside: &["git"],
-        depth: 2,
-    },
-    Area {
-        top: ".config",
-        inside: &["systemd"],
-        depth: 3,
-    },
-    Area {
-        top: ".config",
-        inside: &["autostart"],
-        depth: 1,
-    },
-    Area {
-        top: ".config",
-        inside: &["fish"],
-        depth: 2,
-    },
-    Area {
-        top: ".local",
-        inside: &["bin"],
-        depth: 1,
-    },
-];
-
-/// Single files whose change makes code run later: `(top directory or "" for the root, name)`.
-const FILES: &[(&str, &str)] = &[
-    (".git", "config"),
-    (STATE_DIR, "git/config"),
-    ("", ".bashrc"),
-    ("", ".bash_profile"),
-    ("", ".bash_login"),
-    ("", ".profile"),
-    ("", ".zshrc"),
-    ("", ".zprofile"),
-    ("", ".zshenv"),
-    ("", ".gitconfig"),
-    ("", ".pam_environment"),
-    ("", ".bash_logout"),
-    ("", ".zlogin"),
-    ("", ".xprofile"),
-    ("", ".xinitrc"),
-];
 
 type Key = (String, Vec<String>);
 type Entry = Option<(Vec<u8>, u32)>;
@@ -109,23 +29,32 @@ pub struct LaterState {
 
 fn scan(root: &Path) -> LaterState {
     let mut entries = BTreeMap::new();
-    for area in DIRS {
-        let Ok(dir) = StateDir::open_named(root, area.top, false) else {
+    for later in RUNS_LATER {
+        let LaterKind::Dir(depth) = later.kind else {
             continue;
         };
-        if let Ok(found) = dir.walk(area.inside, area.depth) {
+        // A directory at the root is its own top, looked at from inside.
+        let (top, inside) = match later.path.split_once('/') {
+            Some((top, rest)) => (top, rest.split('/').collect::<Vec<_>>()),
+            None => (later.path, Vec::new()),
+        };
+        let Ok(dir) = StateDir::open_named(root, top, false) else {
+            continue;
+        };
+        if let Ok(found) = dir.walk(&inside, depth) {
             for (path, entry) in found {
                 // The state directory's own logs are written by pai, not by commands.
-                let is_log = area.top == STATE_DIR
+                let is_log = top == STATE_DIR
                     && path.len() == 1
                     && (path[0].starts_with("session_") || path[0] == "session.lock");
                 if !is_log {
-                    entries.insert((area.top.to_string(), path), entry);
+                    entries.insert((top.to_string(), path), entry);
                 }
             }
         }
     }
-    for (top, name) in FILES {
+    for later in RUNS_LATER.iter().filter(|r| r.kind == LaterKind::File) {
+        let (top, name) = split_top(later.path);
         let parts: Vec<&str> = name.split('/').collect();
         let read = if top.is_empty() {
             read_root_file(root, name)

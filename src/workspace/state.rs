@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::sys;
 
-/// The state directory's name at the project root.
-pub const STATE_DIR: &str = ".pai_history";
+pub use crate::layout::STATE_DIR;
 
 /// One entry [`StateDir::walk`] found: its path components, and its bytes and permission bits
 /// when it is a regular file (`None` for a link or special file).
