@@ -2,8 +2,8 @@
 //! defined once here; help text comes from the doc comments, and completions from the same
 //! definitions.
 
-mod agent_cmd;
-mod config_cmd;
+mod assemble;
+mod commands;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
@@ -11,7 +11,11 @@ use crate::config::{Env, Flags, Settings};
 use crate::error::Error;
 use crate::llm::ProviderKind;
 use crate::ui::output::Output;
-use agent_cmd::Resume;
+use assemble::Resume;
+use commands::{
+    config as config_cmd, discard, log, redo, run as run_cmd, session as session_cmd, sessions,
+    undo,
+};
 
 /// pai: a fast, frugal terminal coding agent that works through a guarded workspace and records
 /// every plan it carries out as one git commit.
@@ -224,14 +228,14 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
         Some(Command::Resume {
             session: None,
             args: _,
-        }) => agent_cmd::list_sessions(out),
+        }) => sessions::list_sessions(out),
         Some(Command::Resume {
             session: Some(id),
             args,
         }) => session(&args.flags(), Some(Resume::Session(id)), env, out),
         Some(Command::Run(args)) => {
             let settings = resolve(&args.session.flags(), env, out)?;
-            let code = agent_cmd::run_once(
+            let code = run_cmd::run_once(
                 &settings,
                 env,
                 out,
@@ -254,10 +258,10 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             ConfigCommand::Path => config_cmd::path(env, out),
         },
         Some(Command::Undo { force }) => {
-            agent_cmd::undo(&resolve(&Flags::default(), env, out)?, out, force)
+            undo::undo(&resolve(&Flags::default(), env, out)?, out, force)
         }
-        Some(Command::Redo) => agent_cmd::redo(&resolve(&Flags::default(), env, out)?, out),
-        Some(Command::Discard { session, force }) => agent_cmd::discard(
+        Some(Command::Redo) => redo::redo(&resolve(&Flags::default(), env, out)?, out),
+        Some(Command::Discard { session, force }) => discard::discard(
             &resolve(&Flags::default(), env, out)?,
             out,
             session.as_deref(),
@@ -271,7 +275,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             let cwd = std::env::current_dir().map_err(|e| {
                 Error::failed(format!("cannot determine the current directory: {e}"))
             })?;
-            agent_cmd::log(
+            log::log(
                 &crate::history::project_root(&cwd),
                 out,
                 session.as_deref(),
@@ -292,7 +296,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
 /// The interactive session.
 fn session(flags: &Flags, resume: Option<Resume>, env: &Env, out: &Output) -> Result<(), Error> {
     let settings = resolve(flags, env, out)?;
-    match agent_cmd::interactive(&settings, env, out, resume)? {
+    match session_cmd::interactive(&settings, env, out, resume)? {
         0 => Ok(()),
         code => Err(Error::silent(code)),
     }

@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Read};
 
-use super::agent_cmd;
+use crate::cli::assemble;
 use crate::config::{
     ApiKey, ConfigDir, CredentialStore, Env, FileSettings, Flags, KeySource, Settings,
     gemini_key_shape_problem,
@@ -293,14 +293,14 @@ pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
     }
     // Without a key, building the provider fails for anything but a local server, with the
     // provider's own explanation of where to put the key.
-    let mut cfg = agent_cmd::provider_config(&settings);
+    let mut cfg = assemble::provider_config(&settings);
     // A check, not a turn: a host that does not answer is reported in seconds, not after the
     // three minutes a long generation may take.
     cfg.connect_timeout = VALIDATE_CONNECT_TIMEOUT;
     cfg.request_timeout = VALIDATE_TIMEOUT;
     cfg.max_attempts = 1;
-    let client = llm::build_provider(&cfg).map_err(agent_cmd::llm_error)?;
-    let rt = agent_cmd::runtime()?;
+    let client = llm::build_provider(&cfg).map_err(assemble::llm_error)?;
+    let rt = assemble::runtime()?;
     let origin = settings.effective_base_url();
     rt.block_on(client.validate()).map_err(|e| match e {
         llm::LlmError::Timeout { .. } | llm::LlmError::Connect { .. } => {
@@ -309,7 +309,7 @@ pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
                  the server is running, and your network"
             ))
         }
-        e => agent_cmd::llm_error(e),
+        e => assemble::llm_error(e),
     })?;
     out.line(&format!(
         "{provider} accepted it: model {} is available at {}",

@@ -1,0 +1,324 @@
+//! What every command that works on a project needs: the project opened (root, workspace),
+//! errors of the lower layers turned into the CLI's, the provider's settings, and the agent
+//! assembled for a session (new or continued).
+
+use std::path::{Path, PathBuf};
+
+use crate::agent::context::{Budget, MEMORY_TURNS, TurnMemo};
+use crate::agent::journal;
+
+use crate::agent::events::{TurnOutcome, TurnStatus};
+use crate::agent::journal::Journal;
+use crate::agent::turn::{Agent, AgentOptions};
+use crate::config::Settings;
+use crate::error::{Error, ErrorKind};
+use crate::history::{self, HistoryError, Session, StartOptions};
+use crate::llm::{self, LlmError, ProviderConfig};
+use crate::ui::output::Output;
+use crate::workspace::{Workspace, WorkspaceConfig, WorkspaceError};
+
+/// Output token limit per call: enough for a few complete files.
+const MAX_OUTPUT_TOKENS: u32 = 16_384;
+
+/// The project the command runs in.
+pub struct Project {
+    /// Its root: the git top level, else the current directory.
+    pub root: PathBuf,
+    /// The current directory relative to the root, when pai was started below it.
+    pub subdir: Option<String>,
+    /// The gate over it.
+    pub workspace: Workspace,
+}
+
+/// Find the project root from the current directory and open the workspace gate over it.
+pub fn open_project(settings: &Settings) -> Result<Project, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
+    let root = history::project_root(&cwd);
+    let cfg = WorkspaceConfig {
+        extra_deny: settings.extra_deny.clone(),
+        modify_threshold: settings.modify_threshold,
+        modify_max_ratio: settings.modify_max_ratio,
+        ..WorkspaceConfig::default()
+    };
+    let workspace = Workspace::open(&root, cfg).map_err(workspace_error)?;
+    let root = workspace.root().to_path_buf();
+    let subdir = std::fs::canonicalize(&cwd)
+        .ok()
+        .and_then(|cwd| {
+            cwd.strip_prefix(&root)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .filter(|s| !s.is_empty());
+    Ok(Project {
+        root,
+        subdir,
+        workspace,
+    })
+}
+
+/// Convert a workspace failure for the user.
+pub fn workspace_error(e: WorkspaceError) -> Error {
+    Error::failed(e.to_string())
+}
+
+/// Convert a history failure for the user (refusals carry a hint).
+pub fn history_error(e: HistoryError) -> Error {
+    let hint = e.hint().map(str::to_string);
+    let err = Error::failed(e.to_string());
+    match hint {
+        Some(h) => err.with_hint(h),
+        None => err,
+    }
+}
+
+/// Convert a provider failure: configuration problems (no key, bad URL) exit 2.
+pub fn llm_error(e: LlmError) -> Error {
+    // A rejected key, an unknown model or a wrong base URL is fixed in the configuration,
+    // not by trying again.
+    let kind = match (&e, e.kind()) {
+        (_, llm::LlmErrorKind::Config) | (LlmError::Auth { .. } | LlmError::NotFound { .. }, _) => {
+            ErrorKind::Config
+        }
+        _ => ErrorKind::Failed,
+    };
+    Error::new(kind, e.to_string()).with_hint(e.hint())
+}
+
+/// The provider configuration from the settings.
+pub fn provider_config(settings: &Settings) -> ProviderConfig {
+    let mut cfg = ProviderConfig::new(settings.provider, settings.model.clone());
+    cfg.base_url = settings.base_url.clone();
+    cfg.api_key = settings.api_key.as_ref().map(|k| k.expose().to_string());
+    cfg
+}
+
+/// Everything a session needs, assembled.
+pub struct Assembled {
+    /// The agent.
+    pub agent: Agent,
+}
+
+/// Which session to continue instead of starting a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// The latest session of this project (`pai --continue`).
+    Latest,
+    /// This one (`pai resume SESSION`).
+    Session(String),
+}
+
+/// The git session to work in, the memory to restore, and the text saying which session
+/// continues (or that a new one is stacked on the previous one).
+struct Opened {
+    session: Session,
+    memory: Vec<TurnMemo>,
+    /// The session continued in place (same id, same log).
+    continued: bool,
+    note: Option<String>,
+}
+
+fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
+    let Some(resume) = resume else {
+        let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
+        let note = session.stacked_on().map(|prev| {
+            format!(
+                "HEAD was on pai/{prev}, so this new session {} starts on top of session {prev}'s plans; `pai --continue` continues session {prev} instead",
+                session.id()
+            )
+        });
+        return Ok(Opened {
+            session,
+            memory: Vec::new(),
+            continued: false,
+            note,
+        });
+    };
+    let sessions = journal::list_sessions(root);
+    let id = match resume {
+        // The session HEAD is on (where its plans are), else the newest one.
+        Resume::Latest => history::head_session(root)
+            .filter(|id| sessions.iter().any(|s| &s.id == id))
+            .or_else(|| sessions.last().map(|s| s.id.clone()))
+            .ok_or_else(|| {
+                Error::usage("there is no session to continue in this project")
+                    .with_hint("start one with `pai`")
+            })?,
+        Resume::Session(id) => {
+            if !journal::is_session_id(&id) || !sessions.iter().any(|s| s.id == id) {
+                return Err(
+                    Error::usage(format!("there is no session {id} in this project"))
+                        .with_hint("`pai resume` lists this project's sessions"),
+                );
+            }
+            id
+        }
+    };
+    let memory = journal::load_memory(root, &id, MEMORY_TURNS);
+    let turns = match memory.len() {
+        0 => "nothing to remember".to_string(),
+        1 => "1 turn remembered".to_string(),
+        n => format!("{n} turns remembered"),
+    };
+    let last = memory
+        .last()
+        .map(|m| format!(", the last: \"{}\"", first_line(&m.request)))
+        .unwrap_or_default();
+    match Session::resume(root, &id, StartOptions::now()).map_err(history_error)? {
+        Some(session) => {
+            let note = format!(
+                "Continuing session {id} on {} ({turns}{last})",
+                session.branch().unwrap_or("its branch")
+            );
+            Ok(Opened {
+                session,
+                memory,
+                continued: true,
+                note: Some(note),
+            })
+        }
+        None => {
+            let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
+            let note = format!(
+                "Continuing the conversation of session {id} ({turns}{last}); it recorded no plans, so this session {} starts a new branch",
+                session.id()
+            );
+            Ok(Opened {
+                session,
+                memory,
+                continued: false,
+                note: Some(note),
+            })
+        }
+    }
+}
+
+/// Build the agent for a session in the current project (continuing `resume` when given).
+pub fn assemble(
+    settings: &Settings,
+    out: &Output,
+    stream: bool,
+    resume: Option<Resume>,
+) -> Result<Assembled, Error> {
+    let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
+    let Project {
+        root,
+        subdir,
+        workspace,
+    } = open_project(settings)?;
+    if let Some(sub) = &subdir {
+        out.note(&format!(
+            "you are in {sub}/ of the project {}: pai works on the whole project and shows paths from its root; the model is told you are in {sub}/, so a file you name here goes to {sub}/",
+            root.display()
+        ));
+    }
+    let Opened {
+        session,
+        memory,
+        continued,
+        note,
+    } = open_session(&root, resume)?;
+    if let Some(note) = &note {
+        out.note(note);
+    }
+    if let Some(reason) = session.read_only_reason() {
+        out.warning(&format!("read-only session: {reason}"));
+    }
+    for leftover in session.leftover_snapshots() {
+        out.warning(&leftover.describe());
+    }
+    // Every key in sight, not only the active provider's: all are kept out of logs, commits
+    // and commands' environments.
+    let secrets: Vec<String> = settings
+        .api_key
+        .iter()
+        .chain(&settings.other_keys)
+        .map(|k| k.expose().to_string())
+        .collect();
+    let journal = match Journal::open(&root, session.id(), secrets.clone()) {
+        Ok(j) => Some(j),
+        Err(e) => {
+            out.warning(&format!(
+                "cannot write the session log under {}: {e}",
+                root.join(crate::layout::STATE_DIR).display()
+            ));
+            None
+        }
+    };
+    if let Some(j) = &journal {
+        let _ = if continued {
+            j.session_continued(session.branch())
+        } else {
+            j.session_started(
+                &root,
+                settings.provider.name(),
+                &settings.model,
+                session.branch(),
+            )
+        };
+        if !continued {
+            // A new session carrying an older one's memory records it, so continuing this
+            // one later gets it back too.
+            for memo in &memory {
+                let _ = j.memo(memo);
+            }
+        }
+    }
+    let options = AgentOptions {
+        model: settings.model.clone(),
+        temperature: settings.temperature,
+        max_output_tokens: MAX_OUTPUT_TOKENS,
+        stream,
+        yes: settings.yes,
+        dry_run: None,
+        allow_run: settings.allow_run,
+        run_allow: settings
+            .run_allow
+            .iter()
+            .chain(
+                settings
+                    .project_run_allow
+                    .get(&root.display().to_string())
+                    .into_iter()
+                    .flatten(),
+            )
+            .cloned()
+            .collect(),
+        settings_file: settings.settings_file.clone(),
+        run_timeout: settings.run_timeout,
+        require_sandbox: settings.require_sandbox,
+        run_writable: settings.run_writable.clone(),
+        secrets,
+        budget: Budget::default(),
+        subdir,
+    };
+    let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
+    agent.restore_memory(memory);
+    Ok(Assembled { agent })
+}
+
+/// The exit code of a finished turn.
+pub fn turn_exit_code(outcome: &TurnOutcome) -> i32 {
+    if outcome.config_hint.is_some() {
+        return 2;
+    }
+    match outcome.status {
+        TurnStatus::Answered | TurnStatus::Success | TurnStatus::Planned => 0,
+        TurnStatus::Failed | TurnStatus::Rejected | TurnStatus::Interrupted => 1,
+    }
+}
+
+/// Build a runtime for the commands that talk to a model.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::failed(format!("cannot start the async runtime: {e}")))
+}
+
+/// The first line of a request, for one-line listings.
+pub(crate) fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or_default()
+}

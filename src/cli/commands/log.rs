@@ -1,0 +1,27 @@
+//! `pai log`: the session's plans, with their requests, files and tokens.
+
+use std::path::Path;
+
+use crate::cli::assemble::history_error;
+use crate::error::Error;
+use crate::history::{self};
+use crate::ui::output::Output;
+
+/// `pai log`.
+pub fn log(
+    root: &Path,
+    out: &Output,
+    session: Option<&str>,
+    patch: bool,
+    json: bool,
+) -> Result<(), Error> {
+    let sessions = history::log(root, session, patch).map_err(history_error)?;
+    if json {
+        let text = history::render_json(&sessions)
+            .map_err(|e| Error::failed(format!("cannot encode the log: {e}")))?;
+        out.line(&text);
+    } else {
+        out.raw(history::render_text(&sessions).as_bytes());
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `pai run REQUEST`: one turn without a terminal UI (text or `--json` events).
+
+use std::io::IsTerminal;
+
+use crate::agent::events::{Frontend, TurnStatus};
+use crate::cli::assemble::{Resume, assemble, runtime, turn_exit_code};
+use crate::config::{Env, Settings};
+use crate::error::Error;
+use crate::ui::Appearance;
+use crate::ui::json::JsonFrontend;
+use crate::ui::output::Output;
+use crate::ui::text::TextFrontend;
+
+/// `pai run "<request>"`: one turn, no terminal needed.
+pub fn run_once(
+    settings: &Settings,
+    env: &Env,
+    out: &Output,
+    request: &str,
+    json: bool,
+    resume: Option<Resume>,
+    plan_only: bool,
+) -> Result<i32, Error> {
+    if request.trim().is_empty() {
+        return Err(Error::usage("the request is empty")
+            .with_hint("pai run \"add a power operation to calculator.py\""));
+    }
+    let rt = runtime()?;
+    let mut assembled = assemble(settings, out, false, resume)?;
+    // Without --yes a plan needs someone to approve it; with no terminal to ask at (or
+    // --json, which never asks) the turn is a dry run: the plan is shown, nothing carried out.
+    let nobody_to_ask = json || !std::io::stdin().is_terminal();
+    let dry_run = if plan_only {
+        Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
+    } else if !settings.yes && nobody_to_ask {
+        Some("not carried out: there is no terminal to approve the plan at; pass --yes to carry it out (--allow-run for its RUN commands), or --plan to only see plans".to_string())
+    } else {
+        None
+    };
+    assembled.agent.set_dry_run(dry_run);
+    let frontend: Box<dyn Frontend> = if json {
+        Box::new(JsonFrontend::new())
+    } else {
+        Box::new(TextFrontend::new(Appearance::from_env(env)))
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let outcome = rt.block_on(async {
+        // Ctrl+C, SIGTERM and SIGHUP stop the turn rather than the process: the turn unwinds
+        // (a running command is stopped, a commit under way finishes and releases the index
+        // lock), so a script's timeout or a closed terminal never leaves `.git/index.lock`.
+        let watcher = cancel.clone();
+        let ctrl_c = tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    watcher.cancel();
+                }
+                return;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            }
+            watcher.cancel();
+        });
+        let outcome = assembled
+            .agent
+            .turn(request, frontend.as_ref(), &cancel)
+            .await;
+        ctrl_c.abort();
+        outcome
+    });
+    if let Some(session) = assembled.agent.take_history() {
+        let summary = session.finish();
+        if !json && summary.plans > 0 {
+            out.note(&summary.render());
+        }
+    }
+    if outcome.status == TurnStatus::Planned && !plan_only {
+        // The request was not done: a script must not take this for success.
+        return Ok(1);
+    }
+    Ok(turn_exit_code(&outcome))
+}
