@@ -196,10 +196,8 @@ pub fn main() -> i32 {
     // pai holds API keys in memory and in its environment; a RUN child (same user) must not
     // read them through /proc/<pai's pid>/environ or mem. Not dumpable, such access needs
     // CAP_SYS_PTRACE.
-    // SAFETY: prctl(PR_SET_DUMPABLE, 0) only changes this process's own dumpable flag.
-    unsafe {
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-    }
+    // Best effort, as before: a kernel that refuses leaves pai as it was.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -9,25 +9,32 @@
 
 use std::fs;
 
+use rustix::process::{self, Pid, Signal, WaitOptions};
+
+/// `raw` as a process id when it names one process or group: 0 and negative ids address
+/// whole sets of processes in kill(2), and `Pid::from_raw` debug-asserts against them.
+fn one_pid(raw: libc::pid_t) -> Option<Pid> {
+    if raw > 0 { Pid::from_raw(raw) } else { None }
+}
+
 /// Send `signal` to every process in group `pgid`. Failure (the group is already empty) is not
 /// an error for a caller that only wants the group gone.
-pub(crate) fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
-    // SAFETY: killpg only takes integers; a positive pgid never addresses "every process".
-    if pgid > 1 {
-        unsafe {
-            libc::killpg(pgid, signal);
-        }
+pub(crate) fn signal_group(pgid: libc::pid_t, signal: Signal) {
+    // Group 1 is init's: never a command's own group.
+    if pgid > 1
+        && let Some(pgid) = one_pid(pgid)
+    {
+        let _ = process::kill_process_group(pgid, signal);
     }
 }
 
 /// Whether group `pgid` still has a member that is not a zombie. Zombies count as gone: they run
 /// nothing, and orphans are reaped by init on its own schedule (or never, in some containers).
 pub(crate) fn has_live_members(pgid: libc::pid_t) -> bool {
-    if pgid <= 1 {
+    let Some(group) = one_pid(pgid).filter(|_| pgid > 1) else {
         return false;
-    }
-    // SAFETY: signal 0 only checks for existence.
-    if unsafe { libc::killpg(pgid, 0) } != 0 {
+    };
+    if process::test_kill_process_group(group).is_err() {
         // ESRCH: empty. EPERM: its members are beyond our reach, so waiting for them is useless.
         return false;
     }
@@ -60,8 +67,7 @@ fn parse_stat(stat: &str) -> Option<(char, libc::pid_t)> {
 
 /// pai's direct children as `/proc` lists them.
 fn children() -> Vec<libc::pid_t> {
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
+    let me = process::getpid().as_raw_pid();
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -102,14 +108,13 @@ fn carries(pid: libc::pid_t, id: &str) -> bool {
 impl Orphans {
     /// Note pai's children now, and make orphans of later descendants pai's children.
     pub(crate) fn watch() -> Orphans {
-        // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) only sets this process's attribute.
-        unsafe {
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        }
+        let me = process::getpid();
+        // The kernel only reads whether the argument is non-zero; rustix spells it as a pid.
+        // Best effort, as before: without it orphans are reaped by init instead.
+        let _ = process::set_child_subreaper(Some(me));
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: getpid cannot fail.
-        let me = unsafe { libc::getpid() };
+        let me = me.as_raw_pid();
         Orphans {
             before: children(),
             id: format!("{me}-{n}"),
@@ -133,18 +138,14 @@ impl Orphans {
             if left.is_empty() {
                 break;
             }
-            for pid in &left {
-                // SAFETY: signalling and reaping our own child processes.
-                unsafe {
-                    libc::kill(*pid, libc::SIGKILL);
-                }
+            let targets: Vec<Pid> = left.iter().copied().filter_map(one_pid).collect();
+            for pid in &targets {
+                let _ = process::kill_process(*pid, Signal::KILL);
             }
-            for pid in &left {
-                let mut status = 0;
+            for pid in &targets {
                 for _ in 0..50 {
-                    // SAFETY: waitpid on our own child with a valid out-pointer.
-                    let r = unsafe { libc::waitpid(*pid, &mut status, libc::WNOHANG) };
-                    if r != 0 {
+                    // Reaped, or an error (no longer our child): either way nothing to wait for.
+                    if !matches!(process::waitpid(Some(*pid), WaitOptions::NOHANG), Ok(None)) {
                         break;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(10));
@@ -180,7 +181,7 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
-            signal_group(self.pgid, libc::SIGKILL);
+            signal_group(self.pgid, Signal::KILL);
         }
     }
 }
@@ -198,8 +199,7 @@ mod tests {
 
     #[test]
     fn our_own_group_is_alive_and_a_bogus_one_is_not() {
-        // SAFETY: getpgrp cannot fail.
-        let own = unsafe { libc::getpgrp() };
+        let own = process::getpgrp().as_raw_pid();
         if own > 1 {
             assert!(has_live_members(own));
         }

@@ -323,14 +323,14 @@ fn spawn(
     let shield = ruleset.and_then(|_| shield::Shield::prepare(root));
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
     // calls are sound: setsid, the shield's unshare/open/write/mount (on memory prepared before
-    // the fork), prctl and landlock_restrict_self are plain system calls, and
-    // io::Error::last_os_error does not allocate. The ruleset was built before the fork (see
-    // sandbox.rs for why); its descriptor stays open in the parent until spawn returns.
+    // the fork, paths passed as C strings so rustix copies nothing), prctl and
+    // landlock_restrict_self are plain system calls (rustix's wrappers are raw system calls
+    // without allocation), and an io::Error made from an errno does not allocate. The ruleset
+    // was built before the fork (see sandbox.rs for why); its descriptor stays open in the
+    // parent until spawn returns.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setsid() == -1 {
-                return Err(io::Error::last_os_error());
-            }
+            rustix::process::setsid()?;
             if let Some(shield) = &shield {
                 shield.apply();
             }
@@ -356,7 +356,7 @@ async fn finish_group(
     mut status: Option<ExitStatus>,
 ) -> io::Result<ExitStatus> {
     if status.is_none() || group::has_live_members(pgid) {
-        group::signal_group(pgid, libc::SIGTERM);
+        group::signal_group(pgid, rustix::process::Signal::TERM);
         let grace_end = Instant::now() + TERM_GRACE;
         if status.is_none() {
             status = pump.until(child.wait(), grace_end).await?.transpose()?;
@@ -365,7 +365,7 @@ async fn finish_group(
             pump.until(group_gone(pgid), grace_end).await?;
         }
         if status.is_none() || group::has_live_members(pgid) {
-            group::signal_group(pgid, libc::SIGKILL);
+            group::signal_group(pgid, rustix::process::Signal::KILL);
         }
         if status.is_none() {
             status = pump

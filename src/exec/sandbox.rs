@@ -11,7 +11,6 @@
 //! convert (and box); a re-exec helper would cost a second process start per command. Two
 //! syscalls that report failure through `errno` are the smallest safe thing to do there.
 
-use std::ffi::c_long;
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -138,21 +137,11 @@ pub(crate) fn build_ruleset(root: &Path, extra: &[PathBuf]) -> Result<OwnedFd, S
 /// Meant for the child between `fork` and `exec`: it only makes raw system calls and reads
 /// `errno`, which is async-signal-safe. `ruleset` must be a Landlock ruleset descriptor.
 pub(crate) unsafe fn confine_current_process(ruleset: RawFd) -> io::Result<()> {
-    // SAFETY: plain system calls with integer arguments; no memory is shared or allocated.
-    unsafe {
-        if libc::prctl(
-            libc::PR_SET_NO_NEW_PRIVS,
-            1 as c_long,
-            0 as c_long,
-            0 as c_long,
-            0,
-        ) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0 as libc::c_uint) != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    rustix::thread::set_no_new_privs(true)?;
+    // rustix has no wrapper for the Landlock system calls, so this one stays a raw libc call.
+    // SAFETY: a plain system call with integer arguments; no memory is shared or allocated.
+    if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0 as libc::c_uint) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -160,6 +149,7 @@ pub(crate) unsafe fn confine_current_process(ruleset: RawFd) -> io::Result<()> {
 /// The kernel's Landlock ABI version, or the `errno` saying why there is none.
 fn kernel_abi() -> io::Result<u32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // rustix has no wrapper for the Landlock system calls.
     // SAFETY: with a null attribute pointer and size 0, the VERSION flag only queries the ABI.
     let v = unsafe {
         libc::syscall(

@@ -9,14 +9,18 @@
 //! maps as bytes, each mount's locked flags): between `fork` and `exec` only raw system calls are
 //! made.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
+use rustix::mount::{MountFlags, MountPropagationFlags};
+use rustix::thread::UnshareFlags;
 
 /// One path to bind read-only, with the flags its mount must keep.
 struct Bind {
     path: CString,
-    keep: libc::c_ulong,
+    keep: MountFlags,
 }
 
 /// What the child does to make the guarded paths read-only.
@@ -68,8 +72,8 @@ impl Shield {
         if binds.is_empty() {
             return None;
         }
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let uid = rustix::process::getuid().as_raw();
+        let gid = rustix::process::getgid().as_raw();
         Some(Shield {
             binds,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
@@ -80,89 +84,80 @@ impl Shield {
     /// Enter a private mount namespace (through a user namespace when not privileged) and bind
     /// each guarded path read-only. Best effort: any refusal leaves the rest as it is.
     ///
-    /// # Safety
-    /// Meant for the child between `fork` and `exec`: raw system calls on memory prepared
-    /// before the fork, nothing allocated.
-    pub(crate) unsafe fn apply(&self) {
-        // SAFETY: plain system calls; every pointer is to a NUL-terminated string or a byte
-        // buffer owned by `self`, alive for the call.
-        unsafe {
-            if libc::unshare(libc::CLONE_NEWNS) != 0 {
-                if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
-                    return;
-                }
-                write_proc(c"/proc/self/setgroups", b"deny");
-                if !write_proc(c"/proc/self/uid_map", &self.uid_map)
-                    || !write_proc(c"/proc/self/gid_map", &self.gid_map)
-                {
-                    return;
-                }
+    /// Meant for the child between `fork` and `exec` (calling it elsewhere would move the
+    /// caller into a new mount namespace): only raw system calls on memory prepared before the
+    /// fork, nothing allocated. rustix takes the paths as C strings as they are, without
+    /// copying.
+    pub(crate) fn apply(&self) {
+        // SAFETY: rustix marks unshare unsafe because unsharing the descriptor table
+        // (CLONE_FILES) can invalidate descriptors other threads use; only the mount and user
+        // namespaces are unshared here, which touches no memory or descriptor.
+        let unshare = |flags| unsafe { rustix::thread::unshare_unsafe(flags) };
+        if unshare(UnshareFlags::NEWNS).is_err() {
+            if unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS).is_err() {
+                return;
             }
-            let none = c"none";
-            if libc::mount(
-                none.as_ptr(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
+            write_proc(c"/proc/self/setgroups", b"deny");
+            if !write_proc(c"/proc/self/uid_map", &self.uid_map)
+                || !write_proc(c"/proc/self/gid_map", &self.gid_map)
             {
                 return;
             }
-            for b in &self.binds {
-                let p = b.path.as_ptr();
-                if libc::mount(p, p, std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
-                    continue;
-                }
-                libc::mount(
-                    std::ptr::null(),
-                    p,
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | b.keep,
-                    std::ptr::null(),
-                );
+        }
+        // mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL): the kernel ignores the source of a
+        // propagation change, which used to be spelled "none".
+        if rustix::mount::mount_change(
+            c"/",
+            MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+        )
+        .is_err()
+        {
+            return;
+        }
+        for b in &self.binds {
+            let p = b.path.as_c_str();
+            if rustix::mount::mount_bind(p, p).is_err() {
+                continue;
             }
+            // mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, ""): a bind
+            // remount ignores its data, which rustix passes as an empty string instead of NULL.
+            let _ = rustix::mount::mount_remount(
+                p,
+                MountFlags::BIND | MountFlags::RDONLY | b.keep,
+                c"",
+            );
         }
     }
 }
 
-/// Write `bytes` to a `/proc` file; whether it worked.
-///
-/// # Safety
-/// Async-signal-safe: open, write and close only.
-unsafe fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
-    // SAFETY: a NUL-terminated path and a live buffer.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return false;
-        }
-        let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-        libc::close(fd);
-        n == bytes.len() as isize
-    }
+/// Write `bytes` to a `/proc` file; whether it worked. Async-signal-safe: open, write and
+/// close only.
+fn write_proc(path: &CStr, bytes: &[u8]) -> bool {
+    let Ok(fd) = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty()) else {
+        return false;
+    };
+    // Dropping `fd` closes it.
+    rustix::io::write(&fd, bytes).is_ok_and(|n| n == bytes.len())
 }
 
 /// The flags of the mount holding `path` that a remount inside a user namespace must keep (the
 /// kernel locks them): nosuid, nodev, noexec and the access-time mode.
-fn locked_flags(path: &CString) -> libc::c_ulong {
-    // SAFETY: statvfs fills the zeroed struct for a NUL-terminated path.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return 0;
-    }
+fn locked_flags(path: &CStr) -> MountFlags {
+    let Ok(st) = rustix::fs::statvfs(path) else {
+        return MountFlags::empty();
+    };
     let pairs = [
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
+        (StatVfsMountFlags::NOSUID, MountFlags::NOSUID),
+        (StatVfsMountFlags::NODEV, MountFlags::NODEV),
+        (StatVfsMountFlags::NOEXEC, MountFlags::NOEXEC),
+        (StatVfsMountFlags::NOATIME, MountFlags::NOATIME),
+        (StatVfsMountFlags::NODIRATIME, MountFlags::NODIRATIME),
+        (StatVfsMountFlags::RELATIME, MountFlags::RELATIME),
     ];
     pairs
         .iter()
-        .filter(|(st_flag, _)| st.f_flag & st_flag != 0)
-        .fold(0, |acc, (_, ms)| acc | ms)
+        .filter(|(st_flag, _)| st.f_flag.contains(*st_flag))
+        .fold(MountFlags::empty(), |acc, (_, ms)| acc | *ms)
 }
 
 #[cfg(test)]

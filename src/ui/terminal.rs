@@ -5,10 +5,13 @@
 //! prompt or the line editor was interrupted halfway.
 
 use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
-static SAVED: Mutex<Option<libc::termios>> = Mutex::new(None);
+use rustix::termios::{LocalModes, OptionalActions, Termios, tcgetattr, tcsetattr};
+
+static SAVED: Mutex<Option<Termios>> = Mutex::new(None);
 static RICH: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
@@ -20,17 +23,9 @@ impl TerminalGuard {
     /// may be written to stdout.
     pub(crate) fn install(rich: bool) -> Self {
         RICH.store(rich, Ordering::SeqCst);
-        if std::io::stdin().is_terminal() {
-            let mut modes = std::mem::MaybeUninit::<libc::termios>::uninit();
-            // SAFETY: tcgetattr fills the struct when it returns 0; fd 0 is open (it is a
-            // terminal, checked above).
-            let saved = unsafe {
-                if libc::tcgetattr(libc::STDIN_FILENO, modes.as_mut_ptr()) == 0 {
-                    Some(modes.assume_init())
-                } else {
-                    None
-                }
-            };
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            let saved = tcgetattr(stdin.as_fd()).ok();
             if let Ok(mut slot) = SAVED.lock() {
                 *slot = saved;
             }
@@ -62,10 +57,7 @@ fn restore() {
     if let Ok(slot) = SAVED.try_lock()
         && let Some(modes) = slot.as_ref()
     {
-        // SAFETY: `modes` is a valid termios obtained from tcgetattr on the same fd.
-        unsafe {
-            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSADRAIN, modes);
-        }
+        let _ = tcsetattr(std::io::stdin().as_fd(), OptionalActions::Drain, modes);
     }
     if RICH.load(Ordering::SeqCst) && std::io::stdout().is_terminal() {
         let mut out = std::io::stdout();
@@ -79,22 +71,14 @@ fn restore() {
 /// the middle of the drawing (after a full-width spinner line it even wraps and leaves the
 /// spinner behind). Line editing and Ctrl+C keep working; prompts set their own modes.
 pub(crate) fn set_echo(on: bool) {
-    if !std::io::stdin().is_terminal() {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
         return;
     }
-    let mut modes = std::mem::MaybeUninit::<libc::termios>::uninit();
-    // SAFETY: tcgetattr fills the struct when it returns 0; it is used only then, and passed
-    // back unchanged except for the ECHO bit.
-    unsafe {
-        if libc::tcgetattr(libc::STDIN_FILENO, modes.as_mut_ptr()) != 0 {
-            return;
-        }
-        let mut modes = modes.assume_init();
-        if on {
-            modes.c_lflag |= libc::ECHO;
-        } else {
-            modes.c_lflag &= !libc::ECHO;
-        }
-        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSADRAIN, &modes);
-    }
+    // Passed back unchanged except for the ECHO bit.
+    let Ok(mut modes) = tcgetattr(stdin.as_fd()) else {
+        return;
+    };
+    modes.local_modes.set(LocalModes::ECHO, on);
+    let _ = tcsetattr(stdin.as_fd(), OptionalActions::Drain, &modes);
 }

@@ -401,18 +401,11 @@ fn ensure_regular(fd: &OwnedFd, shown: &Path) -> io::Result<()> {
 /// Files are opened non-blocking so a FIFO cannot hang pai; a regular file is then used
 /// normally.
 fn clear_nonblock(fd: &OwnedFd) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: F_GETFL/F_SETFL on a descriptor we own.
-    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-    if flags < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    Ok(rustix::fs::fcntl_setfl(
+        fd,
+        flags - rustix::fs::OFlags::NONBLOCK,
+    )?)
 }
 
 #[cfg(test)]
@@ -459,9 +452,14 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::open(tmp.path(), true).unwrap();
         let fifo = tmp.path().join(STATE_DIR).join("session.lock");
-        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
-        // SAFETY: a valid path string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         assert!(state.open_rw(&["session.lock"]).is_err());
         assert!(state.read(&["session.lock"]).is_err());
     }

@@ -2,13 +2,18 @@
 //!
 //! Every file operation in the workspace is expressed relative to an open directory descriptor
 //! (ultimately the project root), never as an absolute path, so that the kernel resolves names
-//! one component at a time under our control. This file holds all the `unsafe` of the module;
-//! everything else works with [`OwnedFd`], [`BorrowedFd`] and [`CStr`].
+//! one component at a time under our control. The calls go through rustix, whose wrappers are
+//! safe, so this module has no `unsafe`; everything works with [`OwnedFd`], [`BorrowedFd`] and
+//! [`CStr`]. Callers still pass `libc` flag values and match `libc` errno values:
+//! `io::Error::from(Errno)` keeps the raw OS error.
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, RenameFlags, ResolveFlags};
+use rustix::io::Errno;
 
 /// The kind of a directory entry or file, as far as the workspace cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,12 +28,12 @@ pub(crate) enum Kind {
     Other,
 }
 
-impl Kind {
-    fn from_mode(mode: libc::mode_t) -> Kind {
-        match mode & libc::S_IFMT {
-            libc::S_IFDIR => Kind::Dir,
-            libc::S_IFREG => Kind::File,
-            libc::S_IFLNK => Kind::Symlink,
+impl From<FileType> for Kind {
+    fn from(t: FileType) -> Kind {
+        match t {
+            FileType::Directory => Kind::Dir,
+            FileType::RegularFile => Kind::File,
+            FileType::Symlink => Kind::Symlink,
             _ => Kind::Other,
         }
     }
@@ -45,7 +50,7 @@ pub(crate) struct Stat {
     pub size: u64,
     /// Device and inode, modification and status-change times: together they tell whether
     /// the entry is still the file version that was read.
-    version: (u64, u64, i64, i64, i64, i64),
+    version: (u64, u64, i64, u64, i64, u64),
 }
 
 impl Stat {
@@ -58,14 +63,6 @@ impl Stat {
     }
 }
 
-fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
 /// Turn a path component or relative path into a C string, with the bytes its spelling stands
 /// for (see [`crate::rawname`]: names that are not UTF-8 are escaped in pai's strings); a NUL
 /// byte is refused by the gate long before this, so hitting it here is reported as an
@@ -75,30 +72,22 @@ pub(crate) fn cstr(s: &str) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in path"))
 }
 
-/// `openat(2)`; `O_CLOEXEC` is always added.
+/// `openat(2)` with `libc` open flags and mode; `O_CLOEXEC` is always added.
 pub(crate) fn openat(
     dir: BorrowedFd<'_>,
     name: &CStr,
     flags: libc::c_int,
     mode: libc::mode_t,
 ) -> io::Result<OwnedFd> {
+    // The bits are the kernel's either way: retaining them passes every flag a caller gives
+    // through unchanged, including any rustix has no name for.
+    let flags = OFlags::from_bits_retain(flags.cast_unsigned()) | OFlags::CLOEXEC;
+    let mode = Mode::from_raw_mode(mode);
     loop {
-        // SAFETY: `name` is a valid NUL-terminated string and `dir` a live descriptor.
-        let fd = unsafe {
-            libc::openat(
-                dir.as_raw_fd(),
-                name.as_ptr(),
-                flags | libc::O_CLOEXEC,
-                libc::c_uint::from(mode),
-            )
-        };
-        if fd >= 0 {
-            // SAFETY: the kernel just handed us this descriptor; nobody else owns it.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
+        match rustix::fs::openat(dir, name, flags, mode) {
+            // A FIFO opened without O_NONBLOCK may wait, and a signal then interrupts it.
+            Err(Errno::INTR) => continue,
+            r => return r.map_err(io::Error::from),
         }
     }
 }
@@ -107,15 +96,6 @@ pub(crate) fn openat(
 pub(crate) const DIR_PATH: libc::c_int = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
 /// Open flags for a directory we read or fsync.
 pub(crate) const DIR_READ: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-
-/// `struct open_how` for `openat2(2)`; declared here because the libc crate marks its copy
-/// non-exhaustive.
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
 
 /// Set once `openat2` turned out to be unavailable (old kernel or a seccomp filter), so the
 /// gate stops trying it.
@@ -143,114 +123,74 @@ pub(crate) fn probe_beneath(dir: BorrowedFd<'_>, rel: &CStr) -> Probe {
     // No O_NOFOLLOW: with O_PATH | O_NOFOLLOW the kernel hands back a descriptor to a final
     // symlink instead of failing, which would let `link -> /tmp` pass as plain. Without it, a
     // final symlink is a symlink to resolve, and RESOLVE_NO_SYMLINKS turns that into ELOOP.
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: `how` is a correctly laid out `struct open_how` that outlives the call, its size
-    // is passed alongside, and `rel` is NUL-terminated.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            rel.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if ret >= 0 {
-        // SAFETY: a successful openat2 returns a fresh descriptor that only we own; wrapping it
-        // closes it.
-        drop(unsafe { OwnedFd::from_raw_fd(ret as libc::c_int) });
-        return Probe::Plain;
-    }
-    match io::Error::last_os_error().raw_os_error() {
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+        // Dropping the descriptor closes it: only the walk's outcome matters.
+        Ok(_fd) => Probe::Plain,
         // A component is missing, is not a directory, or may not be searched: everything
         // before it was walked without a symlink, and nothing after it exists for us.
-        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES) => Probe::Plain,
-        Some(libc::ENAMETOOLONG) => Probe::TooLong,
-        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EINVAL) | Some(libc::E2BIG) => {
+        Err(Errno::NOENT | Errno::NOTDIR | Errno::ACCESS) => Probe::Plain,
+        Err(Errno::NAMETOOLONG) => Probe::TooLong,
+        Err(Errno::NOSYS | Errno::PERM | Errno::INVAL | Errno::TOOBIG) => {
             OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed);
             Probe::NeedsSlowPath
         }
-        _ => Probe::NeedsSlowPath,
+        Err(_) => Probe::NeedsSlowPath,
     }
 }
 
-fn stat_from(st: &libc::stat) -> Stat {
+// The field types differ between architectures (and some are the same type as the target on
+// x86_64), so the widening conversions are written once for all of them.
+#[allow(clippy::unnecessary_cast)]
+fn stat_from(st: &rustix::fs::Stat) -> Stat {
     Stat {
-        kind: Kind::from_mode(st.st_mode),
+        kind: Kind::from(FileType::from_raw_mode(st.st_mode)),
         perm: st.st_mode & 0o7777,
         size: u64::try_from(st.st_size).unwrap_or(0),
         version: (
-            st.st_dev,
-            st.st_ino,
-            st.st_mtime,
-            st.st_mtime_nsec,
-            st.st_ctime,
-            st.st_ctime_nsec,
+            st.st_dev as u64,
+            st.st_ino as u64,
+            st.st_mtime as i64,
+            st.st_mtime_nsec as u64,
+            st.st_ctime as i64,
+            st.st_ctime_nsec as u64,
         ),
     }
 }
 
 /// `fstatat(2)` without following a final symlink.
 pub(crate) fn lstatat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `st` is a valid out-pointer for one `struct stat`; `name` is NUL-terminated.
-    cvt(unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })?;
-    // SAFETY: fstatat succeeded, so it filled `st`.
-    let st = unsafe { st.assume_init() };
+    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
     Ok(stat_from(&st))
 }
 
 /// `fstat(2)`.
 pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `st` is a valid out-pointer for one `struct stat`.
-    cvt(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
-    // SAFETY: fstat succeeded, so it filled `st`.
-    let st = unsafe { st.assume_init() };
-    Ok(stat_from(&st))
+    Ok(stat_from(&rustix::fs::fstat(fd)?))
 }
 
 /// `readlinkat(2)`: the raw target bytes of a symlink.
 pub(crate) fn readlinkat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; 4096];
-    // SAFETY: `buf` is writable for `buf.len()` bytes; `name` is NUL-terminated.
-    let n = unsafe {
-        libc::readlinkat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    buf.truncate(n as usize);
-    Ok(buf)
+    // rustix grows the buffer until the target fits; Linux caps targets below 4096 bytes, so
+    // one call of this size is the usual case.
+    let target = rustix::fs::readlinkat(dir, name, Vec::with_capacity(4096))?;
+    Ok(target.into_bytes())
 }
 
 /// `mkdirat(2)`.
 pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated and `dir` is live.
-    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+    Ok(rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode))?)
 }
 
 /// `unlinkat(2)`; `dir_entry` selects `AT_REMOVEDIR`.
 pub(crate) fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, dir_entry: bool) -> io::Result<()> {
-    let flags = if dir_entry { libc::AT_REMOVEDIR } else { 0 };
-    // SAFETY: `name` is NUL-terminated and `dir` is live.
-    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
+    let flags = if dir_entry {
+        AtFlags::REMOVEDIR
+    } else {
+        AtFlags::empty()
+    };
+    Ok(rustix::fs::unlinkat(dir, name, flags)?)
 }
 
 /// `renameat2(2)`. With `no_replace`, an existing target makes it fail with `EEXIST`; on a
@@ -262,85 +202,68 @@ pub(crate) fn renameat(
     to: &CStr,
     no_replace: bool,
 ) -> io::Result<()> {
-    let flags = if no_replace {
-        libc::RENAME_NOREPLACE
-    } else {
-        0
-    };
-    // SAFETY: both names are NUL-terminated and both descriptors live.
-    let ret = unsafe {
-        libc::renameat2(
-            from_dir.as_raw_fd(),
-            from.as_ptr(),
-            to_dir.as_raw_fd(),
-            to.as_ptr(),
-            flags,
-        )
-    };
-    if ret == 0 {
-        return Ok(());
+    if !no_replace {
+        // Plain renameat, as the C library's renameat2 does for flags 0.
+        return Ok(rustix::fs::renameat(from_dir, from, to_dir, to)?);
     }
-    let err = io::Error::last_os_error();
-    if no_replace && err.raw_os_error() == Some(libc::EINVAL) {
-        match lstatat(to_dir, to) {
-            Ok(_) => return Err(io::Error::from_raw_os_error(libc::EEXIST)),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-            Err(e) => return Err(e),
+    match rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        // The file system does not know RENAME_NOREPLACE.
+        Err(Errno::INVAL) => {
+            match lstatat(to_dir, to) {
+                Ok(_) => return Err(io::Error::from(Errno::EXIST)),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => return Err(e),
+            }
+            Ok(rustix::fs::renameat(from_dir, from, to_dir, to)?)
         }
-        // SAFETY: as above.
-        return cvt(unsafe {
-            libc::renameat(
-                from_dir.as_raw_fd(),
-                from.as_ptr(),
-                to_dir.as_raw_fd(),
-                to.as_ptr(),
-            )
-        })
-        .map(drop);
+        Err(e) => Err(e.into()),
     }
-    Err(err)
 }
 
 /// `fsync(2)`.
 pub(crate) fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: `fd` is live.
-    cvt(unsafe { libc::fsync(fd.as_raw_fd()) }).map(drop)
+    Ok(rustix::fs::fsync(fd)?)
 }
 
 /// `fchmod(2)`.
 pub(crate) fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
-    // SAFETY: `fd` is live.
-    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(drop)
+    Ok(rustix::fs::fchmod(fd, Mode::from_raw_mode(mode))?)
 }
 
 /// Set access and modification time of `name` to now, without following a symlink.
 pub(crate) fn touch_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
-    let now = libc::timespec {
+    let now = rustix::fs::Timespec {
         tv_sec: 0,
-        tv_nsec: libc::UTIME_NOW,
+        tv_nsec: rustix::fs::UTIME_NOW,
     };
-    let times = [now, now];
-    // SAFETY: `times` holds two timespecs as utimensat requires; `name` is NUL-terminated.
-    cvt(unsafe {
-        libc::utimensat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            times.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })
-    .map(drop)
+    let times = rustix::fs::Timestamps {
+        last_access: now,
+        last_modification: now,
+    };
+    Ok(rustix::fs::utimensat(
+        dir,
+        name,
+        &times,
+        AtFlags::SYMLINK_NOFOLLOW,
+    )?)
 }
 
 /// Whether a process with this id exists (used to tell stale temporary files of a crashed run
 /// from those of a live one).
 pub(crate) fn process_alive(pid: i32) -> bool {
-    if pid <= 0 {
+    // Checked before `Pid::from_raw`, which debug-asserts a non-negative id.
+    let Some(pid) = (pid > 0)
+        .then(|| rustix::process::Pid::from_raw(pid))
+        .flatten()
+    else {
         return false;
-    }
-    // SAFETY: signal 0 only checks for existence and permission; it delivers nothing.
-    let ret = unsafe { libc::kill(pid, 0) };
-    ret == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    };
+    // Signal 0 only checks for existence and permission; EPERM means it exists as someone else.
+    matches!(
+        rustix::process::test_kill_process(pid),
+        Ok(()) | Err(Errno::PERM)
+    )
 }
 
 /// One entry of a directory listing.
@@ -371,70 +294,36 @@ pub(crate) fn read_dir(dir: BorrowedFd<'_>) -> io::Result<Vec<DirEntry>> {
 }
 
 /// [`read_dir`] with a caller-kept buffer, so a walk over thousands of directories does not
-/// allocate and zero one per directory.
+/// allocate one per directory. Only the buffer's spare capacity is used, never zeroed.
 pub(crate) fn read_dir_with(dir: BorrowedFd<'_>, buf: &mut Vec<u8>) -> io::Result<Vec<DirEntry>> {
-    // struct linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name[].
-    const NAME_AT: usize = 19;
-    // SAFETY: lseek on a live descriptor has no memory effects.
-    if unsafe { libc::lseek(dir.as_raw_fd(), 0, libc::SEEK_SET) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if buf.len() < DIRENT_BUF {
-        buf.resize(DIRENT_BUF, 0);
-    }
+    rustix::fs::seek(dir, rustix::fs::SeekFrom::Start(0))?;
+    buf.clear();
+    buf.reserve(DIRENT_BUF);
+    let mut entries = RawDir::new(dir, buf.spare_capacity_mut());
     let mut out = Vec::new();
-    loop {
-        // SAFETY: `buf` is writable for `buf.len()` bytes and `dir` is a live descriptor.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_getdents64,
-                dir.as_raw_fd(),
-                buf.as_mut_ptr(),
-                buf.len(),
-            )
+    while let Some(entry) = entries.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // The buffer was empty when the call was interrupted: asking again reads on.
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
+        let name = entry.file_name();
+        if matches!(name.to_bytes(), b"." | b".." | b"") {
+            continue;
         }
-        let n = n as usize;
-        if n == 0 {
-            return Ok(out);
-        }
-        let mut off = 0usize;
-        while off + NAME_AT <= n {
-            let reclen = usize::from(u16::from_ne_bytes([buf[off + 16], buf[off + 17]]));
-            if reclen <= NAME_AT || off + reclen > n {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "malformed directory entry",
-                ));
-            }
-            let d_type = buf[off + 18];
-            let raw = &buf[off + NAME_AT..off + reclen];
-            let name = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
-            off += reclen;
-            if name == b"." || name == b".." || name.is_empty() {
-                continue;
-            }
-            let name = CString::new(name)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "NUL in a file name"))?;
-            let kind = match d_type {
-                libc::DT_DIR => Kind::Dir,
-                libc::DT_REG => Kind::File,
-                libc::DT_LNK => Kind::Symlink,
-                libc::DT_UNKNOWN => match lstatat(dir, &name) {
-                    Ok(st) => st.kind,
-                    Err(_) => Kind::Other,
-                },
-                _ => Kind::Other,
-            };
-            out.push(DirEntry { name, kind });
-        }
+        let name = CString::from(name);
+        let kind = match entry.file_type() {
+            // DT_UNKNOWN: this file system does not report types in directory entries.
+            FileType::Unknown => match lstatat(dir, &name) {
+                Ok(st) => st.kind,
+                Err(_) => Kind::Other,
+            },
+            t => Kind::from(t),
+        };
+        out.push(DirEntry { name, kind });
     }
+    Ok(out)
 }
 
 /// Read a whole file from an open descriptor, at most `limit` bytes.
