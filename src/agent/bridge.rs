@@ -20,14 +20,12 @@ fn io_error(e: WorkspaceError) -> io::Error {
 /// `pkg/util/` behind. Each directory passes the gate, and removing one that is not empty
 /// fails, so nothing but empty directories can go; the first one that stays ends the walk.
 fn remove_empty_parents(ws: &Workspace, rel: &str) {
-    let mut parent = std::path::Path::new(rel).parent();
-    while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
-        let Some(text) = dir.to_str() else { return };
-        let Ok(checked) = ws.check(text) else { return };
-        if std::fs::remove_dir(ws.root().join(checked.resolved())).is_err() {
+    let mut dir = rel;
+    while let Some((parent, _)) = dir.rsplit_once('/') {
+        if !ws.remove_empty_dir(parent) {
             return;
         }
-        parent = dir.parent();
+        dir = parent;
     }
 }
 

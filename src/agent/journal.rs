@@ -6,7 +6,6 @@
 //! with `O_APPEND`, so a crash can cut off at most the record being written, never corrupt
 //! earlier ones. Known secrets are scrubbed from every record before it is written.
 
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,11 +20,13 @@ use super::plan::Plan;
 /// The directory under the project root that holds pai's records.
 pub const HISTORY_DIR: &str = crate::workspace::STATE_DIR;
 
+/// A log file the state directory opened for appending.
+type LogSink = Box<dyn Write + Send>;
+
 /// An open session log.
-#[derive(Debug)]
 pub struct Journal {
-    text: Mutex<File>,
-    json: Mutex<File>,
+    text: Mutex<LogSink>,
+    json: Mutex<LogSink>,
     text_path: PathBuf,
     secrets: Vec<String>,
 }
@@ -36,7 +37,9 @@ impl Journal {
         // Through the state directory: a planted link at `.pai_history` or at a log file is
         // refused, never appended to.
         let state = crate::workspace::StateDir::open(root, true)?;
-        let open = |name: String| state.open_append(&[name.as_str()]);
+        let open = |name: String| -> std::io::Result<LogSink> {
+            Ok(Box::new(state.open_append(&[name.as_str()])?))
+        };
         let text_path = state.path().join(format!("session_{id}.log"));
         Ok(Journal {
             text: Mutex::new(open(format!("session_{id}.log"))?),

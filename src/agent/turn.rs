@@ -3,9 +3,9 @@
 //! to observe results or a step failed in a way it can fix, with at most one repair after a
 //! failed verification); the plan committed; the session log and memory updated.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -766,10 +766,8 @@ impl Agent {
             Step::Mkdir { path } => record(report, ws.mkdir(path).map_err(refuse)?),
             Step::Touch { path } => record(report, ws.touch(path).map_err(refuse)?),
             Step::Rm { path } => {
-                let rel = ws.check(path).map_err(refuse)?;
-                let is_dir = std::fs::symlink_metadata(ws.root().join(rel.resolved()))
-                    .map(|m| m.is_dir())
-                    .unwrap_or(false);
+                ws.check(path).map_err(refuse)?;
+                let is_dir = ws.is_dir(path).unwrap_or(false);
                 let needs_confirm = !self.options.yes || is_dir;
                 if needs_confirm && !blocking(|| frontend.confirm_rm(path, is_dir)) {
                     return Err(StepError {
@@ -899,7 +897,9 @@ impl Agent {
         };
         // Without writable history (no baseline), a stat walk of the project is what finds
         // the command's changes; with it, git status against the baseline does, at any size.
-        let before = baseline.is_none().then(|| snapshot(&self.workspace));
+        let before = baseline
+            .is_none()
+            .then(|| self.workspace.stat_snapshot(SNAPSHOT_MAX_FILES));
         let opts = RunOptions {
             timeout: self.options.run_timeout,
             sandbox: mode,
@@ -946,7 +946,9 @@ impl Agent {
                     }
                 }
             }
-            (_, _, Some(before)) => changed_since(&self.workspace, &before),
+            (_, _, Some(before)) => {
+                before.changed_in(&self.workspace.stat_snapshot(SNAPSHOT_MAX_FILES))
+            }
             _ => Vec::new(),
         };
         let recorded = match (self.history.as_mut(), baseline) {
@@ -1109,40 +1111,7 @@ fn describe_llm_error(e: &LlmError) -> String {
     format!("the model call failed: {e}")
 }
 
-/// Modification times, sizes and permission bits of the project's files, to find what a RUN
-/// changed (a `chmod` changes neither time nor size).
-type Snapshot = BTreeMap<String, (Option<SystemTime>, u64, u32)>;
-
 const SNAPSHOT_MAX_FILES: usize = 50_000;
-
-fn snapshot(ws: &Workspace) -> Snapshot {
-    let (files, _) = ws.project_files(SNAPSHOT_MAX_FILES);
-    files
-        .into_iter()
-        .filter_map(|f| {
-            let meta = std::fs::symlink_metadata(ws.root().join(&f)).ok()?;
-            Some((
-                f,
-                (
-                    meta.modified().ok(),
-                    meta.len(),
-                    std::os::unix::fs::MetadataExt::mode(&meta),
-                ),
-            ))
-        })
-        .collect()
-}
-
-fn changed_since(ws: &Workspace, before: &Snapshot) -> Vec<String> {
-    let after = snapshot(ws);
-    let mut changed: Vec<String> = after
-        .iter()
-        .filter(|(k, v)| before.get(*k) != Some(v))
-        .map(|(k, _)| k.clone())
-        .collect();
-    changed.extend(before.keys().filter(|k| !after.contains_key(*k)).cloned());
-    changed
-}
 
 /// The workspace seen by the context builder and the plan validator.
 struct WorkspaceView<'a>(&'a Workspace);
@@ -1160,9 +1129,7 @@ impl ProjectView for WorkspaceView<'_> {
 
 impl PathProbe for WorkspaceView<'_> {
     fn probe(&self, path: &str) -> Option<bool> {
-        let rel = self.0.check(path).ok()?;
-        let meta = std::fs::symlink_metadata(self.0.root().join(rel.resolved())).ok()?;
-        Some(!meta.is_dir())
+        self.0.is_dir(path).map(|dir| !dir)
     }
 }
 

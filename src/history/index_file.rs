@@ -24,11 +24,14 @@ use git2::Oid;
 use sha1::{Digest, Sha1};
 
 use super::error::HistoryError;
-use super::scope::Entry;
 
 const SIGNATURE: &[u8; 4] = b"DIRC";
 const HEADER_LEN: usize = 12;
 const HASH_LEN: usize = 20;
+
+/// A blob as git records a file: its id and mode.
+pub(crate) type Entry = (Oid, i32);
+
 /// Stat data (40 bytes), object id (20) and flags (2).
 const FIXED_LEN: usize = 62;
 const MODE_OFFSET: usize = 24;

@@ -18,8 +18,7 @@ pub(crate) const MODE_FILE: i32 = 0o100644;
 /// Git mode of an executable file.
 pub(crate) const MODE_EXEC: i32 = 0o100755;
 
-/// A blob as git records a file: its id and mode.
-pub(crate) type Entry = (Oid, i32);
+pub(crate) use super::index_file::Entry;
 
 /// The blob entry at `path` in `tree`, if it is a regular or executable file. Symlinks and
 /// submodules are reported as `Err(())`: pai does not record them.

@@ -27,6 +27,7 @@ mod edits;
 mod error;
 mod gate;
 mod guard;
+mod inspect;
 mod later;
 mod ledger;
 mod listing;
@@ -47,6 +48,7 @@ pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
 pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;
+pub use inspect::StatSnapshot;
 pub use later::LaterState;
 pub use state::{STATE_DIR, StateDir};
 
