@@ -10,6 +10,7 @@ mod json;
 mod openai;
 mod outcome;
 mod schema;
+mod scripted;
 mod transport;
 pub use transport::BaseUrl;
 
@@ -22,6 +23,7 @@ use futures_util::future::BoxFuture;
 pub use caps::{ModelCaps, Reasoning, Structured, model_caps};
 pub use error::{LlmError, LlmErrorKind, TimeoutStage};
 pub use json::extract_json;
+pub use scripted::{Scripted, ScriptedProvider};
 
 /// Which wire format (and default endpoint) to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -14,6 +14,7 @@ mod support;
 
 mod agent_scenarios;
 mod approvals;
+mod architecture;
 mod cli_config;
 mod edits_corpus;
 mod eval_mock;
