@@ -12,6 +12,7 @@ mod eval_core;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agent_inprocess;
 mod agent_scenarios;
 mod approvals;
 mod architecture;

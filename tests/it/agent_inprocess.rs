@@ -1,0 +1,237 @@
+//! The agent driven in-process: a scripted provider instead of HTTP, a recording frontend
+//! instead of a terminal. What the end-to-end tests check through the binary, checked here at
+//! the agent's own interface: the files, the events in order, the requests the model saw.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pai::agent::context::Budget;
+use pai::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion, TurnStatus};
+use pai::agent::plan::PlannedStep;
+use pai::agent::turn::{Agent, AgentOptions};
+use pai::llm::{ProviderKind, Scripted, ScriptedProvider};
+use pai::workspace::{Workspace, WorkspaceConfig};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Records every event; approves plans, refuses commands.
+#[derive(Default)]
+struct Recorder {
+    events: Mutex<Vec<Event>>,
+    plans_asked: Mutex<usize>,
+}
+
+impl Frontend for Recorder {
+    fn event(&self, event: &Event) {
+        self.events.lock().unwrap().push(event.clone());
+    }
+    fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
+        *self.plans_asked.lock().unwrap() += 1;
+        Approval::Yes
+    }
+    fn approve_run(&self, _question: &RunQuestion) -> RunAnswer {
+        RunAnswer::No
+    }
+    fn confirm_rm(&self, _path: &str, _recursive: bool) -> bool {
+        false
+    }
+}
+
+impl Recorder {
+    fn kinds(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                serde_json::to_value(e).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+}
+
+fn options() -> AgentOptions {
+    AgentOptions {
+        model: "scripted".into(),
+        temperature: 0.2,
+        max_output_tokens: 4096,
+        stream: false,
+        yes: false,
+        dry_run: None,
+        allow_run: false,
+        run_allow: Vec::new(),
+        settings_file: None,
+        run_timeout: Duration::from_secs(10),
+        require_sandbox: false,
+        run_writable: Vec::new(),
+        secrets: Vec::new(),
+        budget: Budget::default(),
+        subdir: None,
+    }
+}
+
+fn plan(steps: Value) -> Value {
+    json!({
+        "intent": "task",
+        "reply": "On it.",
+        "analysis": {"user_intent": "", "files_to_read": [], "files_to_create": [],
+                     "files_to_modify": [], "risks": "", "success_criteria": [],
+                     "complexity": "simple"},
+        "steps": steps,
+    })
+}
+
+fn agent(dir: &std::path::Path, provider: &ScriptedProvider) -> Agent {
+    let ws = Workspace::open(dir, WorkspaceConfig::default()).unwrap();
+    Agent::new(Box::new(provider.clone()), ws, None, None, options())
+}
+
+fn turn(agent: &mut Agent, request: &str, frontend: &Recorder) -> pai::agent::events::TurnOutcome {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(agent.turn(request, frontend, &CancellationToken::new()))
+}
+
+#[test]
+fn a_scripted_plan_writes_the_file_and_reports_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(
+        ProviderKind::OpenAi,
+        [Scripted::reply(
+            plan(json!([
+                {"action": "WRITE", "path": "hello.py", "content": "print('hi')\n", "purpose": ""},
+                {"action": "FINISH", "message": "wrote hello.py", "purpose": ""}
+            ])),
+            700,
+            60,
+        )],
+    );
+    let mut agent = agent(dir.path(), &provider);
+    let fe = Recorder::default();
+    let outcome = turn(&mut agent, "write hello.py", &fe);
+
+    assert_eq!(outcome.status, TurnStatus::Success);
+    assert_eq!(
+        (
+            outcome.tally.calls,
+            outcome.tally.input,
+            outcome.tally.output
+        ),
+        (1, 700, 60)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("hello.py")).unwrap(),
+        "print('hi')\n"
+    );
+    assert_eq!(*fe.plans_asked.lock().unwrap(), 1);
+    let kinds = fe.kinds();
+    let order: Vec<&str> = ["thinking", "usage", "plan", "step", "finished"]
+        .into_iter()
+        .filter(|k| kinds.iter().any(|x| x == k))
+        .collect();
+    assert_eq!(order.len(), 5, "missing events: {kinds:?}");
+    let pos = |k: &str| kinds.iter().position(|x| x == k).unwrap();
+    assert!(
+        pos("plan") < pos("step") && pos("step") < pos("finished"),
+        "{kinds:?}"
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0]
+            .messages
+            .iter()
+            .any(|m| m.text.contains("write hello.py"))
+    );
+    assert_eq!(provider.remaining(), 0);
+}
+
+#[test]
+fn an_invalid_plan_is_repaired_with_one_more_call_and_nothing_runs_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(
+        ProviderKind::Gemini,
+        [
+            // A WRITE without content: invalid, so nothing of it may run.
+            Scripted::reply(
+                plan(json!([
+                    {"action": "WRITE", "path": "a.txt", "purpose": ""},
+                    {"action": "WRITE", "path": "b.txt", "content": "b\n", "purpose": ""},
+                    {"action": "FINISH", "message": "done", "purpose": ""}
+                ])),
+                500,
+                40,
+            ),
+            Scripted::reply(
+                plan(json!([
+                    {"action": "WRITE", "path": "a.txt", "content": "a\n", "purpose": ""},
+                    {"action": "FINISH", "message": "done", "purpose": ""}
+                ])),
+                520,
+                30,
+            ),
+        ],
+    );
+    let mut agent = agent(dir.path(), &provider);
+    let fe = Recorder::default();
+    let outcome = turn(&mut agent, "make a.txt", &fe);
+    assert_eq!(outcome.status, TurnStatus::Success);
+    assert_eq!(outcome.tally.calls, 2);
+    assert!(dir.path().join("a.txt").exists());
+    assert!(
+        !dir.path().join("b.txt").exists(),
+        "a step of the invalid plan ran"
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    let repair = &requests[1].messages.last().unwrap().text;
+    assert!(
+        repair.contains("content"),
+        "the repair request does not name the problem: {repair}"
+    );
+}
+
+#[test]
+fn a_refused_command_never_runs_and_the_model_is_told_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(
+        ProviderKind::Anthropic,
+        [
+            Scripted::reply(
+                plan(json!([
+                    {"action": "RUN", "command": "touch ran.txt", "purpose": ""},
+                    {"action": "FINISH", "message": "done", "purpose": ""}
+                ])),
+                400,
+                20,
+            ),
+            Scripted::reply(
+                plan(json!([
+                    {"action": "FINISH", "message": "left it as it is", "purpose": ""}
+                ])),
+                450,
+                10,
+            ),
+        ],
+    );
+    let mut agent = agent(dir.path(), &provider);
+    let fe = Recorder::default();
+    let outcome = turn(&mut agent, "run it", &fe);
+    assert!(
+        !dir.path().join("ran.txt").exists(),
+        "a refused command ran"
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    let told = &requests[1].messages.last().unwrap().text;
+    assert!(
+        told.contains("RUN touch ran.txt: FAILED")
+            && told.contains("the user denied running this command"),
+        "{told}"
+    );
+    // The model took the refusal and finished: the turn ends as it said.
+    assert_eq!(outcome.status, TurnStatus::Success);
+    assert_eq!(outcome.tally.calls, 2);
+}
