@@ -9,4 +9,5 @@ pub mod journal;
 pub mod live;
 pub mod plan;
 pub mod prompt;
+pub mod protocol;
 pub mod turn;

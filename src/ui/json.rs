@@ -6,8 +6,8 @@
 use std::io::Write;
 use std::sync::Mutex;
 
-use crate::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion};
-use crate::agent::plan::PlannedStep;
+use crate::agent::protocol::PlannedStep;
+use crate::agent::protocol::{Approval, Event, Frontend, RunAnswer, RunQuestion};
 
 /// The JSON-lines frontend.
 pub struct JsonFrontend {
@@ -86,8 +86,8 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::agent::events::{CallUsage, StepReport, TurnStatus};
-    use crate::agent::plan::{Analysis, Complexity, Step};
+    use crate::agent::protocol::{Analysis, Complexity, Step};
+    use crate::agent::protocol::{CallUsage, StepReport, TurnStatus};
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);

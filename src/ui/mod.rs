@@ -1,7 +1,7 @@
 //! Rendering and input: the only module that talks to the terminal.
 //!
-//! The agent reports what happens as [`crate::agent::events::Event`]s and asks for approvals
-//! through [`crate::agent::events::Frontend`]; this module has three frontends over that one
+//! The agent reports what happens as [`crate::agent::protocol::Event`]s and asks for approvals
+//! through [`crate::agent::protocol::Frontend`]; this module has three frontends over that one
 //! stream: [`json::JsonFrontend`] (`pai run --json`), [`text::TextFrontend`] (`pai run`) and the
 //! interactive session ([`interactive::run_interactive`], `pai` / `pai auto`), which drives a
 //! session through the [`interactive::SessionDriver`] trait. All of them draw with the pure

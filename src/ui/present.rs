@@ -4,7 +4,7 @@
 
 use super::layout::{Theme, clean, display_width};
 use super::render;
-use crate::agent::events::Event;
+use crate::agent::protocol::Event;
 
 /// Word-wraps text that arrives in pieces, so streamed replies respect the width too. A word
 /// (and the space before it) is held back until the space after it arrives, or

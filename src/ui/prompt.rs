@@ -11,7 +11,7 @@ use dialoguer::{Confirm, Input};
 use tokio_util::sync::CancellationToken;
 
 use super::print_err;
-use crate::agent::events::{Approval, RuleScope, RunAnswer, RunQuestion};
+use crate::agent::protocol::{Approval, RuleScope, RunAnswer, RunQuestion};
 
 /// Where plain answers come from.
 pub(crate) trait LineSource: Send + Sync {

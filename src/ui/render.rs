@@ -8,8 +8,8 @@ use console::Style;
 use super::SessionInfo;
 use super::highlight::highlight;
 use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_code, wrap_hard};
-use crate::agent::events::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
-use crate::agent::plan::{Analysis, Complexity, PlannedStep};
+use crate::agent::protocol::{Analysis, Complexity, PlannedStep};
+use crate::agent::protocol::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
 
 /// Lines of a file shown on screen; the rest is summarised ("… 12 more lines").
 pub const FILE_VIEW_LINES: usize = 20;
@@ -623,7 +623,7 @@ pub fn error(message: &str, hint: Option<&str>, theme: &Theme) -> String {
 
 /// The question asked before a RUN command: the command, whether it is sandboxed, and what
 /// "always" (and saving it) would allow.
-pub fn run_question(q: &crate::agent::events::RunQuestion, theme: &Theme) -> String {
+pub fn run_question(q: &crate::agent::protocol::RunQuestion, theme: &Theme) -> String {
     let confined = q.confined;
     let mut body = paragraphs(&q.command, Some(bold()));
     body.push(Line::new());

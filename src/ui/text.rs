@@ -10,8 +10,8 @@ use super::layout::Theme;
 use super::present::Presenter;
 use super::prompt::{Asker, StdinLines};
 use super::{Appearance, DEFAULT_WIDTH, print_err, render, stdout_width};
-use crate::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion};
-use crate::agent::plan::PlannedStep;
+use crate::agent::protocol::PlannedStep;
+use crate::agent::protocol::{Approval, Event, Frontend, RunAnswer, RunQuestion};
 
 /// The plain-text frontend.
 pub struct TextFrontend {
@@ -151,7 +151,7 @@ impl Frontend for TextFrontend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::events::TurnStatus;
+    use crate::agent::protocol::TurnStatus;
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);

@@ -1,6 +1,7 @@
 //! The layering of `src/`, checked from the source: every module imports only modules of a
-//! lower layer, the files of a module import each other without a circle, and the agent
-//! reaches files only through the workspace. docs/ARCHITECTURE.md explains the layers; this test keeps them true.
+//! lower layer, the files of a module import each other without a circle, the frontends reach
+//! the agent only through its protocol, and the agent reaches files only through the
+//! workspace. docs/ARCHITECTURE.md explains the layers; this test keeps them true.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -143,6 +144,27 @@ fn modules_import_only_lower_layers() {
     assert!(
         bad.is_empty(),
         "upward or sideways imports:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn frontends_reach_the_agent_only_through_its_protocol() {
+    let mut bad = Vec::new();
+    for (path, text) in sources() {
+        let module = module_of(&path);
+        if module.first().map(String::as_str) != Some("ui") {
+            continue;
+        }
+        for target in crate_paths(&code_only(&text)) {
+            if target[0] == "agent" && target.get(1).map(String::as_str) != Some("protocol") {
+                bad.push(format!("{}: crate::{}", path.display(), target.join("::")));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "ui reaches into the agent instead of agent::protocol:\n{}",
         bad.join("\n")
     );
 }

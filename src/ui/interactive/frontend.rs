@@ -10,8 +10,8 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::{Approval, Event, Frontend, RunAnswer, RunQuestion};
-use crate::agent::plan::PlannedStep;
+use crate::agent::protocol::PlannedStep;
+use crate::agent::protocol::{Approval, Event, Frontend, RunAnswer, RunQuestion};
 use crate::ui::layout::Theme;
 use crate::ui::present::Presenter;
 use crate::ui::prompt::Asker;

@@ -29,7 +29,7 @@ use self::signals::Interrupts;
 use super::prompt::Asker;
 use super::terminal::{TerminalGuard, set_echo};
 use super::{Appearance, SessionInfo, render};
-use crate::agent::events::{Frontend, Tally, TurnOutcome, TurnStatus};
+use crate::agent::protocol::{Frontend, Tally, TurnOutcome, TurnStatus};
 
 /// Two Ctrl+C presses closer than this end the session.
 pub const DOUBLE_PRESS: Duration = Duration::from_secs(2);
