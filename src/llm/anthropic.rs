@@ -366,28 +366,14 @@ impl Provider for Anthropic {
                 }
             })
             .await;
-            result.map(|p| LlmReply {
-                value: p.value,
-                raw: p.raw,
-                usage: p.usage,
-                elapsed: started.elapsed(),
-                attempts,
-            })
+            result.map(|p| p.into_reply(started, attempts))
         })
     }
 
     fn validate<'a>(&'a self) -> BoxFuture<'a, Result<(), LlmError>> {
         Box::pin(async move {
             let url = format!("{}/v1/models/{}", self.t.base, self.t.model);
-            let quiet = |_: super::StreamEvent<'_>| {};
-            let sink = TextSink::new(&quiet);
-            let (result, _) = self
-                .t
-                .run(&sink, || async {
-                    self.t.get(&url, self.headers()?).await.map(|_| ())
-                })
-                .await;
-            result
+            self.t.probe_retried(&url, || self.headers()).await
         })
     }
 

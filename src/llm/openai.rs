@@ -415,13 +415,7 @@ impl Provider for OpenAi {
                         }
                     }
                     other => {
-                        return other.map(|p| LlmReply {
-                            value: p.value,
-                            raw: p.raw,
-                            usage: p.usage,
-                            elapsed: started.elapsed(),
-                            attempts,
-                        });
+                        return other.map(|p| p.into_reply(started, attempts));
                     }
                 }
             }
@@ -431,16 +425,7 @@ impl Provider for OpenAi {
     fn validate<'a>(&'a self) -> BoxFuture<'a, Result<(), LlmError>> {
         Box::pin(async move {
             let url = format!("{}/models", self.t.base);
-            let quiet = |_: super::StreamEvent<'_>| {};
-            let sink = TextSink::new(&quiet);
-            let (result, _) = self
-                .t
-                .run(&sink, || async {
-                    let response = self.t.get(&url, self.headers()?).await?;
-                    self.t.read_json(response).await
-                })
-                .await;
-            let list = result?;
+            let list = self.t.get_json_retried(&url, || self.headers()).await?;
             let ids: Vec<&str> = list["data"]
                 .as_array()
                 .map(|d| d.iter().filter_map(|m| m["id"].as_str()).collect())

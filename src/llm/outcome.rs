@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use super::Usage;
 use super::error::LlmError;
 use super::json::extract_json;
 use super::transport::Transport;
+use super::{LlmReply, Usage};
 
 /// Why the model stopped, normalised across providers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +66,19 @@ pub(crate) struct Parsed {
     pub value: Value,
     pub raw: String,
     pub usage: Usage,
+}
+
+impl Parsed {
+    /// The reply of a call that started at `started` and took `attempts` attempts.
+    pub(crate) fn into_reply(self, started: std::time::Instant, attempts: u32) -> LlmReply {
+        LlmReply {
+            value: self.value,
+            raw: self.raw,
+            usage: self.usage,
+            elapsed: started.elapsed(),
+            attempts,
+        }
+    }
 }
 
 /// Meters the usage, then turns the outcome into the parsed object or the matching error.

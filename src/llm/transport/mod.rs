@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error::{LlmError, TimeoutStage, scrub, snippet};
-use super::{ProviderConfig, ProviderKind, Usage, UsageTotals};
+use super::{ProviderConfig, ProviderKind, StreamEvent, Usage, UsageTotals};
 
 mod base_url;
 mod classify;
@@ -279,6 +279,40 @@ impl Transport {
             stage,
             after,
         }
+    }
+
+    /// One GET with the same retries as a generation call and nothing streamed, its body
+    /// read as JSON: what the providers' `validate` asks of the server.
+    pub(crate) async fn get_json_retried(
+        &self,
+        url: &str,
+        headers: impl Fn() -> Result<HeaderMap, LlmError>,
+    ) -> Result<Value, LlmError> {
+        let quiet = |_: StreamEvent<'_>| {};
+        let sink = TextSink::new(&quiet);
+        let (result, _) = self
+            .run(&sink, || async {
+                let response = self.get(url, headers()?).await?;
+                self.read_json(response).await
+            })
+            .await;
+        result
+    }
+
+    /// [`Transport::get_json_retried`] when only the answer's success matters.
+    pub(crate) async fn probe_retried(
+        &self,
+        url: &str,
+        headers: impl Fn() -> Result<HeaderMap, LlmError>,
+    ) -> Result<(), LlmError> {
+        let quiet = |_: StreamEvent<'_>| {};
+        let sink = TextSink::new(&quiet);
+        let (result, _) = self
+            .run(&sink, || async {
+                self.get(url, headers()?).await.map(drop)
+            })
+            .await;
+        result
     }
 
     /// Builds a header map from static names and values.
