@@ -13,6 +13,7 @@ pub mod error;
 pub mod exec;
 pub mod history;
 pub mod llm;
+pub mod mcp;
 pub mod ui;
 pub mod workspace;
 

@@ -9,10 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
-use super::approve::RunPolicy;
+use super::approve::{RunPolicy, ToolPolicy};
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
 use super::events::{
-    Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus,
+    Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, ToolQuestion, TurnOutcome,
+    TurnStatus,
 };
 use super::journal::Journal;
 use super::live::LiveRun;
@@ -21,6 +22,7 @@ use super::prompt::SYSTEM_PROMPT;
 use crate::exec::{self, RunOptions, SandboxMode};
 use crate::history::{PlanRecord, Session};
 use crate::llm::{LlmError, LlmRequest, Message, Provider, StreamEvent};
+use crate::mcp::{CallError, Hub, Origin};
 use crate::workspace::{ChangeKind, FileChange, Modification, Workspace, WorkspaceError};
 
 /// Most phases (model calls that return steps) in one turn.
@@ -77,6 +79,10 @@ pub struct Agent {
     totals: Tally,
     /// Whether the user was told this kernel cannot confine RUN (said once per session).
     told_unconfined: bool,
+    /// The session's MCP servers (`None`: none configured).
+    mcp: Option<Hub>,
+    /// `server.tool` names the user allowed for the session with "always".
+    tool_allow: BTreeSet<String>,
 }
 
 /// Why a model call produced no usable reply.
@@ -106,6 +112,52 @@ impl Agent {
             options,
             totals: Tally::default(),
             told_unconfined: false,
+            mcp: None,
+            tool_allow: BTreeSet::new(),
+        }
+    }
+
+    /// Give the session its MCP servers; they start at the first turn (a project's only once
+    /// the user trusts them).
+    pub fn set_mcp(&mut self, hub: Hub) {
+        self.mcp = (!hub.is_empty()).then_some(hub);
+    }
+
+    /// Stop the MCP servers (at the end of the session).
+    pub async fn shutdown_mcp(&mut self) {
+        if let Some(hub) = self.mcp.as_mut() {
+            hub.shutdown().await;
+        }
+    }
+
+    /// Ask about an untrusted project file (once), then start what may start and refresh
+    /// tool lists that changed.
+    async fn prepare_mcp(&mut self, frontend: &dyn Frontend) {
+        let Some(hub) = self.mcp.as_mut() else {
+            return;
+        };
+        let notice = |text: String| frontend.event(&Event::Notice { text });
+        if let Some(question) = hub.trust_request() {
+            let trusted = blocking(|| frontend.trust_mcp(&question));
+            let text = hub.answer_trust(trusted);
+            if let Some(j) = &self.journal {
+                // A full disk must not break the turn; the session log is a record.
+                let _ = j.note(&text);
+            }
+            notice(text);
+        }
+        hub.ensure_started(&notice).await;
+    }
+
+    /// The system prompt and schema of this session's calls: the plain ones unless MCP tools
+    /// are available, so sessions without MCP send exactly what they always did.
+    fn prompt_and_schema(&self) -> (String, serde_json::Value) {
+        match self.mcp.as_ref().map(Hub::prompt_section) {
+            Some(section) if !section.is_empty() => (
+                format!("{SYSTEM_PROMPT}{section}"),
+                plan::schema_with_tools(),
+            ),
+            _ => (SYSTEM_PROMPT.to_string(), plan::schema()),
         }
     }
 
@@ -178,6 +230,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         let mut request = request.trim().to_string();
+        self.prepare_mcp(frontend).await;
         loop {
             match self.attempt(&request, frontend, cancel).await {
                 Attempt::Done(outcome) => {
@@ -201,10 +254,11 @@ impl Agent {
         phase: u32,
     ) -> Result<crate::llm::LlmReply, CallFailure> {
         frontend.event(&Event::Thinking { phase });
+        let (system, schema) = self.prompt_and_schema();
         let req = LlmRequest {
-            system: SYSTEM_PROMPT.to_string(),
+            system,
             messages: messages.to_vec(),
-            schema: plan::schema(),
+            schema,
             schema_name: "pai_plan".to_string(),
             temperature: self.options.temperature,
             max_output_tokens: self.options.max_output_tokens,
@@ -270,7 +324,7 @@ impl Agent {
         let mut tally = Tally::default();
         self.workspace.begin_plan();
         self.log(|j| j.user(request));
-        let project = WorkspaceView(&self.workspace);
+        let project = WorkspaceView(&self.workspace, None);
         let first = context::build_in(
             request,
             &project,
@@ -324,7 +378,7 @@ impl Agent {
                     break;
                 }
             };
-            let probe = WorkspaceView(&self.workspace);
+            let probe = WorkspaceView(&self.workspace, self.mcp.as_ref());
             let plan = match plan::parse_plan(&reply.value, &probe) {
                 Ok(p) => p,
                 Err(e) if !corrected => {
@@ -800,12 +854,89 @@ impl Agent {
                     .run_command(command, frontend, cancel, report, side_effects, model_wrote)
                     .await;
             }
+            Step::Tool {
+                server,
+                tool,
+                arguments,
+            } => {
+                return self
+                    .call_tool(server, tool, arguments, frontend, cancel, report)
+                    .await;
+            }
             Step::Finish { message } => {
                 report.output = message.clone();
                 return Ok(StepKind::Finish(message.clone()));
             }
         }
         Ok(StepKind::Plain)
+    }
+
+    /// A TOOL step: approval by the tool policy, then the call with the server's timeout;
+    /// the result (redacted, capped) is the step's output, observed by the next phase.
+    async fn call_tool(
+        &mut self,
+        server: &str,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        report: &mut StepReport,
+    ) -> Result<StepKind, StepError> {
+        let Some(hub) = self.mcp.as_mut() else {
+            return Err(StepError {
+                message: "no MCP servers are configured in this session".into(),
+                fixable: true,
+            });
+        };
+        let fixable = |message: String| StepError {
+            message,
+            fixable: true,
+        };
+        hub.check(server, tool).map_err(fixable)?;
+        let (auto_approve, from_project) = match hub.spec(server) {
+            Some(spec) => (spec.auto_approve.clone(), spec.origin == Origin::Project),
+            None => (Vec::new(), true),
+        };
+        let pretty = serde_json::to_string_pretty(&serde_json::Value::Object(arguments.clone()))
+            .unwrap_or_default();
+        let question = ToolQuestion {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments: context::truncate(&exec::redact(&pretty, &self.options.secrets), 2_000),
+            from_project,
+        };
+        let mut policy = ToolPolicy {
+            auto_approve: &auto_approve,
+            allowed: &mut self.tool_allow,
+        };
+        if policy
+            .decide(&question, frontend, |q| {
+                blocking(|| frontend.approve_tool(q))
+            })
+            .is_err()
+        {
+            return Err(fixable(format!("the user denied calling {server}.{tool}")));
+        }
+        let result = hub.call(server, tool, arguments.clone(), cancel).await;
+        match result {
+            Ok(result) => {
+                let text = exec::redact(&result.text, &self.options.secrets);
+                if result.is_error {
+                    return Err(fixable(format!("the tool reported an error: {text}")));
+                }
+                report.output = if text.trim().is_empty() {
+                    "(no output)".into()
+                } else {
+                    text
+                };
+                Ok(StepKind::Plain)
+            }
+            Err(CallError::Cancelled) => Err(StepError {
+                message: CallError::Cancelled.to_string(),
+                fixable: false,
+            }),
+            Err(e) => Err(fixable(exec::redact(&e.to_string(), &self.options.secrets))),
+        }
     }
 
     async fn run_command(
@@ -1026,7 +1157,10 @@ fn fixable_by_model(e: &WorkspaceError) -> bool {
 }
 
 fn is_observation(action: &str) -> bool {
-    matches!(action, "READ" | "TREE" | "LIST_PATH" | "SEARCH" | "RUN")
+    matches!(
+        action,
+        "READ" | "TREE" | "LIST_PATH" | "SEARCH" | "RUN" | "TOOL"
+    )
 }
 
 fn first_line(s: &str) -> &str {
@@ -1137,8 +1271,9 @@ fn changed_since(ws: &Workspace, before: &Snapshot) -> Vec<String> {
     changed
 }
 
-/// The workspace seen by the context builder and the plan validator.
-struct WorkspaceView<'a>(&'a Workspace);
+/// The workspace seen by the context builder and the plan validator, with the session's MCP
+/// servers for validating TOOL steps.
+struct WorkspaceView<'a>(&'a Workspace, Option<&'a Hub>);
 
 impl ProjectView for WorkspaceView<'_> {
     fn files(&self, max: usize) -> (Vec<String>, usize) {
@@ -1156,6 +1291,13 @@ impl PathProbe for WorkspaceView<'_> {
         let rel = self.0.check(path).ok()?;
         let meta = std::fs::symlink_metadata(self.0.root().join(rel.resolved())).ok()?;
         Some(!meta.is_dir())
+    }
+
+    fn tool(&self, server: &str, tool: &str) -> Result<(), String> {
+        match self.1 {
+            Some(hub) => hub.check(server, tool),
+            None => Err("no MCP tools are available in this session; do not use TOOL".into()),
+        }
     }
 }
 

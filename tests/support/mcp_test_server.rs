@@ -1,0 +1,193 @@
+//! A test-only MCP server (stdio) built on the official SDK's server side, for pai's MCP
+//! tests and benchmark: `cargo run --example mcp-test-server -- [--log FILE] [--ten]
+//! [--bad-schema]`.
+//!
+//! Tools: `echo` (returns its `text`), `sleep` (waits `ms` milliseconds), `fail` (an
+//! `isError` result), `big` (1 MB of text); `--ten` adds six more so ten are listed (the
+//! benchmark's tool-list cost), `--bad-schema` adds one whose schema is malformed. Tools are
+//! listed two per page, so clients must follow `nextCursor`. With `--log FILE` (or
+//! `MCP_TEST_LOG`) it appends one JSON line when it starts (with its environment) and one per
+//! call it receives, so tests can check what it saw.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct TestServer {
+    log: Option<Arc<String>>,
+    tools: Vec<Value>,
+}
+
+impl TestServer {
+    fn record(&self, line: Value) {
+        if let Some(path) = &self.log {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path.as_str())
+                .expect("log file");
+            writeln!(f, "{line}").expect("log write");
+        }
+    }
+}
+
+fn tool(name: &str, description: &str, schema: Value) -> Value {
+    json!({"name": name, "description": description, "inputSchema": schema})
+}
+
+fn tools(ten: bool, bad: bool) -> Vec<Value> {
+    let mut list = vec![
+        tool(
+            "echo",
+            "Return the given text unchanged.",
+            json!({"type": "object", "properties": {"text": {"type": "string", "description": "what to echo"}}, "required": ["text"]}),
+        ),
+        tool(
+            "sleep",
+            "Wait for the given number of milliseconds, then say so.",
+            json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
+        ),
+        tool(
+            "fail",
+            "Always fail with an error result.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        tool(
+            "big",
+            "Return one megabyte of text.",
+            json!({"type": "object", "properties": {}}),
+        ),
+    ];
+    if ten {
+        for (name, description) in [
+            (
+                "search_issues",
+                "Search the issue tracker by free text; returns matching issue titles and numbers.",
+            ),
+            ("get_issue", "Fetch one issue by number with its comments."),
+            (
+                "list_pulls",
+                "List open pull requests, newest first, optionally filtered by label.",
+            ),
+            (
+                "get_file",
+                "Read a file from the default branch of the remote repository.",
+            ),
+            (
+                "create_comment",
+                "Add a comment to an issue or pull request.",
+            ),
+            ("list_labels", "List the labels defined in the repository."),
+        ] {
+            list.push(tool(
+                name,
+                description,
+                json!({"type": "object", "properties": {
+                    "query": {"type": "string"}, "number": {"type": "integer"},
+                    "label": {"type": "string"}, "limit": {"type": "integer"}
+                }, "required": ["query"]}),
+            ));
+        }
+    }
+    if bad {
+        list.push(tool(
+            "broken",
+            "A tool with a malformed schema.",
+            json!({"type": "object", "properties": "not an object"}),
+        ));
+    }
+    list
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let page: Vec<Value> = self.tools.iter().skip(start).take(2).cloned().collect();
+        let mut result = json!({"tools": page});
+        if start + 2 < self.tools.len() {
+            result["nextCursor"] = json!((start + 2).to_string());
+        }
+        serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.clone().unwrap_or_default();
+        self.record(json!({"event": "call", "tool": request.name, "arguments": args}));
+        let result = match request.name.as_ref() {
+            "echo" => {
+                let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                CallToolResult::success(vec![ContentBlock::text(format!("echo: {text}"))])
+            }
+            "sleep" => {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                self.record(json!({"event": "slept", "ms": ms}));
+                CallToolResult::success(vec![ContentBlock::text(format!("slept {ms} ms"))])
+            }
+            "fail" => {
+                CallToolResult::error(vec![ContentBlock::text("the fail tool failed as asked")])
+            }
+            "big" => {
+                let mut text = String::from("BIG-START\n");
+                text.push_str(&"x".repeat(1024 * 1024));
+                text.push_str("\nBIG-END");
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            other => CallToolResult::success(vec![ContentBlock::text(format!("{other} called"))]),
+        };
+        Ok(result.into())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut log = std::env::var("MCP_TEST_LOG").ok();
+    let (mut ten, mut bad) = (false, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--log" => log = args.next(),
+            "--ten" => ten = true,
+            "--bad-schema" => bad = true,
+            other => {
+                eprintln!("mcp-test-server: unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let server = TestServer {
+        log: log.map(Arc::new),
+        tools: tools(ten, bad),
+    };
+    let env: serde_json::Map<String, Value> = std::env::vars()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    server.record(json!({"event": "start", "env": env}));
+    let running = server.serve(rmcp::transport::stdio()).await.expect("serve");
+    let _ = running.waiting().await;
+}
