@@ -482,3 +482,50 @@ fn mcp_commands_add_list_and_remove_servers() {
     let out = p.pai().args(["mcp", "remove", "t"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_streamable_http_server_is_called_like_a_stdio_one() {
+    let p = Project::repo(None);
+    let log = log_path(&p, "web");
+    let url_file = p.home.join("url.txt");
+    let mut server = std::process::Command::new(server_exe())
+        .args([
+            "--log",
+            log.to_str().unwrap(),
+            "--http",
+            url_file.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !url_file.exists() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = std::fs::read_to_string(&url_file).unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let path = config_file(&p);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        format!("[mcp_servers.t]\nurl = {url:?}\nauto_approve = [\"echo\"]\n"),
+    )
+    .unwrap();
+    let mock = mock_with(observing(json!([tool_step(
+        "echo",
+        json!({"text": "over http"})
+    )])));
+    let r = run(&p, &mock, &["--yes"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(r.status(), "success", "{}", r.text());
+    let calls = events(&log, "call");
+    assert_eq!(calls.len(), 1, "{}", r.text());
+    assert_eq!(calls[0]["arguments"]["text"], "over http");
+    let reqs = mock.generation_requests();
+    assert!(
+        reqs[1]
+            .last_user_text()
+            .unwrap()
+            .contains("echo: over http")
+    );
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
@@ -132,9 +132,20 @@ impl Connection {
                     .map_err(|e| format!("`{}` failed the MCP handshake: {e}", spec.describe()))?
             }
             Transport::Http { url } => {
-                return Err(format!(
-                    "{url}: streamable HTTP servers are not supported by this build yet; run the server over stdio"
-                ));
+                // rmcp's HTTP client is built on rustls without a bundled crypto provider;
+                // ring is the one pai's own HTTP client already uses. Installing twice is
+                // harmless (the first one stays).
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                tokio::time::timeout(START_TIMEOUT, watcher.serve(transport))
+                    .await
+                    .map_err(|_| {
+                        format!(
+                            "{url} did not complete the MCP handshake within {} s",
+                            START_TIMEOUT.as_secs()
+                        )
+                    })?
+                    .map_err(|e| format!("{url} failed the MCP handshake: {e}"))?
             }
         };
         Ok(Self { service, changed })

@@ -1,6 +1,7 @@
-//! A test-only MCP server (stdio) built on the official SDK's server side, for pai's MCP
-//! tests and benchmark: `cargo run --example mcp-test-server -- [--log FILE] [--ten]
-//! [--bad-schema]`.
+//! A test-only MCP server built on the official SDK's server side, for pai's MCP tests and
+//! benchmark: `cargo run --example mcp-test-server -- [--log FILE] [--ten] [--bad-schema]
+//! [--http URL_FILE]`. It speaks stdio, or with `--http` streamable HTTP on a free loopback
+//! port, writing its URL to URL_FILE.
 //!
 //! Tools: `echo` (returns its `text`), `sleep` (waits `ms` milliseconds), `fail` (an
 //! `isError` result), `big` (1 MB of text); `--ten` adds six more so ten are listed (the
@@ -168,12 +169,14 @@ impl ServerHandler for TestServer {
 async fn main() {
     let mut log = std::env::var("MCP_TEST_LOG").ok();
     let (mut ten, mut bad) = (false, false);
+    let mut http: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--log" => log = args.next(),
             "--ten" => ten = true,
             "--bad-schema" => bad = true,
+            "--http" => http = args.next(),
             other => {
                 eprintln!("mcp-test-server: unknown argument {other}");
                 std::process::exit(2);
@@ -188,6 +191,31 @@ async fn main() {
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
     server.record(json!({"event": "start", "env": env}));
+    if let Some(url_file) = http {
+        serve_http(server, &url_file).await;
+        return;
+    }
     let running = server.serve(rmcp::transport::stdio()).await.expect("serve");
     let _ = running.waiting().await;
+}
+
+/// Serve streamable HTTP at `http://127.0.0.1:<free port>/mcp` until killed.
+async fn serve_http(server: TestServer, url_file: &str) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    // Written whole, then renamed: a reader never sees half a URL.
+    let tmp = format!("{url_file}.tmp");
+    std::fs::write(&tmp, &url).unwrap();
+    std::fs::rename(&tmp, url_file).unwrap();
+    axum::serve(listener, router).await.unwrap();
 }
