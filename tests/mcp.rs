@@ -261,6 +261,10 @@ fn a_slow_tool_times_out_clearly_and_the_session_goes_on() {
     assert_eq!(reqs.len(), 2, "{}", r.text());
     assert!(reqs[1].last_user_text().unwrap().contains("did not answer"));
     assert!(r.output.status.code().is_some());
+    // The server was told the call was abandoned.
+    support::session::wait_until(Duration::from_secs(5), "the cancellation", || {
+        !events(&log, "cancelled").is_empty()
+    });
 }
 
 #[test]
@@ -527,5 +531,93 @@ fn a_streamable_http_server_is_called_like_a_stdio_one() {
             .last_user_text()
             .unwrap()
             .contains("echo: over http")
+    );
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_call_and_ends_the_turn() {
+    let p = Project::repo(None);
+    let log = log_path(&p, "t");
+    user_server(&p, &log, "auto_approve = [\"sleep\"]");
+    let mock = mock_with(task_plan(
+        "Sleeping.",
+        json!([tool_step("sleep", json!({"ms": 30000}))]),
+    ));
+    let child = p
+        .pai()
+        .env("GEMINI_API_KEY", TEST_KEY)
+        .args([
+            "run",
+            "sleep",
+            "--json",
+            "--yes",
+            "--base-url",
+            &mock.base_url(ProviderKind::Gemini),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::session::wait_until(Duration::from_secs(20), "the call", || {
+        !events(&log, "call").is_empty()
+    });
+    let start = Instant::now();
+    // SAFETY: signals our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The step ends as a RUN interrupted mid-command does: failed, saying it was cancelled.
+    assert!(
+        stdout.contains("interrupted; the tool call was cancelled"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("\"status\":\"success\""), "{stdout}");
+    support::session::wait_until(Duration::from_secs(5), "the cancellation", || {
+        !events(&log, "cancelled").is_empty()
+    });
+    assert!(events(&log, "slept").is_empty());
+}
+
+#[test]
+fn a_changed_tool_list_is_picked_up_at_the_next_turn() {
+    let p = Project::repo(None);
+    let log = log_path(&p, "t");
+    user_server(&p, &log, "auto_approve = [\"grow\"]");
+    let mock = MockLlm::start(
+        Script::with_replies([
+            Reply::plan(task_plan("Growing.", json!([tool_step("grow", json!({}))]))),
+            Reply::plan(chat_plan("Now there is more.")),
+        ])
+        .require_key(TEST_KEY),
+    );
+    let mut pty = start_session(&p, &mock, false, &[]);
+    pty.send_line("grow the tools");
+    pty.expect("Carry out this plan?");
+    pty.send_line("y");
+    pty.expect(PROMPT);
+    pty.send_line("what now?");
+    pty.expect("Now there is more.");
+    pty.expect(PROMPT);
+    exit_session(&mut pty);
+    let reqs = mock.generation_requests();
+    assert!(!reqs[0].system.contains("- t.extra"), "{}", reqs[0].system);
+    let last = &reqs[reqs.len() - 1];
+    assert!(
+        last.system
+            .contains("- t.extra(): A tool that appeared later."),
+        "{}",
+        last.system
+    );
+    assert_eq!(
+        events(&log, "start").len(),
+        1,
+        "the same server, not restarted"
     );
 }

@@ -4,22 +4,25 @@
 //! port, writing its URL to URL_FILE.
 //!
 //! Tools: `echo` (returns its `text`), `sleep` (waits `ms` milliseconds), `fail` (an
-//! `isError` result), `big` (1 MB of text); `--ten` adds six more so ten are listed (the
+//! `isError` result), `big` (1 MB of text), `grow` (adds the tool `extra` and sends
+//! `notifications/tools/list_changed`); `--ten` adds six more so ten are listed (the
 //! benchmark's tool-list cost), `--bad-schema` adds one whose schema is malformed. Tools are
 //! listed two per page, so clients must follow `nextCursor`. With `--log FILE` (or
-//! `MCP_TEST_LOG`) it appends one JSON line when it starts (with its environment) and one per
-//! call it receives, so tests can check what it saw.
+//! `MCP_TEST_LOG`) it appends one JSON line when it starts (with its environment), one per
+//! call it receives and one per cancellation, so tests can check what it saw.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use rmcp::model::CancelledNotificationParam;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
@@ -27,6 +30,8 @@ use serde_json::{Value, json};
 struct TestServer {
     log: Option<Arc<String>>,
     tools: Vec<Value>,
+    /// Set by the `grow` tool: `extra` is listed from then on.
+    grown: Arc<AtomicBool>,
 }
 
 impl TestServer {
@@ -66,6 +71,11 @@ fn tools(ten: bool, bad: bool) -> Vec<Value> {
         tool(
             "big",
             "Return one megabyte of text.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        tool(
+            "grow",
+            "Add the `extra` tool and tell the client its tool list changed.",
             json!({"type": "object", "properties": {}}),
         ),
     ];
@@ -112,7 +122,12 @@ fn tools(ten: bool, bad: bool) -> Vec<Value> {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
     }
 
     async fn list_tools(
@@ -124,9 +139,17 @@ impl ServerHandler for TestServer {
             .and_then(|r| r.cursor)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        let page: Vec<Value> = self.tools.iter().skip(start).take(2).cloned().collect();
+        let mut all = self.tools.clone();
+        if self.grown.load(Ordering::SeqCst) {
+            all.push(tool(
+                "extra",
+                "A tool that appeared later.",
+                json!({"type": "object", "properties": {}}),
+            ));
+        }
+        let page: Vec<Value> = all.iter().skip(start).take(2).cloned().collect();
         let mut result = json!({"tools": page});
-        if start + 2 < self.tools.len() {
+        if start + 2 < all.len() {
             result["nextCursor"] = json!((start + 2).to_string());
         }
         serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
@@ -135,7 +158,7 @@ impl ServerHandler for TestServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.clone().unwrap_or_default();
         self.record(json!({"event": "call", "tool": request.name, "arguments": args}));
@@ -159,9 +182,22 @@ impl ServerHandler for TestServer {
                 text.push_str("\nBIG-END");
                 CallToolResult::success(vec![ContentBlock::text(text)])
             }
+            "grow" => {
+                self.grown.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                CallToolResult::success(vec![ContentBlock::text("grown")])
+            }
             other => CallToolResult::success(vec![ContentBlock::text(format!("{other} called"))]),
         };
         Ok(result.into())
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        self.record(json!({"event": "cancelled", "reason": notification.reason}));
     }
 }
 
@@ -186,6 +222,7 @@ async fn main() {
     let server = TestServer {
         log: log.map(Arc::new),
         tools: tools(ten, bad),
+        grown: Arc::new(AtomicBool::new(false)),
     };
     let env: serde_json::Map<String, Value> = std::env::vars()
         .map(|(k, v)| (k, Value::String(v)))
