@@ -621,3 +621,29 @@ fn a_changed_tool_list_is_picked_up_at_the_next_turn() {
         "the same server, not restarted"
     );
 }
+
+#[test]
+fn files_a_tool_changes_are_part_of_the_plan_commit_and_undone_with_it() {
+    let p = Project::repo(None);
+    let log = log_path(&p, "t");
+    user_server(&p, &log, "auto_approve = [\"write\"]");
+    let mock = mock_with(task_plan(
+        "Writing.",
+        json!([tool_step("write", json!({}))]),
+    ));
+    let r = run(&p, &mock, &["--yes"]);
+    assert_eq!(r.status(), "success", "{}", r.text());
+    assert_eq!(p.read("tool.txt"), "written by the tool\n");
+    let body = support::project::git(&p.root, &["log", "-1", "--format=%B"]);
+    assert!(body.contains("TOOL t.write {}: ok"), "{body}");
+    assert!(body.contains("tool.txt: changed by a TOOL call"), "{body}");
+    let files = support::project::git(&p.root, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(files.trim(), "tool.txt");
+    let out = p.pai().arg("undo").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!p.root.join("tool.txt").exists());
+}

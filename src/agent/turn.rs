@@ -83,6 +83,9 @@ pub struct Agent {
     mcp: Option<Hub>,
     /// `server.tool` names the user allowed for the session with "always".
     tool_allow: BTreeSet<String>,
+    /// Project paths TOOL calls changed in the current turn (a subset of its side effects),
+    /// so the commit says which step kind changed them.
+    tool_changed: BTreeSet<String>,
 }
 
 /// Why a model call produced no usable reply.
@@ -114,6 +117,7 @@ impl Agent {
             told_unconfined: false,
             mcp: None,
             tool_allow: BTreeSet::new(),
+            tool_changed: BTreeSet::new(),
         }
     }
 
@@ -338,6 +342,7 @@ impl Agent {
         let mut repaired = false;
         let mut changes: Vec<FileChange> = Vec::new();
         let mut side_effects: BTreeSet<String> = BTreeSet::new();
+        self.tool_changed.clear();
         let mut step_lines: Vec<String> = Vec::new();
         let mut verified: Option<bool> = None;
         let mut next_steps = Vec::new();
@@ -637,7 +642,13 @@ impl Agent {
             touched: touched.into_iter().collect(),
             side_effects: side_effects
                 .iter()
-                .map(|p| format!("{p}: changed by a RUN command"))
+                .map(|p| {
+                    if self.tool_changed.contains(p) {
+                        format!("{p}: changed by a TOOL call")
+                    } else {
+                        format!("{p}: changed by a RUN command")
+                    }
+                })
                 .chain((!side_effects.is_empty()).then(|| {
                     "ignored files a command changed (build output, installed packages) are not recorded".to_string()
                 }))
@@ -860,7 +871,13 @@ impl Agent {
                 arguments,
             } => {
                 return self
-                    .call_tool(server, tool, arguments, frontend, cancel, report)
+                    .call_tool(
+                        (server, tool, arguments),
+                        frontend,
+                        cancel,
+                        report,
+                        side_effects,
+                    )
                     .await;
             }
             Step::Finish { message } => {
@@ -875,12 +892,11 @@ impl Agent {
     /// the result (redacted, capped) is the step's output, observed by the next phase.
     async fn call_tool(
         &mut self,
-        server: &str,
-        tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
+        (server, tool, arguments): (&str, &str, &serde_json::Map<String, serde_json::Value>),
         frontend: &dyn Frontend,
         cancel: &CancellationToken,
         report: &mut StepReport,
+        side_effects: &mut BTreeSet<String>,
     ) -> Result<StepKind, StepError> {
         let Some(hub) = self.mcp.as_mut() else {
             return Err(StepError {
@@ -917,7 +933,68 @@ impl Agent {
         {
             return Err(fixable(format!("the user denied calling {server}.{tool}")));
         }
-        let result = hub.call(server, tool, arguments.clone(), cancel).await;
+        // A server runs in the project root with the user's rights, so what a call changes
+        // there belongs to the plan like a RUN's changes: the user's uncommitted files are
+        // remembered first, the changed paths recorded after, and files that make code run
+        // later (git hooks, pai's state) put back.
+        let root = self.workspace.root().to_path_buf();
+        let baseline = match self.history.as_mut() {
+            // A read-only session commits nothing; there is nothing to record against.
+            Some(history) if history.read_only_reason().is_some() => None,
+            Some(history) => match history.remember_uncommitted(&self.workspace) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    return Err(StepError {
+                        message: format!(
+                            "could not read your uncommitted files before the tool call, so it was not made: {e}"
+                        ),
+                        fixable: false,
+                    });
+                }
+            },
+            None => None,
+        };
+        let before = snapshot(&self.workspace);
+        let later = crate::workspace::LaterState::record(&root);
+        let result = match self.mcp.as_mut() {
+            Some(hub) => hub.call(server, tool, arguments.clone(), cancel).await,
+            None => Err(CallError::Failed("the MCP servers are gone".into())),
+        };
+        let tampered = later.restore_changes(&root);
+        let from_status = match (self.history.as_mut(), baseline.as_ref()) {
+            (Some(history), Some(baseline)) => history
+                .run_changes(&self.workspace, baseline)
+                .ok()
+                .flatten(),
+            _ => None,
+        };
+        let changed = from_status.unwrap_or_else(|| changed_since(&self.workspace, &before));
+        let recorded = match (self.history.as_mut(), baseline) {
+            (Some(history), Some(baseline)) => {
+                history.prepare_after_run(&self.workspace, baseline, &changed)
+            }
+            _ => Ok(()),
+        };
+        self.tool_changed.extend(changed.iter().cloned());
+        side_effects.extend(changed);
+        if let Err(e) = recorded {
+            return Err(StepError {
+                message: format!(
+                    "the tool ran, but pai could not record your versions of the files it changed: {e}"
+                ),
+                fixable: false,
+            });
+        }
+        if !tampered.is_empty() {
+            return Err(StepError {
+                message: format!(
+                    "the tool changed {}: files that make code run later, outside pai's control; \
+                     pai put them back as they were and stopped the plan",
+                    tampered.join(", ")
+                ),
+                fixable: false,
+            });
+        }
         match result {
             Ok(result) => {
                 let text = exec::redact(&result.text, &self.options.secrets);

@@ -4,8 +4,9 @@
 //! port, writing its URL to URL_FILE.
 //!
 //! Tools: `echo` (returns its `text`), `sleep` (waits `ms` milliseconds), `fail` (an
-//! `isError` result), `big` (1 MB of text), `grow` (adds the tool `extra` and sends
-//! `notifications/tools/list_changed`); `--ten` adds six more so ten are listed (the
+//! `isError` result), `big` (1 MB of text), `write` (creates `tool.txt` in its working
+//! directory), `grow` (adds the tool `extra` and sends
+//! `notifications/tools/list_changed`); `--ten` adds four more so ten are listed (the
 //! benchmark's tool-list cost), `--bad-schema` adds one whose schema is malformed. Tools are
 //! listed two per page, so clients must follow `nextCursor`. With `--log FILE` (or
 //! `MCP_TEST_LOG`) it appends one JSON line when it starts (with its environment), one per
@@ -74,6 +75,11 @@ fn tools(ten: bool, bad: bool) -> Vec<Value> {
             json!({"type": "object", "properties": {}}),
         ),
         tool(
+            "write",
+            "Write tool.txt in the working directory.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        tool(
             "grow",
             "Add the `extra` tool and tell the client its tool list changed.",
             json!({"type": "object", "properties": {}}),
@@ -94,11 +100,6 @@ fn tools(ten: bool, bad: bool) -> Vec<Value> {
                 "get_file",
                 "Read a file from the default branch of the remote repository.",
             ),
-            (
-                "create_comment",
-                "Add a comment to an issue or pull request.",
-            ),
-            ("list_labels", "List the labels defined in the repository."),
         ] {
             list.push(tool(
                 name,
@@ -181,6 +182,11 @@ impl ServerHandler for TestServer {
                 text.push_str(&"x".repeat(1024 * 1024));
                 text.push_str("\nBIG-END");
                 CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            "write" => {
+                // Servers run in the project root: this one writes a file there.
+                std::fs::write("tool.txt", "written by the tool\n").unwrap();
+                CallToolResult::success(vec![ContentBlock::text("wrote tool.txt")])
             }
             "grow" => {
                 self.grown.store(true, Ordering::SeqCst);
