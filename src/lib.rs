@@ -14,6 +14,7 @@ pub mod exec;
 pub mod history;
 pub mod layout;
 pub mod llm;
+pub mod mcp;
 pub mod rawname;
 pub mod ui;
 pub mod workspace;

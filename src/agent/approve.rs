@@ -11,7 +11,9 @@
 
 use std::path::Path;
 
-use super::events::{Event, Frontend, RuleScope, RunAnswer, RunQuestion};
+use std::collections::BTreeSet;
+
+use super::events::{Event, Frontend, RuleScope, RunAnswer, RunQuestion, ToolAnswer, ToolQuestion};
 use crate::config::rules::{RuleTarget, save_run_rule};
 use crate::exec;
 
@@ -115,6 +117,44 @@ impl RunPolicy<'_> {
             Err(e) => format!(
                 "`{rule}` runs without asking for the rest of this session, but saving it failed: {e}"
             ),
+        }
+    }
+}
+
+/// The TOOL approval policy. A call runs without asking when its tool is in the server's
+/// `auto_approve` list in the user's config.toml, or the user answered "always" for it this
+/// session. `--yes` alone never approves a tool: like an unconfined RUN, a tool runs outside
+/// any sandbox pai controls, so only a list the user wrote (or an answer) covers it. A
+/// project's `.mcp.json` cannot pre-approve anything.
+pub(super) struct ToolPolicy<'a> {
+    /// The server's `auto_approve` list (empty for project servers).
+    pub auto_approve: &'a [String],
+    /// `server.tool` names the user allowed for this session (grows here).
+    pub allowed: &'a mut BTreeSet<String>,
+}
+
+impl ToolPolicy<'_> {
+    /// Decide about one call: approved, or denied.
+    pub(super) fn decide(
+        &mut self,
+        question: &ToolQuestion,
+        frontend: &dyn Frontend,
+        ask: impl FnOnce(&ToolQuestion) -> ToolAnswer,
+    ) -> Result<(), Denied> {
+        let key = format!("{}.{}", question.server, question.tool);
+        if self.auto_approve.contains(&question.tool) || self.allowed.contains(&key) {
+            return Ok(());
+        }
+        match ask(question) {
+            ToolAnswer::Yes => Ok(()),
+            ToolAnswer::No => Err(Denied),
+            ToolAnswer::Always => {
+                self.allowed.insert(key.clone());
+                frontend.event(&Event::Notice {
+                    text: format!("`{key}` now runs without asking for the rest of this session"),
+                });
+                Ok(())
+            }
         }
     }
 }

@@ -207,6 +207,32 @@ pub enum RunAnswer {
     Edit(String),
 }
 
+/// A TOOL step waiting for approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolQuestion {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments, as pretty JSON (shortened when long).
+    pub arguments: String,
+    /// The server comes from the project's `.mcp.json`, not the user's config.
+    pub from_project: bool,
+}
+
+/// The user's answer to a TOOL question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolAnswer {
+    /// Call it.
+    Yes,
+    /// Don't.
+    No,
+    /// Call it, and this tool again without asking for the rest of the session.
+    Always,
+}
+
+pub use crate::mcp::TrustRequest;
+
 /// Where a saved rule applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleScope {
@@ -228,6 +254,18 @@ pub trait Frontend: Send + Sync {
     fn approve_run(&self, question: &RunQuestion) -> RunAnswer;
     /// Confirm an RM (`recursive`: a non-empty directory).
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool;
+    /// Approve one TOOL call (`y` / `n` / `a`lways for this tool). Frontends that cannot ask
+    /// decline.
+    fn approve_tool(&self, question: &ToolQuestion) -> ToolAnswer {
+        let _ = question;
+        ToolAnswer::No
+    }
+    /// Whether the user trusts a project's `.mcp.json`, so its servers may start. Only a
+    /// frontend that can ask a person answers yes; `--yes` never does.
+    fn trust_mcp(&self, question: &TrustRequest) -> bool {
+        let _ = question;
+        false
+    }
 }
 
 /// Calls and tokens.

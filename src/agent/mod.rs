@@ -10,4 +10,5 @@ pub mod live;
 pub mod plan;
 pub mod prompt;
 pub mod protocol;
+mod side_effects;
 pub mod turn;

@@ -13,6 +13,10 @@ use serde_json::{Value, json};
 pub const MAX_CONTENT_BYTES: usize = 512 * 1024;
 /// Most steps one reply may hold.
 pub const MAX_STEPS: usize = 40;
+/// Characters of a TOOL step's arguments shown in one-line displays (the plan table).
+const TOOL_ARGS_SHOWN: usize = 80;
+/// Largest TOOL arguments object, as JSON text.
+const MAX_TOOL_ARGS_BYTES: usize = 64 * 1024;
 
 /// What the model decided the message is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +103,13 @@ pub enum Step {
     },
     /// Run a shell command.
     Run { command: String },
+    /// Call a tool of an MCP server.
+    Tool {
+        server: String,
+        tool: String,
+        /// The arguments, a JSON object.
+        arguments: serde_json::Map<String, Value>,
+    },
     /// The plan is complete.
     Finish { message: String },
 }
@@ -118,6 +129,7 @@ impl Step {
             Step::Mv { .. } => "MV",
             Step::Search { .. } => "SEARCH",
             Step::Run { .. } => "RUN",
+            Step::Tool { .. } => "TOOL",
             Step::Finish { .. } => "FINISH",
         }
     }
@@ -139,6 +151,16 @@ impl Step {
                 None => format!("/{pattern}/"),
             },
             Step::Run { command } => command.clone(),
+            Step::Tool {
+                server,
+                tool,
+                arguments,
+            } => {
+                let args = Value::Object(arguments.clone()).to_string();
+                let shown: String = args.chars().take(TOOL_ARGS_SHOWN).collect();
+                let more = if shown.len() < args.len() { "..." } else { "" };
+                format!("{server}.{tool} {shown}{more}")
+            }
             Step::Finish { message } => message.clone(),
         }
     }
@@ -166,6 +188,7 @@ impl Step {
                 | Step::ListPath { .. }
                 | Step::Search { .. }
                 | Step::Run { .. }
+                | Step::Tool { .. }
         )
     }
 
@@ -239,6 +262,31 @@ const ACTIONS: [&str; 12] = [
     "FINISH",
 ];
 
+/// The schema when MCP tools are available: [`schema`] plus the TOOL action and its fields.
+/// `arguments` is declared as a string holding the JSON object, because a free-form object
+/// cannot be declared for every provider (Gemini refuses objects without properties, OpenAI's
+/// strict mode closes every object); the parser takes a string or an object. Without tools
+/// the schema stays exactly [`schema`], so nothing changes for sessions without MCP.
+pub fn schema_with_tools() -> Value {
+    let mut value = schema();
+    if let Some(step) = value.pointer_mut("/properties/steps/items/properties")
+        && let Some(props) = step.as_object_mut()
+    {
+        if let Some(Value::Array(actions)) = props.get_mut("action").and_then(|a| a.get_mut("enum"))
+        {
+            actions.push(Value::String("TOOL".into()));
+        }
+        let string = json!({"type": "string"});
+        props.insert("server".into(), string.clone());
+        props.insert("tool".into(), string);
+        props.insert(
+            "arguments".into(),
+            json!({"type": "string", "description": "TOOL: the arguments as JSON object text"}),
+        );
+    }
+    value
+}
+
 /// The JSON schema of the reply object, sent with every call. Kept small on purpose: it is
 /// paid for on every call, and the system prompt explains the rest.
 pub fn schema() -> Value {
@@ -300,6 +348,13 @@ pub trait PathProbe {
     /// nothing (`None`). Paths the gate refuses report `None`: the refusal comes when the step
     /// runs, with the gate's own message.
     fn probe(&self, path: &str) -> Option<bool>;
+
+    /// Whether a TOOL step may call `server.tool`; the reason, in words the model can act on,
+    /// when not. Without MCP servers no tool exists.
+    fn tool(&self, server: &str, tool: &str) -> Result<(), String> {
+        let _ = (server, tool);
+        Err("no MCP tools are available in this session; do not use TOOL".into())
+    }
 }
 
 /// Parse and validate a reply. Every step is checked before anything runs: unknown actions,
@@ -545,7 +600,7 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
         .trim()
         .to_ascii_uppercase()
         .replace([' ', '-'], "_");
-    if !ACTIONS.contains(&action.as_str()) {
+    if !ACTIONS.contains(&action.as_str()) && action != "TOOL" {
         let shown: String = action_raw.chars().take(60).collect();
         if action_raw.contains('\n')
             || action_raw.len() > 40
@@ -658,6 +713,40 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
             }
             Step::Run { command }
         }
+        "TOOL" => {
+            let server = required(obj, "server", &action)?;
+            let tool = required(obj, "tool", &action)?;
+            let arguments = match obj.get("arguments") {
+                None | Some(Value::Null) => serde_json::Map::new(),
+                Some(Value::Object(map)) => map.clone(),
+                Some(Value::String(text)) if text.trim().is_empty() => serde_json::Map::new(),
+                Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(map)) => map,
+                    _ => {
+                        return Err(format!(
+                            "TOOL {server}.{tool}: `arguments` must be a JSON object (or its text)"
+                        ));
+                    }
+                },
+                Some(other) => {
+                    return Err(format!(
+                        "TOOL {server}.{tool}: `arguments` must be a JSON object, not {}",
+                        kind(other)
+                    ));
+                }
+            };
+            if Value::Object(arguments.clone()).to_string().len() > MAX_TOOL_ARGS_BYTES {
+                return Err(format!(
+                    "TOOL {server}.{tool}: the arguments are larger than {} KB",
+                    MAX_TOOL_ARGS_BYTES / 1024
+                ));
+            }
+            Step::Tool {
+                server,
+                tool,
+                arguments,
+            }
+        }
         "FINISH" => Step::Finish {
             message: optional(obj, "message", &action)?.unwrap_or_default(),
         },
@@ -734,6 +823,7 @@ impl Simulation {
                 self.removed.insert(normal(path));
                 self.created.insert(normal(to));
             }
+            Step::Tool { server, tool, .. } => probe.tool(server, tool)?,
             _ => {}
         }
         Ok(())
@@ -859,6 +949,90 @@ mod tests {
             {"action": "MODIFY", "path": "n.txt", "edits": [{"search": "a", "replace": "b"}]}
         ]));
         assert!(parse_plan(&v, &probe).is_ok());
+    }
+
+    struct WithTools;
+
+    impl PathProbe for WithTools {
+        fn probe(&self, _path: &str) -> Option<bool> {
+            None
+        }
+
+        fn tool(&self, server: &str, tool: &str) -> Result<(), String> {
+            if server == "t" && tool == "echo" {
+                Ok(())
+            } else {
+                Err(format!("no tool {server}.{tool}"))
+            }
+        }
+    }
+
+    #[test]
+    fn tool_steps_parse_and_name_only_available_tools() {
+        let v = task(json!([
+            {"action": "TOOL", "server": "t", "tool": "echo", "arguments": {"text": "hi"}},
+            {"action": "TOOL", "server": "t", "tool": "echo", "arguments": "{\"text\": \"as text\"}"},
+            {"action": "TOOL", "server": "t", "tool": "echo"}
+        ]));
+        let plan = parse_plan(&v, &WithTools).unwrap();
+        let Step::Tool { arguments, .. } = &plan.steps[1].step else {
+            panic!("{:?}", plan.steps[1]);
+        };
+        assert_eq!(arguments["text"], "as text");
+        assert!(plan.steps[0].step.observes() && !plan.steps[0].step.mutates());
+        assert_eq!(plan.steps[0].step.target(), "t.echo {\"text\":\"hi\"}");
+
+        for (steps, expected) in [
+            (
+                json!([{"action": "TOOL", "server": "t", "tool": "rm"}]),
+                "no tool t.rm",
+            ),
+            (
+                json!([{"action": "TOOL", "tool": "echo"}]),
+                "non-empty `server`",
+            ),
+            (
+                json!([{"action": "TOOL", "server": "t", "tool": "echo", "arguments": [1]}]),
+                "must be a JSON object",
+            ),
+            (
+                json!([{"action": "TOOL", "server": "t", "tool": "echo", "arguments": "[1]"}]),
+                "must be a JSON object",
+            ),
+        ] {
+            let err = parse_plan(&task(steps), &WithTools).unwrap_err();
+            assert!(err.0.contains(expected), "{err}");
+        }
+        let err = parse_plan(
+            &task(json!([{"action": "TOOL", "server": "t", "tool": "echo"}])),
+            &Files(&[]),
+        )
+        .unwrap_err();
+        assert!(err.0.contains("no MCP tools are available"), "{err}");
+    }
+
+    #[test]
+    fn the_tool_schema_extends_the_plain_one() {
+        let plain = schema();
+        let with = schema_with_tools();
+        assert!(!plain.to_string().contains("TOOL"));
+        let props = &with["properties"]["steps"]["items"]["properties"];
+        assert_eq!(props["arguments"]["type"], "string");
+        assert!(
+            props["action"]["enum"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("TOOL"))
+        );
+        let mut back = with.clone();
+        let p = back["properties"]["steps"]["items"]["properties"]
+            .as_object_mut()
+            .unwrap();
+        for k in ["server", "tool", "arguments"] {
+            p.remove(k);
+        }
+        p["action"]["enum"].as_array_mut().unwrap().pop();
+        assert_eq!(back.to_string(), plain.to_string());
     }
 
     #[test]

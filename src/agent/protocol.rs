@@ -6,6 +6,6 @@
 
 pub use super::events::{
     Approval, CallUsage, Event, FileView, Frontend, RuleScope, RunAnswer, RunQuestion, StepReport,
-    Tally, TurnOutcome, TurnStatus,
+    Tally, ToolAnswer, ToolQuestion, TrustRequest, TurnOutcome, TurnStatus,
 };
 pub use super::plan::{Analysis, Complexity, Edit, PlannedStep, Step};

@@ -9,18 +9,21 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::approve::RunPolicy;
+use super::approve::{RunPolicy, ToolPolicy};
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
 use super::events::{
-    Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, TurnOutcome, TurnStatus,
+    Approval, CallUsage, Event, FileView, Frontend, StepReport, Tally, ToolQuestion, TurnOutcome,
+    TurnStatus,
 };
 use super::journal::Journal;
 use super::live::LiveRun;
 use super::plan::{self, Intent, PathProbe, Plan, PlannedStep, Step};
 use super::prompt::SYSTEM_PROMPT;
+use super::side_effects;
 use crate::exec::{self, RunOptions, SandboxMode};
 use crate::history::{PlanRecord, Session};
 use crate::llm::{LlmError, LlmRequest, Message, Provider, StreamEvent};
+use crate::mcp::{CallError, Hub, Origin};
 use crate::workspace::{ChangeKind, FileChange, Modification, Workspace, WorkspaceError};
 
 /// Most phases (model calls that return steps) in one turn.
@@ -77,6 +80,13 @@ pub struct Agent {
     totals: Tally,
     /// Whether the user was told this kernel cannot confine RUN (said once per session).
     told_unconfined: bool,
+    /// The session's MCP servers (`None`: none configured).
+    mcp: Option<Hub>,
+    /// `server.tool` names the user allowed for the session with "always".
+    tool_allow: BTreeSet<String>,
+    /// Project paths TOOL calls changed in the current turn (a subset of its side effects),
+    /// so the commit says which step kind changed them.
+    tool_changed: BTreeSet<String>,
 }
 
 /// Why a model call produced no usable reply.
@@ -106,6 +116,53 @@ impl Agent {
             options,
             totals: Tally::default(),
             told_unconfined: false,
+            mcp: None,
+            tool_allow: BTreeSet::new(),
+            tool_changed: BTreeSet::new(),
+        }
+    }
+
+    /// Give the session its MCP servers; they start at the first turn (a project's only once
+    /// the user trusts them).
+    pub fn set_mcp(&mut self, hub: Hub) {
+        self.mcp = (!hub.is_empty()).then_some(hub);
+    }
+
+    /// Stop the MCP servers (at the end of the session).
+    pub async fn shutdown_mcp(&mut self) {
+        if let Some(hub) = self.mcp.as_mut() {
+            hub.shutdown().await;
+        }
+    }
+
+    /// Ask about an untrusted project file (once), then start what may start and refresh
+    /// tool lists that changed.
+    async fn prepare_mcp(&mut self, frontend: &dyn Frontend) {
+        let Some(hub) = self.mcp.as_mut() else {
+            return;
+        };
+        let notice = |text: String| frontend.event(&Event::Notice { text });
+        if let Some(question) = hub.trust_request() {
+            let trusted = blocking(|| frontend.trust_mcp(&question));
+            let text = hub.answer_trust(trusted);
+            if let Some(j) = &self.journal {
+                // A full disk must not break the turn; the session log is a record.
+                let _ = j.note(&text);
+            }
+            notice(text);
+        }
+        hub.ensure_started(&notice).await;
+    }
+
+    /// The system prompt and schema of this session's calls: the plain ones unless MCP tools
+    /// are available, so sessions without MCP send exactly what they always did.
+    fn prompt_and_schema(&self) -> (String, serde_json::Value) {
+        match self.mcp.as_ref().map(Hub::prompt_section) {
+            Some(section) if !section.is_empty() => (
+                format!("{SYSTEM_PROMPT}{section}"),
+                plan::schema_with_tools(),
+            ),
+            _ => (SYSTEM_PROMPT.to_string(), plan::schema()),
         }
     }
 
@@ -178,6 +235,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         let mut request = request.trim().to_string();
+        self.prepare_mcp(frontend).await;
         loop {
             match self.attempt(&request, frontend, cancel).await {
                 Attempt::Done(outcome) => {
@@ -201,10 +259,11 @@ impl Agent {
         phase: u32,
     ) -> Result<crate::llm::LlmReply, CallFailure> {
         frontend.event(&Event::Thinking { phase });
+        let (system, schema) = self.prompt_and_schema();
         let req = LlmRequest {
-            system: SYSTEM_PROMPT.to_string(),
+            system,
             messages: messages.to_vec(),
-            schema: plan::schema(),
+            schema,
             schema_name: "pai_plan".to_string(),
             temperature: self.options.temperature,
             max_output_tokens: self.options.max_output_tokens,
@@ -270,7 +329,7 @@ impl Agent {
         let mut tally = Tally::default();
         self.workspace.begin_plan();
         self.log(|j| j.user(request));
-        let project = WorkspaceView(&self.workspace);
+        let project = WorkspaceView(&self.workspace, None);
         let first = context::build_in(
             request,
             &project,
@@ -284,6 +343,7 @@ impl Agent {
         let mut repaired = false;
         let mut changes: Vec<FileChange> = Vec::new();
         let mut side_effects: BTreeSet<String> = BTreeSet::new();
+        self.tool_changed.clear();
         let mut step_lines: Vec<String> = Vec::new();
         let mut verified: Option<bool> = None;
         let mut next_steps = Vec::new();
@@ -324,7 +384,7 @@ impl Agent {
                     break;
                 }
             };
-            let probe = WorkspaceView(&self.workspace);
+            let probe = WorkspaceView(&self.workspace, self.mcp.as_ref());
             let plan = match plan::parse_plan(&reply.value, &probe) {
                 Ok(p) => p,
                 Err(e) if !corrected => {
@@ -583,7 +643,13 @@ impl Agent {
             touched: touched.into_iter().collect(),
             side_effects: side_effects
                 .iter()
-                .map(|p| format!("{p}: changed by a RUN command"))
+                .map(|p| {
+                    if self.tool_changed.contains(p) {
+                        format!("{p}: changed by a TOOL call")
+                    } else {
+                        format!("{p}: changed by a RUN command")
+                    }
+                })
                 .chain((!side_effects.is_empty()).then(|| {
                     "ignored files a command changed (build output, installed packages) are not recorded".to_string()
                 }))
@@ -798,12 +864,119 @@ impl Agent {
                     .run_command(command, frontend, cancel, report, side_effects, model_wrote)
                     .await;
             }
+            Step::Tool {
+                server,
+                tool,
+                arguments,
+            } => {
+                return self
+                    .call_tool(
+                        (server, tool, arguments),
+                        frontend,
+                        cancel,
+                        report,
+                        side_effects,
+                    )
+                    .await;
+            }
             Step::Finish { message } => {
                 report.output = message.clone();
                 return Ok(StepKind::Finish(message.clone()));
             }
         }
         Ok(StepKind::Plain)
+    }
+
+    /// A TOOL step: approval by the tool policy, then the call with the server's timeout;
+    /// the result (redacted, capped) is the step's output, observed by the next phase.
+    async fn call_tool(
+        &mut self,
+        (server, tool, arguments): (&str, &str, &serde_json::Map<String, serde_json::Value>),
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        report: &mut StepReport,
+        side_effects: &mut BTreeSet<String>,
+    ) -> Result<StepKind, StepError> {
+        let Some(hub) = self.mcp.as_mut() else {
+            return Err(StepError {
+                message: "no MCP servers are configured in this session".into(),
+                fixable: true,
+            });
+        };
+        let fixable = |message: String| StepError {
+            message,
+            fixable: true,
+        };
+        hub.check(server, tool).map_err(fixable)?;
+        let (auto_approve, from_project) = match hub.spec(server) {
+            Some(spec) => (spec.auto_approve.clone(), spec.origin == Origin::Project),
+            None => (Vec::new(), true),
+        };
+        let pretty = serde_json::to_string_pretty(&serde_json::Value::Object(arguments.clone()))
+            .unwrap_or_default();
+        let question = ToolQuestion {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments: context::truncate(&exec::redact(&pretty, &self.options.secrets), 2_000),
+            from_project,
+        };
+        let mut policy = ToolPolicy {
+            auto_approve: &auto_approve,
+            allowed: &mut self.tool_allow,
+        };
+        if policy
+            .decide(&question, frontend, |q| {
+                blocking(|| frontend.approve_tool(q))
+            })
+            .is_err()
+        {
+            return Err(fixable(format!("the user denied calling {server}.{tool}")));
+        }
+        // A server runs in the project root with the user's rights, so what a call changes
+        // there belongs to the plan like a RUN's changes: the user's uncommitted files are
+        // remembered first, the changed paths recorded after, and files that make code run
+        // later (git hooks, pai's state) put back.
+        let root = self.workspace.root().to_path_buf();
+        let watch =
+            side_effects::watch(self.history.as_mut(), &self.workspace).map_err(|e| StepError {
+                message: format!(
+                    "could not read your uncommitted files before the tool call, so it was not made: {e}"
+                ),
+                fixable: false,
+            })?;
+        let result = match self.mcp.as_mut() {
+            Some(hub) => hub.call(server, tool, arguments.clone(), cancel).await,
+            None => Err(CallError::Failed("the MCP servers are gone".into())),
+        };
+        let collected = side_effects::collect(watch, self.history.as_mut(), &self.workspace, &root)
+            .map_err(|e| StepError {
+                message: format!(
+                    "the tool ran, but pai could not find what it changed, so undo could not cover it: {e}"
+                ),
+                fixable: false,
+            })?;
+        self.tool_changed.extend(collected.changed.iter().cloned());
+        side_effects.extend(collected.changed.iter().cloned());
+        collected.check("tool").map_err(StepError::fatal)?;
+        match result {
+            Ok(result) => {
+                let text = exec::redact(&result.text, &self.options.secrets);
+                if result.is_error {
+                    return Err(fixable(format!("the tool reported an error: {text}")));
+                }
+                report.output = if text.trim().is_empty() {
+                    "(no output)".into()
+                } else {
+                    text
+                };
+                Ok(StepKind::Plain)
+            }
+            Err(CallError::Cancelled) => Err(StepError {
+                message: CallError::Cancelled.to_string(),
+                fixable: false,
+            }),
+            Err(e) => Err(fixable(exec::redact(&e.to_string(), &self.options.secrets))),
+        }
     }
 
     async fn run_command(
@@ -881,25 +1054,15 @@ impl Agent {
         // A plan is everything it changed, RUN included: the user's uncommitted and untracked
         // files are snapshotted first, so whatever the command does to them, undo gives them
         // back (tracked files git already holds; ignored trees a command rebuilds are out).
-        let baseline = match self.history.as_mut() {
-            Some(history) => match history.remember_uncommitted(&self.workspace) {
-                Ok(b) => b,
-                Err(e) => {
-                    return Err(StepError {
-                        message: format!(
-                            "could not read your uncommitted files before the command, so it was not run: {e}"
-                        ),
-                        fixable: false,
-                    });
-                }
-            },
-            None => None,
-        };
-        // Without writable history (no baseline), a stat walk of the project is what finds
-        // the command's changes; with it, git status against the baseline does, at any size.
-        let before = baseline
-            .is_none()
-            .then(|| self.workspace.stat_snapshot(SNAPSHOT_MAX_FILES));
+        // Git hooks and config, pai's state, shell and ssh startup files: what the command
+        // changes there would run later, unconfined. Recorded now, put back after.
+        let watch =
+            side_effects::watch(self.history.as_mut(), &self.workspace).map_err(|e| StepError {
+                message: format!(
+                    "could not read your uncommitted files before the command, so it was not run: {e}"
+                ),
+                fixable: false,
+            })?;
         let opts = RunOptions {
             timeout: self.options.run_timeout,
             sandbox: mode,
@@ -907,9 +1070,6 @@ impl Agent {
             extra_writable: self.options.run_writable.clone(),
             ..RunOptions::default()
         };
-        // Git hooks and config, pai's state, shell and ssh startup files: what the command
-        // changes there would run later, unconfined. Recorded now, put back after.
-        let later = crate::workspace::LaterState::record(&root);
         frontend.event(&Event::RunStarted {
             phase: report.phase,
             index: report.index,
@@ -928,60 +1088,23 @@ impl Agent {
             _ = cancel.cancelled() => None,
         };
         live.finish();
-        let tampered = later.restore_changes(&root);
         // Whatever way the command ended, what it changed belongs to the plan, with the
         // user's versions recorded first, so undo covers it.
-        let changed = match (self.history.as_mut(), baseline.as_ref(), before) {
-            (Some(history), Some(baseline), _) => {
-                match history.run_changes(&self.workspace, baseline) {
-                    Ok(changed) => changed.unwrap_or_default(),
-                    Err(e) => {
-                        return Err(StepError {
-                            message: format!(
-                                "the command ran, but pai could not find what it changed, so \
-                                 undo could not cover it: {e}"
-                            ),
-                            fixable: false,
-                        });
-                    }
-                }
-            }
-            (_, _, Some(before)) => {
-                before.changed_in(&self.workspace.stat_snapshot(SNAPSHOT_MAX_FILES))
-            }
-            _ => Vec::new(),
-        };
-        let recorded = match (self.history.as_mut(), baseline) {
-            (Some(history), Some(baseline)) => {
-                history.prepare_after_run(&self.workspace, baseline, &changed)
-            }
-            _ => Ok(()),
-        };
-        side_effects.extend(changed);
+        let collected = side_effects::collect(watch, self.history.as_mut(), &self.workspace, &root)
+            .map_err(|e| StepError {
+                message: format!(
+                    "the command ran, but pai could not find what it changed, so undo could not cover it: {e}"
+                ),
+                fixable: false,
+            })?;
+        side_effects.extend(collected.changed.iter().cloned());
         let Some(outcome) = outcome else {
             return Err(StepError {
                 message: "interrupted; the command was stopped".into(),
                 fixable: false,
             });
         };
-        if let Err(e) = recorded {
-            return Err(StepError {
-                message: format!(
-                    "the command ran, but pai could not record your versions of the files it changed: {e}"
-                ),
-                fixable: false,
-            });
-        }
-        if !tampered.is_empty() {
-            return Err(StepError {
-                message: format!(
-                    "the command changed {}: files that make code run later, outside pai's \
-                     control; pai put them back as they were and stopped the plan",
-                    tampered.join(", ")
-                ),
-                fixable: false,
-            });
-        }
+        collected.check("command").map_err(StepError::fatal)?;
         let outcome = outcome.map_err(|e| StepError {
             message: e.to_string(),
             fixable: false,
@@ -1004,9 +1127,20 @@ enum StepKind {
     Finish(String),
 }
 
+/// Why a step failed, and whether the model can fix it in another phase.
 struct StepError {
     message: String,
     fixable: bool,
+}
+
+impl StepError {
+    /// A failure the model cannot fix by planning again: the plan stops.
+    fn fatal(message: String) -> StepError {
+        StepError {
+            message,
+            fixable: false,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -1035,7 +1169,10 @@ fn fixable_by_model(e: &WorkspaceError) -> bool {
 }
 
 fn is_observation(action: &str) -> bool {
-    matches!(action, "READ" | "TREE" | "LIST_PATH" | "SEARCH" | "RUN")
+    matches!(
+        action,
+        "READ" | "TREE" | "LIST_PATH" | "SEARCH" | "RUN" | "TOOL"
+    )
 }
 
 fn first_line(s: &str) -> &str {
@@ -1111,10 +1248,9 @@ fn describe_llm_error(e: &LlmError) -> String {
     format!("the model call failed: {e}")
 }
 
-const SNAPSHOT_MAX_FILES: usize = 50_000;
-
-/// The workspace seen by the context builder and the plan validator.
-struct WorkspaceView<'a>(&'a Workspace);
+/// The workspace seen by the context builder and the plan validator, with the session's MCP
+/// servers for validating TOOL steps.
+struct WorkspaceView<'a>(&'a Workspace, Option<&'a Hub>);
 
 impl ProjectView for WorkspaceView<'_> {
     fn files(&self, max: usize) -> (Vec<String>, usize) {
@@ -1130,6 +1266,13 @@ impl ProjectView for WorkspaceView<'_> {
 impl PathProbe for WorkspaceView<'_> {
     fn probe(&self, path: &str) -> Option<bool> {
         self.0.is_dir(path).map(|dir| !dir)
+    }
+
+    fn tool(&self, server: &str, tool: &str) -> Result<(), String> {
+        match self.1 {
+            Some(hub) => hub.check(server, tool),
+            None => Err("no MCP tools are available in this session; do not use TOOL".into()),
+        }
     }
 }
 

@@ -293,7 +293,9 @@ pub fn assemble(
         budget: Budget::default(),
         subdir,
     };
+    let hub = super::commands::mcp::session_hub(settings, &workspace, options.secrets.clone(), out);
     let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
+    agent.set_mcp(hub);
     agent.restore_memory(memory);
     Ok(Assembled { agent })
 }

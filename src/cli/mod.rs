@@ -13,8 +13,8 @@ use crate::llm::ProviderKind;
 use crate::ui::output::Output;
 use assemble::Resume;
 use commands::{
-    config as config_cmd, discard, log, redo, run as run_cmd, session as session_cmd, sessions,
-    undo,
+    config as config_cmd, discard, log, mcp as mcp_cmd, redo, run as run_cmd,
+    session as session_cmd, sessions, undo,
 };
 
 /// pai: a fast, frugal terminal coding agent that works through a guarded workspace and records
@@ -73,6 +73,9 @@ enum Command {
         #[command(flatten)]
         args: SessionArgs,
     },
+    /// Manage the MCP servers whose tools plans may call.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Print a shell completion script.
     ///
     /// Install it where your shell looks (the folder may not exist yet), e.g. for bash:
@@ -158,6 +161,33 @@ enum ConfigCommand {
     Validate(ModelArgs),
     /// Print the path of the credentials file.
     Path,
+}
+
+#[derive(Debug, Subcommand)]
+enum McpCommand {
+    /// List the servers, their status (started, failed, untrusted, disabled) and tools.
+    List,
+    /// Add a server to config.toml: `pai mcp add NAME -- COMMAND [ARGS...]` or `--url URL`.
+    Add {
+        /// The server's name (letters, digits, `_`, `-`).
+        name: String,
+        /// A streamable HTTP server's URL.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// An environment variable the server gets (repeatable).
+        #[arg(long, value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// The command of a stdio server and its arguments, after `--`.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Remove a server from config.toml.
+    Remove {
+        /// The server's name.
+        name: String,
+    },
+    /// Trust this project's .mcp.json (its current content), so its servers may start.
+    Trust,
 }
 
 fn parse_provider(s: &str) -> Result<ProviderKind, String> {
@@ -280,6 +310,20 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
                 patch,
                 json,
             )
+        }
+        Some(Command::Mcp(cmd)) => {
+            let settings = resolve(&Flags::default(), env, out)?;
+            match cmd {
+                McpCommand::List => mcp_cmd::list(&settings, out),
+                McpCommand::Add {
+                    name,
+                    url,
+                    env,
+                    command,
+                } => mcp_cmd::add(&settings, out, &name, url, &env, &command),
+                McpCommand::Remove { name } => mcp_cmd::remove(&settings, out, &name),
+                McpCommand::Trust => mcp_cmd::trust(&settings, out),
+            }
         }
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();

@@ -35,6 +35,9 @@ pub struct FileSettings {
     /// not trusted to approve its own commands.
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectFileSettings>,
+    /// MCP servers (`[mcp_servers.<name>]`), the shape Codex uses.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, super::mcp_servers::UserServer>,
 }
 
 /// A `[projects."<root>"]` table.

@@ -8,6 +8,8 @@
 mod credentials;
 mod env;
 mod file;
+pub mod mcp_edit;
+pub mod mcp_servers;
 mod paths;
 pub mod rules;
 mod settings;

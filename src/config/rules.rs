@@ -78,7 +78,11 @@ pub fn save_run_rule(path: &Path, target: &RuleTarget, rule: &str) -> Result<(),
 
 /// The table `key` inside `parent`, created when missing (implicit: no header of its own
 /// unless it gets keys).
-fn table_in<'a>(parent: &'a mut Table, key: &str, implicit: bool) -> Result<&'a mut Table, String> {
+pub(crate) fn table_in<'a>(
+    parent: &'a mut Table,
+    key: &str,
+    implicit: bool,
+) -> Result<&'a mut Table, String> {
     let item = parent.entry(key).or_insert_with(|| {
         let mut t = Table::new();
         t.set_implicit(implicit);
@@ -88,7 +92,7 @@ fn table_in<'a>(parent: &'a mut Table, key: &str, implicit: bool) -> Result<&'a 
         .ok_or_else(|| format!("`{key}` is not a table"))
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("the settings file has no directory"))?;

@@ -95,6 +95,8 @@ pub struct Settings {
     /// Directories outside the project a confined RUN command may also write to: absolute,
     /// symlinks resolved, never the root or anything holding pai's own configuration.
     pub run_writable: Vec<PathBuf>,
+    /// MCP servers from config.toml, checked.
+    pub mcp_servers: Vec<super::mcp_servers::ServerSpec>,
     /// The API key for `provider`, if any.
     pub api_key: Option<ApiKey>,
     /// Every other key pai can see (the other providers' variables and stored keys): never
@@ -270,6 +272,11 @@ impl Settings {
 
         let run_writable = resolve_run_writable(&file.run.writable, env, &mut warnings);
 
+        let mcp_servers = super::mcp_servers::user_specs(&file.mcp_servers).map_err(|e| {
+            Error::config(format!("config.toml: {e}"))
+                .with_hint("fix the table, or remove the server with `pai mcp remove <name>`")
+        })?;
+
         let plain = env.is_set("NO_COLOR") || env.get("TERM") == Some("dumb");
 
         Ok(Settings {
@@ -292,6 +299,7 @@ impl Settings {
             settings_file: None,
             require_sandbox: file.run.require_sandbox.unwrap_or(false),
             run_writable,
+            mcp_servers,
             api_key: None,
             other_keys: Vec::new(),
             key_source: None,

@@ -55,6 +55,17 @@ fn credential_name(name: &[u8]) -> bool {
         || upper.windows(6).any(|w| w == b"SECRET")
 }
 
+/// Whether a variable a user's configuration names explicitly (an MCP server's `env`) must
+/// still be withheld: a provider key variable, a `PAI_*` variable, or a value carrying one of
+/// `secrets`. Unlike [`scrub_environment`], credential-looking names pass: a server's own
+/// token set by the user is what that server needs.
+pub fn carries_secret(name: &OsStr, value: &OsStr, secrets: &[String]) -> bool {
+    let name_bytes = name.as_bytes();
+    name_bytes.starts_with(b"PAI_")
+        || KEY_VARIABLES.iter().any(|k| k.as_bytes() == name_bytes)
+        || is_sensitive(OsStr::new("_"), value, secrets)
+}
+
 fn is_sensitive(name: &OsStr, value: &OsStr, secrets: &[String]) -> bool {
     let name = name.as_bytes();
     if name.starts_with(b"PAI_")

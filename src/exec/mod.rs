@@ -24,9 +24,21 @@ use std::io;
 use std::path::PathBuf;
 
 pub use allow::{is_preapproved, rule_for};
-pub use env::{child_environment, scrub_environment};
+pub use env::{carries_secret, child_environment, scrub_environment};
 pub use redact::{LineRedactor, REDACTED, redact};
 pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};
+/// Output bytes kept of a RUN command (and of an MCP tool's result): head and tail, with a
+/// marker where the middle was dropped.
+pub const OUTPUT_CAP: usize = runner::DEFAULT_OUTPUT_CAP;
+
+/// `bytes` capped to `cap` bytes the way RUN output is: head and tail kept, a marker saying how
+/// many bytes were dropped between them.
+pub fn cap_output(bytes: &[u8], cap: usize) -> String {
+    let mut kept = output::OutputCap::new(cap);
+    kept.push(bytes);
+    kept.finish().0
+}
+
 pub use sandbox::{
     SandboxMode, SandboxSupport, landlock_abi, sandbox_support, unconfined_reason, writable_paths,
 };

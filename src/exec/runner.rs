@@ -27,7 +27,7 @@ use super::{ExecError, display_command, env, shield};
 /// How long a command may run unless configured otherwise (SPEC section 7).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Output bytes kept by default: about 4k tokens, enough for a compiler error or a traceback.
-const DEFAULT_OUTPUT_CAP: usize = 16 * 1024;
+pub(crate) const DEFAULT_OUTPUT_CAP: usize = 16 * 1024;
 /// Between SIGTERM and SIGKILL: time for test runners and servers to clean up.
 const TERM_GRACE: Duration = Duration::from_secs(2);
 /// How often to look whether a terminated group is gone.

@@ -7,7 +7,9 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use crate::agent::protocol::PlannedStep;
-use crate::agent::protocol::{Approval, Event, Frontend, RunAnswer, RunQuestion};
+use crate::agent::protocol::{
+    Approval, Event, Frontend, RunAnswer, RunQuestion, ToolAnswer, ToolQuestion,
+};
 
 /// The JSON-lines frontend.
 pub struct JsonFrontend {
@@ -69,6 +71,14 @@ impl Frontend for JsonFrontend {
             question.command
         ));
         RunAnswer::No
+    }
+
+    fn approve_tool(&self, question: &ToolQuestion) -> ToolAnswer {
+        self.declined(&format!(
+            "TOOL {}.{} was not allowed: list it in the server's auto_approve in config.toml",
+            question.server, question.tool
+        ));
+        ToolAnswer::No
     }
 
     fn confirm_rm(&self, path: &str, _recursive: bool) -> bool {

@@ -11,7 +11,7 @@ use dialoguer::{Confirm, Input};
 use tokio_util::sync::CancellationToken;
 
 use super::print_err;
-use crate::agent::protocol::{Approval, RuleScope, RunAnswer, RunQuestion};
+use crate::agent::protocol::{Approval, RuleScope, RunAnswer, RunQuestion, ToolAnswer};
 
 /// Where plain answers come from.
 pub(crate) trait LineSource: Send + Sync {
@@ -303,6 +303,55 @@ impl Asker {
                     }
                 }
                 RunAnswer::No
+            }
+        }
+    }
+}
+
+impl Asker {
+    /// Ask about a TOOL call: `y`, `n` (the default) or `a`lways for this tool.
+    pub(crate) fn tool(&self, denied: &str, cancel: Option<&CancellationToken>) -> ToolAnswer {
+        const QUESTION: &str = "Call it? [y]es [n]o [a]lways";
+        let parse = |text: &str| match text.trim().to_ascii_lowercase().as_str() {
+            "" | "n" | "no" => Some(ToolAnswer::No),
+            "y" | "yes" => Some(ToolAnswer::Yes),
+            "a" | "always" => Some(ToolAnswer::Always),
+            _ => None,
+        };
+        match self {
+            Asker::Deny => {
+                print_err(&format!("{denied}\n"));
+                ToolAnswer::No
+            }
+            Asker::Dialog => {
+                let answer = Input::<String>::with_theme(&ColorfulTheme::default())
+                    .with_prompt(QUESTION)
+                    .default("n".into())
+                    .validate_with(|s: &String| -> Result<(), &str> {
+                        parse(s).map(|_| ()).ok_or("answer y, n or a")
+                    })
+                    .interact_text();
+                match answer {
+                    Ok(text) => parse(&text).unwrap_or(ToolAnswer::No),
+                    Err(_) => {
+                        interrupted(cancel);
+                        ToolAnswer::No
+                    }
+                }
+            }
+            Asker::Lines { source, .. } => {
+                for _ in 0..MAX_TRIES {
+                    self.say(&format!("{QUESTION} "));
+                    let Some(text) = source.read_line(cancel) else {
+                        self.say("\n");
+                        return ToolAnswer::No;
+                    };
+                    match parse(&text) {
+                        Some(a) => return a,
+                        None => self.say("Please answer y, n or a.\n"),
+                    }
+                }
+                ToolAnswer::No
             }
         }
     }

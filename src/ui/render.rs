@@ -658,6 +658,47 @@ pub fn run_question(q: &crate::agent::protocol::RunQuestion, theme: &Theme) -> S
     panel("Run this command?", &body, theme, &yellow())
 }
 
+/// The question asked before a TOOL call.
+pub fn tool_question(q: &crate::agent::protocol::ToolQuestion, theme: &Theme) -> String {
+    let mut body = vec![
+        Line::new()
+            .text("MCP tool ")
+            .with(&format!("{}.{}", q.server, q.tool), bold()),
+    ];
+    body.extend(paragraphs(&q.arguments, None));
+    body.push(Line::new());
+    if q.from_project {
+        body.push(
+            Line::new()
+                .with("from the project's .mcp.json: ", yellow().bold())
+                .text("a server the repository configured"),
+        );
+    }
+    body.push(Line::new().with("a", bold()).text(&format!(
+        ": call `{}.{}` without asking for the rest of this session",
+        q.server, q.tool
+    )));
+    panel("Call this tool?", &body, theme, &yellow())
+}
+
+/// The question asked before a project's MCP servers start.
+pub fn trust_question(q: &crate::agent::protocol::TrustRequest, theme: &Theme) -> String {
+    let what = if q.changed {
+        format!("{} changed since you trusted it. It starts:", q.file)
+    } else {
+        format!("{} asks to start:", q.file)
+    };
+    let mut body = vec![Line::styled(&what, bold())];
+    for s in &q.servers {
+        body.push(Line::new().text(&format!("  {s}")));
+    }
+    body.push(Line::new());
+    body.push(Line::new().text(
+        "They run as programs with your user's rights. Your answer is remembered for this version of the file.",
+    ));
+    panel("Trust this project's MCP servers?", &body, theme, &yellow())
+}
+
 /// The question asked before an RM.
 pub fn rm_question(path: &str, recursive: bool, theme: &Theme) -> String {
     let what = if recursive {

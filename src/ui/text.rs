@@ -11,7 +11,9 @@ use super::present::Presenter;
 use super::prompt::{Asker, StdinLines};
 use super::{Appearance, DEFAULT_WIDTH, print_err, render, stdout_width};
 use crate::agent::protocol::PlannedStep;
-use crate::agent::protocol::{Approval, Event, Frontend, RunAnswer, RunQuestion};
+use crate::agent::protocol::{
+    Approval, Event, Frontend, RunAnswer, RunQuestion, ToolAnswer, ToolQuestion,
+};
 
 /// The plain-text frontend.
 pub struct TextFrontend {
@@ -127,6 +129,20 @@ impl Frontend for TextFrontend {
             &format!(
                 "RUN `{}` needs approval and there is no terminal to ask at: run pai in a terminal, pass --yes --allow-run (confined commands only), or add it to run.allow in config.toml.",
                 question.command
+            ),
+            None,
+        )
+    }
+
+    fn approve_tool(&self, question: &ToolQuestion) -> ToolAnswer {
+        self.settle();
+        if !matches!(self.asker, Asker::Deny) {
+            print_err(&render::tool_question(question, &self.theme()));
+        }
+        self.asker.tool(
+            &format!(
+                "TOOL {}.{} needs approval and there is no terminal to ask at: run pai in a terminal, or list the tool in the server's auto_approve in config.toml.",
+                question.server, question.tool
             ),
             None,
         )

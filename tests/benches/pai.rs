@@ -6,7 +6,7 @@
 //! `cargo bench --bench pai` builds the release binary (cargo builds a package's binaries for
 //! its benches and names them in `CARGO_BIN_EXE_pai`), so it works on a clean clone with
 //! nothing built by hand. Sections can be picked: `cargo bench --bench pai -- startup model
-//! cache edits run workspace history`. `PAI_BENCH_TREE=<dir>` keeps the generated 100,000-file repository
+//! mcp cache edits run workspace history`. `PAI_BENCH_TREE=<dir>` keeps the generated 100,000-file repository
 //! there for the next run; `PAI_BENCH_FILES` changes its size, `PAI_BENCH_RUNS` the history
 //! rounds (7), `PAI_BENCH_REPS` the runs per scenario (5), `PAI_BENCH_SCENARIO` picks scenarios
 //! by name, `PAI_BENCH_REPLAY=1` estimates the time of RUN commands by replaying them even where
@@ -26,6 +26,8 @@ mod edits;
 mod exec_run;
 #[path = "history.rs"]
 mod history;
+#[path = "mcp.rs"]
+mod mcp;
 #[path = "../support/mod.rs"]
 mod support;
 use support::history as history_common;
@@ -81,6 +83,10 @@ fn main() {
     if want("model") {
         eprintln!("model cost and memory (every scenario x 3 wire formats) ...");
         rows.extend(model_rows(env_usize("PAI_BENCH_REPS", 5)));
+    }
+    if want("mcp") {
+        eprintln!("MCP tool list cost ...");
+        rows.extend(mcp::rows(python3()));
     }
     if want("cache") {
         eprintln!("prompt cache ...");

@@ -25,6 +25,7 @@ mod exec_sandbox;
 mod git_fidelity;
 mod live_run;
 mod llm_providers;
+mod mcp;
 mod resume;
 mod rough_edges;
 mod security_corpus;

@@ -11,7 +11,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::protocol::PlannedStep;
-use crate::agent::protocol::{Approval, Event, Frontend, RunAnswer, RunQuestion};
+use crate::agent::protocol::{
+    Approval, Event, Frontend, RunAnswer, RunQuestion, ToolAnswer, ToolQuestion, TrustRequest,
+};
 use crate::ui::layout::Theme;
 use crate::ui::present::Presenter;
 use crate::ui::prompt::Asker;
@@ -208,6 +210,30 @@ impl Frontend for InteractiveFrontend {
             question,
             "RUN was not allowed: confined commands can be pre-approved with --yes --allow-run or run.allow.",
             token.as_ref(),
+        )
+    }
+
+    fn approve_tool(&self, question: &ToolQuestion) -> ToolAnswer {
+        self.settle();
+        let token = self.token();
+        if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
+            return ToolAnswer::No;
+        }
+        print_out(&render::tool_question(question, &self.theme()));
+        self.asker.tool(
+            "TOOL was not allowed: list the tool in the server's auto_approve in config.toml.",
+            token.as_ref(),
+        )
+    }
+
+    fn trust_mcp(&self, question: &TrustRequest) -> bool {
+        self.settle();
+        print_out(&render::trust_question(question, &self.theme()));
+        self.asker.yes_no(
+            "Start them?",
+            false,
+            "The project's MCP servers were not started: run `pai mcp trust`.",
+            self.token().as_ref(),
         )
     }
 
