@@ -1,0 +1,429 @@
+//! One attempt at a request, in the stages it goes through, top to bottom: the context is
+//! built ([`Agent::begin`]), the model is called and its reply validated as a plan, with one
+//! correction when it is unusable ([`Agent::obtain_plan`]); the plan is shown and admitted or
+//! refused (chat answer, dry run, read-only session, approval, the user's versions saved:
+//! [`Agent::admit`]); its steps run as one phase, after which the model may see the results
+//! and plan again or repair what failed ([`Agent::run_phase`]); and the turn concludes with
+//! its commit, its memo and the final event ([`Agent::conclude`]).
+
+use std::collections::BTreeSet;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Agent, Attempt, CallFailure, ECHO_CHARS, MAX_PHASES, WorkspaceView, blocking, compact_reply,
+    first_line, results_message, touched_paths,
+};
+use crate::agent::context::{self, TurnMemo};
+use crate::agent::events::{Approval, Event, Frontend, Tally, TurnOutcome, TurnStatus};
+use crate::agent::plan::{self, Intent, Plan};
+use crate::llm::Message;
+use crate::workspace::FileChange;
+
+/// What a stage says to do next.
+pub(super) enum Flow<T> {
+    /// Go on with this.
+    Go(T),
+    /// Call the model again (a correction or another phase).
+    Again,
+    /// The turn is over; the state says how it ended.
+    Stop,
+}
+
+/// Everything an attempt accumulates across its calls and phases.
+pub(super) struct TurnState {
+    tally: Tally,
+    messages: Vec<Message>,
+    phase: u32,
+    /// The one correction of an unusable reply or plan was asked for.
+    corrected: bool,
+    /// A failed verification was already given one repair phase.
+    repaired: bool,
+    changes: Vec<FileChange>,
+    side_effects: BTreeSet<String>,
+    /// One line per step run, for the commit message.
+    step_lines: Vec<String>,
+    verified: Option<bool>,
+    next_steps: Vec<String>,
+    final_message: String,
+    status: TurnStatus,
+    config_hint: Option<String>,
+    /// The user amended the request at the plan's approval: start over with it.
+    amended: Option<String>,
+}
+
+impl TurnState {
+    /// End the turn with `status` and `message`.
+    fn end<T>(&mut self, status: TurnStatus, message: impl Into<String>) -> Flow<T> {
+        self.status = status;
+        self.final_message = message.into();
+        Flow::Stop
+    }
+}
+
+impl Agent {
+    /// Run one attempt at `request`: see the module documentation for its stages.
+    pub(super) async fn attempt(
+        &mut self,
+        request: &str,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+    ) -> Attempt {
+        let mut st = self.begin(request);
+        loop {
+            let plan = match self.obtain_plan(&mut st, frontend, cancel).await {
+                Flow::Go(plan) => plan,
+                Flow::Again => continue,
+                Flow::Stop => break,
+            };
+            match self.admit(&mut st, &plan, frontend) {
+                Flow::Go(()) => {}
+                Flow::Again => continue,
+                Flow::Stop => break,
+            }
+            if let Some(amended) = st.amended.take() {
+                return Attempt::Amend(amended, st.tally);
+            }
+            match self.run_phase(&mut st, &plan, frontend, cancel).await {
+                Flow::Again => continue,
+                Flow::Go(()) | Flow::Stop => break,
+            }
+        }
+        Attempt::Done(self.conclude(request, st, frontend))
+    }
+
+    /// The context: the request with the project's files, the session's memory and where the
+    /// user is.
+    fn begin(&mut self, request: &str) -> TurnState {
+        self.workspace.begin_plan();
+        self.tool_changed.clear();
+        self.log(|j| j.user(request));
+        let project = WorkspaceView(&self.workspace, None);
+        let first = context::build_in(
+            request,
+            &project,
+            &self.memory,
+            &self.options.budget,
+            self.options.subdir.as_deref(),
+        );
+        TurnState {
+            tally: Tally::default(),
+            messages: vec![Message::user(first)],
+            phase: 1,
+            corrected: false,
+            repaired: false,
+            changes: Vec::new(),
+            side_effects: BTreeSet::new(),
+            step_lines: Vec::new(),
+            verified: None,
+            next_steps: Vec::new(),
+            final_message: String::new(),
+            status: TurnStatus::Success,
+            config_hint: None,
+            amended: None,
+        }
+    }
+
+    /// Call the model and validate its reply as a plan. An unusable reply or an invalid plan
+    /// gets one correction (models usually fix what they are told); nothing of an invalid
+    /// plan ever runs.
+    async fn obtain_plan(
+        &mut self,
+        st: &mut TurnState,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+    ) -> Flow<Plan> {
+        let reply = match self
+            .call(&st.messages, frontend, cancel, &mut st.tally, st.phase)
+            .await
+        {
+            Ok(r) => r,
+            Err(CallFailure::Cancelled) => {
+                return st.end(
+                    TurnStatus::Interrupted,
+                    "interrupted while waiting for the model",
+                );
+            }
+            Err(CallFailure::Failed(msg, Some(correction))) if !st.corrected => {
+                st.corrected = true;
+                frontend.event(&Event::Notice {
+                    text: format!("{msg}; asking the model once for a corrected reply"),
+                });
+                self.log(|j| j.note(&msg));
+                st.messages.push(Message::assistant("(an unusable reply)"));
+                st.messages.push(Message::user(correction));
+                return Flow::Again;
+            }
+            Err(CallFailure::Config(msg, hint)) => {
+                st.config_hint = Some(hint.clone());
+                return st.end(TurnStatus::Failed, format!("{msg}\nhint: {hint}"));
+            }
+            Err(CallFailure::Failed(msg, _)) => return st.end(TurnStatus::Failed, msg),
+        };
+        let probe = WorkspaceView(&self.workspace, self.mcp.as_ref());
+        match plan::parse_plan(&reply.value, &probe) {
+            Ok(plan) => Flow::Go(plan),
+            Err(e) if !st.corrected => {
+                st.corrected = true;
+                frontend.event(&Event::Notice {
+                    text: format!(
+                        "the model's plan was rejected ({e}); asking it once to correct it"
+                    ),
+                });
+                self.log(|j| j.note(&format!("plan rejected: {e}")));
+                st.messages.push(Message::assistant(context::truncate(
+                    &reply.raw, ECHO_CHARS,
+                )));
+                st.messages.push(Message::user(format!(
+                    "Your reply was rejected and nothing was run: {e}\nReply again with the complete corrected JSON object."
+                )));
+                Flow::Again
+            }
+            Err(e) => {
+                let message = format!("the model's plan was invalid, so nothing was run: {e}");
+                self.log(|j| j.note(&message));
+                st.end(TurnStatus::Failed, message)
+            }
+        }
+    }
+
+    /// Show the plan and decide whether it runs: a chat answer ends the turn, a dry run stops
+    /// after showing it, a read-only session refuses changes, the user approves it (or amends
+    /// the request), and the user's current versions of the files it writes are saved first.
+    fn admit(&mut self, st: &mut TurnState, plan: &Plan, frontend: &dyn Frontend) -> Flow<()> {
+        if !plan.next_steps.is_empty() {
+            st.next_steps = plan.next_steps.clone();
+        }
+        if plan.intent == Intent::Chat {
+            if st.phase == 1 && st.changes.is_empty() {
+                frontend.event(&Event::Answer {
+                    text: plan.reply.clone(),
+                });
+                self.log(|j| j.answer(&plan.reply));
+                return st.end(TurnStatus::Answered, plan.reply.clone());
+            }
+            // A later phase that only talks: the turn ends as its steps left it.
+            st.final_message = plan.reply.clone();
+            return Flow::Stop;
+        }
+        self.log(|j| j.planning(st.phase, plan));
+        frontend.event(&Event::Plan {
+            phase: st.phase,
+            reply: plan.reply.clone(),
+            analysis: plan.analysis.clone(),
+            complexity: plan.analysis.complexity,
+            steps: plan.steps.clone(),
+            observe: plan.observe,
+        });
+        if let Some(message) = &self.options.dry_run {
+            return st.end(TurnStatus::Planned, message.clone());
+        }
+        let mutating = plan.steps.iter().any(|s| s.step.mutates());
+        if mutating
+            && let Some(reason) = self
+                .history
+                .as_ref()
+                .and_then(|h| h.read_only_reason().map(str::to_string))
+        {
+            return st.end(
+                TurnStatus::Failed,
+                format!("this session is read-only ({reason}), so the plan was not carried out"),
+            );
+        }
+        if (st.phase == 1 || mutating) && !self.options.yes {
+            let declined = "plan declined; nothing was changed by it";
+            match blocking(|| frontend.approve_plan(&plan.steps)) {
+                Approval::Yes => {}
+                Approval::No => return st.end(TurnStatus::Rejected, declined),
+                Approval::Amend(text) if !text.trim().is_empty() && st.changes.is_empty() => {
+                    self.log(|j| j.note(&format!("request amended: {text}")));
+                    st.amended = Some(text);
+                    return Flow::Go(());
+                }
+                Approval::Amend(_) => return st.end(TurnStatus::Rejected, declined),
+            }
+        }
+        self.save_users_versions(st, plan)
+    }
+
+    /// Before a plan writes files, history records the user's uncommitted versions of them,
+    /// so undo gives them back; when that fails nothing runs.
+    fn save_users_versions(&mut self, st: &mut TurnState, plan: &Plan) -> Flow<()> {
+        let Some(history) = self.history.as_mut() else {
+            return Flow::Go(());
+        };
+        let paths: Vec<String> = plan
+            .steps
+            .iter()
+            .flat_map(|s| s.step.written_paths())
+            .filter_map(|p| self.workspace.check(p).ok())
+            .map(|p| p.as_str().to_string())
+            .collect();
+        if !paths.is_empty()
+            && let Err(e) = history.prepare(&self.workspace, &paths)
+        {
+            return st.end(
+                TurnStatus::Failed,
+                format!(
+                    "could not save your current versions of the files before changing them, so nothing was run: {e}"
+                ),
+            );
+        }
+        Flow::Go(())
+    }
+
+    /// Run the plan's steps as one phase, then decide: another phase when the model asked to
+    /// see results or a failure it can fix needs repair (a failed verification gets one), or
+    /// the end of the turn.
+    async fn run_phase(
+        &mut self,
+        st: &mut TurnState,
+        plan: &Plan,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+    ) -> Flow<()> {
+        let (reports, outcome) = self
+            .execute(
+                plan,
+                st.phase,
+                frontend,
+                cancel,
+                &mut st.changes,
+                &mut st.side_effects,
+            )
+            .await;
+        for r in &reports {
+            st.step_lines.push(format!(
+                "{} {}: {}",
+                r.action,
+                first_line(&r.target),
+                if r.ok { "ok" } else { "FAILED" }
+            ));
+        }
+        let phase = st.phase;
+        self.log(|j| j.execution(phase, &reports));
+        if let Some(v) = outcome.verified {
+            st.verified = Some(v);
+        }
+        if let Some(msg) = &outcome.finish_message {
+            st.final_message = msg.clone();
+        }
+        if outcome.interrupted {
+            return st.end(
+                TurnStatus::Interrupted,
+                "interrupted; the steps already done are kept",
+            );
+        }
+        // A report's index is its step's 1-based place in the plan.
+        let observed = plan.observe
+            && reports.iter().any(|r| {
+                r.ok && r
+                    .index
+                    .checked_sub(1)
+                    .and_then(|i| plan.steps.get(i))
+                    .is_some_and(|s| s.step.observes())
+            });
+        let repair = outcome.fixable_failure && !(outcome.failed_verification && st.repaired);
+        let wants_more = observed || repair;
+        if wants_more && st.phase < MAX_PHASES {
+            if outcome.failed_verification {
+                st.repaired = true;
+            }
+            st.messages.push(Message::assistant(compact_reply(plan)));
+            st.messages
+                .push(Message::user(results_message(&reports, st.phase)));
+            st.phase += 1;
+            return Flow::Again;
+        }
+        let stopped = if wants_more {
+            format!(" (stopped after {MAX_PHASES} phases)")
+        } else {
+            String::new()
+        };
+        if outcome.failed {
+            let failure = outcome
+                .failure_message
+                .unwrap_or_else(|| "a step failed".into());
+            return st.end(TurnStatus::Failed, format!("{failure}{stopped}"));
+        }
+        if plan.observe {
+            // The model asked to see results before planning the rest, and the rest never came.
+            return st.end(
+                TurnStatus::Failed,
+                format!("the model wanted to continue after seeing the results{stopped}"),
+            );
+        }
+        Flow::Stop
+    }
+
+    /// The end of the turn: its status made honest, its commit, what the session remembers
+    /// of it, and the final event.
+    fn conclude(
+        &mut self,
+        request: &str,
+        mut st: TurnState,
+        frontend: &dyn Frontend,
+    ) -> TurnOutcome {
+        if st.status == TurnStatus::Success && st.verified == Some(false) {
+            // The model gave up (answered instead of repairing) with the check still failing:
+            // that is no success, whatever it said.
+            st.status = TurnStatus::Failed;
+        }
+        if st.final_message.is_empty() {
+            st.final_message = match st.status {
+                TurnStatus::Success => "done".into(),
+                _ => "the turn did not complete".into(),
+            };
+        }
+        let commit = match self.commit(
+            request,
+            &st.changes,
+            &st.side_effects,
+            &st.step_lines,
+            &st.tally,
+            frontend,
+        ) {
+            Ok(commit) => commit,
+            // The files changed but history does not hold the change: undo could not reach
+            // it, so the turn failed, whatever its steps did.
+            Err(text) => {
+                st.status = TurnStatus::Failed;
+                st.final_message = text;
+                None
+            }
+        };
+        let memo = TurnMemo {
+            request: request.to_string(),
+            outcome: format!("{:?}: {}", st.status, first_line(&st.final_message)),
+            files: touched_paths(&st.changes).into_iter().collect(),
+        };
+        self.log(|j| j.memo(&memo));
+        self.memory.push(memo);
+        // Suggestions were written for a plan that works out; after a failure they mislead.
+        if !matches!(
+            st.status,
+            TurnStatus::Success | TurnStatus::Answered | TurnStatus::Planned
+        ) {
+            st.next_steps.clear();
+        }
+        let (status, tally) = (st.status, st.tally);
+        self.log(|j| j.finished(status, &st.final_message, &st.next_steps, &tally));
+        frontend.event(&Event::Finished {
+            status,
+            message: st.final_message,
+            next_steps: st.next_steps,
+            calls: tally.calls,
+            input_tokens: tally.input,
+            output_tokens: tally.output,
+            cached_tokens: tally.cached,
+            reasoning_tokens: tally.reasoning,
+            verified: st.verified,
+        });
+        TurnOutcome {
+            status,
+            tally,
+            commit,
+            config_hint: st.config_hint,
+        }
+    }
+}
