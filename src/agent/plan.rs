@@ -114,24 +114,140 @@ pub enum Step {
     Finish { message: String },
 }
 
+/// The actions of the plan contract, named once: their spelling, and what each does to the
+/// project and for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// `READ`
+    Read,
+    /// `WRITE`
+    Write,
+    /// `MODIFY`
+    Modify,
+    /// `TREE`
+    Tree,
+    /// `LIST_PATH`
+    ListPath,
+    /// `MKDIR`
+    Mkdir,
+    /// `TOUCH`
+    Touch,
+    /// `RM`
+    Rm,
+    /// `MV`
+    Mv,
+    /// `SEARCH`
+    Search,
+    /// `RUN`
+    Run,
+    /// `TOOL` (offered only when MCP tools are available)
+    Tool,
+    /// `FINISH`
+    Finish,
+}
+
+impl Action {
+    /// Every action, in the order the schema lists them.
+    pub const ALL: [Action; 13] = [
+        Action::Read,
+        Action::Write,
+        Action::Modify,
+        Action::Tree,
+        Action::ListPath,
+        Action::Mkdir,
+        Action::Touch,
+        Action::Rm,
+        Action::Mv,
+        Action::Search,
+        Action::Run,
+        Action::Tool,
+        Action::Finish,
+    ];
+
+    /// The name as the contract spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Read => "READ",
+            Action::Write => "WRITE",
+            Action::Modify => "MODIFY",
+            Action::Tree => "TREE",
+            Action::ListPath => "LIST_PATH",
+            Action::Mkdir => "MKDIR",
+            Action::Touch => "TOUCH",
+            Action::Rm => "RM",
+            Action::Mv => "MV",
+            Action::Search => "SEARCH",
+            Action::Run => "RUN",
+            Action::Tool => "TOOL",
+            Action::Finish => "FINISH",
+        }
+    }
+
+    /// The action a (normalised) name spells.
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// The actions every schema offers (TOOL only joins when tools are available).
+    fn always_offered() -> Vec<&'static str> {
+        Action::ALL
+            .into_iter()
+            .filter(|a| *a != Action::Tool)
+            .map(Action::name)
+            .collect()
+    }
+
+    /// Whether it can change the project (and so belongs in the plan's commit).
+    pub fn mutates(self) -> bool {
+        matches!(
+            self,
+            Action::Write
+                | Action::Modify
+                | Action::Mkdir
+                | Action::Touch
+                | Action::Rm
+                | Action::Mv
+                | Action::Run
+        )
+    }
+
+    /// Whether its output is something the model may want to see before planning on.
+    pub fn observes(self) -> bool {
+        matches!(
+            self,
+            Action::Read
+                | Action::Tree
+                | Action::ListPath
+                | Action::Search
+                | Action::Run
+                | Action::Tool
+        )
+    }
+}
+
 impl Step {
+    /// The step's action.
+    pub fn kind(&self) -> Action {
+        match self {
+            Step::Read { .. } => Action::Read,
+            Step::Write { .. } => Action::Write,
+            Step::Modify { .. } => Action::Modify,
+            Step::Tree { .. } => Action::Tree,
+            Step::ListPath { .. } => Action::ListPath,
+            Step::Mkdir { .. } => Action::Mkdir,
+            Step::Touch { .. } => Action::Touch,
+            Step::Rm { .. } => Action::Rm,
+            Step::Mv { .. } => Action::Mv,
+            Step::Search { .. } => Action::Search,
+            Step::Run { .. } => Action::Run,
+            Step::Tool { .. } => Action::Tool,
+            Step::Finish { .. } => Action::Finish,
+        }
+    }
+
     /// The action's name as the contract spells it.
     pub fn action(&self) -> &'static str {
-        match self {
-            Step::Read { .. } => "READ",
-            Step::Write { .. } => "WRITE",
-            Step::Modify { .. } => "MODIFY",
-            Step::Tree { .. } => "TREE",
-            Step::ListPath { .. } => "LIST_PATH",
-            Step::Mkdir { .. } => "MKDIR",
-            Step::Touch { .. } => "TOUCH",
-            Step::Rm { .. } => "RM",
-            Step::Mv { .. } => "MV",
-            Step::Search { .. } => "SEARCH",
-            Step::Run { .. } => "RUN",
-            Step::Tool { .. } => "TOOL",
-            Step::Finish { .. } => "FINISH",
-        }
+        self.kind().name()
     }
 
     /// What the step acts on, for one-line displays (`calculator.py`, `a.txt -> b.txt`).
@@ -167,29 +283,12 @@ impl Step {
 
     /// Whether the step can change the project (and so belongs in the plan's commit).
     pub fn mutates(&self) -> bool {
-        matches!(
-            self,
-            Step::Write { .. }
-                | Step::Modify { .. }
-                | Step::Mkdir { .. }
-                | Step::Touch { .. }
-                | Step::Rm { .. }
-                | Step::Mv { .. }
-                | Step::Run { .. }
-        )
+        self.kind().mutates()
     }
 
     /// Whether the step's output is something the model may want to see (READ, TREE, ...).
     pub fn observes(&self) -> bool {
-        matches!(
-            self,
-            Step::Read { .. }
-                | Step::Tree { .. }
-                | Step::ListPath { .. }
-                | Step::Search { .. }
-                | Step::Run { .. }
-                | Step::Tool { .. }
-        )
+        self.kind().observes()
     }
 
     /// Project paths the step will write or remove, known before it runs.
@@ -247,21 +346,6 @@ impl fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
-const ACTIONS: [&str; 12] = [
-    "READ",
-    "WRITE",
-    "MODIFY",
-    "TREE",
-    "LIST_PATH",
-    "MKDIR",
-    "TOUCH",
-    "RM",
-    "MV",
-    "SEARCH",
-    "RUN",
-    "FINISH",
-];
-
 /// The schema when MCP tools are available: [`schema`] plus the TOOL action and its fields.
 /// `arguments` is declared as a string holding the JSON object, because a free-form object
 /// cannot be declared for every provider (Gemini refuses objects without properties, OpenAI's
@@ -314,7 +398,7 @@ pub fn schema() -> Value {
                 "items": {
                     "type": "object",
                     "properties": {
-                        "action": {"type": "string", "enum": ACTIONS},
+                        "action": {"type": "string", "enum": Action::always_offered()},
                         "path": string,
                         "to": string,
                         "content": string,
@@ -600,7 +684,7 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
         .trim()
         .to_ascii_uppercase()
         .replace([' ', '-'], "_");
-    if !ACTIONS.contains(&action.as_str()) && action != "TOOL" {
+    let Some(named) = Action::from_name(&action) else {
         let shown: String = action_raw.chars().take(60).collect();
         if action_raw.contains('\n')
             || action_raw.len() > 40
@@ -614,20 +698,20 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
         }
         return Err(format!(
             "unknown action `{shown}`; expected one of {}",
-            ACTIONS.join(", ")
+            Action::always_offered().join(", ")
         ));
-    }
+    };
     let purpose = optional(obj, "purpose", &action)?.unwrap_or_default();
     let path_or_dot = |field: &str| -> Result<String, String> {
         Ok(optional(obj, field, &action)?
             .filter(|p| !p.trim().is_empty())
             .unwrap_or_else(|| ".".into()))
     };
-    let step = match action.as_str() {
-        "READ" => Step::Read {
+    let step = match named {
+        Action::Read => Step::Read {
             path: required(obj, "path", &action)?,
         },
-        "WRITE" => {
+        Action::Write => {
             let path = required(obj, "path", &action)?;
             let content = match obj.get("content") {
                 Some(Value::String(s)) => s.clone(),
@@ -644,7 +728,7 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
             check_content(&content, &path)?;
             Step::Write { path, content }
         }
-        "MODIFY" => {
+        Action::Modify => {
             let path = required(obj, "path", &action)?;
             let content = optional(obj, "content", &action)?;
             let edits: Vec<Edit> = match obj.get("edits") {
@@ -675,22 +759,22 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
                 content,
             }
         }
-        "TREE" => Step::Tree {
+        Action::Tree => Step::Tree {
             path: path_or_dot("path")?,
         },
-        "LIST_PATH" => Step::ListPath {
+        Action::ListPath => Step::ListPath {
             path: path_or_dot("path")?,
         },
-        "MKDIR" => Step::Mkdir {
+        Action::Mkdir => Step::Mkdir {
             path: required(obj, "path", &action)?,
         },
-        "TOUCH" => Step::Touch {
+        Action::Touch => Step::Touch {
             path: required(obj, "path", &action)?,
         },
-        "RM" => Step::Rm {
+        Action::Rm => Step::Rm {
             path: required(obj, "path", &action)?,
         },
-        "MV" => {
+        Action::Mv => {
             let path = required(obj, "path", &action)?;
             let to = match optional(obj, "to", &action)?.or(optional(obj, "destination", &action)?)
             {
@@ -700,11 +784,11 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
             check_path(&to, &action)?;
             Step::Mv { path, to }
         }
-        "SEARCH" => Step::Search {
+        Action::Search => Step::Search {
             pattern: required(obj, "pattern", &action)?,
             path: optional(obj, "path", &action)?.filter(|p| !p.trim().is_empty()),
         },
-        "RUN" => {
+        Action::Run => {
             let command = required(obj, "command", &action)?;
             if command.len() > 8192 {
                 return Err(
@@ -713,7 +797,7 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
             }
             Step::Run { command }
         }
-        "TOOL" => {
+        Action::Tool => {
             let server = required(obj, "server", &action)?;
             let tool = required(obj, "tool", &action)?;
             let arguments = match obj.get("arguments") {
@@ -747,10 +831,9 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
                 arguments,
             }
         }
-        "FINISH" => Step::Finish {
+        Action::Finish => Step::Finish {
             message: optional(obj, "message", &action)?.unwrap_or_default(),
         },
-        _ => return Err(format!("unknown action `{action}`")),
     };
     if let Step::Read { path }
     | Step::Write { path, .. }
@@ -1038,8 +1121,9 @@ mod tests {
     #[test]
     fn the_schema_lists_every_action() {
         let s = schema().to_string();
-        for a in ACTIONS {
-            assert!(s.contains(a));
+        for a in Action::ALL.into_iter().filter(|a| *a != Action::Tool) {
+            assert!(s.contains(a.name()));
         }
+        assert!(schema_with_tools().to_string().contains("TOOL"));
     }
 }
