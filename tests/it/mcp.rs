@@ -646,3 +646,48 @@ fn files_a_tool_changes_are_part_of_the_plan_commit_and_undone_with_it() {
     );
     assert!(!p.root.join("tool.txt").exists());
 }
+
+#[test]
+fn a_server_that_crashes_mid_call_or_never_starts_does_not_end_the_session() {
+    let p = Project::repo(None);
+    let log = log_path(&p, "t");
+    user_server(&p, &log, "auto_approve = [\"crash\"]");
+    let path = config_file(&p);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("\n[mcp_servers.gone]\ncommand = \"/nonexistent/mcp-server\"\n");
+    std::fs::write(&path, text).unwrap();
+    let mock = mock_with(task_plan(
+        "Crashing.",
+        json!([tool_step("crash", json!({}))]),
+    ));
+    let r = run(&p, &mock, &["--yes"]);
+    let notices: Vec<String> = r
+        .events_of("notice")
+        .iter()
+        .map(|n| n["text"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("`gone` did not start") && n.contains("/nonexistent")),
+        "{notices:?}"
+    );
+    let step = &steps(&r)[0];
+    assert_eq!(step["ok"], false);
+    assert!(
+        step["output"]
+            .as_str()
+            .unwrap()
+            .contains("the server stopped during the call"),
+        "{step}"
+    );
+    // The model heard about it and answered; the run ended normally.
+    let reqs = mock.generation_requests();
+    assert_eq!(reqs.len(), 2, "{}", r.text());
+    assert!(reqs[1].last_user_text().unwrap().contains("stopped"));
+    assert!(
+        matches!(r.output.status.code(), Some(0 | 1)),
+        "{:?}",
+        r.output.status
+    );
+}

@@ -5,8 +5,8 @@
 //!
 //! Tools: `echo` (returns its `text`), `sleep` (waits `ms` milliseconds), `fail` (an
 //! `isError` result), `big` (1 MB of text), `write` (creates `tool.txt` in its working
-//! directory), `grow` (adds the tool `extra` and sends
-//! `notifications/tools/list_changed`); `--ten` adds four more so ten are listed (the
+//! directory), `crash` (the process exits mid-call), `grow` (adds the tool `extra` and sends
+//! `notifications/tools/list_changed`); `--ten` adds three more so ten are listed (the
 //! benchmark's tool-list cost), `--bad-schema` adds one whose schema is malformed. Tools are
 //! listed two per page, so clients must follow `nextCursor`. With `--log FILE` (or
 //! `MCP_TEST_LOG`) it appends one JSON line when it starts (with its environment), one per
@@ -75,6 +75,11 @@ fn tools(ten: bool, bad: bool) -> Vec<Value> {
             json!({"type": "object", "properties": {}}),
         ),
         tool(
+            "crash",
+            "Exit the server process in the middle of the call.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        tool(
             "write",
             "Write tool.txt in the working directory.",
             json!({"type": "object", "properties": {}}),
@@ -95,10 +100,6 @@ fn tools(ten: bool, bad: bool) -> Vec<Value> {
             (
                 "list_pulls",
                 "List open pull requests, newest first, optionally filtered by label.",
-            ),
-            (
-                "get_file",
-                "Read a file from the default branch of the remote repository.",
             ),
         ] {
             list.push(tool(
@@ -183,6 +184,8 @@ impl ServerHandler for TestServer {
                 text.push_str("\nBIG-END");
                 CallToolResult::success(vec![ContentBlock::text(text)])
             }
+            // A server dying mid-call, as a crashing one would.
+            "crash" => std::process::exit(3),
             "write" => {
                 // Servers run in the project root: this one writes a file there.
                 std::fs::write("tool.txt", "written by the tool\n").unwrap();
