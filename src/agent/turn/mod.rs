@@ -490,22 +490,7 @@ impl Agent {
             changes.push(change);
         };
         match &planned.step {
-            Step::Read { path } => {
-                let out = ws.read(path).map_err(refuse)?;
-                match out.text() {
-                    Some(text) => {
-                        report.output = format!("read {} ({} bytes)", out.path, out.size);
-                        report.file_view = Some(FileView {
-                            path: out.path.clone(),
-                            text: text.to_string(),
-                        });
-                        if out.to_string().len() > text.len() {
-                            report.output = out.to_string()[text.len()..].trim().to_string();
-                        }
-                    }
-                    None => report.output = out.to_string(),
-                }
-            }
+            Step::Read { path } => read_into(report, ws.read(path).map_err(refuse)?),
             Step::Write { path, content } => {
                 record(report, ws.write_new(path, content).map_err(refuse)?)
             }
@@ -514,18 +499,7 @@ impl Agent {
                 edits,
                 content,
             } => {
-                let m = match content {
-                    Some(c) if edits.is_empty() => Modification::Content(c.clone()),
-                    _ => Modification::Edits(
-                        edits
-                            .iter()
-                            .map(|e| crate::workspace::Edit {
-                                search: e.search.clone(),
-                                replace: e.replace.clone(),
-                            })
-                            .collect(),
-                    ),
-                };
+                let m = modification(edits, content.as_deref());
                 record(report, ws.modify(path, &m).map_err(refuse)?);
             }
             Step::Tree { path } => report.output = ws.tree(path).map_err(refuse)?,
@@ -533,21 +507,9 @@ impl Agent {
             Step::Mkdir { path } => record(report, ws.mkdir(path).map_err(refuse)?),
             Step::Touch { path } => record(report, ws.touch(path).map_err(refuse)?),
             Step::Rm { path } => {
-                ws.check(path).map_err(refuse)?;
-                let is_dir = ws.is_dir(path).unwrap_or(false);
-                let needs_confirm = !self.options.yes || is_dir;
-                if needs_confirm && !blocking(|| frontend.confirm_rm(path, is_dir)) {
-                    return Err(StepError {
-                        message: format!("removing {path} was not confirmed by the user"),
-                        fixable: false,
-                    });
-                }
-                let removed = ws.rm(path, is_dir).map_err(refuse)?;
-                let n = removed.len();
-                for c in removed {
-                    changes.push(c);
-                }
-                report.output = format!("removed {path} ({n} file(s))");
+                let removed = self.remove(path, frontend)?;
+                report.output = format!("removed {path} ({} file(s))", removed.len());
+                changes.extend(removed);
             }
             Step::Mv { path, to } => {
                 let moved = ws.mv(path, to).map_err(refuse)?;
@@ -588,16 +550,34 @@ impl Agent {
         Ok(StepKind::Plain)
     }
 
+    /// An RM: a directory always needs the user's confirmation, a file unless `--yes`.
+    fn remove(&self, path: &str, frontend: &dyn Frontend) -> Result<Vec<FileChange>, StepError> {
+        let refuse = |e: WorkspaceError| StepError {
+            fixable: fixable_by_model(&e),
+            message: e.to_string(),
+        };
+        self.workspace.check(path).map_err(refuse)?;
+        let is_dir = self.workspace.is_dir(path).unwrap_or(false);
+        let needs_confirm = !self.options.yes || is_dir;
+        if needs_confirm && !blocking(|| frontend.confirm_rm(path, is_dir)) {
+            return Err(StepError::fatal(format!(
+                "removing {path} was not confirmed by the user"
+            )));
+        }
+        self.workspace.rm(path, is_dir).map_err(refuse)
+    }
+
     /// A TOOL step: approval by the tool policy, then the call with the server's timeout;
     /// the result (redacted, capped) is the step's output, observed by the next phase.
-    async fn call_tool(
+    /// Whether a TOOL call may be made: the server and tool exist, and the tool policy
+    /// (the server's `auto_approve`, an earlier "always", or the user's answer) allows it.
+    fn admit_tool(
         &mut self,
-        (server, tool, arguments): (&str, &str, &serde_json::Map<String, serde_json::Value>),
+        server: &str,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
         frontend: &dyn Frontend,
-        cancel: &CancellationToken,
-        report: &mut StepReport,
-        side_effects: &mut BTreeSet<String>,
-    ) -> Result<StepKind, StepError> {
+    ) -> Result<(), StepError> {
         let Some(hub) = self.mcp.as_mut() else {
             return Err(StepError {
                 message: "no MCP servers are configured in this session".into(),
@@ -633,6 +613,22 @@ impl Agent {
         {
             return Err(fixable(format!("the user denied calling {server}.{tool}")));
         }
+        Ok(())
+    }
+
+    async fn call_tool(
+        &mut self,
+        (server, tool, arguments): (&str, &str, &serde_json::Map<String, serde_json::Value>),
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        report: &mut StepReport,
+        side_effects: &mut BTreeSet<String>,
+    ) -> Result<StepKind, StepError> {
+        self.admit_tool(server, tool, arguments, frontend)?;
+        let fixable = |message: String| StepError {
+            message,
+            fixable: true,
+        };
         // A server runs in the project root with the user's rights, so what a call changes
         // there belongs to the plan like a RUN's changes: the user's uncommitted files are
         // remembered first, the changed paths recorded after, and files that make code run
@@ -680,15 +676,16 @@ impl Agent {
         }
     }
 
-    async fn run_command(
+    /// Whether a RUN command may run, and as what: refused when it names protected paths or
+    /// needs a sandbox the kernel lacks; otherwise the approval policy decides (the user may
+    /// edit the command). Returns the command to run and how to confine it.
+    fn admit_command(
         &mut self,
         command: &str,
         frontend: &dyn Frontend,
-        cancel: &CancellationToken,
         report: &mut StepReport,
-        side_effects: &mut BTreeSet<String>,
         model_wrote: bool,
-    ) -> Result<StepKind, StepError> {
+    ) -> Result<(String, SandboxMode), StepError> {
         let mode = if self.options.require_sandbox {
             SandboxMode::Require
         } else {
@@ -751,6 +748,20 @@ impl Agent {
             }
             report.target = approved.clone();
         }
+        Ok((approved, mode))
+    }
+
+    async fn run_command(
+        &mut self,
+        command: &str,
+        frontend: &dyn Frontend,
+        cancel: &CancellationToken,
+        report: &mut StepReport,
+        side_effects: &mut BTreeSet<String>,
+        model_wrote: bool,
+    ) -> Result<StepKind, StepError> {
+        let (approved, mode) = self.admit_command(command, frontend, report, model_wrote)?;
+        let root = self.workspace.root().to_path_buf();
         let command = approved.as_str();
         // A plan is everything it changed, RUN included: the user's uncommitted and untracked
         // files are snapshotted first, so whatever the command does to them, undo gives them
@@ -857,6 +868,40 @@ struct PhaseOutcome {
 
 /// Failures the model can correct in a next phase: an edit that did not apply, a file that
 /// exists or does not, the diff guard. Gate refusals are final: asking again cannot help.
+/// A READ's report: the text to show (highlighted by the frontend) and what else the read said
+/// (a truncation note), or the whole output for a binary file.
+fn read_into(report: &mut StepReport, out: crate::workspace::ReadOutput) {
+    match out.text() {
+        Some(text) => {
+            report.output = format!("read {} ({} bytes)", out.path, out.size);
+            report.file_view = Some(FileView {
+                path: out.path.clone(),
+                text: text.to_string(),
+            });
+            if out.to_string().len() > text.len() {
+                report.output = out.to_string()[text.len()..].trim().to_string();
+            }
+        }
+        None => report.output = out.to_string(),
+    }
+}
+
+/// A MODIFY's change: the whole content when it gives one and no edits, else its edits.
+fn modification(edits: &[crate::agent::plan::Edit], content: Option<&str>) -> Modification {
+    match content {
+        Some(c) if edits.is_empty() => Modification::Content(c.to_string()),
+        _ => Modification::Edits(
+            edits
+                .iter()
+                .map(|e| crate::workspace::Edit {
+                    search: e.search.clone(),
+                    replace: e.replace.clone(),
+                })
+                .collect(),
+        ),
+    }
+}
+
 fn fixable_by_model(e: &WorkspaceError) -> bool {
     matches!(
         e,
