@@ -126,6 +126,42 @@ fn all_events() -> Vec<Event> {
     ]
 }
 
+/// The names of [`all_events`], in order, for their snapshots.
+const EVENT_NAMES: [&str; 12] = [
+    "thinking",
+    "thinking2",
+    "delta",
+    "usage",
+    "answer",
+    "plan",
+    "step_ok",
+    "step_failed",
+    "step_file",
+    "notice",
+    "committed",
+    "finished",
+];
+
+#[test]
+fn every_event_matches_its_reviewed_snapshot() {
+    let events = all_events();
+    assert_eq!(events.len(), EVENT_NAMES.len());
+    for (name, event) in EVENT_NAMES.iter().zip(&events) {
+        insta::assert_snapshot!(format!("plain_{name}"), plain(event));
+    }
+}
+
+#[test]
+fn the_run_question_matches_its_reviewed_snapshot() {
+    let q = RunQuestion {
+        command: "cargo test".into(),
+        confined: true,
+        rule: Some("cargo test".into()),
+        can_save: true,
+    };
+    insta::assert_snapshot!("run_question", render::run_question(&q, &Theme::plain(60)));
+}
+
 fn event_named(name: &str) -> Event {
     let index = match name {
         "thinking" => 0,
