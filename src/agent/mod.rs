@@ -11,4 +11,5 @@ pub mod plan;
 pub mod prompt;
 pub mod protocol;
 mod side_effects;
+pub mod task;
 pub mod turn;

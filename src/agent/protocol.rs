@@ -9,3 +9,4 @@ pub use super::events::{
     Tally, ToolAnswer, ToolQuestion, TrustRequest, TurnOutcome, TurnStatus,
 };
 pub use super::plan::{Analysis, Complexity, Edit, PlannedStep, Step};
+pub use super::task::{Answer, Op, Output, Question, answer_with};

@@ -235,3 +235,88 @@ fn a_refused_command_never_runs_and_the_model_is_told_so() {
     assert_eq!(outcome.status, TurnStatus::Success);
     assert_eq!(outcome.tally.calls, 2);
 }
+
+/// The agent as a task: the frontend's side is only operations out and outputs in.
+#[test]
+fn the_agent_task_speaks_only_the_protocol() {
+    use pai::agent::protocol::{Answer, Op, Output, Question};
+    use pai::agent::task;
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(
+        ProviderKind::OpenAi,
+        [
+            Scripted::reply(
+                plan(json!([
+                    {"action": "WRITE", "path": "one.txt", "content": "1\n", "purpose": ""},
+                    {"action": "FINISH", "message": "done", "purpose": ""}
+                ])),
+                100,
+                10,
+            ),
+            Scripted::reply(
+                plan(json!([
+                    {"action": "WRITE", "path": "two.txt", "content": "2\n", "purpose": ""},
+                    {"action": "FINISH", "message": "done", "purpose": ""}
+                ])),
+                100,
+                10,
+            ),
+        ],
+    );
+    let agent = agent(dir.path(), &provider);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut handle = task::spawn(agent);
+        // Two turns queued at once run one after the other.
+        handle.ops.send(Op::UserTurn("write one".into())).unwrap();
+        handle.ops.send(Op::UserTurn("write two".into())).unwrap();
+        let mut asked = Vec::new();
+        let mut outcomes = Vec::new();
+        let mut kinds = Vec::new();
+        while outcomes.len() < 2 {
+            match handle.outputs.recv().await.unwrap() {
+                Output::Event(e) => kinds.push(
+                    serde_json::to_value(&e).unwrap()["event"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                ),
+                Output::Ask { id, question } => {
+                    let Question::Plan(steps) = question else {
+                        panic!("unexpected question {question:?}")
+                    };
+                    asked.push(steps[0].step.target());
+                    // The first plan is declined, the second approved.
+                    let answer = if asked.len() == 1 {
+                        pai::agent::protocol::Approval::No
+                    } else {
+                        pai::agent::protocol::Approval::Yes
+                    };
+                    handle
+                        .ops
+                        .send(Op::Answer {
+                            id,
+                            answer: Answer::Plan(answer),
+                        })
+                        .unwrap();
+                }
+                Output::TurnDone(outcome) => outcomes.push(outcome.status),
+            }
+        }
+        handle.ops.send(Op::Shutdown).unwrap();
+        let agent = handle.done.await.unwrap();
+        assert_eq!(asked, ["one.txt", "two.txt"]);
+        assert_eq!(outcomes, [TurnStatus::Rejected, TurnStatus::Success]);
+        assert_eq!(kinds.iter().filter(|k| *k == "finished").count(), 2);
+        assert_eq!(agent.totals().calls, 2);
+    });
+    assert!(!dir.path().join("one.txt").exists(), "a declined plan ran");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("two.txt")).unwrap(),
+        "2\n"
+    );
+}

@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 
 use crate::agent::events::{Frontend, TurnStatus};
+use crate::agent::task::{self, Op};
 use crate::cli::assemble::{Resume, assemble, runtime, turn_exit_code};
 use crate::config::{Env, Settings};
 use crate::error::Error;
@@ -43,20 +44,23 @@ pub fn run_once(
     } else {
         Box::new(TextFrontend::new(Appearance::from_env(env)))
     };
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let outcome = rt.block_on(async {
+    // The agent runs as a task; this command is one more frontend of its protocol: it sends
+    // the request, renders the events, answers the questions, and sends an interrupt on a
+    // signal.
+    let (outcome, mut agent) = rt.block_on(async {
+        let mut handle = task::spawn(assembled.agent);
         // Ctrl+C, SIGTERM and SIGHUP stop the turn rather than the process: the turn unwinds
         // (a running command is stopped, a commit under way finishes and releases the index
         // lock), so a script's timeout or a closed terminal never leaves `.git/index.lock`.
-        let watcher = cancel.clone();
-        let ctrl_c = tokio::spawn(async move {
+        let ops = handle.ops.clone();
+        let signals = tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
             let (Ok(mut term), Ok(mut hup)) = (
                 signal(SignalKind::terminate()),
                 signal(SignalKind::hangup()),
             ) else {
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    watcher.cancel();
+                    let _ = ops.send(Op::Interrupt);
                 }
                 return;
             };
@@ -65,16 +69,21 @@ pub fn run_once(
                 _ = term.recv() => {}
                 _ = hup.recv() => {}
             }
-            watcher.cancel();
+            let _ = ops.send(Op::Interrupt);
         });
-        let outcome = assembled
-            .agent
-            .turn(request, frontend.as_ref(), &cancel)
-            .await;
-        ctrl_c.abort();
-        outcome
-    });
-    if let Some(session) = assembled.agent.take_history() {
+        let _ = handle.ops.send(Op::UserTurn(request.to_string()));
+        let outcome = task::drive(&mut handle, frontend.as_ref()).await;
+        signals.abort();
+        let _ = handle.ops.send(Op::Shutdown);
+        let agent = handle
+            .done
+            .await
+            .map_err(|e| Error::failed(format!("the agent stopped unexpectedly: {e}")))?;
+        let outcome =
+            outcome.ok_or_else(|| Error::failed("the agent stopped before the turn ended"))?;
+        Ok::<_, Error>((outcome, agent))
+    })?;
+    if let Some(session) = agent.take_history() {
         let summary = session.finish();
         if !json && summary.plans > 0 {
             out.note(&summary.render());
