@@ -14,8 +14,12 @@ use chrono::Local;
 use serde_json::{Value, json};
 
 use super::context::TurnMemo;
-use super::events::{StepReport, Tally, TurnStatus};
-use super::plan::Plan;
+use super::events::{Event, StepReport, Tally, TurnStatus};
+use super::plan::{Analysis, PlannedStep};
+
+/// Bytes of one command's output written to the session log; the rest is counted, not kept,
+/// so a runaway command cannot fill the disk.
+const LOGGED_OUTPUT_MAX: usize = 4 * 1024 * 1024;
 
 /// The directory under the project root that holds pai's records.
 pub const HISTORY_DIR: &str = crate::workspace::STATE_DIR;
@@ -27,6 +31,9 @@ type LogSink = Box<dyn Write + Send>;
 pub struct Journal {
     text: Mutex<LogSink>,
     json: Mutex<LogSink>,
+    /// The phase whose execution block is open, and the bytes of RUN output logged for the
+    /// step under way.
+    open: Mutex<(Option<u32>, (u32, usize), usize)>,
     text_path: PathBuf,
     secrets: Vec<String>,
 }
@@ -45,6 +52,7 @@ impl Journal {
             text: Mutex::new(open(format!("session_{id}.log"))?),
             json: Mutex::new(open(format!("session_{id}.jsonl"))?),
             text_path,
+            open: Mutex::new((None, (0, 0), 0)),
             secrets: secrets.into_iter().filter(|s| s.len() >= 8).collect(),
         })
     }
@@ -89,6 +97,153 @@ impl Journal {
         Ok(())
     }
 
+    /// Record one event of a turn: the session log is one more consumer of the events the
+    /// frontends render, so what the screen showed and what the log holds cannot drift.
+    /// Events that only animate the screen (thinking, streamed text, usage) are left out.
+    pub fn record(&self, event: &Event) {
+        // A full disk must not break the turn; the session log is a record, not the work.
+        let _ = self.record_event(event);
+    }
+
+    fn record_event(&self, event: &Event) -> std::io::Result<()> {
+        match event {
+            Event::Plan {
+                phase,
+                reply,
+                analysis,
+                steps,
+                ..
+            } => {
+                self.close_execution()?;
+                self.planning(*phase, reply, analysis, steps)
+            }
+            Event::Step(report) => {
+                self.open_execution(report.phase)?;
+                self.step(report)
+            }
+            Event::RunOutput { phase, index, line } => self.run_output_line(*phase, *index, line),
+            Event::Answer { text } => self.answer(text),
+            Event::Notice { text } => self.note(text),
+            Event::Committed { commit, branch } => {
+                self.close_execution()?;
+                self.commit(commit, branch)
+            }
+            Event::Finished {
+                status,
+                message,
+                next_steps,
+                calls,
+                input_tokens,
+                output_tokens,
+                cached_tokens,
+                reasoning_tokens,
+                ..
+            } => {
+                self.close_execution()?;
+                let tally = Tally {
+                    calls: *calls,
+                    input: *input_tokens,
+                    output: *output_tokens,
+                    cached: *cached_tokens,
+                    reasoning: *reasoning_tokens,
+                };
+                self.finished(*status, message, next_steps, &tally)
+            }
+            // A command's output belongs in the block of the step it is part of.
+            Event::RunStarted { phase, .. } => self.open_execution(*phase),
+            Event::Thinking { .. } | Event::TextDelta { .. } | Event::Usage { .. } => Ok(()),
+        }
+    }
+
+    /// AI EXECUTION START before the first step of a phase.
+    fn open_execution(&self, phase: u32) -> std::io::Result<()> {
+        let Ok(mut open) = self.open.lock() else {
+            return Ok(());
+        };
+        if open.0 == Some(phase) {
+            return Ok(());
+        }
+        let was = open.0.replace(phase);
+        drop(open);
+        if let Some(p) = was {
+            self.append(
+                &[format!("AI EXECUTION END (phase {p})")],
+                json!({"kind": "execution_end", "phase": p}),
+            )?;
+        }
+        self.append(
+            &[format!("AI EXECUTION START (phase {phase})")],
+            json!({"kind": "execution_start", "phase": phase}),
+        )
+    }
+
+    /// AI EXECUTION END after a phase's last step.
+    fn close_execution(&self) -> std::io::Result<()> {
+        let was = self.open.lock().ok().and_then(|mut o| o.0.take());
+        match was {
+            Some(p) => self.append(
+                &[format!("AI EXECUTION END (phase {p})")],
+                json!({"kind": "execution_end", "phase": p}),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// One step: SUCCESS/FAILED, its output, the file it showed and its diff.
+    fn step(&self, r: &StepReport) -> std::io::Result<()> {
+        let mark = if r.ok { "SUCCESS" } else { "FAILED" };
+        let mut lines = vec![format!(
+            "[{}] {} {}: {mark}",
+            r.index,
+            r.action,
+            first_line(&r.target)
+        )];
+        for l in r.output.lines() {
+            lines.push(format!("    {l}"));
+        }
+        if let Some(view) = &r.file_view {
+            for l in view.text.lines() {
+                lines.push(format!("    | {l}"));
+            }
+        }
+        if let Some(diff) = &r.diff {
+            for l in diff.lines() {
+                lines.push(format!("    {l}"));
+            }
+        }
+        self.append(&lines, json!({"kind": "step", "step": r}))
+    }
+
+    /// One line a running command printed: every line is logged up to
+    /// [`LOGGED_OUTPUT_MAX`] per command, then a note says the rest is not.
+    fn run_output_line(&self, phase: u32, index: usize, line: &str) -> std::io::Result<()> {
+        let Ok(mut open) = self.open.lock() else {
+            return Ok(());
+        };
+        let step = (phase, index);
+        if open.1 != step {
+            open.1 = step;
+            open.2 = 0;
+        }
+        let before = open.2;
+        open.2 = before.saturating_add(line.len() + 1);
+        let after = open.2;
+        drop(open);
+        if after <= LOGGED_OUTPUT_MAX {
+            self.append(
+                &[format!("RUN OUTPUT: {line}")],
+                json!({"kind": "run_output", "phase": phase, "index": index, "line": line}),
+            )
+        } else if before <= LOGGED_OUTPUT_MAX {
+            self.note(&format!(
+                "output of step {index} beyond {} MiB is not logged",
+                LOGGED_OUTPUT_MAX / (1024 * 1024)
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
     /// SESSION STARTED.
     pub fn session_started(
         &self,
@@ -117,15 +272,19 @@ impl Journal {
     }
 
     /// AI PLANNING START ... END with intent, files and the numbered plan.
-    pub fn planning(&self, phase: u32, plan: &Plan) -> std::io::Result<()> {
-        let a = &plan.analysis;
+    fn planning(
+        &self,
+        phase: u32,
+        reply: &str,
+        a: &Analysis,
+        steps: &[PlannedStep],
+    ) -> std::io::Result<()> {
         let mut lines = vec![
             format!("AI PLANNING START (phase {phase})"),
             format!(
-                "Intent: {:?}: {}",
-                plan.intent,
+                "Intent: Task: {}",
                 if a.user_intent.is_empty() {
-                    &plan.reply
+                    reply
                 } else {
                     &a.user_intent
                 }
@@ -137,9 +296,9 @@ impl Journal {
         lines.extend(files("Files to read", &a.files_to_read));
         lines.extend(files("Files to create", &a.files_to_create));
         lines.extend(files("Files to modify", &a.files_to_modify));
-        if !plan.steps.is_empty() {
+        if !steps.is_empty() {
             lines.push("Plan:".into());
-            for (i, s) in plan.steps.iter().enumerate() {
+            for (i, s) in steps.iter().enumerate() {
                 let purpose = if s.purpose.is_empty() {
                     String::new()
                 } else {
@@ -156,47 +315,15 @@ impl Journal {
         lines.push("AI PLANNING END".into());
         self.append(
             &lines,
-            json!({"kind": "plan", "phase": phase, "plan": plan}),
+            json!({"kind": "plan", "phase": phase, "reply": reply, "analysis": a, "steps": steps}),
         )
     }
 
     /// The chat answer.
-    pub fn answer(&self, text: &str) -> std::io::Result<()> {
+    fn answer(&self, text: &str) -> std::io::Result<()> {
         self.append(
             &[format!("AI ANSWER: {text}")],
             json!({"kind": "answer", "text": text}),
-        )
-    }
-
-    /// AI EXECUTION START ... END with SUCCESS/FAILED per command and its output.
-    pub fn execution(&self, phase: u32, reports: &[StepReport]) -> std::io::Result<()> {
-        let mut lines = vec![format!("AI EXECUTION START (phase {phase})")];
-        for r in reports {
-            let mark = if r.ok { "SUCCESS" } else { "FAILED" };
-            lines.push(format!(
-                "[{}] {} {}: {mark}",
-                r.index,
-                r.action,
-                first_line(&r.target)
-            ));
-            for l in r.output.lines() {
-                lines.push(format!("    {l}"));
-            }
-            if let Some(view) = &r.file_view {
-                for l in view.text.lines() {
-                    lines.push(format!("    | {l}"));
-                }
-            }
-            if let Some(diff) = &r.diff {
-                for l in diff.lines() {
-                    lines.push(format!("    {l}"));
-                }
-            }
-        }
-        lines.push("AI EXECUTION END".into());
-        self.append(
-            &lines,
-            json!({"kind": "execution", "phase": phase, "steps": reports}),
         )
     }
 
@@ -205,16 +332,6 @@ impl Journal {
         self.append(
             &[format!("NOTE: {text}")],
             json!({"kind": "note", "text": text}),
-        )
-    }
-
-    /// Lines a running RUN command printed (all of them, as they came; what the execution
-    /// record holds is the capped summary the model read).
-    pub fn run_output(&self, command: &str, lines: &[String]) -> std::io::Result<()> {
-        let text: Vec<String> = lines.iter().map(|l| format!("RUN OUTPUT: {l}")).collect();
-        self.append(
-            &text,
-            json!({"kind": "run_output", "command": command, "lines": lines}),
         )
     }
 
@@ -247,7 +364,7 @@ impl Journal {
     }
 
     /// The commit that records the plan.
-    pub fn commit(&self, commit: &str, branch: &str) -> std::io::Result<()> {
+    fn commit(&self, commit: &str, branch: &str) -> std::io::Result<()> {
         self.append(
             &[format!("COMMIT: {commit} on {branch}")],
             json!({"kind": "commit", "commit": commit, "branch": branch}),
@@ -255,7 +372,7 @@ impl Journal {
     }
 
     /// AI FINAL RESULT, AI SUGGESTION, and the turn's calls and tokens.
-    pub fn finished(
+    fn finished(
         &self,
         status: TurnStatus,
         message: &str,
@@ -396,6 +513,86 @@ fn first_line(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_follows_the_events_of_a_turn_in_order() {
+        use crate::agent::plan::Step;
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), "20260101_000001", vec![]).unwrap();
+        let step = |index: usize, ok: bool| {
+            Event::Step(StepReport {
+                index,
+                phase: 1,
+                action: "RUN".into(),
+                target: "make".into(),
+                ok,
+                output: format!("out {index}"),
+                diff: None,
+                file_view: None,
+            })
+        };
+        j.record(&Event::Thinking { phase: 1 });
+        j.record(&Event::Plan {
+            phase: 1,
+            reply: "On it.".into(),
+            analysis: Analysis::default(),
+            complexity: Default::default(),
+            steps: vec![PlannedStep {
+                step: Step::Run {
+                    command: "make".into(),
+                },
+                purpose: String::new(),
+            }],
+            observe: false,
+        });
+        j.record(&Event::RunStarted {
+            phase: 1,
+            index: 1,
+            command: "make".into(),
+        });
+        j.record(&Event::RunOutput {
+            phase: 1,
+            index: 1,
+            line: "building".into(),
+        });
+        j.record(&step(1, true));
+        j.record(&step(2, false));
+        j.record(&Event::Committed {
+            commit: "abc1234".into(),
+            branch: "pai/x".into(),
+        });
+        j.record(&Event::Finished {
+            status: TurnStatus::Failed,
+            message: "a step failed".into(),
+            next_steps: vec![],
+            calls: 1,
+            input_tokens: 10,
+            output_tokens: 2,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
+            verified: None,
+        });
+        let text = std::fs::read_to_string(j.path()).unwrap();
+        let order = [
+            "AI PLANNING START (phase 1)",
+            "1. RUN make",
+            "AI EXECUTION START (phase 1)",
+            "RUN OUTPUT: building",
+            "[1] RUN make: SUCCESS",
+            "[2] RUN make: FAILED",
+            "AI EXECUTION END (phase 1)",
+            "COMMIT: abc1234 on pai/x",
+            "AI FINAL RESULT: Failed: a step failed",
+        ];
+        let mut at = 0;
+        for marker in order {
+            let found = text[at..]
+                .find(marker)
+                .unwrap_or_else(|| panic!("{marker} missing after {at}:\n{text}"));
+            at += found;
+        }
+        assert!(!text.contains("Thinking"), "{text}");
+    }
 
     #[test]
     fn records_are_appended_and_secrets_scrubbed() {

@@ -9,7 +9,6 @@
 use std::sync::Mutex;
 
 use super::events::{Event, Frontend, StepReport};
-use super::journal::Journal;
 
 /// Bytes after which an unfinished line is emitted anyway.
 pub const MAX_LINE: usize = 4096;
@@ -69,43 +68,30 @@ impl LineSplitter {
     }
 }
 
-/// A running command's output on its way to the frontend and the session log, line by line.
+/// A running command's output on its way to the frontend (and so the session log), line by
+/// line.
 pub(super) struct LiveRun<'a> {
     frontend: &'a dyn Frontend,
-    journal: Option<&'a Journal>,
     phase: u32,
     index: usize,
-    command: &'a str,
-    state: Mutex<(LineSplitter, usize)>,
+    state: Mutex<LineSplitter>,
 }
-
-/// Bytes of one command's output written to the session log; the rest is counted, not kept,
-/// so a runaway command cannot fill the disk.
-const LOGGED_OUTPUT_MAX: usize = 4 * 1024 * 1024;
 
 impl<'a> LiveRun<'a> {
     /// Follow the RUN step `report` of `command`.
-    pub(super) fn new(
-        frontend: &'a dyn Frontend,
-        journal: Option<&'a Journal>,
-        report: &StepReport,
-        command: &'a str,
-        secrets: &[String],
-    ) -> Self {
+    pub(super) fn new(frontend: &'a dyn Frontend, report: &StepReport, secrets: &[String]) -> Self {
         Self {
             frontend,
-            journal,
             phase: report.phase,
             index: report.index,
-            command,
-            state: Mutex::new((LineSplitter::new(secrets), 0)),
+            state: Mutex::new(LineSplitter::new(secrets)),
         }
     }
 
     /// A piece of output as read from the pipe.
     pub(super) fn feed(&self, bytes: &[u8]) {
         let lines = match self.state.lock() {
-            Ok(mut st) => st.0.feed(bytes),
+            Ok(mut st) => st.feed(bytes),
             Err(_) => return,
         };
         self.emit(lines);
@@ -114,7 +100,7 @@ impl<'a> LiveRun<'a> {
     /// The command ended: emit its unterminated last line.
     pub(super) fn finish(&self) {
         let last = match self.state.lock() {
-            Ok(mut st) => st.0.finish(),
+            Ok(mut st) => st.finish(),
             Err(_) => None,
         };
         self.emit(last.into_iter().collect());
@@ -123,20 +109,6 @@ impl<'a> LiveRun<'a> {
     fn emit(&self, lines: Vec<String>) {
         if lines.is_empty() {
             return;
-        }
-        if let (Some(j), Ok(mut st)) = (self.journal, self.state.lock()) {
-            let size: usize = lines.iter().map(|l| l.len() + 1).sum();
-            let before = st.1;
-            st.1 = before.saturating_add(size);
-            if st.1 <= LOGGED_OUTPUT_MAX {
-                let _ = j.run_output(self.command, &lines);
-            } else if before <= LOGGED_OUTPUT_MAX {
-                let _ = j.note(&format!(
-                    "output of `{}` beyond {} MiB is not logged",
-                    self.command.lines().next().unwrap_or_default(),
-                    LOGGED_OUTPUT_MAX / (1024 * 1024)
-                ));
-            }
         }
         for line in lines {
             self.frontend.event(&Event::RunOutput {

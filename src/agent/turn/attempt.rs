@@ -149,7 +149,6 @@ impl Agent {
                 frontend.event(&Event::Notice {
                     text: format!("{msg}; asking the model once for a corrected reply"),
                 });
-                self.log(|j| j.note(&msg));
                 st.messages.push(Message::assistant("(an unusable reply)"));
                 st.messages.push(Message::user(correction));
                 return Flow::Again;
@@ -170,7 +169,6 @@ impl Agent {
                         "the model's plan was rejected ({e}); asking it once to correct it"
                     ),
                 });
-                self.log(|j| j.note(&format!("plan rejected: {e}")));
                 st.messages.push(Message::assistant(context::truncate(
                     &reply.raw, ECHO_CHARS,
                 )));
@@ -181,7 +179,6 @@ impl Agent {
             }
             Err(e) => {
                 let message = format!("the model's plan was invalid, so nothing was run: {e}");
-                self.log(|j| j.note(&message));
                 st.end(TurnStatus::Failed, message)
             }
         }
@@ -199,14 +196,12 @@ impl Agent {
                 frontend.event(&Event::Answer {
                     text: plan.reply.clone(),
                 });
-                self.log(|j| j.answer(&plan.reply));
                 return st.end(TurnStatus::Answered, plan.reply.clone());
             }
             // A later phase that only talks: the turn ends as its steps left it.
             st.final_message = plan.reply.clone();
             return Flow::Stop;
         }
-        self.log(|j| j.planning(st.phase, plan));
         frontend.event(&Event::Plan {
             phase: st.phase,
             reply: plan.reply.clone(),
@@ -300,8 +295,6 @@ impl Agent {
                 if r.ok { "ok" } else { "FAILED" }
             ));
         }
-        let phase = st.phase;
-        self.log(|j| j.execution(phase, &reports));
         if let Some(v) = outcome.verified {
             st.verified = Some(v);
         }
@@ -407,7 +400,6 @@ impl Agent {
             st.next_steps.clear();
         }
         let (status, tally) = (st.status, st.tally);
-        self.log(|j| j.finished(status, &st.final_message, &st.next_steps, &tally));
         frontend.event(&Event::Finished {
             status,
             message: st.final_message,

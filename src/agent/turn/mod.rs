@@ -4,7 +4,7 @@
 //! failed verification); the plan committed; the session log and memory updated.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -14,7 +14,8 @@ mod attempt;
 use super::approve::{RunPolicy, ToolPolicy};
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
 use super::events::{
-    CallUsage, Event, FileView, Frontend, StepReport, Tally, ToolQuestion, TurnOutcome,
+    Approval, CallUsage, Event, FileView, Frontend, RunAnswer, RunQuestion, StepReport, Tally,
+    ToolAnswer, ToolQuestion, TurnOutcome,
 };
 use super::journal::Journal;
 use super::live::LiveRun;
@@ -75,7 +76,7 @@ pub struct Agent {
     provider: Box<dyn Provider>,
     workspace: Workspace,
     history: Option<Session>,
-    journal: Option<Journal>,
+    journal: Option<Arc<Journal>>,
     memory: Memory,
     options: AgentOptions,
     totals: Tally,
@@ -112,7 +113,7 @@ impl Agent {
             provider,
             workspace,
             history,
-            journal,
+            journal: journal.map(Arc::new),
             memory: Memory::default(),
             options,
             totals: Tally::default(),
@@ -146,10 +147,6 @@ impl Agent {
         if let Some(question) = hub.trust_request() {
             let trusted = blocking(|| frontend.trust_mcp(&question));
             let text = hub.answer_trust(trusted);
-            if let Some(j) = &self.journal {
-                // A full disk must not break the turn; the session log is a record.
-                let _ = j.note(&text);
-            }
             notice(text);
         }
         hub.ensure_started(&notice).await;
@@ -236,6 +233,12 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         let mut request = request.trim().to_string();
+        // The session log is one more consumer of the events the frontend renders.
+        let logged = Logged {
+            inner: frontend,
+            journal: self.journal.clone(),
+        };
+        let frontend: &dyn Frontend = &logged;
         self.prepare_mcp(frontend).await;
         loop {
             match self.attempt(&request, frontend, cancel).await {
@@ -369,7 +372,6 @@ impl Agent {
                     frontend.event(&Event::Notice { text: w.clone() });
                 }
                 let short = info.short_id.clone();
-                self.log(|j| j.commit(&short, &branch));
                 frontend.event(&Event::Committed {
                     commit: short.clone(),
                     branch,
@@ -381,7 +383,6 @@ impl Agent {
                 let text = format!(
                     "the plan's changes are on disk but could not be committed, so undo cannot reach them: {e}"
                 );
-                self.log(|j| j.note(&text));
                 Err(text)
             }
         }
@@ -787,13 +788,7 @@ impl Agent {
             index: report.index,
             command: command.to_string(),
         });
-        let live = LiveRun::new(
-            frontend,
-            self.journal.as_ref(),
-            report,
-            command,
-            &self.options.secrets,
-        );
+        let live = LiveRun::new(frontend, report, &self.options.secrets);
         let on_output = |bytes: &[u8]| live.feed(bytes);
         let outcome = tokio::select! {
             r = exec::run_command_streaming(&root, command, &opts, &on_output) => Some(r),
@@ -985,6 +980,42 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 
 fn describe_llm_error(e: &LlmError) -> String {
     format!("the model call failed: {e}")
+}
+
+/// A frontend and the session log, side by side: every event goes to both; questions go to
+/// the frontend.
+struct Logged<'a> {
+    inner: &'a dyn Frontend,
+    journal: Option<Arc<Journal>>,
+}
+
+impl Frontend for Logged<'_> {
+    fn event(&self, event: &Event) {
+        if let Some(j) = &self.journal {
+            j.record(event);
+        }
+        self.inner.event(event);
+    }
+
+    fn approve_plan(&self, steps: &[PlannedStep]) -> Approval {
+        self.inner.approve_plan(steps)
+    }
+
+    fn approve_run(&self, question: &RunQuestion) -> RunAnswer {
+        self.inner.approve_run(question)
+    }
+
+    fn confirm_rm(&self, path: &str, recursive: bool) -> bool {
+        self.inner.confirm_rm(path, recursive)
+    }
+
+    fn approve_tool(&self, question: &ToolQuestion) -> ToolAnswer {
+        self.inner.approve_tool(question)
+    }
+
+    fn trust_mcp(&self, question: &crate::mcp::TrustRequest) -> bool {
+        self.inner.trust_mcp(question)
+    }
 }
 
 /// The workspace seen by the context builder and the plan validator, with the session's MCP
