@@ -16,6 +16,12 @@ pub struct ConfigDir {
 impl ConfigDir {
     /// Locate the directory from `XDG_CONFIG_HOME` (when absolute, as the XDG spec requires)
     /// or `HOME`. Fails with a hint when neither is usable.
+    ///
+    /// This is `dirs::config_dir()`'s rule, read from the [`Env`] snapshot rather than the
+    /// process: settings resolve as a function of flags, environment and files, so tests and
+    /// `pai config` resolve a fabricated environment exactly as the real one (`dirs` reads the
+    /// process environment, and falls back to the password database where pai asks for `HOME`).
+    /// The home directory itself, where no snapshot is involved, comes from `dirs`.
     pub fn locate(env: &Env) -> Result<Self, Error> {
         let base = match env.get("XDG_CONFIG_HOME").map(PathBuf::from) {
             Some(xdg) if xdg.is_absolute() => xdg,
