@@ -49,6 +49,8 @@ pub struct PlanLog {
     pub time: String,
     /// The user's request.
     pub request: String,
+    /// The plan's steps as its commit records them (`TOOL docs.search {...}: ok`).
+    pub steps: Vec<String>,
     /// Files with added/deleted line counts.
     pub files: Vec<FileStat>,
     /// The model.
@@ -319,6 +321,7 @@ fn plan_log(
         plan: t.plan.unwrap_or(0),
         time: when,
         request: message::request_of(msg),
+        steps: message::steps_of(msg),
         files,
         model: t.model,
         calls: t.calls,
@@ -385,6 +388,9 @@ pub fn render_text(sessions: &[SessionLog]) -> String {
                     }
                 })
                 .collect();
+            for step in &p.steps {
+                out.push_str(&format!("           - {step}\n"));
+            }
             out.push_str(&format!("           {}\n", files.join(", ")));
             let calls = p
                 .calls

@@ -199,6 +199,22 @@ pub(crate) fn saved_message(session: &str, plan: u32, files: &[String]) -> Strin
 }
 
 /// Read the `Pai-*` trailers of a commit message.
+/// The step lines of a plan commit's message (its `Steps:` section), as recorded.
+pub(crate) fn steps_of(message: &str) -> Vec<String> {
+    let mut lines = message.lines().skip_while(|l| *l != "Steps:").skip(1);
+    let mut out = Vec::new();
+    for line in lines.by_ref() {
+        let Some((number, step)) = line.split_once(". ") else {
+            break;
+        };
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            break;
+        }
+        out.push(step.to_string());
+    }
+    out
+}
+
 pub(crate) fn parse(message: &str) -> Trailers {
     let mut t = Trailers::default();
     let Ok(trailers) = git2::message_trailers_strs(message) else {
@@ -272,6 +288,27 @@ pub(crate) fn request_of(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_are_read_back_from_the_message() {
+        let record = PlanRecord {
+            request: "look it up".into(),
+            steps: vec![
+                "TOOL docs.search {\"q\":\"retry\"}: ok".into(),
+                "WRITE notes.md: ok".into(),
+            ],
+            ..PlanRecord::default()
+        };
+        let msg = plan_message("s", 1, &record, None);
+        assert_eq!(
+            steps_of(&msg),
+            [
+                "TOOL docs.search {\"q\":\"retry\"}: ok",
+                "WRITE notes.md: ok"
+            ]
+        );
+        assert!(steps_of("pai: x\n\nPai-Session: s\n").is_empty());
+    }
 
     fn record(request: &str) -> PlanRecord {
         PlanRecord {

@@ -161,6 +161,13 @@ fn an_allowed_tool_is_called_and_its_result_reaches_the_next_phase() {
     let log_text = session_log(&p);
     assert!(log_text.contains("TOOL"), "{log_text}");
     assert!(log_text.contains("echo: hello"), "{log_text}");
+    // `pai log` lists the plan's steps, the TOOL call among them.
+    let out = p.pai().arg("log").output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("- TOOL t.echo {\"text\":\"hello\"}: ok"),
+        "{shown}"
+    );
 }
 
 #[test]
