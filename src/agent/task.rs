@@ -36,6 +36,24 @@ pub enum Op {
     Interrupt,
     /// End the task after the turn under way; [`spawn`]'s handle gives the agent back.
     Shutdown,
+    /// A session command of an in-process frontend (undo, redo, a model switch, the
+    /// summary), run on the agent between turns, in order.
+    Session(SessionCommand),
+}
+
+/// Work on the agent itself, queued like a turn (see [`AgentHandle::with_agent`]).
+pub struct SessionCommand(Box<dyn FnOnce(&mut Agent) + Send>);
+
+impl std::fmt::Debug for SessionCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionCommand")
+    }
+}
+
+/// What the agent works through, in the order it was asked for.
+enum Work {
+    Turn(String, CancellationToken),
+    Session(SessionCommand),
 }
 
 /// A question the agent asks; which answers exist is the agent's decision, carried here.
@@ -106,18 +124,26 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>;
 pub fn spawn(agent: Agent) -> AgentHandle {
     let (ops_tx, mut ops_rx) = mpsc::unbounded_channel::<Op>();
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Output>();
-    let (turn_tx, mut turn_rx) = mpsc::unbounded_channel::<String>();
+    let (work_tx, mut work_rx) = mpsc::unbounded_channel::<Work>();
     let pending: Pending = Arc::default();
-    let cancel = Arc::new(Mutex::new(CancellationToken::new()));
-    // The router reads operations while a turn runs, so answers and interrupts reach it.
+    // The router reads operations while a turn runs, so answers and interrupts reach it. It
+    // makes each turn's cancellation token, so an interrupt always reaches the turn that was
+    // asked for before it, never a later one.
     let router = {
         let pending = pending.clone();
-        let cancel = cancel.clone();
         tokio::spawn(async move {
+            let mut current: Option<CancellationToken> = None;
             while let Some(op) = ops_rx.recv().await {
                 match op {
                     Op::UserTurn(text) => {
-                        if turn_tx.send(text).is_err() {
+                        let token = CancellationToken::new();
+                        current = Some(token.clone());
+                        if work_tx.send(Work::Turn(text, token)).is_err() {
+                            break;
+                        }
+                    }
+                    Op::Session(command) => {
+                        if work_tx.send(Work::Session(command)).is_err() {
                             break;
                         }
                     }
@@ -128,14 +154,14 @@ pub fn spawn(agent: Agent) -> AgentHandle {
                         }
                     }
                     Op::Interrupt => {
-                        if let Ok(c) = cancel.lock() {
-                            c.cancel();
+                        if let Some(token) = &current {
+                            token.cancel();
                         }
                     }
                     Op::Shutdown => break,
                 }
             }
-            // Dropping the turn queue ends the agent loop once the turn under way is done.
+            // Dropping the work queue ends the agent loop once the work under way is done.
         })
     };
     let done = tokio::spawn(async move {
@@ -145,13 +171,14 @@ pub fn spawn(agent: Agent) -> AgentHandle {
             pending,
             next_id: AtomicU64::new(1),
         };
-        while let Some(request) = turn_rx.recv().await {
-            let token = CancellationToken::new();
-            if let Ok(mut c) = cancel.lock() {
-                *c = token.clone();
+        while let Some(work) = work_rx.recv().await {
+            match work {
+                Work::Turn(request, token) => {
+                    let outcome = agent.turn(&request, &asker, &token).await;
+                    let _ = out_tx.send(Output::TurnDone(outcome));
+                }
+                Work::Session(SessionCommand(command)) => command(&mut agent),
             }
-            let outcome = agent.turn(&request, &asker, &token).await;
-            let _ = out_tx.send(Output::TurnDone(outcome));
         }
         router.abort();
         agent
@@ -160,6 +187,32 @@ pub fn spawn(agent: Agent) -> AgentHandle {
         ops: ops_tx,
         outputs: out_rx,
         done,
+    }
+}
+
+impl AgentHandle {
+    /// Run `f` on the agent between turns and wait for its result (`None`: the task is gone).
+    /// For an in-process frontend's session commands; it blocks this thread, off the
+    /// executor when on one.
+    pub fn with_agent<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Agent) -> T + Send + 'static,
+    ) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        let command = SessionCommand(Box::new(move |agent| {
+            let _ = tx.send(f(agent));
+        }));
+        self.ops.send(Op::Session(command)).ok()?;
+        wait(rx)
+    }
+}
+
+/// Wait for a reply from the task: off the executor when on one (the task runs on a
+/// multi-threaded runtime), so the task's own threads keep running.
+fn wait<T>(rx: oneshot::Receiver<T>) -> Option<T> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => tokio::task::block_in_place(|| rx.blocking_recv()).ok(),
+        Err(_) => rx.blocking_recv().ok(),
     }
 }
 
@@ -178,12 +231,8 @@ impl ChannelFrontend {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().ok()?.insert(id, tx);
         self.out.send(Output::Ask { id, question }).ok()?;
-        // The answer comes through the router task, so this thread may block: off the
-        // executor when on one (the task runs on a multi-threaded runtime).
-        match tokio::runtime::Handle::try_current() {
-            Ok(_) => tokio::task::block_in_place(|| rx.blocking_recv()).ok(),
-            Err(_) => rx.blocking_recv().ok(),
-        }
+        // The answer comes through the router task.
+        wait(rx)
     }
 }
 

@@ -7,8 +7,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::redo::describe_redo;
 use super::undo::describe_undo;
-use crate::agent::events::{Frontend, Tally, TurnOutcome};
-use crate::agent::turn::Agent;
+use crate::agent::events::{Frontend, Tally, TurnOutcome, TurnStatus};
+use crate::agent::task::{self, AgentHandle, Op};
 use crate::cli::assemble::{Resume, assemble, history_error, provider_config, runtime};
 use crate::config::{Env, Settings};
 use crate::error::Error;
@@ -17,23 +17,39 @@ use crate::llm::{self};
 use crate::ui::output::Output;
 use crate::ui::{Appearance, InteractiveOptions, SessionDriver, SessionInfo, run_interactive};
 
-/// The interactive session's view of the agent.
+/// The interactive session's view of the agent, which runs as a task: turns go through the
+/// protocol (the terminal UI is one more frontend of it), session commands run on the agent
+/// between turns.
 struct Driver {
-    agent: Agent,
+    handle: AgentHandle,
     settings: Settings,
     root: PathBuf,
     finished: bool,
 }
 
+/// Said when the agent task is gone (it only ends when the session does).
+fn gone() -> Error {
+    Error::failed("the agent stopped unexpectedly")
+}
+
 impl SessionDriver for Driver {
     fn info(&self) -> SessionInfo {
-        let history = self.agent.history();
+        let (branch, read_only) = self
+            .handle
+            .with_agent(|agent| {
+                let history = agent.history();
+                (
+                    history.and_then(|h| h.branch().map(str::to_string)),
+                    history.and_then(|h| h.read_only_reason().map(str::to_string)),
+                )
+            })
+            .unwrap_or_default();
         SessionInfo {
             root: self.root.clone(),
             provider: self.settings.provider.name().to_string(),
             model: self.settings.model.clone(),
-            branch: history.and_then(|h| h.branch().map(str::to_string)),
-            read_only: history.and_then(|h| h.read_only_reason().map(str::to_string)),
+            branch,
+            read_only,
         }
     }
 
@@ -43,25 +59,55 @@ impl SessionDriver for Driver {
         frontend: &'a dyn Frontend,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, TurnOutcome> {
-        Box::pin(self.agent.turn(request, frontend, cancel))
+        Box::pin(async move {
+            let _ = self.handle.ops.send(Op::UserTurn(request.to_string()));
+            // The UI's Ctrl+C becomes the protocol's interrupt.
+            let ops = self.handle.ops.clone();
+            let watched = cancel.clone();
+            let bridge = tokio::spawn(async move {
+                watched.cancelled().await;
+                let _ = ops.send(Op::Interrupt);
+            });
+            let outcome = task::drive(&mut self.handle, frontend).await;
+            bridge.abort();
+            outcome.unwrap_or_else(|| TurnOutcome {
+                status: TurnStatus::Failed,
+                tally: Tally::default(),
+                commit: None,
+                config_hint: None,
+            })
+        })
     }
 
     fn undo(&mut self) -> Result<String, Error> {
-        let (history, workspace) = self.agent.history_and_workspace();
-        let history = history.ok_or_else(|| Error::failed("this session keeps no history"))?;
-        let report = history.undo(workspace, false).map_err(history_error)?;
-        Ok(describe_undo(&report))
+        self.handle
+            .with_agent(|agent| {
+                let (history, workspace) = agent.history_and_workspace();
+                let history =
+                    history.ok_or_else(|| Error::failed("this session keeps no history"))?;
+                let report = history.undo(workspace, false).map_err(history_error)?;
+                Ok(describe_undo(&report))
+            })
+            .ok_or_else(gone)?
     }
 
     fn redo(&mut self) -> Result<String, Error> {
-        let (history, workspace) = self.agent.history_and_workspace();
-        let history = history.ok_or_else(|| Error::failed("this session keeps no history"))?;
-        let report = history.redo(workspace).map_err(history_error)?;
-        Ok(describe_redo(&report))
+        self.handle
+            .with_agent(|agent| {
+                let (history, workspace) = agent.history_and_workspace();
+                let history =
+                    history.ok_or_else(|| Error::failed("this session keeps no history"))?;
+                let report = history.redo(workspace).map_err(history_error)?;
+                Ok(describe_redo(&report))
+            })
+            .ok_or_else(gone)?
     }
 
     fn log(&mut self) -> Result<String, Error> {
-        let session = self.agent.history().map(|h| h.id().to_string());
+        let session = self
+            .handle
+            .with_agent(|agent| agent.history().map(|h| h.id().to_string()))
+            .ok_or_else(gone)?;
         let sessions =
             history::log(&self.root, session.as_deref(), false).map_err(history_error)?;
         Ok(history::render_text(&sessions))
@@ -79,7 +125,14 @@ impl SessionDriver for Driver {
         settings.model = model.to_string();
         match llm::build_provider(&provider_config(&settings)) {
             Ok(provider) => {
-                self.agent.set_provider(provider, model.to_string());
+                let name = model.to_string();
+                if self
+                    .handle
+                    .with_agent(move |agent| agent.set_provider(provider, name))
+                    .is_none()
+                {
+                    return gone().to_string();
+                }
                 self.settings = settings;
                 format!("Model set to {model} for the next requests.")
             }
@@ -88,11 +141,13 @@ impl SessionDriver for Driver {
     }
 
     fn clear_memory(&mut self) {
-        self.agent.clear_memory();
+        let _ = self.handle.with_agent(|agent| agent.clear_memory());
     }
 
     fn totals(&self) -> Tally {
-        self.agent.totals()
+        self.handle
+            .with_agent(|agent| agent.totals())
+            .unwrap_or_default()
     }
 
     fn finish(&mut self) -> String {
@@ -100,10 +155,14 @@ impl SessionDriver for Driver {
             return String::new();
         }
         self.finished = true;
-        match self.agent.take_history() {
-            Some(session) => session.finish().render(),
-            None => String::new(),
-        }
+        self.handle
+            .with_agent(|agent| {
+                agent
+                    .take_history()
+                    .map(|session| session.finish().render())
+            })
+            .flatten()
+            .unwrap_or_default()
     }
 }
 
@@ -117,18 +176,24 @@ pub fn interactive(
     let rt = runtime()?;
     let assembled = assemble(settings, out, true, resume)?;
     let root = assembled.agent.workspace().root().to_path_buf();
-    let mut driver = Driver {
-        agent: assembled.agent,
-        settings: settings.clone(),
-        root: root.clone(),
-        finished: false,
-    };
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
         history_root: Some(root.clone()),
     };
-    let code = rt.block_on(run_interactive(&mut driver, opts));
-    // Whatever way the session ended, release it (summary already shown when it ended normally).
-    let _ = driver.finish();
+    let code = rt.block_on(async {
+        let mut driver = Driver {
+            handle: task::spawn(assembled.agent),
+            settings: settings.clone(),
+            root: root.clone(),
+            finished: false,
+        };
+        let code = run_interactive(&mut driver, opts).await;
+        // Whatever way the session ended, release it (summary already shown when it ended
+        // normally), then end the task.
+        let _ = driver.finish();
+        let _ = driver.handle.ops.send(Op::Shutdown);
+        let _ = (&mut driver.handle.done).await;
+        code
+    });
     Ok(code)
 }
