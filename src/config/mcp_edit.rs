@@ -6,14 +6,10 @@ use std::path::Path;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
 
 use super::mcp_servers::{UserServer, user_spec, valid_server_name};
-use super::rules::{table_in, write_atomically};
+use super::rules::{read_or_empty, table_in, write_atomically};
 
 fn load(path: &Path) -> Result<DocumentMut, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
+    let text = read_or_empty(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     text.parse().map_err(|e: toml_edit::TomlError| {
         format!(
             "{} is not valid TOML ({})",

@@ -48,11 +48,7 @@ pub fn save_run_rule(path: &Path, target: &RuleTarget, rule: &str) -> Result<(),
         path: path.to_path_buf(),
         reason,
     };
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(io(e)),
-    };
+    let text = read_or_empty(path).map_err(io)?;
     let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         invalid(format!("it is not valid TOML ({})", e.message()))
     })?;
@@ -90,6 +86,14 @@ pub(crate) fn table_in<'a>(
     });
     item.as_table_mut()
         .ok_or_else(|| format!("`{key}` is not a table"))
+}
+
+/// The settings file's text; a missing file is empty (it is created on the first write).
+pub(crate) fn read_or_empty(path: &Path) -> std::io::Result<String> {
+    match std::fs::read_to_string(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        other => other,
+    }
 }
 
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -288,15 +288,11 @@ impl Transport {
         url: &str,
         headers: impl Fn() -> Result<HeaderMap, LlmError>,
     ) -> Result<Value, LlmError> {
-        let quiet = |_: StreamEvent<'_>| {};
-        let sink = TextSink::new(&quiet);
-        let (result, _) = self
-            .run(&sink, || async {
-                let response = self.get(url, headers()?).await?;
-                self.read_json(response).await
-            })
-            .await;
-        result
+        self.run_quietly(|| async {
+            let response = self.get(url, headers()?).await?;
+            self.read_json(response).await
+        })
+        .await
     }
 
     /// [`Transport::get_json_retried`] when only the answer's success matters.
@@ -305,14 +301,19 @@ impl Transport {
         url: &str,
         headers: impl Fn() -> Result<HeaderMap, LlmError>,
     ) -> Result<(), LlmError> {
+        self.run_quietly(|| async { self.get(url, headers()?).await.map(drop) })
+            .await
+    }
+
+    /// [`Transport::run`] for requests whose text nobody watches.
+    async fn run_quietly<T, F, Fut>(&self, attempt: F) -> Result<T, LlmError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, LlmError>>,
+    {
         let quiet = |_: StreamEvent<'_>| {};
         let sink = TextSink::new(&quiet);
-        let (result, _) = self
-            .run(&sink, || async {
-                self.get(url, headers()?).await.map(drop)
-            })
-            .await;
-        result
+        self.run(&sink, attempt).await.0
     }
 
     /// Builds a header map from static names and values.
