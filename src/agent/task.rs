@@ -181,8 +181,6 @@ pub fn spawn(agent: Agent) -> AgentHandle {
             }
         }
         router.abort();
-        // The session is over: the MCP servers are told so (each gets a bounded wait).
-        agent.shutdown_mcp().await;
         agent
     });
     AgentHandle {
