@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::context::TurnMemo;
 use super::plan::{Analysis, Complexity, PlannedStep};
 
 /// Token usage of one model call.
@@ -67,10 +68,35 @@ pub struct FileView {
     pub text: String,
 }
 
-/// Everything the agent reports, in order.
+/// Everything the agent reports, in order. A session starts with [`Event::SessionStarted`];
+/// each turn with [`Event::TurnStarted`] and ends with exactly one [`Event::Finished`]; each
+/// step it carries out goes [`Event::StepStarted`], then (a RUN) [`Event::RunStarted`] and its
+/// [`Event::RunOutput`] lines, then [`Event::Step`] with the result.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// The session began, or a later process took it up again (`continued`). The first event
+    /// a session emits, before any turn.
+    SessionStarted {
+        /// The project root.
+        root: String,
+        /// The provider (`gemini`, `openai`, `anthropic`).
+        provider: String,
+        /// The model.
+        model: String,
+        /// The session branch, when the session records history.
+        branch: Option<String>,
+        /// Whether an earlier process started this session.
+        continued: bool,
+    },
+    /// The agent took a request up (the acknowledgment), before any model call. A request the
+    /// user amended in answer to a plan starts again with `amended` set.
+    TurnStarted {
+        /// The request, as the agent will send it.
+        request: String,
+        /// Whether it replaces the request of the plan just declined.
+        amended: bool,
+    },
     /// A model call started (frontends show a spinner).
     Thinking {
         /// The phase it belongs to.
@@ -109,6 +135,18 @@ pub enum Event {
         /// Whether the model will look at results before continuing.
         observe: bool,
     },
+    /// A step begins; a question about it (RUN, RM, TOOL), if it needs one, comes next, and
+    /// its result as [`Event::Step`] with the same phase and index.
+    StepStarted {
+        /// The phase of the step.
+        phase: u32,
+        /// The step's number within the phase.
+        index: usize,
+        /// The action (`WRITE`).
+        action: String,
+        /// What it acts on.
+        target: String,
+    },
     /// A step finished.
     Step(StepReport),
     /// A RUN command was approved and started; its output follows as [`Event::RunOutput`] and
@@ -143,6 +181,16 @@ pub enum Event {
         /// The branch it is on.
         branch: String,
     },
+    /// What the session remembers of a turn, for the model's context in later turns and for
+    /// a continued session (which reads it back from the session log). Emitted when a turn
+    /// ends, and when a session starts with an earlier one's memory.
+    Remembered {
+        /// The memory of one turn.
+        memo: TurnMemo,
+    },
+    /// The session's memory was cleared (`/clear`): later turns, and a continued session, do
+    /// not get back what was remembered before.
+    MemoryCleared,
     /// The turn is over.
     Finished {
         /// How it ended.

@@ -21,9 +21,6 @@ use super::plan::{Analysis, PlannedStep};
 /// so a runaway command cannot fill the disk.
 const LOGGED_OUTPUT_MAX: usize = 4 * 1024 * 1024;
 
-/// The directory under the project root that holds pai's records.
-pub const HISTORY_DIR: &str = crate::workspace::STATE_DIR;
-
 /// A log file the state directory opened for appending.
 type LogSink = Box<dyn Write + Send>;
 
@@ -107,6 +104,30 @@ impl Journal {
 
     fn record_event(&self, event: &Event) -> std::io::Result<()> {
         match event {
+            Event::SessionStarted {
+                root,
+                provider,
+                model,
+                branch,
+                continued,
+            } => {
+                if *continued {
+                    self.session_continued(branch.as_deref())
+                } else {
+                    self.session_started(root, provider, model, branch.as_deref())
+                }
+            }
+            Event::TurnStarted { request, amended } => {
+                if *amended {
+                    self.note(&format!("request amended: {request}"))?;
+                }
+                self.user(request)
+            }
+            Event::Remembered { memo } => {
+                self.close_execution()?;
+                self.memo(memo)
+            }
+            Event::MemoryCleared => self.memory_cleared(),
             Event::Plan {
                 phase,
                 reply,
@@ -149,8 +170,10 @@ impl Journal {
                 };
                 self.finished(*status, message, next_steps, &tally)
             }
-            // A command's output belongs in the block of the step it is part of.
-            Event::RunStarted { phase, .. } => self.open_execution(*phase),
+            // A step's questions and a command's output belong in the block of its phase.
+            Event::StepStarted { phase, .. } | Event::RunStarted { phase, .. } => {
+                self.open_execution(*phase)
+            }
             Event::Thinking { .. } | Event::TextDelta { .. } | Event::Usage { .. } => Ok(()),
         }
     }
@@ -245,26 +268,26 @@ impl Journal {
     }
 
     /// SESSION STARTED.
-    pub fn session_started(
+    fn session_started(
         &self,
-        root: &Path,
+        root: &str,
         provider: &str,
         model: &str,
         branch: Option<&str>,
     ) -> std::io::Result<()> {
         let mut lines = vec![
             "SESSION STARTED".to_string(),
-            format!("Working Directory: {}", root.display()),
+            format!("Working Directory: {root}"),
             format!("Provider: {provider}  Model: {model}"),
         ];
         if let Some(b) = branch {
             lines.push(format!("Branch: {b}"));
         }
-        self.append(&lines, json!({"kind": "session_started", "root": root.display().to_string(), "provider": provider, "model": model, "branch": branch}))
+        self.append(&lines, json!({"kind": "session_started", "root": root, "provider": provider, "model": model, "branch": branch}))
     }
 
     /// USER: the request.
-    pub fn user(&self, request: &str) -> std::io::Result<()> {
+    fn user(&self, request: &str) -> std::io::Result<()> {
         self.append(
             &[format!("USER: {request}")],
             json!({"kind": "user", "request": request}),
@@ -328,7 +351,7 @@ impl Journal {
     }
 
     /// A plain note (read-only session, interruption, commit failure).
-    pub fn note(&self, text: &str) -> std::io::Result<()> {
+    fn note(&self, text: &str) -> std::io::Result<()> {
         self.append(
             &[format!("NOTE: {text}")],
             json!({"kind": "note", "text": text}),
@@ -337,7 +360,7 @@ impl Journal {
 
     /// What the session remembers of a finished turn (the memory a continued session gets
     /// back: see [`load_memory`]).
-    pub fn memo(&self, memo: &TurnMemo) -> std::io::Result<()> {
+    fn memo(&self, memo: &TurnMemo) -> std::io::Result<()> {
         self.append(
             &[format!("MEMORY: {} -> {}", memo.request, memo.outcome)],
             json!({"kind": "memo", "memo": memo}),
@@ -345,7 +368,7 @@ impl Journal {
     }
 
     /// `/clear`: a continued session does not get back what was remembered before this.
-    pub fn memory_cleared(&self) -> std::io::Result<()> {
+    fn memory_cleared(&self) -> std::io::Result<()> {
         self.append(
             &["MEMORY CLEARED".to_string()],
             json!({"kind": "memory_cleared"}),
@@ -353,7 +376,7 @@ impl Journal {
     }
 
     /// SESSION CONTINUED: a later process picked the session up again.
-    pub fn session_continued(&self, branch: Option<&str>) -> std::io::Result<()> {
+    fn session_continued(&self, branch: Option<&str>) -> std::io::Result<()> {
         self.append(
             &[format!(
                 "SESSION CONTINUED{}",
@@ -603,7 +626,8 @@ mod tests {
             vec!["SECRET-KEY-123456".into()],
         )
         .unwrap();
-        j.session_started(dir.path(), "gemini", "m", None).unwrap();
+        j.session_started(&dir.path().display().to_string(), "gemini", "m", None)
+            .unwrap();
         j.user("please use SECRET-KEY-123456").unwrap();
         let text = std::fs::read_to_string(j.path()).unwrap();
         assert!(text.contains("SESSION STARTED") && text.contains("USER: please use [REDACTED]"));

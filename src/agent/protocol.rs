@@ -4,6 +4,7 @@
 //! Frontends (`ui`) import from here only; what needs approval and what an answer means is
 //! decided in the agent (`agent::approve`), never by a frontend.
 
+pub use super::context::TurnMemo;
 pub use super::events::{
     Approval, CallUsage, Event, FileView, Frontend, RuleScope, RunAnswer, RunQuestion, StepReport,
     Tally, ToolAnswer, ToolQuestion, TrustRequest, TurnOutcome, TurnStatus,

@@ -42,7 +42,11 @@ pub enum Op {
 }
 
 /// Work on the agent itself, queued like a turn (see [`AgentHandle::with_agent`]).
-pub struct SessionCommand(Box<dyn FnOnce(&mut Agent) + Send>);
+pub struct SessionCommand(Box<SessionFn>);
+
+/// A session command's work. It gets the task's own frontend, to emit what it queued before
+/// it answers.
+type SessionFn = dyn FnOnce(&mut Agent, &dyn Frontend) + Send;
 
 impl std::fmt::Debug for SessionCommand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -171,13 +175,15 @@ pub fn spawn(agent: Agent) -> AgentHandle {
             pending,
             next_id: AtomicU64::new(1),
         };
+        // The session's start comes before anything else it emits.
+        agent.emit_queued(&asker);
         while let Some(work) = work_rx.recv().await {
             match work {
                 Work::Turn(request, token) => {
                     let outcome = agent.turn(&request, &asker, &token).await;
                     let _ = out_tx.send(Output::TurnDone(outcome));
                 }
-                Work::Session(SessionCommand(command)) => command(&mut agent),
+                Work::Session(SessionCommand(command)) => command(&mut agent, &asker),
             }
         }
         router.abort();
@@ -199,9 +205,15 @@ impl AgentHandle {
         f: impl FnOnce(&mut Agent) -> T + Send + 'static,
     ) -> Option<T> {
         let (tx, rx) = oneshot::channel();
-        let command = SessionCommand(Box::new(move |agent| {
-            let _ = tx.send(f(agent));
-        }));
+        let command = SessionCommand(Box::new(
+            move |agent: &mut Agent, frontend: &dyn Frontend| {
+                let result = f(agent);
+                // What the command did to the session (`/clear`) is logged before the caller
+                // hears back, not at the next turn, which may never come.
+                agent.emit_queued(frontend);
+                let _ = tx.send(result);
+            },
+        ));
         self.ops.send(Op::Session(command)).ok()?;
         wait(rx)
     }

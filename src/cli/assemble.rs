@@ -246,25 +246,6 @@ pub fn assemble(
             None
         }
     };
-    if let Some(j) = &journal {
-        let _ = if continued {
-            j.session_continued(session.branch())
-        } else {
-            j.session_started(
-                &root,
-                settings.provider.name(),
-                &settings.model,
-                session.branch(),
-            )
-        };
-        if !continued {
-            // A new session carrying an older one's memory records it, so continuing this
-            // one later gets it back too.
-            for memo in &memory {
-                let _ = j.memo(memo);
-            }
-        }
-    }
     let options = AgentOptions {
         model: settings.model.clone(),
         temperature: settings.temperature,
@@ -296,7 +277,7 @@ pub fn assemble(
     let hub = super::commands::mcp::session_hub(settings, &workspace, options.secrets.clone(), out);
     let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
     agent.set_mcp(hub);
-    agent.restore_memory(memory);
+    agent.open_session(continued, memory);
     Ok(Assembled { agent })
 }
 

@@ -128,6 +128,9 @@ impl Presenter {
 
     /// The text for one event.
     pub fn event(&mut self, event: &Event, theme: &Theme) -> String {
+        if render::is_silent(event) {
+            return String::new();
+        }
         if let Event::TextDelta { text } = event {
             self.streamed = true;
             self.streamed_text.push_str(text);

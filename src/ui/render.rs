@@ -37,6 +37,19 @@ fn bold() -> Style {
     Style::new().bold()
 }
 
+/// Whether an event shows nothing on screen: the user knows what they asked and started, and a
+/// step shows when it has a result. These are for the session log and `--json` readers.
+pub fn is_silent(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::SessionStarted { .. }
+            | Event::TurnStarted { .. }
+            | Event::StepStarted { .. }
+            | Event::Remembered { .. }
+            | Event::MemoryCleared
+    )
+}
+
 /// Render any event without state. Frontends use [`super::present::Presenter`], which adds
 /// streaming and phase headers on top of these.
 pub fn event(event: &Event, theme: &Theme) -> String {
@@ -64,6 +77,12 @@ pub fn event(event: &Event, theme: &Theme) -> String {
         Event::RunStarted { command, .. } => run_started(command, theme),
         Event::RunOutput { line, .. } => run_output_line(line, theme),
         Event::Notice { text } => notice(text, theme),
+        // See `is_silent`.
+        Event::SessionStarted { .. }
+        | Event::TurnStarted { .. }
+        | Event::StepStarted { .. }
+        | Event::Remembered { .. }
+        | Event::MemoryCleared => String::new(),
         Event::Committed { commit, branch } => committed(commit, branch, theme),
         Event::Finished {
             status,

@@ -320,3 +320,177 @@ fn the_agent_task_speaks_only_the_protocol() {
         "2\n"
     );
 }
+
+/// The kinds of a JSON-lines session log, in order.
+fn log_kinds(dir: &std::path::Path, id: &str) -> Vec<String> {
+    let log = std::fs::read_to_string(dir.join(format!(".pai_history/session_{id}.jsonl")))
+        .unwrap_or_default();
+    log.lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// A whole session over the protocol: its start, a turn's acknowledgment, every step started
+/// before its result, the memory it keeps, an amended request, `/clear`; and the session log
+/// written from those same events alone, each as it happens.
+#[test]
+fn a_session_emits_its_start_each_turn_and_step_and_the_log_follows_the_events() {
+    use pai::agent::context::TurnMemo;
+    use pai::agent::journal::Journal;
+    use pai::agent::protocol::{Answer, Approval as A, Op, Output, Question};
+    use pai::agent::task;
+    let dir = tempfile::tempdir().unwrap();
+    let write_plan = |path: &str| {
+        Scripted::reply(
+            plan(json!([
+                {"action": "WRITE", "path": path, "content": "x\n", "purpose": ""},
+                {"action": "READ", "path": path, "purpose": ""},
+                {"action": "FINISH", "message": "done", "purpose": ""}
+            ])),
+            100,
+            10,
+        )
+    };
+    let provider = ScriptedProvider::new(
+        ProviderKind::OpenAi,
+        [write_plan("a.txt"), write_plan("b.txt")],
+    );
+    let id = "20260101_000000";
+    let ws = Workspace::open(dir.path(), WorkspaceConfig::default()).unwrap();
+    let journal = Journal::open(dir.path(), id, Vec::new()).unwrap();
+    let mut agent = Agent::new(
+        Box::new(provider.clone()),
+        ws,
+        None,
+        Some(journal),
+        options(),
+    );
+    let carried = TurnMemo {
+        request: "earlier".into(),
+        outcome: "Success: done".into(),
+        files: vec![],
+    };
+    agent.open_session(false, vec![carried.clone()]);
+    // Nothing is written before the session's first frontend is there.
+    assert_eq!(log_kinds(dir.path(), id), Vec::<String>::new());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let events = rt.block_on(async {
+        let mut handle = task::spawn(agent);
+        handle.ops.send(Op::UserTurn("write a".into())).unwrap();
+        let mut events: Vec<Value> = Vec::new();
+        let mut plans = 0;
+        loop {
+            match handle.outputs.recv().await.unwrap() {
+                Output::Event(e) => events.push(serde_json::to_value(&e).unwrap()),
+                Output::Ask { id, question } => {
+                    assert!(matches!(question, Question::Plan(_)), "{question:?}");
+                    plans += 1;
+                    // The first plan is amended: the turn starts over with the new request.
+                    let answer = if plans == 1 {
+                        A::Amend("write b".into())
+                    } else {
+                        A::Yes
+                    };
+                    let answer = Answer::Plan(answer);
+                    handle.ops.send(Op::Answer { id, answer }).unwrap();
+                }
+                Output::TurnDone(outcome) => {
+                    assert_eq!(outcome.status, TurnStatus::Success);
+                    break;
+                }
+            }
+        }
+        // `/clear` between turns reaches the log at once, not at a next turn.
+        handle.with_agent(|agent| agent.clear_memory()).unwrap();
+        assert_eq!(
+            log_kinds(dir.path(), id).last().map(String::as_str),
+            Some("memory_cleared")
+        );
+        match handle.outputs.recv().await.unwrap() {
+            Output::Event(e) => events.push(serde_json::to_value(&e).unwrap()),
+            other => panic!("expected the memory_cleared event, got {other:?}"),
+        }
+        handle.ops.send(Op::Shutdown).unwrap();
+        handle.done.await.unwrap();
+        events
+    });
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds[..4],
+        ["session_started", "remembered", "turn_started", "thinking"],
+        "{kinds:?}"
+    );
+    assert_eq!(events[0]["model"], "scripted");
+    assert_eq!(events[0]["continued"], false);
+    assert_eq!(events[1]["memo"]["request"], "earlier");
+    let started: Vec<(&str, bool)> = events
+        .iter()
+        .filter(|e| e["event"] == "turn_started")
+        .map(|e| (e["request"].as_str().unwrap(), e["amended"] == true))
+        .collect();
+    assert_eq!(started, [("write a", false), ("write b", true)]);
+    // Every step result follows its start, with nothing else of another step between.
+    let mut open: Option<(u64, u64)> = None;
+    let mut steps = 0;
+    for e in &events {
+        let at = || (e["phase"].as_u64().unwrap(), e["index"].as_u64().unwrap());
+        match e["event"].as_str().unwrap() {
+            "step_started" => {
+                assert_eq!(
+                    open, None,
+                    "a step started before the last one ended: {kinds:?}"
+                );
+                open = Some(at());
+            }
+            "step" => {
+                assert_eq!(open.take(), Some(at()), "a step result without its start");
+                steps += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(steps >= 2 && open.is_none(), "{kinds:?}");
+    let n = kinds.len();
+    assert_eq!(
+        kinds[n - 3..],
+        ["remembered", "finished", "memory_cleared"],
+        "{kinds:?}"
+    );
+    assert_eq!(events[n - 3]["memo"]["request"], "write b");
+    assert!(dir.path().join("b.txt").exists() && !dir.path().join("a.txt").exists());
+
+    // The log holds the same story, recorded from the same events.
+    let logged = log_kinds(dir.path(), id);
+    let expected = [
+        "session_started",
+        "memo",
+        "user",
+        "plan",
+        "note",
+        "user",
+        "plan",
+        "execution_start",
+        "step",
+    ];
+    assert_eq!(logged[..expected.len()], expected, "{logged:?}");
+    let n = logged.len();
+    assert_eq!(
+        logged[n - 4..],
+        ["execution_end", "memo", "finished", "memory_cleared"],
+        "{logged:?}"
+    );
+    // A continued session gets back only what came after the clear: nothing.
+    assert_eq!(pai::agent::journal::load_memory(dir.path(), id, 5), vec![]);
+}

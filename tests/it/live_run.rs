@@ -161,6 +161,23 @@ fn json_output_emits_run_output_events_while_the_command_runs() {
         rest.iter().any(|l| l.contains("\"line\":\"LIVE-two\"")),
         "{rest:?}"
     );
+    // The whole stream in protocol order: the session, the acknowledgment, and the step
+    // started before its command, which ends before the step's result.
+    let kinds: Vec<String> = seen
+        .iter()
+        .chain(&rest)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|e| e["event"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let at = |k: &str| kinds.iter().position(|x| x == k).unwrap_or(usize::MAX);
+    assert_eq!(kinds[..2], ["session_started", "turn_started"], "{kinds:?}");
+    assert!(
+        at("plan") < at("step_started")
+            && at("step_started") < at("run_started")
+            && at("run_started") < at("step")
+            && kinds.last().map(String::as_str) == Some("finished"),
+        "{kinds:?}"
+    );
 }
 
 #[test]

@@ -592,3 +592,50 @@ fn model_text_cannot_reach_the_terminal_as_escape_sequences() {
         assert!(!out.contains('\u{1b}'), "{out:?}");
     }
 }
+
+/// The events for the session log and `--json` readers show nothing on screen, and do not
+/// cut a line the model is streaming.
+#[test]
+fn record_only_events_render_nothing() {
+    use pai::agent::protocol::TurnMemo;
+    let silent = [
+        Event::SessionStarted {
+            root: "/p".into(),
+            provider: "gemini".into(),
+            model: "m".into(),
+            branch: Some("pai/x".into()),
+            continued: false,
+        },
+        Event::TurnStarted {
+            request: "make it".into(),
+            amended: false,
+        },
+        Event::StepStarted {
+            phase: 1,
+            index: 1,
+            action: "WRITE".into(),
+            target: "a.py".into(),
+        },
+        Event::Remembered {
+            memo: TurnMemo {
+                request: "make it".into(),
+                outcome: "Success: done".into(),
+                files: vec!["a.py".into()],
+            },
+        },
+        Event::MemoryCleared,
+    ];
+    let theme = Theme::plain(60);
+    for event in &silent {
+        assert!(render::is_silent(event), "{event:?}");
+        assert_eq!(plain(event), "", "{event:?}");
+        let mut p = Presenter::new(true);
+        p.event(&Event::TextDelta { text: "Su".into() }, &theme);
+        assert!(p.streaming());
+        assert_eq!(p.event(event, &theme), "", "{event:?}");
+        assert!(p.streaming(), "{event:?} closed the stream");
+    }
+    for event in all_events() {
+        assert!(!render::is_silent(&event), "{event:?}");
+    }
+}

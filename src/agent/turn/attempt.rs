@@ -66,10 +66,11 @@ impl Agent {
     pub(super) async fn attempt(
         &mut self,
         request: &str,
+        amended: bool,
         frontend: &dyn Frontend,
         cancel: &CancellationToken,
     ) -> Attempt {
-        let mut st = self.begin(request);
+        let mut st = self.begin(request, amended, frontend);
         loop {
             let plan = match self.obtain_plan(&mut st, frontend, cancel).await {
                 Flow::Go(plan) => plan,
@@ -92,12 +93,15 @@ impl Agent {
         Attempt::Done(self.conclude(request, st, frontend))
     }
 
-    /// The context: the request with the project's files, the session's memory and where the
-    /// user is.
-    fn begin(&mut self, request: &str) -> TurnState {
+    /// The acknowledgment, then the context: the request with the project's files, the
+    /// session's memory and where the user is.
+    fn begin(&mut self, request: &str, amended: bool, frontend: &dyn Frontend) -> TurnState {
         self.workspace.begin_plan();
         self.tool_changed.clear();
-        self.log(|j| j.user(request));
+        frontend.event(&Event::TurnStarted {
+            request: request.to_string(),
+            amended,
+        });
         let project = WorkspaceView(&self.workspace, None);
         let first = context::build_in(
             request,
@@ -231,7 +235,6 @@ impl Agent {
                 Approval::Yes => {}
                 Approval::No => return st.end(TurnStatus::Rejected, declined),
                 Approval::Amend(text) if !text.trim().is_empty() && st.changes.is_empty() => {
-                    self.log(|j| j.note(&format!("request amended: {text}")));
                     st.amended = Some(text);
                     return Flow::Go(());
                 }
@@ -390,7 +393,7 @@ impl Agent {
             outcome: format!("{:?}: {}", st.status, first_line(&st.final_message)),
             files: touched_paths(&st.changes).into_iter().collect(),
         };
-        self.log(|j| j.memo(&memo));
+        frontend.event(&Event::Remembered { memo: memo.clone() });
         self.memory.push(memo);
         // Suggestions were written for a plan that works out; after a failure they mislead.
         if !matches!(

@@ -89,6 +89,8 @@ pub struct Agent {
     /// Project paths TOOL calls changed in the current turn (a subset of its side effects),
     /// so the commit says which step kind changed them.
     tool_changed: BTreeSet<String>,
+    /// Events of the session itself raised between turns, for [`Agent::emit_queued`].
+    queued: Vec<Event>,
 }
 
 /// Why a model call produced no usable reply.
@@ -121,6 +123,7 @@ impl Agent {
             mcp: None,
             tool_allow: BTreeSet::new(),
             tool_changed: BTreeSet::new(),
+            queued: Vec::new(),
         }
     }
 
@@ -200,10 +203,37 @@ impl Agent {
         self.options.dry_run = message;
     }
 
-    /// Remember earlier turns (a continued session's, from its log), oldest first.
-    pub fn restore_memory(&mut self, memos: Vec<TurnMemo>) {
+    /// Open the session: [`Event::SessionStarted`] is queued for the first frontend (and the
+    /// session log), and the memory of earlier turns (a continued session's, from its log;
+    /// oldest first) restored. A new session that carries an older one's memory records it
+    /// as [`Event::Remembered`], so continuing this one later gets it back too.
+    pub fn open_session(&mut self, continued: bool, memos: Vec<TurnMemo>) {
+        self.queued.push(Event::SessionStarted {
+            root: self.workspace.root().display().to_string(),
+            provider: self.provider.kind().name().to_string(),
+            model: self.options.model.clone(),
+            branch: self
+                .history
+                .as_ref()
+                .and_then(|h| h.branch().map(str::to_string)),
+            continued,
+        });
         for memo in memos {
+            if !continued {
+                self.queued.push(Event::Remembered { memo: memo.clone() });
+            }
             self.memory.push(memo);
+        }
+    }
+
+    /// Send the events of the session itself (its start, `/clear`), queued while no turn
+    /// was under way, to the session log and to `frontend`, in order.
+    pub fn emit_queued(&mut self, frontend: &dyn Frontend) {
+        for event in std::mem::take(&mut self.queued) {
+            if let Some(j) = &self.journal {
+                j.record(&event);
+            }
+            frontend.event(&event);
         }
     }
 
@@ -212,17 +242,11 @@ impl Agent {
         self.memory.turns().cloned().collect()
     }
 
-    /// Forget the session memory (`/clear`).
+    /// Forget the session memory (`/clear`); [`Event::MemoryCleared`] is queued (see
+    /// [`Agent::emit_queued`]).
     pub fn clear_memory(&mut self) {
         self.memory.clear();
-        self.log(|j| j.memory_cleared());
-    }
-
-    fn log(&self, f: impl FnOnce(&Journal) -> std::io::Result<()>) {
-        if let Some(j) = &self.journal {
-            // A full disk must not break the turn; the session log is a record, not the work.
-            let _ = f(j);
-        }
+        self.queued.push(Event::MemoryCleared);
     }
 
     /// Carry out one request.
@@ -233,6 +257,8 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         let mut request = request.trim().to_string();
+        let mut amended = false;
+        self.emit_queued(frontend);
         // The session log is one more consumer of the events the frontend renders.
         let logged = Logged {
             inner: frontend,
@@ -241,7 +267,7 @@ impl Agent {
         let frontend: &dyn Frontend = &logged;
         self.prepare_mcp(frontend).await;
         loop {
-            match self.attempt(&request, frontend, cancel).await {
+            match self.attempt(&request, amended, frontend, cancel).await {
                 Attempt::Done(outcome) => {
                     self.totals.add(outcome.tally);
                     return outcome;
@@ -249,6 +275,7 @@ impl Agent {
                 Attempt::Amend(new_request, tally) => {
                     self.totals.add(tally);
                     request = new_request;
+                    amended = true;
                 }
             }
         }
@@ -404,6 +431,12 @@ impl Agent {
                 outcome.interrupted = true;
                 break;
             }
+            frontend.event(&Event::StepStarted {
+                phase,
+                index: i + 1,
+                action: planned.step.action().to_string(),
+                target: planned.step.target(),
+            });
             let mut report = StepReport {
                 index: i + 1,
                 phase,

@@ -165,6 +165,10 @@ impl InteractiveFrontend {
 
 impl Frontend for InteractiveFrontend {
     fn event(&self, event: &Event) {
+        if render::is_silent(event) {
+            // Nothing to show, so nothing to stop (a spinner, a live panel) either.
+            return;
+        }
         let theme = self.theme();
         if self.settings.rich {
             match event {
