@@ -144,132 +144,19 @@ impl Settings {
 
     /// Resolve everything except the key, from explicit inputs (used by tests; it reads no
     /// file except to resolve symlinks in `run.writable`).
+    ///
+    /// Each setting is resolved in its own stage, in a fixed order, so the warnings come out
+    /// in the order the settings are listed and a fatal error (a bad `--base-url`, a bad
+    /// `base_url` or MCP table in config.toml) stops at the same point.
     pub fn resolve_from(flags: &Flags, env: &Env, file: &FileSettings) -> Result<Settings, Error> {
         let mut warnings = Vec::new();
-
-        let (provider, provider_src) = if let Some(p) = flags.provider {
-            (p, Source::Flag)
-        } else if let Some(raw) = env.get("PAI_PROVIDER") {
-            match raw.parse() {
-                Ok(p) => (p, Source::Env),
-                Err(e) => {
-                    warnings.push(format!("ignoring PAI_PROVIDER: {e}; using the default"));
-                    from_file_provider(file, &mut warnings)
-                }
-            }
-        } else {
-            from_file_provider(file, &mut warnings)
-        };
-
-        let (model, model_src) = if let Some(m) = flags
-            .model
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-        {
-            (m.to_string(), Source::Flag)
-        } else if let Some(m) = env
-            .get("PAI_MODEL")
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-        {
-            (m.to_string(), Source::Env)
-        } else if let Some(m) = file
-            .model
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-        {
-            (m.to_string(), Source::File)
-        } else {
-            (provider.default_model().to_string(), Source::Default)
-        };
-
+        let (provider, provider_src) = resolve_provider(flags, env, file, &mut warnings);
+        let (model, model_src) = resolve_model(flags, env, file, provider);
         let (temperature, temperature_src) = resolve_temperature(flags, env, file, &mut warnings);
-
-        let (base_url, base_url_src) = if let Some(url) = flags.base_url.as_deref() {
-            (
-                Some(check_base_url(url).map_err(|e| Error::usage(format!("--base-url: {e}")))?),
-                Source::Flag,
-            )
-        } else if let Some(url) = env.get("PAI_BASE_URL") {
-            match check_base_url(url) {
-                Ok(url) => (Some(url), Source::Env),
-                Err(e) => {
-                    warnings.push(format!(
-                        "ignoring PAI_BASE_URL: {e}; using the provider's default"
-                    ));
-                    (None, Source::Default)
-                }
-            }
-        } else if let Some(url) = file.base_url.as_deref() {
-            (
-                Some(
-                    check_base_url(url)
-                        .map_err(|e| Error::config(format!("base_url in config.toml: {e}")))?,
-                ),
-                Source::File,
-            )
-        } else {
-            (None, Source::Default)
-        };
-
-        let modify_threshold = match env.get("PAI_MODIFY_THRESHOLD") {
-            Some(raw) => match raw.trim().parse::<usize>() {
-                Ok(n) if n > 0 => n,
-                _ => {
-                    warnings.push(format!(
-                        "ignoring PAI_MODIFY_THRESHOLD={raw}: expected a whole number above 0; using {DEFAULT_MODIFY_THRESHOLD}"
-                    ));
-                    DEFAULT_MODIFY_THRESHOLD
-                }
-            },
-            None => match file.modify_threshold {
-                Some(n) if n > 0 => n as usize,
-                Some(n) => {
-                    warnings.push(format!(
-                        "ignoring modify_threshold = {n} in config.toml: expected a whole number above 0; using {DEFAULT_MODIFY_THRESHOLD}"
-                    ));
-                    DEFAULT_MODIFY_THRESHOLD
-                }
-                None => DEFAULT_MODIFY_THRESHOLD,
-            },
-        };
-
-        // A share of the file's lines: above 1 the guard could never refuse anything.
-        let valid_ratio = |r: f64| r.is_finite() && r > 0.0 && r <= 1.0;
-        let modify_max_ratio = match env.get("PAI_MODIFY_MAX_RATIO") {
-            Some(raw) => match raw.trim().parse::<f64>() {
-                Ok(r) if valid_ratio(r) => r,
-                _ => {
-                    warnings.push(format!(
-                        "ignoring PAI_MODIFY_MAX_RATIO={raw}: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
-                    ));
-                    DEFAULT_MODIFY_MAX_RATIO
-                }
-            },
-            None => match file.modify_max_ratio {
-                Some(r) if valid_ratio(r) => r,
-                Some(r) => {
-                    warnings.push(format!(
-                        "ignoring modify_max_ratio = {r} in config.toml: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
-                    ));
-                    DEFAULT_MODIFY_MAX_RATIO
-                }
-                None => DEFAULT_MODIFY_MAX_RATIO,
-            },
-        };
-
-        let run_timeout = match file.run.timeout_secs {
-            Some(0) => {
-                warnings
-                    .push("ignoring run.timeout_secs = 0 in config.toml; using 120".to_string());
-                DEFAULT_RUN_TIMEOUT
-            }
-            Some(secs) => Duration::from_secs(secs),
-            None => DEFAULT_RUN_TIMEOUT,
-        };
-
+        let (base_url, base_url_src) = resolve_base_url(flags, env, file, &mut warnings)?;
+        let modify_threshold = resolve_modify_threshold(env, file, &mut warnings);
+        let modify_max_ratio = resolve_modify_max_ratio(env, file, &mut warnings);
+        let run_timeout = resolve_run_timeout(file, &mut warnings);
         let run_writable = resolve_run_writable(&file.run.writable, env, &mut warnings);
 
         let mcp_servers = super::mcp_servers::user_specs(&file.mcp_servers).map_err(|e| {
@@ -355,6 +242,166 @@ impl Settings {
         self.base_url
             .as_deref()
             .unwrap_or(self.provider.default_base_url())
+    }
+}
+
+/// The provider: flag, then `PAI_PROVIDER`, then the file. An unparsable `PAI_PROVIDER` is a
+/// warning and falls through to the file, not to the default, so a typo in the environment
+/// does not silently discard the configured provider.
+fn resolve_provider(
+    flags: &Flags,
+    env: &Env,
+    file: &FileSettings,
+    warnings: &mut Vec<String>,
+) -> (ProviderKind, Source) {
+    if let Some(p) = flags.provider {
+        (p, Source::Flag)
+    } else if let Some(raw) = env.get("PAI_PROVIDER") {
+        match raw.parse() {
+            Ok(p) => (p, Source::Env),
+            Err(e) => {
+                warnings.push(format!("ignoring PAI_PROVIDER: {e}; using the default"));
+                from_file_provider(file, warnings)
+            }
+        }
+    } else {
+        from_file_provider(file, warnings)
+    }
+}
+
+/// The model: the first of flag, `PAI_MODEL` and the file that is not blank, else the
+/// provider's default (so the default always matches the provider resolved before it).
+fn resolve_model(
+    flags: &Flags,
+    env: &Env,
+    file: &FileSettings,
+    provider: ProviderKind,
+) -> (String, Source) {
+    if let Some(m) = flags
+        .model
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
+        (m.to_string(), Source::Flag)
+    } else if let Some(m) = env
+        .get("PAI_MODEL")
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
+        (m.to_string(), Source::Env)
+    } else if let Some(m) = file
+        .model
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
+        (m.to_string(), Source::File)
+    } else {
+        (provider.default_model().to_string(), Source::Default)
+    }
+}
+
+/// The base URL: a bad `--base-url` is a usage error and a bad `base_url` in config.toml a
+/// config error (both fatal, since the user asked for them explicitly), while a bad
+/// `PAI_BASE_URL` is only a warning and falls back to the provider's default.
+fn resolve_base_url(
+    flags: &Flags,
+    env: &Env,
+    file: &FileSettings,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<String>, Source), Error> {
+    Ok(if let Some(url) = flags.base_url.as_deref() {
+        (
+            Some(check_base_url(url).map_err(|e| Error::usage(format!("--base-url: {e}")))?),
+            Source::Flag,
+        )
+    } else if let Some(url) = env.get("PAI_BASE_URL") {
+        match check_base_url(url) {
+            Ok(url) => (Some(url), Source::Env),
+            Err(e) => {
+                warnings.push(format!(
+                    "ignoring PAI_BASE_URL: {e}; using the provider's default"
+                ));
+                (None, Source::Default)
+            }
+        }
+    } else if let Some(url) = file.base_url.as_deref() {
+        (
+            Some(
+                check_base_url(url)
+                    .map_err(|e| Error::config(format!("base_url in config.toml: {e}")))?,
+            ),
+            Source::File,
+        )
+    } else {
+        (None, Source::Default)
+    })
+}
+
+/// The diff guard's line threshold: `PAI_MODIFY_THRESHOLD`, else the file. Zero or garbage is
+/// a warning and the default: a threshold of 0 would refuse every edit.
+fn resolve_modify_threshold(env: &Env, file: &FileSettings, warnings: &mut Vec<String>) -> usize {
+    match env.get("PAI_MODIFY_THRESHOLD") {
+        Some(raw) => match raw.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                warnings.push(format!(
+                    "ignoring PAI_MODIFY_THRESHOLD={raw}: expected a whole number above 0; using {DEFAULT_MODIFY_THRESHOLD}"
+                ));
+                DEFAULT_MODIFY_THRESHOLD
+            }
+        },
+        None => match file.modify_threshold {
+            Some(n) if n > 0 => n as usize,
+            Some(n) => {
+                warnings.push(format!(
+                    "ignoring modify_threshold = {n} in config.toml: expected a whole number above 0; using {DEFAULT_MODIFY_THRESHOLD}"
+                ));
+                DEFAULT_MODIFY_THRESHOLD
+            }
+            None => DEFAULT_MODIFY_THRESHOLD,
+        },
+    }
+}
+
+/// The diff guard's ratio threshold: `PAI_MODIFY_MAX_RATIO`, else the file. Only a share of
+/// the file's lines in (0, 1] is accepted: above 1 the guard could never refuse anything.
+fn resolve_modify_max_ratio(env: &Env, file: &FileSettings, warnings: &mut Vec<String>) -> f64 {
+    let valid_ratio = |r: f64| r.is_finite() && r > 0.0 && r <= 1.0;
+    match env.get("PAI_MODIFY_MAX_RATIO") {
+        Some(raw) => match raw.trim().parse::<f64>() {
+            Ok(r) if valid_ratio(r) => r,
+            _ => {
+                warnings.push(format!(
+                    "ignoring PAI_MODIFY_MAX_RATIO={raw}: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
+                ));
+                DEFAULT_MODIFY_MAX_RATIO
+            }
+        },
+        None => match file.modify_max_ratio {
+            Some(r) if valid_ratio(r) => r,
+            Some(r) => {
+                warnings.push(format!(
+                    "ignoring modify_max_ratio = {r} in config.toml: expected a number above 0 and at most 1 (a share of the file's lines); using {DEFAULT_MODIFY_MAX_RATIO}"
+                ));
+                DEFAULT_MODIFY_MAX_RATIO
+            }
+            None => DEFAULT_MODIFY_MAX_RATIO,
+        },
+    }
+}
+
+/// The RUN timeout from the file. Zero is a warning and the default: it would kill every
+/// command at once.
+fn resolve_run_timeout(file: &FileSettings, warnings: &mut Vec<String>) -> Duration {
+    match file.run.timeout_secs {
+        Some(0) => {
+            warnings.push("ignoring run.timeout_secs = 0 in config.toml; using 120".to_string());
+            DEFAULT_RUN_TIMEOUT
+        }
+        Some(secs) => Duration::from_secs(secs),
+        None => DEFAULT_RUN_TIMEOUT,
     }
 }
 

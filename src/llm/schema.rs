@@ -32,75 +32,97 @@ const GEMINI_KEYWORDS: &[&str] = &[
     "propertyOrdering",
 ];
 
-/// The schema in Gemini's `responseSchema` dialect.
+/// The schema in Gemini's `responseSchema` dialect: each keyword is translated on its own,
+/// then the object as a whole is made consistent (a type for enums, no keywords foreign to
+/// the type, the declared property order, `required` limited to declared properties).
 pub(crate) fn gemini(schema: &Value) -> Value {
     let Value::Object(src) = schema else {
         return json!({"type": "OBJECT"});
     };
     let mut out = Map::new();
     for (key, value) in src {
-        match key.as_str() {
-            "type" => match value {
-                Value::String(t) => {
-                    out.insert("type".into(), Value::String(t.to_ascii_uppercase()));
-                }
-                Value::Array(types) => {
-                    let mut concrete = types
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .filter(|t| *t != "null");
-                    if let Some(t) = concrete.next() {
-                        out.insert("type".into(), Value::String(t.to_ascii_uppercase()));
-                    }
-                    if types.iter().any(|t| t == "null") {
-                        out.insert("nullable".into(), Value::Bool(true));
-                    }
-                }
-                _ => {}
-            },
-            "properties" => {
-                if let Value::Object(props) = value {
-                    let converted = props
-                        .iter()
-                        .map(|(name, sub)| (name.clone(), gemini(sub)))
-                        .collect();
-                    out.insert("properties".into(), Value::Object(converted));
-                }
-            }
-            "items" => {
-                out.insert("items".into(), gemini(value));
-            }
-            "anyOf" | "oneOf" => {
-                if let Value::Array(options) = value {
-                    out.insert(
-                        "anyOf".into(),
-                        Value::Array(options.iter().map(gemini).collect()),
-                    );
-                }
-            }
-            "const" => {
-                if let Value::String(_) = value {
-                    out.insert("enum".into(), Value::Array(vec![value.clone()]));
-                }
-            }
-            "enum" => {
-                // Gemini enums are string-only; other values would be a 400.
-                if let Value::Array(values) = value
-                    && values.iter().all(Value::is_string)
-                {
-                    out.insert("enum".into(), value.clone());
-                }
-            }
-            k if GEMINI_KEYWORDS.contains(&k) => {
-                out.insert(key.clone(), value.clone());
-            }
-            _ => {}
-        }
+        gemini_keyword(&mut out, key, value);
     }
     if out.contains_key("enum") && !out.contains_key("type") {
         out.insert("type".into(), Value::String("STRING".into()));
     }
-    // Gemini rejects object keywords on non-objects and `items` on non-arrays.
+    drop_keywords_foreign_to_type(&mut out);
+    keep_declared_order(&mut out);
+    keep_declared_required(&mut out);
+    Value::Object(out)
+}
+
+/// Translate one keyword of a standard schema into `out`, recursing into sub-schemas. Only
+/// keywords Gemini accepts are written: anything else is dropped, since an unknown keyword is
+/// a 400.
+fn gemini_keyword(out: &mut Map<String, Value>, key: &str, value: &Value) {
+    match key {
+        "type" => gemini_type(out, value),
+        "properties" => {
+            if let Value::Object(props) = value {
+                let converted = props
+                    .iter()
+                    .map(|(name, sub)| (name.clone(), gemini(sub)))
+                    .collect();
+                out.insert("properties".into(), Value::Object(converted));
+            }
+        }
+        "items" => {
+            out.insert("items".into(), gemini(value));
+        }
+        "anyOf" | "oneOf" => {
+            if let Value::Array(options) = value {
+                out.insert(
+                    "anyOf".into(),
+                    Value::Array(options.iter().map(gemini).collect()),
+                );
+            }
+        }
+        "const" => {
+            if let Value::String(_) = value {
+                out.insert("enum".into(), Value::Array(vec![value.clone()]));
+            }
+        }
+        "enum" => {
+            // Gemini enums are string-only; other values would be a 400.
+            if let Value::Array(values) = value
+                && values.iter().all(Value::is_string)
+            {
+                out.insert("enum".into(), value.clone());
+            }
+        }
+        k if GEMINI_KEYWORDS.contains(&k) => {
+            out.insert(key.to_string(), value.clone());
+        }
+        _ => {}
+    }
+}
+
+/// `type` in Gemini's form: upper case, and a `["T", "null"]` union becomes `T` with
+/// `nullable: true` (Gemini has no type unions).
+fn gemini_type(out: &mut Map<String, Value>, value: &Value) {
+    match value {
+        Value::String(t) => {
+            out.insert("type".into(), Value::String(t.to_ascii_uppercase()));
+        }
+        Value::Array(types) => {
+            let mut concrete = types
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null");
+            if let Some(t) = concrete.next() {
+                out.insert("type".into(), Value::String(t.to_ascii_uppercase()));
+            }
+            if types.iter().any(|t| t == "null") {
+                out.insert("nullable".into(), Value::Bool(true));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Gemini rejects object keywords on non-objects and `items` on non-arrays.
+fn drop_keywords_foreign_to_type(out: &mut Map<String, Value>) {
     let ty = out.get("type").and_then(Value::as_str).map(str::to_string);
     if let Some(ty) = ty.as_deref() {
         if ty != "OBJECT" {
@@ -112,15 +134,21 @@ pub(crate) fn gemini(schema: &Value) -> Value {
             out.remove("items");
         }
     }
-    // Gemini orders a reply's properties alphabetically unless told otherwise; keep the
-    // declared order (the reply then reads intent, reply, analysis, steps as the schema says).
+}
+
+/// Gemini orders a reply's properties alphabetically unless told otherwise; keep the
+/// declared order (the reply then reads intent, reply, analysis, steps as the schema says).
+fn keep_declared_order(out: &mut Map<String, Value>) {
     if let (Some(Value::Object(props)), false) =
         (out.get("properties"), out.contains_key("propertyOrdering"))
     {
         let order: Vec<Value> = props.keys().map(|k| Value::String(k.clone())).collect();
         out.insert("propertyOrdering".into(), Value::Array(order));
     }
-    // `required` may only name declared properties.
+}
+
+/// `required` may only name declared properties.
+fn keep_declared_required(out: &mut Map<String, Value>) {
     if let (Some(Value::Array(required)), Some(Value::Object(props))) =
         (out.get("required"), out.get("properties"))
     {
@@ -131,7 +159,6 @@ pub(crate) fn gemini(schema: &Value) -> Value {
             .collect();
         out.insert("required".into(), Value::Array(kept));
     }
-    Value::Object(out)
 }
 
 /// The schema in OpenAI's strict structured-output dialect: every object closed

@@ -121,6 +121,82 @@ fn refused_deny(input: &str, class: DenyClass, resolved: Option<&str>) -> Worksp
     WorkspaceError::refused(input, reason)
 }
 
+/// The path's text, before it is split: not empty, within `PATH_MAX`, no NUL, backslash,
+/// control or invisible character (they make a path read differently from what it opens),
+/// and non-UTF-8 bytes spelled only in their one canonical escape, so no two spellings name
+/// the same file. `Err` is the reason, ready to follow the path.
+fn check_characters(input: &str) -> Result<(), String> {
+    if input.is_empty() {
+        return Err("is empty; give a path relative to the project root".to_string());
+    }
+    if input.len() > MAX_PATH_BYTES {
+        return Err(format!(
+            "is too long ({} bytes; the limit is {MAX_PATH_BYTES})",
+            input.len()
+        ));
+    }
+    let mut ascii = true;
+    for &b in input.as_bytes() {
+        match b {
+            0 => return Err("contains a NUL byte".to_string()),
+            b'\\' => {
+                return Err("uses a backslash; use '/' to separate directories".to_string());
+            }
+            0x01..=0x1f | 0x7f => {
+                return Err(format!("contains a control character (U+{b:04X})"));
+            }
+            0x80.. => ascii = false,
+            _ => {}
+        }
+    }
+    if !ascii {
+        for c in input.chars() {
+            if c.is_control() {
+                return Err(format!("contains a control character (U+{:04X})", c as u32));
+            }
+            if is_invisible(c) {
+                return Err(format!(
+                    "contains an invisible character (U+{:04X})",
+                    c as u32
+                ));
+            }
+        }
+    }
+    if !ascii && !crate::rawname::is_canonical(input) {
+        return Err(
+            "spells a name through pai's escapes for bytes that are not UTF-8 in a way no \
+             file name is spelled"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// Refuse the forms that name something outside the project or depend on a shell: an
+/// absolute path, a Windows drive, a `~` pai would not expand. `Err` is the reason.
+fn check_relative(input: &str) -> Result<(), String> {
+    if input.starts_with('/') {
+        return Err(
+            "is an absolute path, which is outside the project; use a path relative to \
+             the project root"
+                .to_string(),
+        );
+    }
+    let b = input.as_bytes();
+    if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        return Err(
+            "looks like a Windows drive path; use a path relative to the project root".to_string(),
+        );
+    }
+    if input.starts_with('~') {
+        return Err(
+            "starts with '~', which pai does not expand; use a path relative to the project root"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
 impl Gate {
     pub(crate) fn new(root_fd: OwnedFd, root_str: String, deny: DenyList) -> Gate {
         Gate {
@@ -183,70 +259,18 @@ impl Gate {
     /// Step 1 and 2: lexical rules and the deny-list on the written segments. Returns the
     /// normalised components and whether the path ended in `/`.
     fn lexical<'a>(&self, input: &'a str) -> Result<(Vec<&'a str>, bool), WorkspaceError> {
-        let refuse = |reason: &str| Err(WorkspaceError::refused(input, reason.to_string()));
-        if input.is_empty() {
-            return refuse("is empty; give a path relative to the project root");
-        }
-        if input.len() > MAX_PATH_BYTES {
-            return refuse(&format!(
-                "is too long ({} bytes; the limit is {MAX_PATH_BYTES})",
-                input.len()
-            ));
-        }
-        let mut ascii = true;
-        for &b in input.as_bytes() {
-            match b {
-                0 => return refuse("contains a NUL byte"),
-                b'\\' => {
-                    return refuse("uses a backslash; use '/' to separate directories");
-                }
-                0x01..=0x1f | 0x7f => {
-                    return refuse(&format!("contains a control character (U+{b:04X})"));
-                }
-                0x80.. => ascii = false,
-                _ => {}
-            }
-        }
-        if !ascii {
-            for c in input.chars() {
-                if c.is_control() {
-                    return refuse(&format!(
-                        "contains a control character (U+{:04X})",
-                        c as u32
-                    ));
-                }
-                if is_invisible(c) {
-                    return refuse(&format!(
-                        "contains an invisible character (U+{:04X})",
-                        c as u32
-                    ));
-                }
-            }
-        }
-        if !ascii && !crate::rawname::is_canonical(input) {
-            return refuse(
-                "spells a name through pai's escapes for bytes that are not UTF-8 in a way no \
-                 file name is spelled",
-            );
-        }
-        if input.starts_with('/') {
-            return refuse(
-                "is an absolute path, which is outside the project; use a path relative to \
-                 the project root",
-            );
-        }
-        let b = input.as_bytes();
-        if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
-            return refuse(
-                "looks like a Windows drive path; use a path relative to the project root",
-            );
-        }
-        if input.starts_with('~') {
-            return refuse(
-                "starts with '~', which pai does not expand; use a path relative to the project root",
-            );
-        }
+        check_characters(input).map_err(|reason| WorkspaceError::refused(input, reason))?;
+        check_relative(input).map_err(|reason| WorkspaceError::refused(input, reason))?;
         let dir_hint = input.ends_with('/') || input.ends_with("/.") || input == ".";
+        let comps = self.fold_segments(input)?;
+        Ok((comps, dir_hint))
+    }
+
+    /// Drop `.` and empty segments and fold `..`, refusing one that climbs above the root,
+    /// an overlong name, and any segment the deny-list names. Every segment as written is
+    /// checked, including those a later `..` removes, so `.git/../x` is refused.
+    fn fold_segments<'a>(&self, input: &'a str) -> Result<Vec<&'a str>, WorkspaceError> {
+        let refuse = |reason: &str| Err(WorkspaceError::refused(input, reason.to_string()));
         let mut comps: Vec<&str> = Vec::with_capacity(8);
         for seg in input.split('/') {
             match seg {
@@ -267,22 +291,23 @@ impl Gate {
                 }
             }
         }
-        Ok((comps, dir_hint))
+        Ok(comps)
     }
 
     /// Step 3, slow path: resolve prefix by prefix relative to the root descriptor.
+    ///
+    /// Components wait in `pending`; a symlink met on the way is replaced by its target's
+    /// components (an absolute target inside the root restarts from the root), so `..` in a
+    /// target folds against what is resolved so far, and one that would climb above the root
+    /// is refused.
+    /// Once a prefix does not exist, the rest is taken lexically: nothing below it can be a
+    /// symlink.
     fn resolve_slow(
         &self,
         input: &str,
         comps: &[&str],
         follow_last: bool,
     ) -> Result<String, WorkspaceError> {
-        let outside = |detail: String| {
-            Err(WorkspaceError::refused(
-                input,
-                format!("is outside the project ({detail})"),
-            ))
-        };
         let mut pending: VecDeque<String> = comps.iter().map(|s| s.to_string()).collect();
         let mut resolved: Vec<String> = Vec::with_capacity(comps.len());
         let mut hops = 0usize;
@@ -292,7 +317,10 @@ impl Gate {
                 "" | "." => continue,
                 ".." => {
                     if resolved.pop().is_none() {
-                        return outside("a symbolic link on the path climbs above the root".into());
+                        return Err(outside(
+                            input,
+                            "a symbolic link on the path climbs above the root",
+                        ));
                     }
                     continue;
                 }
@@ -306,16 +334,14 @@ impl Gate {
             let prefix = resolved.join("/");
             let c = sys::cstr(&prefix)
                 .map_err(|_| WorkspaceError::refused(input, "contains a NUL byte"))?;
-            let st = match sys::lstatat(self.root_fd.as_fd(), &c) {
-                Ok(st) => st,
+            match sys::lstatat(self.root_fd.as_fd(), &c) {
+                Ok(st) if st.kind == sys::Kind::Symlink && (!is_last || follow_last) => {}
+                Ok(_) => continue,
                 Err(_) => {
                     // Missing, not a directory, or unreadable: nothing below exists for us.
                     exists = false;
                     continue;
                 }
-            };
-            if st.kind != sys::Kind::Symlink || (is_last && !follow_last) {
-                continue;
             }
             hops += 1;
             if hops > MAX_SYMLINK_HOPS {
@@ -324,51 +350,86 @@ impl Gate {
                     "has too many levels of symbolic links",
                 ));
             }
-            let target = sys::readlinkat(self.root_fd.as_fd(), &c)
-                .map_err(|e| WorkspaceError::io("resolve", input, e))?;
-            let Ok(target) = String::from_utf8(target) else {
-                return Err(WorkspaceError::refused(
-                    input,
-                    format!("goes through {prefix}, a symbolic link whose target is not UTF-8"),
-                ));
-            };
+            let target = self.read_link(input, &prefix, &c)?;
             resolved.pop();
-            let rest: Vec<String> = if let Some(abs) = target.strip_prefix('/') {
-                let root = self.root_str.trim_start_matches('/');
-                let inside = if root.is_empty() {
-                    Some(abs)
-                } else if abs == root {
-                    Some("")
-                } else {
-                    abs.strip_prefix(root).and_then(|r| r.strip_prefix('/'))
-                };
-                match inside {
-                    Some(r) => {
-                        resolved.clear();
-                        r.split('/').map(str::to_string).collect()
-                    }
-                    None => {
-                        return outside(format!(
-                            "{prefix} is a symbolic link to {}",
-                            super::error::display_path(&target)
-                        ));
-                    }
-                }
-            } else {
-                if target.is_empty() {
-                    return Err(WorkspaceError::refused(
-                        input,
-                        format!("goes through {prefix}, an empty symbolic link"),
-                    ));
-                }
-                target.split('/').map(str::to_string).collect()
-            };
+            let (from_root, rest) = self.target_components(input, &prefix, &target)?;
+            if from_root {
+                resolved.clear();
+            }
             for r in rest.into_iter().rev() {
                 pending.push_front(r);
             }
         }
         Ok(resolved.join("/"))
     }
+
+    /// The target of the symlink at `prefix` (`c`, relative to the root descriptor). A target
+    /// that is not UTF-8 is refused: resolution and the deny-list work on text.
+    fn read_link(
+        &self,
+        input: &str,
+        prefix: &str,
+        c: &std::ffi::CStr,
+    ) -> Result<String, WorkspaceError> {
+        let target = sys::readlinkat(self.root_fd.as_fd(), c)
+            .map_err(|e| WorkspaceError::io("resolve", input, e))?;
+        String::from_utf8(target).map_err(|_| {
+            WorkspaceError::refused(
+                input,
+                format!("goes through {prefix}, a symbolic link whose target is not UTF-8"),
+            )
+        })
+    }
+
+    /// The components a symlink's target puts in place of the link, and whether they start
+    /// from the root (an absolute target inside the root) rather than from the link's parent.
+    /// An absolute target outside the root and an empty target are refused.
+    fn target_components(
+        &self,
+        input: &str,
+        prefix: &str,
+        target: &str,
+    ) -> Result<(bool, Vec<String>), WorkspaceError> {
+        if let Some(abs) = target.strip_prefix('/') {
+            let Some(r) = self.inside_root(abs) else {
+                return Err(outside(
+                    input,
+                    &format!(
+                        "{prefix} is a symbolic link to {}",
+                        super::error::display_path(target)
+                    ),
+                ));
+            };
+            Ok((true, r.split('/').map(str::to_string).collect()))
+        } else {
+            if target.is_empty() {
+                return Err(WorkspaceError::refused(
+                    input,
+                    format!("goes through {prefix}, an empty symbolic link"),
+                ));
+            }
+            Ok((false, target.split('/').map(str::to_string).collect()))
+        }
+    }
+
+    /// An absolute symlink target (without its leading `/`) as a path relative to the root,
+    /// or `None` when it leads outside the root. The root itself is `Some("")`; a sibling
+    /// that merely starts with the root's name (`/proj-other` for `/proj`) is outside.
+    fn inside_root<'t>(&self, abs: &'t str) -> Option<&'t str> {
+        let root = self.root_str.trim_start_matches('/');
+        if root.is_empty() {
+            Some(abs)
+        } else if abs == root {
+            Some("")
+        } else {
+            abs.strip_prefix(root).and_then(|r| r.strip_prefix('/'))
+        }
+    }
+}
+
+/// The refusal for a path that resolves outside the project, with what took it there.
+fn outside(input: &str, detail: &str) -> WorkspaceError {
+    WorkspaceError::refused(input, format!("is outside the project ({detail})"))
 }
 
 #[cfg(test)]

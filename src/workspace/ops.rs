@@ -29,6 +29,89 @@ struct Found {
     kind: Kind,
 }
 
+/// What one MV moves: the source's and the destination's resolved paths, what the source
+/// is, and for a directory everything below it, listed before the move so each file can be
+/// reported (and its ledger origin carried) under its new name.
+struct MovePlan<'a> {
+    from_root: &'a str,
+    to_root: &'a str,
+    kind: Kind,
+    found: Vec<Found>,
+}
+
+impl MovePlan<'_> {
+    /// Where a path at or below the source ends up.
+    fn moved(&self, old: &str) -> String {
+        format!("{}{}", self.to_root, &old[self.from_root.len()..])
+    }
+
+    /// The files (everything but directories) below a moving directory.
+    fn files(&self) -> impl Iterator<Item = &Found> {
+        self.found.iter().filter(|f| f.kind != Kind::Dir)
+    }
+
+    /// Each moving file, not directory, as `(old, new)`: the files below a directory, or the
+    /// source itself.
+    fn pairs(&self) -> Vec<(String, String)> {
+        if self.kind == Kind::Dir {
+            self.files()
+                .map(|f| (f.rel.clone(), self.moved(&f.rel)))
+                .collect()
+        } else {
+            vec![(self.from_root.to_string(), self.to_root.to_string())]
+        }
+    }
+}
+
+/// Rename without replacing (see [`sys::renameat`]): an existing destination is an error,
+/// never overwritten, and a move to another file system is refused, not copied.
+fn rename_no_replace(
+    sdir: &OwnedFd,
+    sname: &CStr,
+    ddir: &OwnedFd,
+    dname: &CStr,
+    src_shown: &str,
+    dst_shown: &str,
+) -> Result<(), WorkspaceError> {
+    sys::renameat(sdir.as_fd(), sname, ddir.as_fd(), dname, true).map_err(|e| {
+        match e.raw_os_error() {
+            Some(libc::EEXIST) | Some(libc::ENOTEMPTY) => {
+                WorkspaceError::exists("mv to", dst_shown, "remove it first or choose another name")
+            }
+            Some(libc::EXDEV) => {
+                WorkspaceError::failed("mv", src_shown, "the destination is on another file system")
+            }
+            _ => WorkspaceError::io("mv", src_shown, e),
+        }
+    })
+}
+
+/// A moved entry's change, named `new_rel`. A regular file's content did not change, so its
+/// hash, read at the new place without following a link, is both `before` and `after`.
+fn renamed_change(
+    new_rel: String,
+    old: &str,
+    kind: Kind,
+    dir: &OwnedFd,
+    name: &CStr,
+) -> FileChange {
+    let mut c = FileChange::new(
+        new_rel,
+        ChangeKind::Renamed {
+            from: old.to_string(),
+        },
+    );
+    if kind == Kind::File
+        && let Ok(fd) = sys::openat(dir.as_fd(), name, READ_FLAGS, 0)
+        && let Ok(bytes) = sys::read_up_to(&fd, usize::MAX)
+    {
+        let h = hash(&bytes);
+        c.before = Some(h.clone());
+        c.after = Some(h);
+    }
+    c
+}
+
 impl Workspace {
     /// Refuse the root and paths written with a trailing `/` for operations on files.
     fn require_file_target(rel: &RelPath, op: &'static str) -> Result<(), WorkspaceError> {
@@ -275,6 +358,48 @@ impl Workspace {
             other => other,
         })?;
         let (fd, st) = Self::open_file(&dir, &name, &rel, "modify", missing)?;
+        let old = self.read_text_for_edit(fd, &st, shown)?;
+        let bytes = old.as_bytes();
+        let styled = normalise(&old);
+        let new_body = match m {
+            Modification::Edits(list) => edits::apply(&styled.body, list)
+                .map_err(|reason| WorkspaceError::failed("modify", shown, reason))?,
+            Modification::Content(c) => text::to_lf(c).into_owned(),
+        };
+        let before = hash(bytes);
+        if new_body == styled.body {
+            return Ok(FileChange {
+                before: Some(before.clone()),
+                after: Some(before),
+                ..FileChange::new(rel.resolved(), ChangeKind::Unchanged)
+            });
+        }
+        let d = self.guard_modify(&rel, bytes, &styled.body, &new_body)?;
+        let new_bytes = text::restore(&new_body, styled.eol, styled.bom);
+        if let Some(h) = &self.before_replace {
+            h(&rel);
+        }
+        Self::replace_if_unchanged(&dir, &name, &st, bytes, new_bytes.as_bytes(), shown)?;
+        Ok(FileChange {
+            before: Some(before),
+            after: Some(hash(new_bytes.as_bytes())),
+            added: d.added,
+            removed: d.removed,
+            diff: d.unified(rel.resolved(), self.cfg.max_diff_lines),
+            ..FileChange::new(rel.resolved(), ChangeKind::Modified)
+        })
+    }
+
+    /// MODIFY's read: the whole file as UTF-8 text, refused before reading when its size is
+    /// over `max_edit_bytes` and after reading when it is binary, not UTF-8, or grew past the
+    /// limit meanwhile (so an edit never works on a cut copy). The descriptor is closed once
+    /// read.
+    fn read_text_for_edit(
+        &self,
+        fd: OwnedFd,
+        st: &sys::Stat,
+        shown: &str,
+    ) -> Result<String, WorkspaceError> {
         let limit = self.cfg.max_edit_bytes;
         if st.size > limit as u64 {
             return Err(WorkspaceError::failed(
@@ -300,48 +425,53 @@ impl Workspace {
         if looks_binary(&bytes) || bytes.len() > limit {
             return Err(not_text());
         }
-        let old = std::str::from_utf8(&bytes).map_err(|_| not_text())?;
-        let styled = normalise(old);
-        let new_body = match m {
-            Modification::Edits(list) => edits::apply(&styled.body, list)
-                .map_err(|reason| WorkspaceError::failed("modify", shown, reason))?,
-            Modification::Content(c) => text::to_lf(c).into_owned(),
-        };
-        let before = hash(&bytes);
-        if new_body == styled.body {
-            return Ok(FileChange {
-                before: Some(before.clone()),
-                after: Some(before),
-                ..FileChange::new(rel.resolved(), ChangeKind::Unchanged)
-            });
-        }
+        String::from_utf8(bytes).map_err(|_| not_text())
+    }
+
+    /// MODIFY's diff guard, run before anything is written: the file's origin is recorded in
+    /// the plan's ledger, then the step itself is judged, then the file's net change since the
+    /// plan began. Each step passing is not enough, so a rewrite split into small steps is
+    /// still a rewrite. Returns the step's diff for the report.
+    fn guard_modify<'a>(
+        &self,
+        rel: &RelPath,
+        bytes: &[u8],
+        body: &'a str,
+        new_body: &'a str,
+    ) -> Result<LineDiff<'a>, WorkspaceError> {
+        let shown = rel.display();
         let origin = self
             .ledger
-            .note_bytes(rel.resolved(), &bytes, self.cfg.max_edit_bytes);
-        let d = guard::guard(&self.cfg, &styled.body, &new_body, rel.resolved())
+            .note_bytes(rel.resolved(), bytes, self.cfg.max_edit_bytes);
+        let d = guard::guard(&self.cfg, body, new_body, rel.resolved())
             .map_err(|r| guard::refusal_error(&self.cfg, shown, r))?;
-        // Each step passing is not enough: the file's net change since the plan began is
-        // judged too, so a rewrite split into small steps is still a rewrite.
         if let Origin::Text(base) = &origin
-            && **base != *styled.body
+            && **base != *body
         {
-            guard::guard(&self.cfg, base, &new_body, rel.resolved())
+            guard::guard(&self.cfg, base, new_body, rel.resolved())
                 .map_err(|r| guard::plan_refusal_error(&self.cfg, shown, r))?;
         }
-        let new_bytes = text::restore(&new_body, styled.eol, styled.bom);
-        if let Some(h) = &self.before_replace {
-            h(&rel);
-        }
+        Ok(d)
+    }
+
+    /// Atomically replace the file MODIFY read (`st`, `bytes`) with `new_bytes`, keeping its
+    /// permission bits exactly, and only if it is still the version that was read: another
+    /// program's save in the meantime is kept and reported, never overwritten.
+    fn replace_if_unchanged(
+        dir: &OwnedFd,
+        name: &CStr,
+        st: &sys::Stat,
+        bytes: &[u8],
+        new_bytes: &[u8],
+        shown: &str,
+    ) -> Result<(), WorkspaceError> {
         atomic::write(
-            &dir,
-            &name,
-            new_bytes.as_bytes(),
+            dir,
+            name,
+            new_bytes,
             Mode::Exact(st.perm),
             false,
-            Some(atomic::ReadVersion {
-                stat: &st,
-                bytes: &bytes,
-            }),
+            Some(atomic::ReadVersion { stat: st, bytes }),
         )
         .map_err(|e| {
             if atomic::is_changed_on_disk(&e) {
@@ -353,14 +483,6 @@ impl Workspace {
             } else {
                 WorkspaceError::io("modify", shown, e)
             }
-        })?;
-        Ok(FileChange {
-            before: Some(before),
-            after: Some(hash(new_bytes.as_bytes())),
-            added: d.added,
-            removed: d.removed,
-            diff: d.unified(rel.resolved(), self.cfg.max_diff_lines),
-            ..FileChange::new(rel.resolved(), ChangeKind::Modified)
         })
     }
 
@@ -598,7 +720,7 @@ impl Workspace {
                 "is the project directory itself; pai never moves it",
             ));
         }
-        let mut dst = self.gate_write(to, false)?;
+        let dst = self.gate_write(to, false)?;
         let (sdir, sname) = open_parent(&self.gate, &src, false, "mv")?;
         let st = sys::lstatat(sdir.as_fd(), &sname)
             .map_err(|e| WorkspaceError::io("mv", src_shown, e))?;
@@ -609,7 +731,43 @@ impl Workspace {
                 "it is not a directory",
             ));
         }
-        // Into an existing directory? (A symlink to a directory inside the project counts.)
+        let dst = self.move_destination(to, dst, &src)?;
+        let dst_shown = dst.display().to_string();
+        if dst.resolved() == src.resolved() {
+            return Err(WorkspaceError::failed(
+                "mv",
+                src_shown,
+                "the source and the destination are the same",
+            ));
+        }
+        let found = self.scan_moving_dir(&src, &dst, st.kind, &sdir, &sname)?;
+        let plan = MovePlan {
+            from_root: src.resolved(),
+            to_root: dst.resolved(),
+            kind: st.kind,
+            found,
+        };
+        let pairs = plan.pairs();
+        self.vet_move(&pairs, &dst_shown)?;
+        let (ddir, dname) = open_parent(&self.gate, &dst, true, "mv")?;
+        rename_no_replace(&sdir, &sname, &ddir, &dname, src_shown, &dst_shown)?;
+        let _ = sys::fsync(ddir.as_fd());
+        let _ = sys::fsync(sdir.as_fd());
+        for (old, new) in &pairs {
+            self.ledger.carry(old, new);
+        }
+        Ok(self.move_changes(&plan, &ddir, &dname))
+    }
+
+    /// Where MV puts the source: inside `to` when `to` names an existing directory (a symlink
+    /// to a directory inside the project counts, so `to` is checked again following its last
+    /// component), else `to` itself as gated (`dst`). The joined path passes the gate too.
+    fn move_destination(
+        &self,
+        to: &str,
+        mut dst: RelPath,
+        src: &RelPath,
+    ) -> Result<RelPath, WorkspaceError> {
         let into = dst.is_root()
             || match self.gate.check(to, true) {
                 Ok(d) if d.is_root() => {
@@ -631,97 +789,57 @@ impl Workspace {
             let joined = join(dst.resolved(), src.file_name());
             dst = self.gate_write(&joined, false)?;
         }
-        let dst_shown = dst.display().to_string();
-        if dst.resolved() == src.resolved() {
+        Ok(dst)
+    }
+
+    /// For a directory source: refuse a move into itself, then list everything it holds,
+    /// refusing if a protected path is among it (before anything moves). Empty for a file or
+    /// link.
+    fn scan_moving_dir(
+        &self,
+        src: &RelPath,
+        dst: &RelPath,
+        kind: Kind,
+        sdir: &OwnedFd,
+        sname: &CStr,
+    ) -> Result<Vec<Found>, WorkspaceError> {
+        if kind != Kind::Dir {
+            return Ok(Vec::new());
+        }
+        let src_shown = src.display();
+        if dst.resolved().starts_with(&format!("{}/", src.resolved())) {
             return Err(WorkspaceError::failed(
                 "mv",
                 src_shown,
-                "the source and the destination are the same",
+                format!("a directory cannot move into itself ({})", dst.display()),
             ));
         }
-        let found = if st.kind == Kind::Dir {
-            if dst.resolved().starts_with(&format!("{}/", src.resolved())) {
-                return Err(WorkspaceError::failed(
-                    "mv",
-                    src_shown,
-                    format!("a directory cannot move into itself ({dst_shown})"),
-                ));
-            }
-            let sub = sys::openat(sdir.as_fd(), &sname, sys::DIR_READ, 0)
-                .map_err(|e| WorkspaceError::io("mv", src_shown, e))?;
-            self.scan(&sub, src.resolved(), "mv", src_shown)?
-        } else {
-            Vec::new()
-        };
-        let from_root = src.resolved();
-        let to_root = dst.resolved();
-        let moved = |old: &str| format!("{to_root}{}", &old[from_root.len()..]);
-        let pairs: Vec<(String, String)> = if st.kind == Kind::Dir {
-            found
-                .iter()
-                .filter(|f| f.kind != Kind::Dir)
-                .map(|f| (f.rel.clone(), moved(&f.rel)))
-                .collect()
-        } else {
-            vec![(from_root.to_string(), to_root.to_string())]
-        };
-        self.vet_move(&pairs, &dst_shown)?;
-        let (ddir, dname) = open_parent(&self.gate, &dst, true, "mv")?;
-        sys::renameat(sdir.as_fd(), &sname, ddir.as_fd(), &dname, true).map_err(|e| {
-            match e.raw_os_error() {
-                Some(libc::EEXIST) | Some(libc::ENOTEMPTY) => WorkspaceError::exists(
-                    "mv to",
-                    &dst_shown,
-                    "remove it first or choose another name",
-                ),
-                Some(libc::EXDEV) => WorkspaceError::failed(
-                    "mv",
-                    src_shown,
-                    "the destination is on another file system",
-                ),
-                _ => WorkspaceError::io("mv", src_shown, e),
-            }
-        })?;
-        let _ = sys::fsync(ddir.as_fd());
-        let _ = sys::fsync(sdir.as_fd());
-        for (old, new) in &pairs {
-            self.ledger.carry(old, new);
-        }
+        let sub = sys::openat(sdir.as_fd(), sname, sys::DIR_READ, 0)
+            .map_err(|e| WorkspaceError::io("mv", src_shown, e))?;
+        self.scan(&sub, src.resolved(), "mv", src_shown)
+    }
 
+    /// The changes MV reports, after the move: the directory (if it was one) then each file
+    /// under its new name, or the one file or link moved. A file's hash is read at its new
+    /// place; one that cannot be read there is reported without hashes.
+    fn move_changes(&self, plan: &MovePlan<'_>, ddir: &OwnedFd, dname: &CStr) -> Vec<FileChange> {
         let mut changes = Vec::new();
-        let file_change = |old: &str, kind: Kind, ddir: &OwnedFd, name: &CStr| {
-            let mut c = FileChange::new(
-                moved(old),
-                ChangeKind::Renamed {
-                    from: old.to_string(),
-                },
-            );
-            if kind == Kind::File
-                && let Ok(fd) = sys::openat(ddir.as_fd(), name, READ_FLAGS, 0)
-                && let Ok(bytes) = sys::read_up_to(&fd, usize::MAX)
-            {
-                let h = hash(&bytes);
-                c.before = Some(h.clone());
-                c.after = Some(h);
-            }
-            c
-        };
-        if st.kind == Kind::Dir {
+        if plan.kind == Kind::Dir {
             changes.push(FileChange::new(
-                to_root,
+                plan.to_root,
                 ChangeKind::DirRenamed {
-                    from: from_root.to_string(),
+                    from: plan.from_root.to_string(),
                 },
             ));
-            for f in found.iter().filter(|f| f.kind != Kind::Dir) {
-                let new_rel = moved(&f.rel);
+            for f in plan.files() {
+                let new_rel = plan.moved(&f.rel);
                 let checked = RelPath::trusted(new_rel);
                 let hashed = open_parent(&self.gate, &checked, false, "mv")
                     .ok()
-                    .map(|(d, n)| file_change(&f.rel, f.kind, &d, &n));
+                    .map(|(d, n)| renamed_change(plan.moved(&f.rel), &f.rel, f.kind, &d, &n));
                 changes.push(hashed.unwrap_or_else(|| {
                     FileChange::new(
-                        moved(&f.rel),
+                        plan.moved(&f.rel),
                         ChangeKind::Renamed {
                             from: f.rel.clone(),
                         },
@@ -729,9 +847,15 @@ impl Workspace {
                 }));
             }
         } else {
-            changes.push(file_change(from_root, st.kind, &ddir, &dname));
+            changes.push(renamed_change(
+                plan.moved(plan.from_root),
+                plan.from_root,
+                plan.kind,
+                ddir,
+                dname,
+            ));
         }
-        Ok(changes)
+        changes
     }
 
     /// Before a move: record where each moving file started (the plan's ledger), and judge a

@@ -16,7 +16,7 @@ use regex::{Regex, RegexBuilder};
 use super::Workspace;
 use super::beneath::open_dir;
 use super::error::{WorkspaceError, display_path, quote_snippet};
-use super::gate::Gate;
+use super::gate::{Gate, RelPath};
 use super::listing::Start;
 use super::scan::{Scan, ScanDir, on_threads, scan, thread_count};
 use super::sys::{self, Kind};
@@ -43,29 +43,7 @@ impl Workspace {
     /// (a file or directory; the whole project when `None`). Returns `path:line: text` lines,
     /// at most `max_search_matches`, then a summary.
     pub fn search(&self, pattern: &str, path: Option<&str>) -> Result<String, WorkspaceError> {
-        let invalid = |reason: String| WorkspaceError::InvalidPattern {
-            pattern: display_path(pattern),
-            reason,
-        };
-        if pattern.is_empty() {
-            return Err(invalid("the pattern is empty".into()));
-        }
-        let re = RegexBuilder::new(pattern)
-            .multi_line(true)
-            .crlf(true)
-            .size_limit(1 << 22)
-            .dfa_size_limit(1 << 23)
-            .build()
-            .map_err(|e| {
-                invalid(
-                    e.to_string()
-                        .lines()
-                        .last()
-                        .unwrap_or("invalid")
-                        .trim()
-                        .to_string(),
-                )
-            })?;
+        let re = compile_pattern(pattern)?;
         let rel = self.gate_op(path.unwrap_or("."), true)?;
         let (w, start) = self.start_walk(&rel, "search")?;
         let mut st = State {
@@ -96,41 +74,77 @@ impl Workspace {
                 search_file(&dir, &name, rel.resolved(), &mut st);
             }
         }
-        let where_ = if rel.is_root() {
-            "the project".to_string()
-        } else {
-            rel.as_str().to_string()
-        };
-        let mut out = st.out;
-        if st.matches == 0 {
-            out.push_str(&format!(
-                "no matches for `{}` in {where_}\n",
-                quote_snippet(pattern, 80)
-            ));
-        } else if st.matches > st.shown {
-            out.push_str(&format!(
-                "… showing the first {} of {} matching lines (in {} files); narrow the pattern \
-                 or the path\n",
-                thousands(st.shown),
-                thousands(st.matches),
-                thousands(st.files)
-            ));
-        } else {
-            out.push_str(&format!(
-                "{} matching lines in {} files\n",
-                thousands(st.matches),
-                thousands(st.files)
-            ));
-        }
-        if st.skipped_binary + st.skipped_large > 0 {
-            out.push_str(&format!(
-                "(skipped {} binary and {} oversized files)\n",
-                thousands(st.skipped_binary),
-                thousands(st.skipped_large)
-            ));
-        }
-        Ok(out)
+        Ok(summarise(st, pattern, &rel))
     }
+}
+
+/// The pattern as SEARCH runs it: `^` and `$` at line boundaries (CRLF ones too), and size
+/// limits so a pathological pattern is an error instead of a large allocation. An empty
+/// pattern is refused: it would match every line.
+fn compile_pattern(pattern: &str) -> Result<Regex, WorkspaceError> {
+    let invalid = |reason: String| WorkspaceError::InvalidPattern {
+        pattern: display_path(pattern),
+        reason,
+    };
+    if pattern.is_empty() {
+        return Err(invalid("the pattern is empty".into()));
+    }
+    RegexBuilder::new(pattern)
+        .multi_line(true)
+        .crlf(true)
+        .size_limit(1 << 22)
+        .dfa_size_limit(1 << 23)
+        .build()
+        .map_err(|e| {
+            invalid(
+                e.to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or("invalid")
+                    .trim()
+                    .to_string(),
+            )
+        })
+}
+
+/// The matched lines followed by the summary: no matches, a cut list with the full counts
+/// (so a capped result never reads as complete), or the totals; then how many files were
+/// skipped, when any were.
+fn summarise(st: State<'_>, pattern: &str, rel: &RelPath) -> String {
+    let where_ = if rel.is_root() {
+        "the project".to_string()
+    } else {
+        rel.as_str().to_string()
+    };
+    let mut out = st.out;
+    if st.matches == 0 {
+        out.push_str(&format!(
+            "no matches for `{}` in {where_}\n",
+            quote_snippet(pattern, 80)
+        ));
+    } else if st.matches > st.shown {
+        out.push_str(&format!(
+            "… showing the first {} of {} matching lines (in {} files); narrow the pattern \
+             or the path\n",
+            thousands(st.shown),
+            thousands(st.matches),
+            thousands(st.files)
+        ));
+    } else {
+        out.push_str(&format!(
+            "{} matching lines in {} files\n",
+            thousands(st.matches),
+            thousands(st.files)
+        ));
+    }
+    if st.skipped_binary + st.skipped_large > 0 {
+        out.push_str(&format!(
+            "(skipped {} binary and {} oversized files)\n",
+            thousands(st.skipped_binary),
+            thousands(st.skipped_large)
+        ));
+    }
+    out
 }
 
 /// What counting found in one file.

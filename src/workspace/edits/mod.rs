@@ -131,9 +131,36 @@ fn strip_fence(text: &str) -> Option<String> {
     (close.trim() == "```").then(|| format!("{inner}\n"))
 }
 
+/// Apply one edit: the matcher of the module documentation. Each form of the edit (see
+/// [`variants`]) is tried exactly, then line by line, and the first form that matches anywhere
+/// decides: it is applied if it matches once and refused if it is ambiguous, never passed
+/// over for a later, looser form.
 fn apply_one(lines: &[doc::Line], e: &Edit) -> Result<Vec<doc::Line>, String> {
     let search = to_lf(&e.search);
     let replace = to_lf(&e.replace);
+    refuse_blank_search(&search)?;
+    let view = doc::lf_view(lines);
+    for (s, r) in variants(&search, &replace) {
+        if s.trim().is_empty() {
+            continue;
+        }
+        if let Some(done) = apply_exact(lines, &view, &s, &r)? {
+            return Ok(done);
+        }
+        if let Some(done) = apply_tolerant(lines, &s, &r)? {
+            return Ok(done);
+        }
+    }
+    Err(format!(
+        "search text not found: {}; {}",
+        closest::quote_search(&search),
+        closest::closest(&view, &search)
+    ))
+}
+
+/// Step 1: a search that is empty or only whitespace would match everywhere (or nowhere
+/// meaningful), so it is refused before any matching.
+fn refuse_blank_search(search: &str) -> Result<(), String> {
     if search.trim().is_empty() {
         return Err(if search.is_empty() {
             "the search text is empty; quote the exact lines to replace, or send the whole file \
@@ -143,96 +170,120 @@ fn apply_one(lines: &[doc::Line], e: &Edit) -> Result<Vec<doc::Line>, String> {
             "the search text is only whitespace; quote the exact lines to replace".into()
         });
     }
-    let view = doc::lf_view(lines);
-    for (s, r) in variants(&search, &replace) {
-        if s.trim().is_empty() {
-            continue;
-        }
-        let (at, count) = exact::occurrences(&view, &s, MAX_LISTED);
-        match count {
-            0 => {}
-            1 => {
-                // An exact match is trusted only when no other place of the file holds the same
-                // lines once whitespace and punctuation are ignored: a search that dropped its
-                // indentation can match inside another line byte for byte.
-                let first = line_of(&view, at[0]) - 1;
-                // Compared from the first line with content: blank edge lines are not content.
-                let lead = s.find(|c: char| !c.is_whitespace()).unwrap_or(0);
-                let content_line = line_of(&view, at[0] + lead) - 1;
-                let core = drop_blank_edges(&s);
-                let elsewhere: Vec<String> = tolerant::loose_windows(lines, &split_lines(&core))
-                    .into_iter()
-                    .filter(|&w| w != content_line)
-                    .take(MAX_LISTED)
-                    .map(|w| (w + 1).to_string())
-                    .collect();
-                if !elsewhere.is_empty() {
-                    return Err(format!(
-                        "search text {} matches exactly at line {}, but the same lines also \
-                         stand at line {} when whitespace and punctuation are ignored; copy the \
-                         lines exactly and include more surrounding lines so it matches once",
-                        closest::quote_search(&s),
-                        content_line + 1,
-                        elsewhere.join(", ")
-                    ));
-                }
-                // Whole lines quoted without (part of) their indentation: place the
-                // replacement's lines at the file's indentation, as the line stage does.
-                if exact::starts_after_indentation(&view, at[0], &s)
-                    && let Ok(done) =
-                        tolerant::splice(lines, first, &split_lines(&s), &split_lines(&r))
-                {
-                    return Ok(done);
-                }
-                let r = exact::reconcile(&view, at[0], &s, &r);
-                return Ok(exact::splice(lines, &view, at[0], &s, &r));
+    Ok(())
+}
+
+/// Step 2, for one form of the edit: `Ok(None)` when the search does not occur exactly (the
+/// caller goes on to the line stage), the edited lines when it occurs once, and a refusal
+/// naming the lines when it occurs several times.
+fn apply_exact(
+    lines: &[doc::Line],
+    view: &str,
+    s: &str,
+    r: &str,
+) -> Result<Option<Vec<doc::Line>>, String> {
+    let (at, count) = exact::occurrences(view, s, MAX_LISTED);
+    match count {
+        0 => Ok(None),
+        1 => apply_exact_once(lines, view, at[0], s, r).map(Some),
+        _ => {
+            let mut where_: Vec<String> =
+                at.iter().map(|&p| line_of(view, p).to_string()).collect();
+            if count > at.len() {
+                where_.push("…".into());
             }
-            _ => {
-                let mut where_: Vec<String> =
-                    at.iter().map(|&p| line_of(&view, p).to_string()).collect();
-                if count > at.len() {
-                    where_.push("…".into());
-                }
-                return Err(format!(
-                    "search text {} matches {count} times (lines {}); include more surrounding \
-                     lines so it matches exactly once",
-                    closest::quote_search(&s),
-                    where_.join(", ")
-                ));
-            }
-        }
-        let s_lines = split_lines(&s);
-        let r_lines = split_lines(&r);
-        match tolerant::find(lines, &s_lines) {
-            tolerant::Found::One(start) => {
-                return tolerant::splice(lines, start, &s_lines, &r_lines);
-            }
-            tolerant::Found::Many(starts, level) => {
-                let mut where_: Vec<String> = starts
-                    .iter()
-                    .take(MAX_LISTED)
-                    .map(|s| (s + 1).to_string())
-                    .collect();
-                if starts.len() > MAX_LISTED {
-                    where_.push("…".into());
-                }
-                return Err(format!(
-                    "search text {} matches {} places with {} (starting at lines {}); copy the \
-                     lines exactly and include more surrounding lines so it matches once",
-                    closest::quote_search(&s),
-                    starts.len(),
-                    level.describe(),
-                    where_.join(", ")
-                ));
-            }
-            tolerant::Found::None => {}
+            Err(format!(
+                "search text {} matches {count} times (lines {}); include more surrounding \
+                 lines so it matches exactly once",
+                closest::quote_search(s),
+                where_.join(", ")
+            ))
         }
     }
-    Err(format!(
-        "search text not found: {}; {}",
-        closest::quote_search(&search),
-        closest::closest(&view, &search)
-    ))
+}
+
+/// Apply the one exact match at byte `at` of `view`, after checking it is the only place the
+/// search could mean.
+fn apply_exact_once(
+    lines: &[doc::Line],
+    view: &str,
+    at: usize,
+    s: &str,
+    r: &str,
+) -> Result<Vec<doc::Line>, String> {
+    refuse_loose_duplicates(lines, view, at, s)?;
+    // Whole lines quoted without (part of) their indentation: place the
+    // replacement's lines at the file's indentation, as the line stage does.
+    let first = line_of(view, at) - 1;
+    if exact::starts_after_indentation(view, at, s)
+        && let Ok(done) = tolerant::splice(lines, first, &split_lines(s), &split_lines(r))
+    {
+        return Ok(done);
+    }
+    let r = exact::reconcile(view, at, s, r);
+    Ok(exact::splice(lines, view, at, s, &r))
+}
+
+/// An exact match is trusted only when no other place of the file holds the same lines once
+/// whitespace and punctuation are ignored: a search that dropped its indentation can match
+/// inside another line byte for byte.
+fn refuse_loose_duplicates(
+    lines: &[doc::Line],
+    view: &str,
+    at: usize,
+    s: &str,
+) -> Result<(), String> {
+    // Compared from the first line with content: blank edge lines are not content.
+    let lead = s.find(|c: char| !c.is_whitespace()).unwrap_or(0);
+    let content_line = line_of(view, at + lead) - 1;
+    let core = drop_blank_edges(s);
+    let elsewhere: Vec<String> = tolerant::loose_windows(lines, &split_lines(&core))
+        .into_iter()
+        .filter(|&w| w != content_line)
+        .take(MAX_LISTED)
+        .map(|w| (w + 1).to_string())
+        .collect();
+    if !elsewhere.is_empty() {
+        return Err(format!(
+            "search text {} matches exactly at line {}, but the same lines also \
+             stand at line {} when whitespace and punctuation are ignored; copy the \
+             lines exactly and include more surrounding lines so it matches once",
+            closest::quote_search(s),
+            content_line + 1,
+            elsewhere.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Step 3, for one form of the edit: whole lines compared ever more loosely ([`tolerant`]).
+/// `Ok(None)` when no level matches; a refusal naming the windows when the first level that
+/// matches finds several.
+fn apply_tolerant(lines: &[doc::Line], s: &str, r: &str) -> Result<Option<Vec<doc::Line>>, String> {
+    let s_lines = split_lines(s);
+    let r_lines = split_lines(r);
+    match tolerant::find(lines, &s_lines) {
+        tolerant::Found::One(start) => tolerant::splice(lines, start, &s_lines, &r_lines).map(Some),
+        tolerant::Found::Many(starts, level) => {
+            let mut where_: Vec<String> = starts
+                .iter()
+                .take(MAX_LISTED)
+                .map(|s| (s + 1).to_string())
+                .collect();
+            if starts.len() > MAX_LISTED {
+                where_.push("…".into());
+            }
+            Err(format!(
+                "search text {} matches {} places with {} (starting at lines {}); copy the \
+                 lines exactly and include more surrounding lines so it matches once",
+                closest::quote_search(s),
+                starts.len(),
+                level.describe(),
+                where_.join(", ")
+            ))
+        }
+        tolerant::Found::None => Ok(None),
+    }
 }
 
 /// A text's lines for the line-level stage; a final line break ends the last line rather than
