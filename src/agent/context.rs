@@ -158,10 +158,26 @@ pub fn build_in(
 ) -> String {
     let mut out = String::new();
     let (files, more) = project.files(2_000);
-    // The list is trimmed to its budget; what is left out is counted so the model knows.
+    push_file_list(&mut out, &files, more, budget);
+    push_agents(&mut out, project, budget);
+    push_file_contents(
+        &mut out,
+        project,
+        wanted_files(request, &files, memory),
+        budget,
+    );
+    push_memory(&mut out, memory);
+    push_whereabouts(&mut out, subdir);
+    out.push_str(&format!("\nRequest: {request}\n"));
+    out
+}
+
+/// The project's file list, trimmed to its budget; what is left out is counted so the model
+/// knows to look with TREE or SEARCH.
+fn push_file_list(out: &mut String, files: &[String], more: usize, budget: &Budget) {
     let mut listed = 0;
     let mut list = String::new();
-    for f in &files {
+    for f in files {
         if list.len() + f.len() + 1 > budget.file_list_chars {
             break;
         }
@@ -180,19 +196,38 @@ pub fn build_in(
             ));
         }
     }
+}
 
+/// The project's `AGENTS.md` instructions, when it has them, within their own budget.
+fn push_agents(out: &mut String, project: &dyn ProjectView, budget: &Budget) {
     if let Some(agents) = project.text("AGENTS.md") {
         out.push_str("\nProject instructions (AGENTS.md):\n");
         out.push_str(&truncate(&agents, budget.agents_chars));
         out.push('\n');
     }
+}
 
-    let mut wanted = named_files(request, &files);
+/// The files whose contents are worth sending: those the request names, then those the last
+/// turn changed (a follow-up usually means them) that still exist, each once.
+fn wanted_files(request: &str, files: &[String], memory: &Memory) -> Vec<String> {
+    let mut wanted = named_files(request, files);
     for f in memory.last_files() {
         if !wanted.contains(f) && files.contains(f) {
             wanted.push(f.clone());
         }
     }
+    wanted
+}
+
+/// The contents of `wanted`, in order, within the budget for all files and for each one; a
+/// file that no longer fits is named so the model can READ it. `AGENTS.md` is never sent
+/// twice.
+fn push_file_contents(
+    out: &mut String,
+    project: &dyn ProjectView,
+    wanted: Vec<String>,
+    budget: &Budget,
+) {
     let mut spent = 0;
     for path in wanted {
         if path == "AGENTS.md" {
@@ -219,7 +254,10 @@ pub fn build_in(
         }
         out.push_str("```\n");
     }
+}
 
+/// The session's last turns, oldest first, each request cut short so memory stays cheap.
+fn push_memory(out: &mut String, memory: &Memory) {
     if !memory.is_empty() {
         out.push_str("\nEarlier in this session:\n");
         for (i, t) in memory.turns.iter().enumerate() {
@@ -236,14 +274,16 @@ pub fn build_in(
             ));
         }
     }
+}
 
+/// Where the user stands, when below the project root: their bare file names and "here" mean
+/// that folder, while step paths stay relative to the root.
+fn push_whereabouts(out: &mut String, subdir: Option<&str>) {
     if let Some(sub) = subdir.filter(|s| !s.is_empty()) {
         out.push_str(&format!(
             "\nThe user is working in the folder {sub}/ of the project: a file they name without a folder, or \"here\", means {sub}/<name>. Paths in steps are relative to the project root, so write {sub}/<name>.\n"
         ));
     }
-    out.push_str(&format!("\nRequest: {request}\n"));
-    out
 }
 
 /// At most `max` characters of `text`, cut at a line end where possible and marked.

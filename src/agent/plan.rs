@@ -451,55 +451,14 @@ pub fn parse_plan(value: &Value, probe: &dyn PathProbe) -> Result<Plan, PlanErro
             kind(value)
         ))
     })?;
-    let intent = match obj.get("intent") {
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("chat") => Intent::Chat,
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("task") => Intent::Task,
-        Some(Value::String(s)) => {
-            return Err(PlanError(format!(
-                "`intent` must be \"chat\" or \"task\", not {s:?}"
-            )));
-        }
-        Some(other) => {
-            return Err(PlanError(format!(
-                "`intent` must be a string, not {}",
-                kind(other)
-            )));
-        }
-        None => return Err(PlanError("the reply has no `intent`".into())),
-    };
+    // Checked one field at a time, in a fixed order: the first problem found is the one
+    // reported.
+    let intent = parse_intent(obj.get("intent"))?;
     let reply = opt_string(obj.get("reply"), "reply")?.unwrap_or_default();
-    let analysis = match obj.get("analysis") {
-        None | Some(Value::Null) => Analysis::default(),
-        Some(v) => serde_json::from_value(lenient_analysis(v))
-            .map_err(|e| PlanError(format!("`analysis` is malformed: {e}")))?,
-    };
-    let observe = match obj.get("observe") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(PlanError(format!(
-                "`observe` must be true or false, not {}",
-                kind(other)
-            )));
-        }
-    };
+    let analysis = parse_analysis(obj.get("analysis"))?;
+    let observe = parse_observe(obj.get("observe"))?;
     let next_steps = string_list(obj.get("next_steps"), "next_steps")?;
-    let raw_steps = match obj.get("steps") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.clone(),
-        Some(other) => {
-            return Err(PlanError(format!(
-                "`steps` must be an array, not {}",
-                kind(other)
-            )));
-        }
-    };
-    if raw_steps.len() > MAX_STEPS {
-        return Err(PlanError(format!(
-            "the plan has {} steps; at most {MAX_STEPS} are allowed: split the work",
-            raw_steps.len()
-        )));
-    }
+    let raw_steps = raw_steps(obj.get("steps"))?;
     if intent == Intent::Chat {
         if reply.trim().is_empty() {
             return Err(PlanError("a chat reply needs a non-empty `reply`".into()));
@@ -513,6 +472,87 @@ pub fn parse_plan(value: &Value, probe: &dyn PathProbe) -> Result<Plan, PlanErro
             next_steps,
         });
     }
+    let steps = parse_steps(raw_steps, probe)?;
+    if steps.is_empty() && !observe {
+        return Err(PlanError(
+            "a task reply needs at least one step (or use intent \"chat\")".into(),
+        ));
+    }
+    Ok(Plan {
+        intent,
+        reply,
+        analysis,
+        steps,
+        observe,
+        next_steps,
+    })
+}
+
+/// `intent`: required, and only "chat" or "task" (in any case), since it decides whether
+/// anything runs at all.
+fn parse_intent(v: Option<&Value>) -> Result<Intent, PlanError> {
+    match v {
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("chat") => Ok(Intent::Chat),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("task") => Ok(Intent::Task),
+        Some(Value::String(s)) => Err(PlanError(format!(
+            "`intent` must be \"chat\" or \"task\", not {s:?}"
+        ))),
+        Some(other) => Err(PlanError(format!(
+            "`intent` must be a string, not {}",
+            kind(other)
+        ))),
+        None => Err(PlanError("the reply has no `intent`".into())),
+    }
+}
+
+/// `analysis`: optional and only informative, so read leniently (see [`lenient_analysis`]);
+/// only a shape that cannot be read at all is refused.
+fn parse_analysis(v: Option<&Value>) -> Result<Analysis, PlanError> {
+    match v {
+        None | Some(Value::Null) => Ok(Analysis::default()),
+        Some(v) => serde_json::from_value(lenient_analysis(v))
+            .map_err(|e| PlanError(format!("`analysis` is malformed: {e}"))),
+    }
+}
+
+/// `observe`: absent means false; anything but a boolean is refused rather than guessed,
+/// since it decides whether the results go back to the model.
+fn parse_observe(v: Option<&Value>) -> Result<bool, PlanError> {
+    match v {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(PlanError(format!(
+            "`observe` must be true or false, not {}",
+            kind(other)
+        ))),
+    }
+}
+
+/// The `steps` array, not yet parsed: absent means none, and more than [`MAX_STEPS`] is
+/// refused before any step is looked at.
+fn raw_steps(v: Option<&Value>) -> Result<&[Value], PlanError> {
+    let raw_steps: &[Value] = match v {
+        None | Some(Value::Null) => &[],
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(PlanError(format!(
+                "`steps` must be an array, not {}",
+                kind(other)
+            )));
+        }
+    };
+    if raw_steps.len() > MAX_STEPS {
+        return Err(PlanError(format!(
+            "the plan has {} steps; at most {MAX_STEPS} are allowed: split the work",
+            raw_steps.len()
+        )));
+    }
+    Ok(raw_steps)
+}
+
+/// Every step parsed and checked against the project as the earlier steps will have left it,
+/// in order; the first bad step refuses the whole plan, named by its number.
+fn parse_steps(raw_steps: &[Value], probe: &dyn PathProbe) -> Result<Vec<PlannedStep>, PlanError> {
     let mut steps = Vec::with_capacity(raw_steps.len());
     let mut sim = Simulation::default();
     for (i, raw) in raw_steps.iter().enumerate() {
@@ -527,19 +567,7 @@ pub fn parse_plan(value: &Value, probe: &dyn PathProbe) -> Result<Plan, PlanErro
         })?;
         steps.push(step);
     }
-    if steps.is_empty() && !observe {
-        return Err(PlanError(
-            "a task reply needs at least one step (or use intent \"chat\")".into(),
-        ));
-    }
-    Ok(Plan {
-        intent,
-        reply,
-        analysis,
-        steps,
-        observe,
-        next_steps,
-    })
+    Ok(steps)
 }
 
 /// Tolerate `complexity` in any case and string lists given as a single string.
@@ -671,10 +699,63 @@ fn check_path(path: &str, action: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// One step of the reply, its arguments checked for presence, type and size. Whether it fits
+/// the project (a WRITE over an existing file, ...) is [`Simulation`]'s part.
 fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
     let obj = raw
         .as_object()
         .ok_or_else(|| format!("each step must be an object, not {}", kind(raw)))?;
+    let (named, action) = parse_action(obj)?;
+    let purpose = optional(obj, "purpose", &action)?.unwrap_or_default();
+    let step = match named {
+        Action::Read => Step::Read {
+            path: required(obj, "path", &action)?,
+        },
+        Action::Write => write_step(obj, &action)?,
+        Action::Modify => modify_step(obj, &action)?,
+        Action::Tree => Step::Tree {
+            path: path_or_dot(obj, &action)?,
+        },
+        Action::ListPath => Step::ListPath {
+            path: path_or_dot(obj, &action)?,
+        },
+        Action::Mkdir => Step::Mkdir {
+            path: required(obj, "path", &action)?,
+        },
+        Action::Touch => Step::Touch {
+            path: required(obj, "path", &action)?,
+        },
+        Action::Rm => Step::Rm {
+            path: required(obj, "path", &action)?,
+        },
+        Action::Mv => mv_step(obj, &action)?,
+        Action::Search => Step::Search {
+            pattern: required(obj, "pattern", &action)?,
+            path: optional(obj, "path", &action)?.filter(|p| !p.trim().is_empty()),
+        },
+        Action::Run => run_step(obj, &action)?,
+        Action::Tool => tool_step(obj, &action)?,
+        Action::Finish => Step::Finish {
+            message: optional(obj, "message", &action)?.unwrap_or_default(),
+        },
+    };
+    if let Step::Read { path }
+    | Step::Write { path, .. }
+    | Step::Modify { path, .. }
+    | Step::Mkdir { path }
+    | Step::Touch { path }
+    | Step::Rm { path }
+    | Step::Mv { path, .. } = &step
+    {
+        check_path(path, &action)?;
+    }
+    Ok(PlannedStep { step, purpose })
+}
+
+/// The step's action, and its name normalised (`list path` is `LIST_PATH`) for the messages
+/// about its arguments. Something that is not an action at all, such as code pasted into the
+/// field, is told apart from a misspelt action, since the model corrects each differently.
+fn parse_action(obj: &serde_json::Map<String, Value>) -> Result<(Action, String), String> {
     let action_raw = match obj.get("action") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => return Err(format!("`action` must be a string, not {}", kind(other))),
@@ -701,151 +782,142 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
             Action::always_offered().join(", ")
         ));
     };
-    let purpose = optional(obj, "purpose", &action)?.unwrap_or_default();
-    let path_or_dot = |field: &str| -> Result<String, String> {
-        Ok(optional(obj, field, &action)?
-            .filter(|p| !p.trim().is_empty())
-            .unwrap_or_else(|| ".".into()))
+    Ok((named, action))
+}
+
+/// The `path` of TREE and LIST_PATH, where leaving it out (or blank) means the project root.
+fn path_or_dot(obj: &serde_json::Map<String, Value>, action: &str) -> Result<String, String> {
+    Ok(optional(obj, "path", action)?
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| ".".into()))
+}
+
+/// WRITE: `content` is required (an empty string is a valid empty file) and bounded in size.
+fn write_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Step, String> {
+    let path = required(obj, "path", action)?;
+    let content = match obj.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => {
+            return Err(format!("WRITE {path} needs `content` (the whole file)"));
+        }
+        Some(other) => {
+            return Err(format!(
+                "WRITE {path}: `content` must be a string, not {}",
+                kind(other)
+            ));
+        }
     };
-    let step = match named {
-        Action::Read => Step::Read {
-            path: required(obj, "path", &action)?,
-        },
-        Action::Write => {
-            let path = required(obj, "path", &action)?;
-            let content = match obj.get("content") {
-                Some(Value::String(s)) => s.clone(),
-                None | Some(Value::Null) => {
-                    return Err(format!("WRITE {path} needs `content` (the whole file)"));
-                }
-                Some(other) => {
-                    return Err(format!(
-                        "WRITE {path}: `content` must be a string, not {}",
-                        kind(other)
-                    ));
-                }
-            };
-            check_content(&content, &path)?;
-            Step::Write { path, content }
+    check_content(&content, &path)?;
+    Ok(Step::Write { path, content })
+}
+
+/// MODIFY: edits or a whole new content (at least one), no edit with an empty `search` (it
+/// would match anywhere), and neither the content nor the replacements together over the size
+/// bound.
+fn modify_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Step, String> {
+    let path = required(obj, "path", action)?;
+    let content = optional(obj, "content", action)?;
+    let edits: Vec<Edit> = match obj.get("edits") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v @ Value::Array(_)) => serde_json::from_value(v.clone()).map_err(|_| {
+            format!(
+                "MODIFY {path}: each edit must be {{\"search\": \"...\", \"replace\": \"...\"}}"
+            )
+        })?,
+        Some(other) => {
+            return Err(format!(
+                "MODIFY {path}: `edits` must be an array, not {}",
+                kind(other)
+            ));
         }
-        Action::Modify => {
-            let path = required(obj, "path", &action)?;
-            let content = optional(obj, "content", &action)?;
-            let edits: Vec<Edit> = match obj.get("edits") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(v @ Value::Array(_)) => serde_json::from_value(v.clone())
-                    .map_err(|_| format!("MODIFY {path}: each edit must be {{\"search\": \"...\", \"replace\": \"...\"}}"))?,
-                Some(other) => return Err(format!("MODIFY {path}: `edits` must be an array, not {}", kind(other))),
-            };
-            if edits.is_empty() && content.is_none() {
-                return Err(format!(
-                    "MODIFY {path} needs `edits` (search/replace pairs) or `content` (the whole new file)"
-                ));
-            }
-            if let Some(i) = edits.iter().position(|e| e.search.is_empty()) {
-                return Err(format!(
-                    "MODIFY {path}: edit {} has an empty `search`; copy the exact text to replace",
-                    i + 1
-                ));
-            }
-            if let Some(c) = &content {
-                check_content(c, &path)?;
-            }
-            let total: usize = edits.iter().map(|e| e.replace.len()).sum();
-            check_content(&" ".repeat(total.min(MAX_CONTENT_BYTES + 1)), &path)?;
-            Step::Modify {
-                path,
-                edits,
-                content,
-            }
-        }
-        Action::Tree => Step::Tree {
-            path: path_or_dot("path")?,
-        },
-        Action::ListPath => Step::ListPath {
-            path: path_or_dot("path")?,
-        },
-        Action::Mkdir => Step::Mkdir {
-            path: required(obj, "path", &action)?,
-        },
-        Action::Touch => Step::Touch {
-            path: required(obj, "path", &action)?,
-        },
-        Action::Rm => Step::Rm {
-            path: required(obj, "path", &action)?,
-        },
-        Action::Mv => {
-            let path = required(obj, "path", &action)?;
-            let to = match optional(obj, "to", &action)?.or(optional(obj, "destination", &action)?)
-            {
-                Some(to) if !to.trim().is_empty() => to,
-                _ => return Err(format!("MV {path} needs `to` (the destination)")),
-            };
-            check_path(&to, &action)?;
-            Step::Mv { path, to }
-        }
-        Action::Search => Step::Search {
-            pattern: required(obj, "pattern", &action)?,
-            path: optional(obj, "path", &action)?.filter(|p| !p.trim().is_empty()),
-        },
-        Action::Run => {
-            let command = required(obj, "command", &action)?;
-            if command.len() > 8192 {
-                return Err(
-                    "RUN: the command is longer than 8 KB; write a script file and run that".into(),
-                );
-            }
-            Step::Run { command }
-        }
-        Action::Tool => {
-            let server = required(obj, "server", &action)?;
-            let tool = required(obj, "tool", &action)?;
-            let arguments = match obj.get("arguments") {
-                None | Some(Value::Null) => serde_json::Map::new(),
-                Some(Value::Object(map)) => map.clone(),
-                Some(Value::String(text)) if text.trim().is_empty() => serde_json::Map::new(),
-                Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-                    Ok(Value::Object(map)) => map,
-                    _ => {
-                        return Err(format!(
-                            "TOOL {server}.{tool}: `arguments` must be a JSON object (or its text)"
-                        ));
-                    }
-                },
-                Some(other) => {
-                    return Err(format!(
-                        "TOOL {server}.{tool}: `arguments` must be a JSON object, not {}",
-                        kind(other)
-                    ));
-                }
-            };
-            if Value::Object(arguments.clone()).to_string().len() > MAX_TOOL_ARGS_BYTES {
-                return Err(format!(
-                    "TOOL {server}.{tool}: the arguments are larger than {} KB",
-                    MAX_TOOL_ARGS_BYTES / 1024
-                ));
-            }
-            Step::Tool {
-                server,
-                tool,
-                arguments,
-            }
-        }
-        Action::Finish => Step::Finish {
-            message: optional(obj, "message", &action)?.unwrap_or_default(),
-        },
     };
-    if let Step::Read { path }
-    | Step::Write { path, .. }
-    | Step::Modify { path, .. }
-    | Step::Mkdir { path }
-    | Step::Touch { path }
-    | Step::Rm { path }
-    | Step::Mv { path, .. } = &step
-    {
-        check_path(path, &action)?;
+    if edits.is_empty() && content.is_none() {
+        return Err(format!(
+            "MODIFY {path} needs `edits` (search/replace pairs) or `content` (the whole new file)"
+        ));
     }
-    Ok(PlannedStep { step, purpose })
+    if let Some(i) = edits.iter().position(|e| e.search.is_empty()) {
+        return Err(format!(
+            "MODIFY {path}: edit {} has an empty `search`; copy the exact text to replace",
+            i + 1
+        ));
+    }
+    if let Some(c) = &content {
+        check_content(c, &path)?;
+    }
+    let total: usize = edits.iter().map(|e| e.replace.len()).sum();
+    check_content(&" ".repeat(total.min(MAX_CONTENT_BYTES + 1)), &path)?;
+    Ok(Step::Modify {
+        path,
+        edits,
+        content,
+    })
+}
+
+/// MV: the destination is `to` (or `destination`, which models also write), never blank,
+/// and held to the same path sanity check as `path`.
+fn mv_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Step, String> {
+    let path = required(obj, "path", action)?;
+    let to = match optional(obj, "to", action)?.or(optional(obj, "destination", action)?) {
+        Some(to) if !to.trim().is_empty() => to,
+        _ => return Err(format!("MV {path} needs `to` (the destination)")),
+    };
+    check_path(&to, action)?;
+    Ok(Step::Mv { path, to })
+}
+
+/// RUN: a command longer than 8 KB is refused: it is a script, and belongs in a file.
+fn run_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Step, String> {
+    let command = required(obj, "command", action)?;
+    if command.len() > 8192 {
+        return Err(
+            "RUN: the command is longer than 8 KB; write a script file and run that".into(),
+        );
+    }
+    Ok(Step::Run { command })
+}
+
+/// TOOL: the server and tool named, and the arguments a JSON object (see [`tool_arguments`])
+/// of bounded size. Whether the tool exists is [`PathProbe::tool`]'s part.
+fn tool_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Step, String> {
+    let server = required(obj, "server", action)?;
+    let tool = required(obj, "tool", action)?;
+    let arguments = tool_arguments(obj.get("arguments"), &server, &tool)?;
+    if Value::Object(arguments.clone()).to_string().len() > MAX_TOOL_ARGS_BYTES {
+        return Err(format!(
+            "TOOL {server}.{tool}: the arguments are larger than {} KB",
+            MAX_TOOL_ARGS_BYTES / 1024
+        ));
+    }
+    Ok(Step::Tool {
+        server,
+        tool,
+        arguments,
+    })
+}
+
+/// A TOOL step's arguments: an object, or the text of one (the schema declares a string, see
+/// [`schema_with_tools`]); absent or blank means none.
+fn tool_arguments(
+    v: Option<&Value>,
+    server: &str,
+    tool: &str,
+) -> Result<serde_json::Map<String, Value>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(serde_json::Map::new()),
+        Some(Value::Object(map)) => Ok(map.clone()),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(serde_json::Map::new()),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Ok(map),
+            _ => Err(format!(
+                "TOOL {server}.{tool}: `arguments` must be a JSON object (or its text)"
+            )),
+        },
+        Some(other) => Err(format!(
+            "TOOL {server}.{tool}: `arguments` must be a JSON object, not {}",
+            kind(other)
+        )),
+    }
 }
 
 /// Tracks what the plan's earlier steps create and remove, so WRITE-after-RM and

@@ -219,7 +219,21 @@ pub fn assemble(
         continued,
         note,
     } = open_session(&root, resume)?;
-    if let Some(note) = &note {
+    announce_session(out, &session, note.as_deref());
+    let secrets = secrets(settings);
+    let journal = open_journal(&root, &session, secrets.clone(), out);
+    let options = agent_options(settings, &root, stream, secrets, subdir);
+    let hub = super::commands::mcp::session_hub(settings, &workspace, options.secrets.clone(), out);
+    let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
+    agent.set_mcp(hub);
+    agent.open_session(continued, memory);
+    Ok(Assembled { agent })
+}
+
+/// Tell the user, before the first prompt, which session this is and what holds it back: it
+/// cannot record plans, or earlier runs left snapshots behind.
+fn announce_session(out: &Output, session: &Session, note: Option<&str>) {
+    if let Some(note) = note {
         out.note(note);
     }
     if let Some(reason) = session.read_only_reason() {
@@ -228,15 +242,28 @@ pub fn assemble(
     for leftover in session.leftover_snapshots() {
         out.warning(&leftover.describe());
     }
-    // Every key in sight, not only the active provider's: all are kept out of logs, commits
-    // and commands' environments.
-    let secrets: Vec<String> = settings
+}
+
+/// Every key in sight, not only the active provider's: all are kept out of logs, commits and
+/// commands' environments.
+fn secrets(settings: &Settings) -> Vec<String> {
+    settings
         .api_key
         .iter()
         .chain(&settings.other_keys)
         .map(|k| k.expose().to_string())
-        .collect();
-    let journal = match Journal::open(&root, session.id(), secrets.clone()) {
+        .collect()
+}
+
+/// The session log; one that cannot be written is warned about, not fatal: the session works
+/// without it.
+fn open_journal(
+    root: &Path,
+    session: &Session,
+    secrets: Vec<String>,
+    out: &Output,
+) -> Option<Journal> {
+    match Journal::open(root, session.id(), secrets) {
         Ok(j) => Some(j),
         Err(e) => {
             out.warning(&format!(
@@ -245,8 +272,19 @@ pub fn assemble(
             ));
             None
         }
-    };
-    let options = AgentOptions {
+    }
+}
+
+/// The agent's options from the settings; the RUN allow-list is the global rules followed by
+/// this project's.
+fn agent_options(
+    settings: &Settings,
+    root: &Path,
+    stream: bool,
+    secrets: Vec<String>,
+    subdir: Option<String>,
+) -> AgentOptions {
+    AgentOptions {
         model: settings.model.clone(),
         temperature: settings.temperature,
         max_output_tokens: MAX_OUTPUT_TOKENS,
@@ -273,12 +311,7 @@ pub fn assemble(
         secrets,
         budget: Budget::default(),
         subdir,
-    };
-    let hub = super::commands::mcp::session_hub(settings, &workspace, options.secrets.clone(), out);
-    let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
-    agent.set_mcp(hub);
-    agent.open_session(continued, memory);
-    Ok(Assembled { agent })
+    }
 }
 
 /// The exit code of a finished turn.

@@ -249,6 +249,7 @@ pub fn main() -> i32 {
     }
 }
 
+/// Dispatch: one arm per command, each handing its arguments to the command's function.
 fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
     match cli.command {
         None => session(&cli.session.flags(), cli.session.resume(), env, out),
@@ -261,30 +262,8 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             session: Some(id),
             args,
         }) => session(&args.flags(), Some(Resume::Session(id)), env, out),
-        Some(Command::Run(args)) => {
-            let settings = resolve(&args.session.flags(), env, out)?;
-            let code = run_cmd::run_once(
-                &settings,
-                env,
-                out,
-                &args.request,
-                args.json,
-                args.session.resume(),
-                args.plan_only,
-            )?;
-            if code == 0 {
-                Ok(())
-            } else {
-                Err(Error::silent(code))
-            }
-        }
-        Some(Command::Config(cmd)) => match cmd {
-            ConfigCommand::Set { key, provider } => config_cmd::set(env, out, key, provider),
-            ConfigCommand::Show(args) => config_cmd::show(env, out, &args.flags()),
-            ConfigCommand::Remove { provider } => config_cmd::remove(env, out, provider),
-            ConfigCommand::Validate(args) => config_cmd::validate(env, out, &args.flags()),
-            ConfigCommand::Path => config_cmd::path(env, out),
-        },
+        Some(Command::Run(args)) => run_once(&args, env, out),
+        Some(Command::Config(cmd)) => config(cmd, env, out),
         Some(Command::Undo { force }) => {
             undo::undo(&resolve(&Flags::default(), env, out)?, out, force)
         }
@@ -299,40 +278,82 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             session,
             patch,
             json,
-        }) => {
-            let cwd = std::env::current_dir().map_err(|e| {
-                Error::failed(format!("cannot determine the current directory: {e}"))
-            })?;
-            log::log(
-                &crate::history::project_root(&cwd),
-                out,
-                session.as_deref(),
-                patch,
-                json,
-            )
-        }
-        Some(Command::Mcp(cmd)) => {
-            let settings = resolve(&Flags::default(), env, out)?;
-            match cmd {
-                McpCommand::List => mcp_cmd::list(&settings, out),
-                McpCommand::Add {
-                    name,
-                    url,
-                    env,
-                    command,
-                } => mcp_cmd::add(&settings, out, &name, url, &env, &command),
-                McpCommand::Remove { name } => mcp_cmd::remove(&settings, out, &name),
-                McpCommand::Trust => mcp_cmd::trust(&settings, out),
-            }
-        }
+        }) => plan_log(session.as_deref(), patch, json, out),
+        Some(Command::Mcp(cmd)) => mcp(cmd, env, out),
         Some(Command::Completions { shell }) => {
-            let mut cmd = Cli::command();
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "pai", &mut buf);
-            out.raw(&buf);
+            completions(shell, out);
             Ok(())
         }
     }
+}
+
+/// `pai run`: its exit code is the turn's, and a failed turn has already been reported, so a
+/// non-zero code leaves silently.
+fn run_once(args: &RunArgs, env: &Env, out: &Output) -> Result<(), Error> {
+    let settings = resolve(&args.session.flags(), env, out)?;
+    let code = run_cmd::run_once(
+        &settings,
+        env,
+        out,
+        &args.request,
+        args.json,
+        args.session.resume(),
+        args.plan_only,
+    )?;
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(Error::silent(code))
+    }
+}
+
+/// `pai config ...`: unlike the other commands, each subcommand resolves the settings itself,
+/// as far as it needs them.
+fn config(cmd: ConfigCommand, env: &Env, out: &Output) -> Result<(), Error> {
+    match cmd {
+        ConfigCommand::Set { key, provider } => config_cmd::set(env, out, key, provider),
+        ConfigCommand::Show(args) => config_cmd::show(env, out, &args.flags()),
+        ConfigCommand::Remove { provider } => config_cmd::remove(env, out, provider),
+        ConfigCommand::Validate(args) => config_cmd::validate(env, out, &args.flags()),
+        ConfigCommand::Path => config_cmd::path(env, out),
+    }
+}
+
+/// `pai log`: reads git only, so it needs no settings, only the project root.
+fn plan_log(session: Option<&str>, patch: bool, json: bool, out: &Output) -> Result<(), Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
+    log::log(
+        &crate::history::project_root(&cwd),
+        out,
+        session,
+        patch,
+        json,
+    )
+}
+
+/// `pai mcp ...`, with the settings resolved (and their warnings shown) first.
+fn mcp(cmd: McpCommand, env: &Env, out: &Output) -> Result<(), Error> {
+    let settings = resolve(&Flags::default(), env, out)?;
+    match cmd {
+        McpCommand::List => mcp_cmd::list(&settings, out),
+        McpCommand::Add {
+            name,
+            url,
+            env,
+            command,
+        } => mcp_cmd::add(&settings, out, &name, url, &env, &command),
+        McpCommand::Remove { name } => mcp_cmd::remove(&settings, out, &name),
+        McpCommand::Trust => mcp_cmd::trust(&settings, out),
+    }
+}
+
+/// `pai completions SHELL`: the script comes from the same definitions as the parser.
+fn completions(shell: clap_complete::Shell, out: &Output) {
+    let mut cmd = Cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "pai", &mut buf);
+    out.raw(&buf);
 }
 
 /// The interactive session.

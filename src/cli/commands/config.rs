@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Read};
 
 use crate::cli::assemble;
 use crate::config::{
-    ApiKey, ConfigDir, CredentialStore, Env, FileSettings, Flags, KeySource, Settings,
+    ApiKey, ConfigDir, CredentialStore, Credentials, Env, FileSettings, Flags, KeySource, Settings,
     gemini_key_shape_problem,
 };
 use crate::error::Error;
@@ -137,6 +137,17 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
     let settings = Settings::resolve(flags, env)?;
     out.warnings(&settings.warnings);
     let (creds, _) = store.load()?;
+    show_files(out, &dir, &store);
+    out.line("");
+    show_keys(out, env, &creds, settings.provider);
+    out.line("");
+    show_settings(out, &settings);
+    show_run_allow(out, &settings);
+    Ok(())
+}
+
+/// Where the configuration lives, so the user knows which files to look at or remove.
+fn show_files(out: &Output, dir: &ConfigDir, store: &CredentialStore) {
     let settings_file = dir.settings_file();
     out.line(&format!(
         "Configuration directory: {}",
@@ -155,7 +166,11 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
             " (not present)"
         }
     ));
-    out.line("");
+}
+
+/// Each provider's key, masked, from where it would be taken: the environment variable wins
+/// over the stored key, as when a session resolves it.
+fn show_keys(out: &Output, env: &Env, creds: &Credentials, in_use: ProviderKind) {
     out.line("Keys:");
     for provider in ProviderKind::ALL {
         let (shown, source) = match (
@@ -169,11 +184,7 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
             (None, Some(key)) => (key.masked(), KeySource::File.to_string()),
             (None, None) => ("not set".to_string(), String::new()),
         };
-        let active = if provider == settings.provider {
-            "  [in use]"
-        } else {
-            ""
-        };
+        let active = if provider == in_use { "  [in use]" } else { "" };
         let source = if source.is_empty() {
             String::new()
         } else {
@@ -184,7 +195,10 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
             provider.name()
         ));
     }
-    out.line("");
+}
+
+/// The effective model settings, each with the layer it came from, and where RUN may write.
+fn show_settings(out: &Output, settings: &Settings) {
     out.line("Settings:");
     let s = &settings.sources;
     out.line(&format!(
@@ -222,7 +236,11 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
             format!(", {}", writable.join(", "))
         }
     ));
-    // The allow-list: what RUN may execute without asking, here and everywhere.
+}
+
+/// The allow-list: what RUN may execute without asking, everywhere and in the project of the
+/// current directory.
+fn show_run_allow(out: &Output, settings: &Settings) {
     let quoted = |rules: &[String]| {
         rules
             .iter()
@@ -253,7 +271,6 @@ pub fn show(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
             quoted(rules)
         ));
     }
-    Ok(())
 }
 
 /// How long `pai config validate` waits for a connection, and for the whole answer.

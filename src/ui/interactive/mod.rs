@@ -83,6 +83,7 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
     let stdout_tty = std::io::stdout().is_terminal();
     let stdin_tty = std::io::stdin().is_terminal();
     let rich = stdout_tty && !opts.appearance.plain;
+    // Held to the end of the session, after the goodbye: dropping it restores the terminal.
     let _terminal = TerminalGuard::install(rich);
 
     let history = opts
@@ -90,17 +91,7 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
         .clone()
         .map(history_file::HistoryFile::new);
     let mut input = LineInput::new(rich && stdin_tty, history);
-    let asker = if input.rich() {
-        Asker::Dialog
-    } else {
-        match input.line_source() {
-            Some(source) => Asker::Lines {
-                source,
-                to_stdout: true,
-            },
-            None => Asker::Deny,
-        }
-    };
+    let asker = asker_for(&input);
     let frontend = InteractiveFrontend::new(
         Settings {
             rich,
@@ -117,10 +108,43 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
     ));
     frontend.say("\n");
 
+    let config_failed = prompt_loop(driver, &mut input, &frontend, &mut interrupts).await;
+
+    let totals = driver.totals();
+    let summary = driver.finish();
+    frontend.say(&render::goodbye(&summary, &totals, &frontend.theme()));
+    if config_failed { 2 } else { 0 }
+}
+
+/// How approval questions are answered: in a dialog when the line editor owns the terminal,
+/// else from the same line source as the requests (so piped answers are read in order), and
+/// denied when there is no such source.
+fn asker_for(input: &LineInput) -> Asker {
+    if input.rich() {
+        Asker::Dialog
+    } else {
+        match input.line_source() {
+            Some(source) => Asker::Lines {
+                source,
+                to_stdout: true,
+            },
+            None => Asker::Deny,
+        }
+    }
+}
+
+/// Prompt, read, act, until end of input, `exit`, a double Ctrl+C or a turn that ends the
+/// session. Returns whether it ended on a configuration error (exit code 2).
+async fn prompt_loop(
+    driver: &mut dyn SessionDriver,
+    input: &mut LineInput,
+    frontend: &InteractiveFrontend,
+    interrupts: &mut Interrupts,
+) -> bool {
     let mut last_press: Option<Instant> = None;
     let mut config_failed = false;
     loop {
-        let line = match input.read(PROMPT, &mut interrupts).await {
+        let line = match input.read(PROMPT, interrupts).await {
             Read::Eof => {
                 frontend.say("\n");
                 break;
@@ -139,44 +163,15 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
         if !matches!(command, Command::Empty | Command::Exit) {
             input.remember(&line);
         }
-        let theme = frontend.theme();
         match command {
             Command::Empty => {}
             Command::Exit => break,
-            Command::Help => frontend.say(&render::help(&theme)),
-            Command::Undo => show(&frontend, driver.undo()),
-            Command::Redo => show(&frontend, driver.redo()),
-            Command::Log => show(&frontend, driver.log()),
-            Command::Model(None) => frontend.say(&render::message(
-                &format!(
-                    "The model is {}. /model NAME switches to another.",
-                    driver.info().model
-                ),
-                &theme,
-            )),
-            Command::Model(Some(name)) => {
-                let text = driver.set_model(&name);
-                frontend.say(&render::message(&text, &theme));
-            }
-            Command::Clear => {
-                driver.clear_memory();
-                frontend.say(&render::message(
-                    "Session memory cleared: the next request starts afresh.",
-                    &theme,
-                ));
-            }
-            Command::Tokens => frontend.say(&render::totals(&driver.totals(), &theme)),
-            Command::Unknown(name) => frontend.say(&render::error(
-                &format!("unknown command {name}"),
-                Some("/help lists the commands"),
-                &theme,
-            )),
             Command::Request(request) => {
                 let (quit, press) = run_turn(
                     driver,
                     &request,
-                    &frontend,
-                    &mut interrupts,
+                    frontend,
+                    interrupts,
                     last_press,
                     &mut config_failed,
                 )
@@ -187,13 +182,51 @@ pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOp
                 }
                 frontend.say("\n");
             }
+            command => answer_command(driver, frontend, command),
         }
     }
+    config_failed
+}
 
-    let totals = driver.totals();
-    let summary = driver.finish();
-    frontend.say(&render::goodbye(&summary, &totals, &frontend.theme()));
-    if config_failed { 2 } else { 0 }
+/// A slash command: answered at once, nothing is sent to the model.
+fn answer_command(
+    driver: &mut dyn SessionDriver,
+    frontend: &InteractiveFrontend,
+    command: Command,
+) {
+    let theme = frontend.theme();
+    match command {
+        Command::Help => frontend.say(&render::help(&theme)),
+        Command::Undo => show(frontend, driver.undo()),
+        Command::Redo => show(frontend, driver.redo()),
+        Command::Log => show(frontend, driver.log()),
+        Command::Model(None) => frontend.say(&render::message(
+            &format!(
+                "The model is {}. /model NAME switches to another.",
+                driver.info().model
+            ),
+            &theme,
+        )),
+        Command::Model(Some(name)) => {
+            let text = driver.set_model(&name);
+            frontend.say(&render::message(&text, &theme));
+        }
+        Command::Clear => {
+            driver.clear_memory();
+            frontend.say(&render::message(
+                "Session memory cleared: the next request starts afresh.",
+                &theme,
+            ));
+        }
+        Command::Tokens => frontend.say(&render::totals(&driver.totals(), &theme)),
+        Command::Unknown(name) => frontend.say(&render::error(
+            &format!("unknown command {name}"),
+            Some("/help lists the commands"),
+            &theme,
+        )),
+        // The prompt loop acts on these itself.
+        Command::Empty | Command::Exit | Command::Request(_) => {}
+    }
 }
 
 fn within_double_press(previous: Option<Instant>, now: Instant) -> bool {
