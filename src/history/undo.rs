@@ -758,6 +758,38 @@ fn drift_since_undo(
     Ok(changed)
 }
 
+/// The tree of the branch's tip (`None` on an unborn branch).
+fn tree_at_tip(
+    repo: &Repository,
+    tip: Option<Oid>,
+) -> Result<Option<git2::Tree<'_>>, HistoryError> {
+    Ok(match tip {
+        Some(t) => Some(
+            read_commit(repo, t)?
+                .tree()
+                .ctx(|| "cannot read the tip".into())?,
+        ),
+        None => None,
+    })
+}
+
+/// Refuse a redo that would overwrite the `changed` paths (as [`drift_since_undo`] names
+/// them), pointing to `git cherry-pick` instead.
+fn refuse_redo(changed: &[String], number: u32, short: &str) -> Result<(), HistoryError> {
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(HistoryError::Refused {
+        message: format!(
+            "cannot redo plan {number} ({short}): changed since the undo: {}",
+            changed.join(", ")
+        ),
+        hint: format!(
+            "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {short}`"
+        ),
+    })
+}
+
 /// The index entries redo puts back: the plan's for its paths, and for snapshot paths
 /// between the tip and the plan, the snapshot's where the index entry is still the tip's.
 fn redo_index_entries(
@@ -887,14 +919,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     let commit = read_commit(repo, id)?;
     let short = names::short_id(id);
     let (before_tree, changes) = plan_changes(repo, &commit)?;
-    let tip_tree = match branch.tip {
-        Some(t) => Some(
-            read_commit(repo, t)?
-                .tree()
-                .ctx(|| "cannot read the tip".into())?,
-        ),
-        None => None,
-    };
+    let tip_tree = tree_at_tip(repo, branch.tip)?;
     // Held to the end, so the entries checked are the entries rewritten.
     let index = index_file::lock(repo.path())?;
     if let Some(b) = repo::index_blocker(&index) {
@@ -909,17 +934,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         tip_tree.as_ref(),
         index_before.as_ref(),
     )?;
-    if !changed.is_empty() {
-        return Err(HistoryError::Refused {
-            message: format!(
-                "cannot redo plan {number} ({short}): changed since the undo: {}",
-                changed.join(", ")
-            ),
-            hint: format!(
-                "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {short}`"
-            ),
-        });
-    }
+    refuse_redo(&changed, number, &short)?;
     let entries = redo_index_entries(
         repo,
         &index,
