@@ -4,15 +4,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use git2::{Commit, Oid, Repository, Tree};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
+use super::index_file::{self, IndexFile};
 use super::message::{self, PlanRecord};
 use super::scope::{self, Class, Entry};
-use super::session::Session;
+use super::session::{Pending, Session};
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{index_file, names, repo, trash};
+use super::{names, repo, trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,87 +67,18 @@ impl Session {
         w.prepared.clear();
         let trash = std::mem::take(&mut w.trash);
         let parent = pending.as_ref().map(|p| p.top).or(tip);
-        let parent_commit = match parent {
-            Some(c) => Some(
-                repo.find_commit(c)
-                    .ctx(|| format!("cannot read commit {c}"))?,
-            ),
-            None => None,
-        };
-        let parent_tree = match &parent_commit {
-            Some(c) => Some(
-                c.tree()
-                    .ctx(|| "cannot read the session branch's tree".into())?,
-            ),
-            None => None,
-        };
+        let (parent_commit, parent_tree) = commit_and_tree(repo, parent)?;
         // Held from here to the end: the entries checked are the entries rewritten.
         let index = index_file::lock(repo.path())?;
         if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
             return Err(HistoryError::ReadOnly { reason: b.reason() });
         }
         let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
-        let mut changes = BTreeMap::new();
-        let mut left_out = Vec::new();
-        let mut warnings = Vec::new();
-        for path in files {
-            let reason = match scope::classify(repo, wt, parent_tree.as_ref(), &index, &path) {
-                Class::Denied => Some("deny-listed"),
-                Class::Ignored => Some("ignored"),
-                Class::Lfs => {
-                    warnings.push(format!(
-                        "{path} is stored with Git LFS (filter=lfs); pai left it out of the commit: add it with `git add {path}`"
-                    ));
-                    Some("filter=lfs")
-                }
-                Class::Filtered => {
-                    let driver = scope::filter_driver(repo, &path).unwrap_or_default();
-                    warnings.push(format!(
-                        "{path} goes through the git filter `{driver}`, which only git can run; pai left it out of the commit (its previous version is in the trash): add it with `git add {path}`"
-                    ));
-                    Some("filter driver")
-                }
-                Class::Tracked | Class::Untracked => None,
-            };
-            if let Some(reason) = reason {
-                left_out.push(LeftOut { path, reason });
-                continue;
-            }
-            let Ok(before) = scope::tree_file(parent_tree.as_ref(), &path) else {
-                left_out.push(LeftOut {
-                    path,
-                    reason: "symlink or submodule",
-                });
-                continue;
-            };
-            let Ok(file) = scope::work_file(wt, &path)? else {
-                left_out.push(LeftOut {
-                    path,
-                    reason: "not a regular file",
-                });
-                continue;
-            };
-            let after = scope::entry_of(file.as_ref());
-            if after == before {
-                continue;
-            }
-            if let Some(f) = &file
-                && scope::git_would_convert(repo, &path, &f.bytes)
-            {
-                warnings.push(format!(
-                    "git would store {path} with converted line endings (core.autocrlf or .gitattributes); pai left it out of the commit: add it with `git add {path}`"
-                ));
-                left_out.push(LeftOut {
-                    path,
-                    reason: "converted by git",
-                });
-                continue;
-            }
-            if let Some(f) = &file {
-                repo.blob(&f.bytes).ctx(|| format!("cannot store {path}"))?;
-            }
-            changes.insert(path, after);
-        }
+        let Recorded {
+            changes,
+            left_out,
+            warnings,
+        } = record_files(repo, wt, parent_tree.as_ref(), &index, files)?;
         // A plan that changed only ignored (or LFS) files still gets its commit when it saved
         // trash copies: it changed something of the user's, and undo must find that plan to
         // put it back, not take the previous one.
@@ -155,15 +88,7 @@ impl Session {
             }
             return Ok(None);
         }
-        let edits = changes
-            .iter()
-            .map(|(p, e)| (p.clone(), scope::change_to(*e)))
-            .collect();
-        let tree_id = tree_edit::edit_tree(repo, parent_tree.as_ref(), &edits)
-            .ctx(|| "cannot build the plan's tree".into())?;
-        let tree = repo
-            .find_tree(tree_id)
-            .ctx(|| "cannot build the plan's tree".into())?;
+        let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
         let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
         let trash_tree = trash::record(repo, &session, number, &trash)?;
         let msg = message::plan_message(&session, number, plan, trash_tree);
@@ -171,30 +96,10 @@ impl Session {
         let commit = repo
             .commit(None, &author, &committer, &msg, &tree, &parents)
             .ctx(|| "cannot create the plan commit".into())?;
-        // The index follows the branch for the recorded and the snapshotted paths.
-        let mut synced: BTreeSet<&String> = changes.keys().collect();
-        if let Some(p) = &pending {
-            synced.extend(p.paths.iter());
-        }
-        let entries: Vec<(String, Option<Entry>)> = synced
-            .into_iter()
-            .map(|p| (p.clone(), scope::tree_file(Some(&tree), p).ok().flatten()))
-            .collect();
         // Prepared (under index.lock) before the branch moves, put in place after: a failure
         // on either side leaves branch and index consistent.
-        let new_index = index.stage(&entries.into_iter().collect())?;
-        let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
-        let moved = match tip {
-            Some(old) => repo.reference_matching(&w.branch, commit, true, old, &reflog),
-            None => repo.reference(&w.branch, commit, false, &reflog),
-        };
-        moved.ctx(|| {
-            format!(
-                "cannot move {} to the plan commit {} (did it change meanwhile?)",
-                names::short(&w.branch),
-                names::short_id(commit)
-            )
-        })?;
+        let new_index = index.stage(&synced_entries(&tree, &changes, pending.as_ref()))?;
+        move_to_plan(repo, &w.branch, tip, commit, number, plan)?;
         if let Some(index) = new_index {
             index.commit()?;
         }
@@ -214,6 +119,188 @@ impl Session {
             warnings,
         }))
     }
+}
+
+/// The commit the plan goes on (the newest snapshot of the user's changes, or the branch
+/// tip) and its tree; `None` for both on an unborn branch.
+fn commit_and_tree(
+    repo: &Repository,
+    parent: Option<Oid>,
+) -> Result<(Option<Commit<'_>>, Option<Tree<'_>>), HistoryError> {
+    let parent_commit = match parent {
+        Some(c) => Some(
+            repo.find_commit(c)
+                .ctx(|| format!("cannot read commit {c}"))?,
+        ),
+        None => None,
+    };
+    let parent_tree = match &parent_commit {
+        Some(c) => Some(
+            c.tree()
+                .ctx(|| "cannot read the session branch's tree".into())?,
+        ),
+        None => None,
+    };
+    Ok((parent_commit, parent_tree))
+}
+
+/// The plan's touched files, sorted into what its commit records and what it leaves out.
+struct Recorded {
+    /// The new entry of each recorded path whose content changed (`None`: removed).
+    changes: BTreeMap<String, Option<Entry>>,
+    left_out: Vec<LeftOut>,
+    /// What the user should know about files left out.
+    warnings: Vec<String>,
+}
+
+/// Sort `files` into [`Recorded`]. A file pai must not record (deny-listed, ignored) or
+/// cannot record as git would (LFS, a filter driver, converted line endings), or that is not
+/// a regular file, is left out with its reason; an unchanged one is skipped. Each recorded
+/// file's blob is stored on the way, so the tree built from the entries is complete.
+fn record_files(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    parent_tree: Option<&Tree<'_>>,
+    index: &IndexFile,
+    files: BTreeSet<String>,
+) -> Result<Recorded, HistoryError> {
+    let mut changes = BTreeMap::new();
+    let mut left_out = Vec::new();
+    let mut warnings = Vec::new();
+    for path in files {
+        if let Some(reason) = class_reason(repo, wt, parent_tree, index, &path, &mut warnings) {
+            left_out.push(LeftOut { path, reason });
+            continue;
+        }
+        let Ok(before) = scope::tree_file(parent_tree, &path) else {
+            left_out.push(LeftOut {
+                path,
+                reason: "symlink or submodule",
+            });
+            continue;
+        };
+        let Ok(file) = scope::work_file(wt, &path)? else {
+            left_out.push(LeftOut {
+                path,
+                reason: "not a regular file",
+            });
+            continue;
+        };
+        let after = scope::entry_of(file.as_ref());
+        if after == before {
+            continue;
+        }
+        if let Some(f) = &file
+            && scope::git_would_convert(repo, &path, &f.bytes)
+        {
+            warnings.push(format!(
+                "git would store {path} with converted line endings (core.autocrlf or .gitattributes); pai left it out of the commit: add it with `git add {path}`"
+            ));
+            left_out.push(LeftOut {
+                path,
+                reason: "converted by git",
+            });
+            continue;
+        }
+        if let Some(f) = &file {
+            repo.blob(&f.bytes).ctx(|| format!("cannot store {path}"))?;
+        }
+        changes.insert(path, after);
+    }
+    Ok(Recorded {
+        changes,
+        left_out,
+        warnings,
+    })
+}
+
+/// Why `path`'s class keeps it out of the commit, if it does. An LFS or filtered file also
+/// gets a warning in `warnings` telling the user how to add it themselves.
+fn class_reason(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    parent_tree: Option<&Tree<'_>>,
+    index: &IndexFile,
+    path: &str,
+    warnings: &mut Vec<String>,
+) -> Option<&'static str> {
+    match scope::classify(repo, wt, parent_tree, index, path) {
+        Class::Denied => Some("deny-listed"),
+        Class::Ignored => Some("ignored"),
+        Class::Lfs => {
+            warnings.push(format!(
+                "{path} is stored with Git LFS (filter=lfs); pai left it out of the commit: add it with `git add {path}`"
+            ));
+            Some("filter=lfs")
+        }
+        Class::Filtered => {
+            let driver = scope::filter_driver(repo, path).unwrap_or_default();
+            warnings.push(format!(
+                "{path} goes through the git filter `{driver}`, which only git can run; pai left it out of the commit (its previous version is in the trash): add it with `git add {path}`"
+            ));
+            Some("filter driver")
+        }
+        Class::Tracked | Class::Untracked => None,
+    }
+}
+
+/// The plan's tree: the parent's tree with exactly the recorded changes applied, built tree
+/// by tree (never from the user's index).
+fn plan_tree<'r>(
+    repo: &'r Repository,
+    parent_tree: Option<&Tree<'_>>,
+    changes: &BTreeMap<String, Option<Entry>>,
+) -> Result<Tree<'r>, HistoryError> {
+    let edits = changes
+        .iter()
+        .map(|(p, e)| (p.clone(), scope::change_to(*e)))
+        .collect();
+    let tree_id = tree_edit::edit_tree(repo, parent_tree, &edits)
+        .ctx(|| "cannot build the plan's tree".into())?;
+    repo.find_tree(tree_id)
+        .ctx(|| "cannot build the plan's tree".into())
+}
+
+/// The index entries that follow the branch, so `git status` is clean for them: the recorded
+/// paths and the snapshotted ones, each at the plan tree's entry.
+fn synced_entries(
+    tree: &Tree<'_>,
+    changes: &BTreeMap<String, Option<Entry>>,
+    pending: Option<&Pending>,
+) -> BTreeMap<String, Option<Entry>> {
+    let mut synced: BTreeSet<&String> = changes.keys().collect();
+    if let Some(p) = pending {
+        synced.extend(p.paths.iter());
+    }
+    synced
+        .into_iter()
+        .map(|p| (p.clone(), scope::tree_file(Some(tree), p).ok().flatten()))
+        .collect()
+}
+
+/// Move the session branch from `tip` to the plan commit; a branch that moved meanwhile (or
+/// appeared, when it was unborn) is an error, never overwritten.
+fn move_to_plan(
+    repo: &Repository,
+    branch: &str,
+    tip: Option<Oid>,
+    commit: Oid,
+    number: u32,
+    plan: &PlanRecord,
+) -> Result<(), HistoryError> {
+    let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
+    let moved = match tip {
+        Some(old) => repo.reference_matching(branch, commit, true, old, &reflog),
+        None => repo.reference(branch, commit, false, &reflog),
+    };
+    moved.ctx(|| {
+        format!(
+            "cannot move {} to the plan commit {} (did it change meanwhile?)",
+            names::short(branch),
+            names::short_id(commit)
+        )
+    })?;
+    Ok(())
 }
 
 /// Drop the pending-snapshot ref: the snapshots are now below the plan commit, or no longer

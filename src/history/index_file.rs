@@ -56,6 +56,9 @@ struct RawEntry {
     stage: u8,
 }
 
+/// An extension: its signature, and where its data is in `IndexFile::buf`.
+type Extension = ([u8; 4], Range<usize>);
+
 /// A parsed index file.
 #[derive(Debug)]
 pub(crate) struct IndexFile {
@@ -63,7 +66,7 @@ pub(crate) struct IndexFile {
     buf: Vec<u8>,
     entries: Vec<RawEntry>,
     arena: Vec<u8>,
-    extensions: Vec<([u8; 4], Range<usize>)>,
+    extensions: Vec<Extension>,
 }
 
 /// Why an index file could not be used.
@@ -112,6 +115,192 @@ fn encode_varint(mut value: usize, out: &mut Vec<u8>) {
         value >>= 7;
     }
     out.extend_from_slice(&tmp[pos..]);
+}
+
+/// Check the header of the index file `path` (its size, signature and a version pai reads);
+/// its version and entry count.
+fn parse_header(path: &Path, buf: &[u8]) -> Result<(u32, usize), HistoryError> {
+    if buf.len() > u32::MAX as usize {
+        return Err(bad(path, "larger than 4 GiB"));
+    }
+    if buf.len() < HEADER_LEN + HASH_LEN || &buf[..4] != SIGNATURE {
+        return Err(bad(path, "not a git index file"));
+    }
+    let version = be32(buf, 4);
+    if !(2..=4).contains(&version) {
+        return Err(bad(
+            path,
+            format!("index version {version} is not supported"),
+        ));
+    }
+    Ok((version, be32(buf, 8) as usize))
+}
+
+/// Reads the entries of an index file one after the other. It is a walk with state: an entry
+/// starts where the previous one ends, and a version 4 path is compressed against the
+/// previous entry's. Every read is checked against `end`, so a corrupt file is an error,
+/// never a panic.
+struct EntryReader<'b> {
+    /// The index file, for errors.
+    file: &'b Path,
+    buf: &'b [u8],
+    /// Where the entries and extensions end: at the trailing checksum.
+    end: usize,
+    version: u32,
+    /// Where the next entry starts (after the last one: where the extensions start).
+    pos: usize,
+    /// Version 4's decompressed paths.
+    arena: Vec<u8>,
+    /// The previous entry's path (in `arena` for version 4, else in `buf`).
+    prev: Range<usize>,
+    /// Whether an entry had no path.
+    nameless: bool,
+}
+
+impl<'b> EntryReader<'b> {
+    /// A reader at the first entry of `buf`, whose header says `version` and `count`.
+    fn new(file: &'b Path, buf: &'b [u8], version: u32, count: usize) -> Self {
+        EntryReader {
+            file,
+            buf,
+            end: buf.len() - HASH_LEN,
+            version,
+            pos: HEADER_LEN,
+            arena: Vec::with_capacity(if version == 4 { count * 32 } else { 0 }),
+            prev: 0..0,
+            nameless: false,
+        }
+    }
+
+    fn truncated(&self) -> HistoryError {
+        bad(self.file, "truncated entry")
+    }
+
+    /// The next entry: its fixed part (62 bytes, 64 with the extended flags of version 3 and
+    /// up), then its path.
+    fn entry(&mut self) -> Result<RawEntry, HistoryError> {
+        let start = self.pos;
+        if start + FIXED_LEN > self.end {
+            return Err(self.truncated());
+        }
+        let flags = be16(self.buf, start + FLAGS_OFFSET);
+        let mut fixed = FIXED_LEN;
+        if flags & FLAG_EXTENDED != 0 {
+            if self.version < 3 {
+                return Err(bad(self.file, "extended flags in a version 2 index"));
+            }
+            fixed += 2;
+        }
+        self.pos = start + fixed;
+        if self.pos > self.end {
+            return Err(self.truncated());
+        }
+        let path_range = if self.version == 4 {
+            self.compressed_path()?
+        } else {
+            self.padded_path(start, fixed, flags)?
+        };
+        // A split index has nameless entries; the `link` extension after them says so.
+        self.nameless |= path_range.is_empty();
+        self.prev = path_range.clone();
+        Ok(RawEntry {
+            start: start as u32,
+            end: self.pos as u32,
+            path: path_range.start as u32,
+            path_len: path_range.len() as u32,
+            fixed: fixed as u8,
+            stage: ((flags & STAGE_MASK) >> 12) as u8,
+        })
+    }
+
+    /// A version 4 path: how many bytes to strip from the end of the previous path, then
+    /// what follows them, NUL-terminated (no padding). Decompressed into `arena`; its range
+    /// there.
+    fn compressed_path(&mut self) -> Result<Range<usize>, HistoryError> {
+        let (buf, end) = (self.buf, self.end);
+        let path_start = self.arena.len();
+        let (strip, used) = decode_varint(&buf[self.pos..end]).ok_or_else(|| self.truncated())?;
+        self.pos += used;
+        let nul = buf[self.pos..end]
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| self.truncated())?;
+        if strip > self.prev.len() {
+            return Err(bad(self.file, "bad path compression"));
+        }
+        self.arena
+            .extend_from_within(self.prev.start..self.prev.end - strip);
+        self.arena.extend_from_slice(&buf[self.pos..self.pos + nul]);
+        self.pos += nul + 1;
+        Ok(path_start..self.arena.len())
+    }
+
+    /// A version 2 or 3 path: as long as the flags say (up to the NUL when too long for
+    /// them), NUL-terminated, and padded with NULs so that the entry (from `start`, with a
+    /// fixed part of `fixed` bytes) ends on a multiple of 8. Its range in `buf`.
+    fn padded_path(
+        &mut self,
+        start: usize,
+        fixed: usize,
+        flags: u16,
+    ) -> Result<Range<usize>, HistoryError> {
+        let (buf, end, pos) = (self.buf, self.end, self.pos);
+        let len = (flags & NAME_MASK) as usize;
+        let nul = if len < NAME_MASK as usize {
+            len
+        } else {
+            buf[pos..end]
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| self.truncated())?
+        };
+        if pos + nul >= end || buf[pos + nul] != 0 {
+            return Err(self.truncated());
+        }
+        self.pos = start + ((fixed + nul + 8) & !7);
+        if self.pos > end {
+            return Err(self.truncated());
+        }
+        Ok(pos..pos + nul)
+    }
+}
+
+/// The extensions between the entries (ending at `pos`) and the checksum (at `end`): each a
+/// signature, a size and its data, as (signature, data range in `buf`). An extension that
+/// changes how the entries must be read is refused, never guessed at.
+fn parse_extensions(
+    path: &Path,
+    buf: &[u8],
+    mut pos: usize,
+    end: usize,
+) -> Result<Vec<Extension>, HistoryError> {
+    let mut extensions = Vec::new();
+    while pos < end {
+        if pos + 8 > end {
+            return Err(bad(path, "truncated extension"));
+        }
+        let mut sig = [0u8; 4];
+        sig.copy_from_slice(&buf[pos..pos + 4]);
+        let size = be32(buf, pos + 4) as usize;
+        let data = pos + 8..pos + 8 + size;
+        if data.end > end {
+            return Err(bad(path, "truncated extension"));
+        }
+        // Optional extensions start with an upper-case letter; the others change how
+        // the entries must be read (split index `link`, sparse index `sdir`).
+        if !sig[0].is_ascii_uppercase() {
+            return Err(bad(
+                path,
+                format!(
+                    "it uses the `{}` extension (split or sparse index), which pai cannot update; run `git update-index --no-split-index` or `git sparse-checkout disable`",
+                    String::from_utf8_lossy(&sig)
+                ),
+            ));
+        }
+        extensions.push((sig, data.clone()));
+        pos = data.end;
+    }
+    Ok(extensions)
 }
 
 /// A writer for a new index file: every byte goes to the sink and into the SHA-1 that git
@@ -167,117 +356,20 @@ impl IndexFile {
     }
 
     fn parse(path: &Path, buf: Vec<u8>) -> Result<IndexFile, HistoryError> {
-        if buf.len() > u32::MAX as usize {
-            return Err(bad(path, "larger than 4 GiB"));
-        }
-        if buf.len() < HEADER_LEN + HASH_LEN || &buf[..4] != SIGNATURE {
-            return Err(bad(path, "not a git index file"));
-        }
-        let version = be32(&buf, 4);
-        if !(2..=4).contains(&version) {
-            return Err(bad(
-                path,
-                format!("index version {version} is not supported"),
-            ));
-        }
-        let count = be32(&buf, 8) as usize;
-        let end = buf.len() - HASH_LEN;
-        let truncated = || bad(path, "truncated entry");
+        let (version, count) = parse_header(path, &buf)?;
         let mut entries = Vec::with_capacity(count);
-        let mut arena: Vec<u8> = Vec::with_capacity(if version == 4 { count * 32 } else { 0 });
-        let mut prev: Range<usize> = 0..0;
-        let mut nameless = false;
-        let mut pos = HEADER_LEN;
+        let mut reader = EntryReader::new(path, &buf, version, count);
         for _ in 0..count {
-            let start = pos;
-            if pos + FIXED_LEN > end {
-                return Err(truncated());
-            }
-            let flags = be16(&buf, pos + FLAGS_OFFSET);
-            let mut fixed = FIXED_LEN;
-            if flags & FLAG_EXTENDED != 0 {
-                if version < 3 {
-                    return Err(bad(path, "extended flags in a version 2 index"));
-                }
-                fixed += 2;
-            }
-            pos = start + fixed;
-            if pos > end {
-                return Err(truncated());
-            }
-            let path_range;
-            if version == 4 {
-                let path_start = arena.len();
-                let (strip, used) = decode_varint(&buf[pos..end]).ok_or_else(truncated)?;
-                pos += used;
-                let nul = buf[pos..end]
-                    .iter()
-                    .position(|&b| b == 0)
-                    .ok_or_else(truncated)?;
-                if strip > prev.len() {
-                    return Err(bad(path, "bad path compression"));
-                }
-                arena.extend_from_within(prev.start..prev.end - strip);
-                arena.extend_from_slice(&buf[pos..pos + nul]);
-                path_range = path_start..arena.len();
-                pos += nul + 1;
-            } else {
-                let len = (flags & NAME_MASK) as usize;
-                let nul = if len < NAME_MASK as usize {
-                    len
-                } else {
-                    buf[pos..end]
-                        .iter()
-                        .position(|&b| b == 0)
-                        .ok_or_else(truncated)?
-                };
-                if pos + nul >= end || buf[pos + nul] != 0 {
-                    return Err(truncated());
-                }
-                path_range = pos..pos + nul;
-                pos = start + ((fixed + nul + 8) & !7);
-                if pos > end {
-                    return Err(truncated());
-                }
-            }
-            // A split index has nameless entries; the `link` extension below says so.
-            nameless |= path_range.is_empty();
-            prev = path_range.clone();
-            entries.push(RawEntry {
-                start: start as u32,
-                end: pos as u32,
-                path: path_range.start as u32,
-                path_len: path_range.len() as u32,
-                fixed: fixed as u8,
-                stage: ((flags & STAGE_MASK) >> 12) as u8,
-            });
+            entries.push(reader.entry()?);
         }
-        let mut extensions = Vec::new();
-        while pos < end {
-            if pos + 8 > end {
-                return Err(bad(path, "truncated extension"));
-            }
-            let mut sig = [0u8; 4];
-            sig.copy_from_slice(&buf[pos..pos + 4]);
-            let size = be32(&buf, pos + 4) as usize;
-            let data = pos + 8..pos + 8 + size;
-            if data.end > end {
-                return Err(bad(path, "truncated extension"));
-            }
-            // Optional extensions start with an upper-case letter; the others change how
-            // the entries must be read (split index `link`, sparse index `sdir`).
-            if !sig[0].is_ascii_uppercase() {
-                return Err(bad(
-                    path,
-                    format!(
-                        "it uses the `{}` extension (split or sparse index), which pai cannot update; run `git update-index --no-split-index` or `git sparse-checkout disable`",
-                        String::from_utf8_lossy(&sig)
-                    ),
-                ));
-            }
-            extensions.push((sig, data.clone()));
-            pos = data.end;
-        }
+        let EntryReader {
+            arena,
+            pos,
+            end,
+            nameless,
+            ..
+        } = reader;
+        let extensions = parse_extensions(path, &buf, pos, end)?;
         if nameless {
             return Err(bad(path, "an entry has no path"));
         }

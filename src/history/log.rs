@@ -341,93 +341,109 @@ pub fn render_text(sessions: &[SessionLog]) -> String {
     }
     let mut out = String::new();
     for s in sessions {
-        out.push_str(&format!("Session {}", s.session));
-        match &s.branch {
-            Some(b) => out.push_str(&format!("  {b}")),
-            None => out.push_str("  (branch deleted)"),
-        }
-        match (&s.base_commit, &s.base_branch) {
-            (Some(c), Some(b)) => out.push_str(&format!("  from {b} at {c}")),
-            (Some(c), None) => out.push_str(&format!("  from detached {c}")),
-            (None, Some(b)) => out.push_str(&format!("  from unborn {b}")),
-            (None, None) => {}
-        }
-        out.push('\n');
-        if s.branch.is_some() {
-            if let Some(merge) = &s.merge {
-                out.push_str(&format!("  merge: {merge}\n"));
-            }
-            if let Some(review) = &s.review {
-                out.push_str(&format!("  review: {review}\n"));
-            }
-        }
+        render_session_head(&mut out, s);
         if s.plans.is_empty() {
             out.push_str("  no plans\n");
         }
         for p in &s.plans {
-            let when = DateTime::parse_from_rfc3339(&p.time)
-                .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
-                .unwrap_or_else(|_| p.time.clone());
-            let request = p.request.lines().next().unwrap_or_default();
-            out.push_str(&format!(
-                "  plan {:<3} {}  {}  {}{}\n",
-                p.plan,
-                p.commit,
-                when,
-                request,
-                if p.undone { "  [undone]" } else { "" }
-            ));
-            let files: Vec<String> = p
-                .files
-                .iter()
-                .map(|f| {
-                    if f.binary {
-                        format!("{} (binary, {})", f.path, f.status)
-                    } else {
-                        format!("{} +{} -{}", f.path, f.added, f.deleted)
-                    }
-                })
-                .collect();
-            for step in &p.steps {
-                out.push_str(&format!("           - {step}\n"));
-            }
-            out.push_str(&format!("           {}\n", files.join(", ")));
-            let calls = p
-                .calls
-                .map(|c| format!("{c} call{}", if c == 1 { "" } else { "s" }));
-            let tokens = match (p.input_tokens, p.output_tokens) {
-                (Some(i), Some(o)) => {
-                    let mut extra = Vec::new();
-                    if let Some(c) = p.cached_tokens.filter(|&c| c > 0) {
-                        extra.push(format!("{c} cached"));
-                    }
-                    if let Some(r) = p.reasoning_tokens.filter(|&r| r > 0) {
-                        extra.push(format!("{r} reasoning"));
-                    }
-                    let extra = if extra.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", extra.join(", "))
-                    };
-                    Some(format!("tokens {i} in / {o} out{extra}"))
-                }
-                _ => None,
-            };
-            let details: Vec<String> = [calls, tokens, p.model.clone()]
-                .into_iter()
-                .flatten()
-                .collect();
-            if !details.is_empty() {
-                out.push_str(&format!("           {}\n", details.join(" · ")));
-            }
-            if let Some(patch) = &p.patch {
-                for line in patch.lines() {
-                    out.push_str(&format!("    {line}\n"));
-                }
-            }
+            render_plan(&mut out, p);
         }
     }
     out
+}
+
+/// A session's heading: its id, branch and base, then the merge and review commands, which
+/// are shown only while its branch exists.
+fn render_session_head(out: &mut String, s: &SessionLog) {
+    out.push_str(&format!("Session {}", s.session));
+    match &s.branch {
+        Some(b) => out.push_str(&format!("  {b}")),
+        None => out.push_str("  (branch deleted)"),
+    }
+    match (&s.base_commit, &s.base_branch) {
+        (Some(c), Some(b)) => out.push_str(&format!("  from {b} at {c}")),
+        (Some(c), None) => out.push_str(&format!("  from detached {c}")),
+        (None, Some(b)) => out.push_str(&format!("  from unborn {b}")),
+        (None, None) => {}
+    }
+    out.push('\n');
+    if s.branch.is_some() {
+        if let Some(merge) = &s.merge {
+            out.push_str(&format!("  merge: {merge}\n"));
+        }
+        if let Some(review) = &s.review {
+            out.push_str(&format!("  review: {review}\n"));
+        }
+    }
+}
+
+/// One plan: its number, commit, time (at the committer's offset) and the first line of its
+/// request (marked when undone), its steps, its files, the calls, tokens and model when known,
+/// and its patch when asked for (indented under the plan).
+fn render_plan(out: &mut String, p: &PlanLog) {
+    let when = DateTime::parse_from_rfc3339(&p.time)
+        .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+        .unwrap_or_else(|_| p.time.clone());
+    let request = p.request.lines().next().unwrap_or_default();
+    out.push_str(&format!(
+        "  plan {:<3} {}  {}  {}{}\n",
+        p.plan,
+        p.commit,
+        when,
+        request,
+        if p.undone { "  [undone]" } else { "" }
+    ));
+    let files: Vec<String> = p
+        .files
+        .iter()
+        .map(|f| {
+            if f.binary {
+                format!("{} (binary, {})", f.path, f.status)
+            } else {
+                format!("{} +{} -{}", f.path, f.added, f.deleted)
+            }
+        })
+        .collect();
+    for step in &p.steps {
+        out.push_str(&format!("           - {step}\n"));
+    }
+    out.push_str(&format!("           {}\n", files.join(", ")));
+    let calls = p
+        .calls
+        .map(|c| format!("{c} call{}", if c == 1 { "" } else { "s" }));
+    let details: Vec<String> = [calls, token_counts(p), p.model.clone()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !details.is_empty() {
+        out.push_str(&format!("           {}\n", details.join(" · ")));
+    }
+    if let Some(patch) = &p.patch {
+        for line in patch.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+}
+
+/// `tokens I in / O out`, with the cached and reasoning counts when there were any; `None`
+/// unless the plan commit recorded both the input and the output count.
+fn token_counts(p: &PlanLog) -> Option<String> {
+    let (Some(i), Some(o)) = (p.input_tokens, p.output_tokens) else {
+        return None;
+    };
+    let mut extra = Vec::new();
+    if let Some(c) = p.cached_tokens.filter(|&c| c > 0) {
+        extra.push(format!("{c} cached"));
+    }
+    if let Some(r) = p.reasoning_tokens.filter(|&r| r > 0) {
+        extra.push(format!("{r} reasoning"));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", extra.join(", "))
+    };
+    Some(format!("tokens {i} in / {o} out{extra}"))
 }
 
 /// JSON for `pai log --json`: an array of sessions.

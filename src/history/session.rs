@@ -104,18 +104,9 @@ impl Session {
         if let Some(b) = repo::blocker(&hr.repo) {
             return Ok(read_only(b.reason(), Some(&hr.repo)));
         }
-        let lock = match WorkTreeLock::acquire(root) {
+        let lock = match lock_work_tree(root)? {
             Ok(lock) => lock,
-            Err(HistoryError::Busy { pid }) => {
-                let who = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
-                return Ok(read_only(
-                    format!(
-                        "another pai session{who} is writing this work tree; use that session, or wait until it ends"
-                    ),
-                    Some(&hr.repo),
-                ));
-            }
-            Err(e) => return Err(e),
+            Err(reason) => return Ok(read_only(reason, Some(&hr.repo))),
         };
         let repo = hr.repo;
         if !hr.private && repo.find_reference("refs/heads/pai").is_ok() {
@@ -124,35 +115,7 @@ impl Session {
                 Some(&repo),
             ));
         }
-        let head = names::head(&repo).ctx(|| "cannot read HEAD".into())?;
-        let (base, base_branch) = match &head {
-            Head::Branch(name) => (
-                names::target(&repo, name).ctx(|| format!("cannot read {name}"))?,
-                Some(name.clone()),
-            ),
-            Head::Detached(oid) => (Some(*oid), None),
-        };
-        let id = unique_id(root, Some(&repo), &stamp);
-        let branch = names::branch_ref(&id);
-        let meta = Meta { base, base_branch };
-        meta::write(&repo, &id, &meta)?;
-        let from = match &head {
-            Head::Branch(name) => names::short(name).to_string(),
-            Head::Detached(oid) => names::short_id(*oid),
-        };
-        if let Some(base) = base {
-            repo.reference(
-                &branch,
-                base,
-                false,
-                &format!("pai: session {id} started from {from}"),
-            )
-            .ctx(|| format!("cannot create branch {}", names::short(&branch)))?;
-        }
-        // Attaching HEAD to a branch at the same commit changes neither index nor work tree;
-        // on an unborn branch HEAD simply names the new (still unborn) branch.
-        repo.set_head(&branch)
-            .ctx(|| format!("cannot point HEAD at {}", names::short(&branch)))?;
+        let (id, branch, meta) = start_branch(&repo, root, &stamp)?;
         Ok(Session {
             id,
             root: root.to_path_buf(),
@@ -395,6 +358,62 @@ pub fn head_session(root: &Path) -> Option<String> {
         Head::Branch(name) => names::session_of_branch(&name).map(str::to_string),
         Head::Detached(_) => None,
     }
+}
+
+/// The work-tree lock for a new session, or, when another pai session holds it, the reason
+/// the new one is read-only (any other failure is an error).
+fn lock_work_tree(root: &Path) -> Result<Result<WorkTreeLock, String>, HistoryError> {
+    match WorkTreeLock::acquire(root) {
+        Ok(lock) => Ok(Ok(lock)),
+        Err(HistoryError::Busy { pid }) => {
+            let who = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+            Ok(Err(format!(
+                "another pai session{who} is writing this work tree; use that session, or wait until it ends"
+            )))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Create the session: its id (unique among the sessions pai knows of), its metadata (where
+/// it started), and its branch `pai/<id>` at HEAD's commit (still unborn when HEAD's branch
+/// is) with HEAD attached to it, which changes neither index nor work tree. The id, the
+/// branch's full ref name, and the metadata.
+fn start_branch(
+    repo: &Repository,
+    root: &Path,
+    stamp: &str,
+) -> Result<(String, String, Meta), HistoryError> {
+    let head = names::head(repo).ctx(|| "cannot read HEAD".into())?;
+    let (base, base_branch) = match &head {
+        Head::Branch(name) => (
+            names::target(repo, name).ctx(|| format!("cannot read {name}"))?,
+            Some(name.clone()),
+        ),
+        Head::Detached(oid) => (Some(*oid), None),
+    };
+    let id = unique_id(root, Some(repo), stamp);
+    let branch = names::branch_ref(&id);
+    let meta = Meta { base, base_branch };
+    meta::write(repo, &id, &meta)?;
+    let from = match &head {
+        Head::Branch(name) => names::short(name).to_string(),
+        Head::Detached(oid) => names::short_id(*oid),
+    };
+    if let Some(base) = base {
+        repo.reference(
+            &branch,
+            base,
+            false,
+            &format!("pai: session {id} started from {from}"),
+        )
+        .ctx(|| format!("cannot create branch {}", names::short(&branch)))?;
+    }
+    // Attaching HEAD to a branch at the same commit changes neither index nor work tree;
+    // on an unborn branch HEAD simply names the new (still unborn) branch.
+    repo.set_head(&branch)
+        .ctx(|| format!("cannot point HEAD at {}", names::short(&branch)))?;
+    Ok((id, branch, meta))
 }
 
 /// A session id not yet used by a branch, undone plans, a session log or trash.

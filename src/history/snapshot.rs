@@ -3,15 +3,17 @@
 //! exact bytes), and copy files git would not keep to the trash.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
-use git2::{Oid, Repository, Signature};
+use git2::{Oid, Repository, Signature, Tree};
 
 use super::error::{Context, HistoryError};
+use super::index_file::{self, IndexFile};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
-use super::{index_file, message, names, repo, trash};
+use super::{message, names, repo, trash};
 
 /// What stood at a path before a RUN: its blob id and git mode (`None`: nothing, or nothing
 /// pai reads), and its permission bits.
@@ -188,14 +190,7 @@ impl Session {
         let w = self.writer()?;
         w.check_head()?;
         let plan = w.next_plan;
-        let tip =
-            names::target(&w.repo, &w.branch).ctx(|| "cannot read the session branch".into())?;
-        if w.pending.as_ref().is_some_and(|p| p.base != tip) {
-            // The branch moved under the plan (the user committed): those snapshots no longer
-            // sit on the tip. They stay reachable at the pending ref until the next snapshot.
-            w.pending = None;
-        }
-        let base = w.pending.as_ref().map(|p| p.top).or(tip);
+        let (tip, base) = w.snapshot_base()?;
         let repo = &w.repo;
         let base_tree = match base {
             Some(c) => Some(
@@ -210,88 +205,21 @@ impl Session {
             return Err(HistoryError::ReadOnly { reason: b.reason() });
         }
         let files = scope::expand(repo, wt, base_tree.as_ref(), &index, paths)?;
-        let trash_dir = trash::plan_dir(&root, &session, plan);
-        let mut staged: BTreeMap<String, Option<Entry>> = BTreeMap::new();
-        let mut work: BTreeMap<String, Option<Entry>> = BTreeMap::new();
-        let mut blobs: Vec<Vec<u8>> = Vec::new();
-        for path in files {
-            if w.prepared.contains(&path) {
-                continue;
-            }
-            w.prepared.insert(path.clone());
-            let class = scope::classify(repo, wt, base_tree.as_ref(), &index, &path);
-            if class == Class::Denied {
-                continue;
-            }
-            let (file, known_perm) = match earlier.remove(&path) {
-                Some(before) => before,
-                None => {
-                    let Ok(file) = scope::work_file(wt, &path)? else {
-                        continue;
-                    };
-                    (file, wt.permissions(&path))
-                }
-            };
-            if matches!(
-                class,
-                Class::Ignored | Class::Lfs | Class::Filtered | Class::Untracked
-            ) && let Some(f) = &file
-            {
-                let perm = known_perm.unwrap_or(if f.mode == scope::MODE_EXEC {
-                    0o755
-                } else {
-                    0o644
-                });
-                if trash::save(&root, &trash_dir, &path, &f.bytes, perm)? {
-                    // The object store keeps what the copy must be: content-addressed, so a
-                    // copy changed later in the trash folder cannot pass for it.
-                    let id = repo
-                        .blob(&f.bytes)
-                        .ctx(|| format!("cannot record the trash copy of {path}"))?;
-                    w.trash.insert(path.clone(), (id, perm));
-                }
-            }
-            if matches!(class, Class::Ignored | Class::Lfs | Class::Filtered) {
-                continue;
-            }
-            let Ok(in_tree) = scope::tree_file(base_tree.as_ref(), &path) else {
-                continue;
-            };
-            let in_index = index.get(&path);
-            let in_work = scope::entry_of(file.as_ref());
-            // Staged content that is neither the branch's nor the work tree's would be lost
-            // when the plan rewrites the index entry: record it first.
-            let recorded = if in_index != in_tree && in_index != in_work {
-                staged.insert(path.clone(), in_index);
-                in_index
-            } else {
-                in_tree
-            };
-            if in_work != recorded {
-                work.insert(path.clone(), in_work);
-                if let Some(f) = file {
-                    blobs.push(f.bytes);
-                }
-            }
-        }
-        if staged.is_empty() && work.is_empty() {
+        let preparing = Preparing {
+            repo,
+            wt,
+            root: &root,
+            trash_dir: trash::plan_dir(&root, &session, plan),
+            base_tree: base_tree.as_ref(),
+            index: &index,
+        };
+        let found = preparing.gather(files, &mut w.prepared, &mut w.trash, earlier)?;
+        if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());
         }
-        for bytes in &blobs {
-            repo.blob(bytes)
-                .ctx(|| "cannot store a snapshot of your changes".into())?;
-        }
-        let sigs = repo::signatures(repo, w.identity.as_ref())?;
-        let mut top = base;
-        for (changes, is_staged) in [(&staged, true), (&work, false)] {
-            if changes.is_empty() {
-                continue;
-            }
-            let files: Vec<String> = changes.keys().cloned().collect();
-            let msg = message::user_message(&session, plan, is_staged, &files);
-            top = Some(commit_changes(repo, top, changes, &msg, &sigs)?);
-        }
-        let Some(top) = top else { return Ok(()) };
+        let Some(top) = found.commit(repo, base, &session, plan, w.identity.as_ref())? else {
+            return Ok(());
+        };
         repo.reference(
             &names::pending_ref(&session),
             top,
@@ -299,26 +227,188 @@ impl Session {
             &format!("pai: snapshot before plan {plan}"),
         )
         .ctx(|| "cannot keep the snapshot of your changes".into())?;
-        let mut snapshot_paths: BTreeSet<String> = staged.into_keys().collect();
-        snapshot_paths.extend(work.into_keys());
-        match &mut w.pending {
-            Some(p) => {
-                p.top = top;
-                p.paths.extend(snapshot_paths);
+        add_pending(&mut w.pending, tip, top, found.into_paths());
+        Ok(())
+    }
+}
+
+/// One `prepare` call's view of the project: what each path is compared with, and where its
+/// trash copies go.
+struct Preparing<'a, 'r> {
+    repo: &'r Repository,
+    wt: &'a dyn WorkTree,
+    root: &'a Path,
+    /// `.pai_history/trash/<session>/<plan>/`.
+    trash_dir: PathBuf,
+    /// The tree the snapshots go on (the newest pending snapshot's, or the tip's).
+    base_tree: Option<&'a Tree<'r>>,
+    index: &'a IndexFile,
+}
+
+impl Preparing<'_, '_> {
+    /// Read each path not yet `prepared` for this plan (marking it prepared, so it is never
+    /// snapshotted twice: its work-tree state may be the agent's by then), copy the files git
+    /// would not keep to the trash (recording the copies in `trash`), and gather the user's
+    /// changes the branch does not hold. Deny-listed files are skipped before they are read.
+    fn gather(
+        &self,
+        files: BTreeSet<String>,
+        prepared: &mut BTreeSet<String>,
+        trash: &mut BTreeMap<String, (Oid, u32)>,
+        earlier: &mut BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
+    ) -> Result<UserChanges, HistoryError> {
+        let mut found = UserChanges::default();
+        for path in files {
+            if prepared.contains(&path) {
+                continue;
             }
-            None => {
-                w.pending = Some(Pending {
-                    base: tip,
-                    top,
-                    paths: snapshot_paths,
-                })
+            prepared.insert(path.clone());
+            let class = scope::classify(self.repo, self.wt, self.base_tree, self.index, &path);
+            if class == Class::Denied {
+                continue;
             }
+            let (file, known_perm) = match earlier.remove(&path) {
+                Some(before) => before,
+                None => {
+                    let Ok(file) = scope::work_file(self.wt, &path)? else {
+                        continue;
+                    };
+                    (file, self.wt.permissions(&path))
+                }
+            };
+            if matches!(
+                class,
+                Class::Ignored | Class::Lfs | Class::Filtered | Class::Untracked
+            ) && let Some(f) = &file
+            {
+                self.save_trash_copy(&path, f, known_perm, trash)?;
+            }
+            if matches!(class, Class::Ignored | Class::Lfs | Class::Filtered) {
+                continue;
+            }
+            let Ok(in_tree) = scope::tree_file(self.base_tree, &path) else {
+                continue;
+            };
+            let in_index = self.index.get(&path);
+            found.note(path, in_tree, in_index, file);
+        }
+        Ok(found)
+    }
+
+    /// Copy `f` to the plan's trash folder (with `known_perm`, or the bits its git mode
+    /// implies) and, when a copy was made, record it in `trash` by its blob in the object
+    /// store: content-addressed, so a copy changed later in the trash folder cannot pass for
+    /// it.
+    fn save_trash_copy(
+        &self,
+        path: &str,
+        f: &scope::WorkFile,
+        known_perm: Option<u32>,
+        trash: &mut BTreeMap<String, (Oid, u32)>,
+    ) -> Result<(), HistoryError> {
+        let perm = known_perm.unwrap_or(if f.mode == scope::MODE_EXEC {
+            0o755
+        } else {
+            0o644
+        });
+        if trash::save(self.root, &self.trash_dir, path, &f.bytes, perm)? {
+            let id = self
+                .repo
+                .blob(&f.bytes)
+                .ctx(|| format!("cannot record the trash copy of {path}"))?;
+            trash.insert(path.to_string(), (id, perm));
         }
         Ok(())
     }
 }
 
+/// The user's changes to a plan's paths that the session branch does not hold.
+#[derive(Default)]
+struct UserChanges {
+    /// Staged content that is neither the branch's nor the work tree's.
+    staged: BTreeMap<String, Option<Entry>>,
+    /// Work-tree content that neither the branch nor the staged snapshot holds.
+    work: BTreeMap<String, Option<Entry>>,
+    /// The bytes of the `work` files, stored only once a snapshot is certain to be made.
+    blobs: Vec<Vec<u8>>,
+}
+
+impl UserChanges {
+    /// Note what the user changed at `path`: the branch has `in_tree`, the index `in_index`,
+    /// the work tree `file`.
+    fn note(
+        &mut self,
+        path: String,
+        in_tree: Option<Entry>,
+        in_index: Option<Entry>,
+        file: Option<scope::WorkFile>,
+    ) {
+        let in_work = scope::entry_of(file.as_ref());
+        // Staged content that is neither the branch's nor the work tree's would be lost
+        // when the plan rewrites the index entry: record it first.
+        let recorded = if in_index != in_tree && in_index != in_work {
+            self.staged.insert(path.clone(), in_index);
+            in_index
+        } else {
+            in_tree
+        };
+        if in_work != recorded {
+            self.work.insert(path, in_work);
+            if let Some(f) = file {
+                self.blobs.push(f.bytes);
+            }
+        }
+    }
+
+    /// Commit the snapshots on top of `base` (the staged content first, then the work tree),
+    /// without moving any ref; the newest one, `None` when there was nothing to commit.
+    fn commit(
+        &self,
+        repo: &Repository,
+        base: Option<Oid>,
+        session: &str,
+        plan: u32,
+        identity: Option<&(String, String)>,
+    ) -> Result<Option<Oid>, HistoryError> {
+        for bytes in &self.blobs {
+            repo.blob(bytes)
+                .ctx(|| "cannot store a snapshot of your changes".into())?;
+        }
+        let sigs = repo::signatures(repo, identity)?;
+        let mut top = base;
+        for (changes, is_staged) in [(&self.staged, true), (&self.work, false)] {
+            if changes.is_empty() {
+                continue;
+            }
+            let files: Vec<String> = changes.keys().cloned().collect();
+            let msg = message::user_message(session, plan, is_staged, &files);
+            top = Some(commit_changes(repo, top, changes, &msg, &sigs)?);
+        }
+        Ok(top)
+    }
+
+    /// The paths the snapshots record.
+    fn into_paths(self) -> BTreeSet<String> {
+        let mut paths: BTreeSet<String> = self.staged.into_keys().collect();
+        paths.extend(self.work.into_keys());
+        paths
+    }
+}
+
 impl Writer {
+    /// The session branch's tip, and the commit the next snapshot of the user's changes goes
+    /// on: the newest pending snapshot, or the tip.
+    fn snapshot_base(&mut self) -> Result<(Option<Oid>, Option<Oid>), HistoryError> {
+        let tip = names::target(&self.repo, &self.branch)
+            .ctx(|| "cannot read the session branch".into())?;
+        if self.pending.as_ref().is_some_and(|p| p.base != tip) {
+            // The branch moved under the plan (the user committed): those snapshots no longer
+            // sit on the tip. They stay reachable at the pending ref until the next snapshot.
+            self.pending = None;
+        }
+        Ok((tip, self.pending.as_ref().map(|p| p.top).or(tip)))
+    }
+
     /// Refuse to record when HEAD no longer points at the session branch.
     pub(super) fn check_head(&self) -> Result<(), HistoryError> {
         let head = names::head(&self.repo).ctx(|| "cannot read HEAD".into())?;
@@ -328,6 +418,25 @@ impl Writer {
             Err(HistoryError::HeadMoved {
                 expected: names::short(&self.branch).to_string(),
                 found: head.describe(),
+            })
+        }
+    }
+}
+
+/// Add snapshot commits made on `tip` (the newest being `top`, recording `paths`) to the
+/// plan's `pending` ones. A free function so it can run while the session's repository is
+/// borrowed (the base tree's borrow lasts to the end of `prepare_from`).
+fn add_pending(pending: &mut Option<Pending>, tip: Option<Oid>, top: Oid, paths: BTreeSet<String>) {
+    match pending {
+        Some(p) => {
+            p.top = top;
+            p.paths.extend(paths);
+        }
+        None => {
+            *pending = Some(Pending {
+                base: tip,
+                top,
+                paths,
             })
         }
     }

@@ -11,6 +11,7 @@ use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
+use super::index_file::{self, IndexFile};
 use super::lock::WorkTreeLock;
 use super::message::{self, Kind};
 use super::revert::{self, PathChange};
@@ -18,7 +19,7 @@ use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
 use super::snapshot::commit_changes;
 use super::worktree::WorkTree;
-use super::{index_file, names, repo, trash};
+use super::{names, repo, trash};
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -130,25 +131,61 @@ fn read_commit<'r>(repo: &'r Repository, id: Oid) -> Result<Commit<'r>, HistoryE
         .ctx(|| format!("cannot read commit {id}"))
 }
 
-pub(crate) fn undo_in(
-    repo: &Repository,
-    root: &Path,
-    wt: &dyn WorkTree,
-    force: bool,
-    identity: Option<&(String, String)>,
-) -> Result<UndoReport, HistoryError> {
+/// The checked-out session branch an undo or redo moves, as read before anything is touched.
+struct SessionBranch {
+    /// The full ref name (`refs/heads/pai/<id>`).
+    name: String,
+    /// `pai/<id>`, as messages name it.
+    short: String,
+    /// Its tip; `None` on an unborn branch.
+    tip: Option<Oid>,
+}
+
+/// The checked-out session branch and its tip. Refuses `action` first while git is in the
+/// middle of an operation (a merge, a rebase), which owns the index and work tree then.
+fn checked_out_branch(repo: &Repository, action: &str) -> Result<SessionBranch, HistoryError> {
     if let Some(b) = repo::state_blocker(repo) {
-        return Err(b.refusal("undo"));
+        return Err(b.refusal(action));
     }
-    let branch = revert::session_branch(repo, "undo")?;
-    let short_branch = names::short(&branch).to_string();
-    let tip = names::target(repo, &branch)
-        .ctx(|| format!("cannot read {short_branch}"))?
-        .ok_or_else(|| HistoryError::Refused {
-            message: format!("nothing to undo: {short_branch} has no commits yet"),
-            hint: "pai undo reverts plans pai committed on the session branch".into(),
-        })?;
-    // The newest plan, under any snapshots of the user's changes taken after it.
+    let name = revert::session_branch(repo, action)?;
+    let short = names::short(&name).to_string();
+    let tip = names::target(repo, &name).ctx(|| format!("cannot read {short}"))?;
+    Ok(SessionBranch { name, short, tip })
+}
+
+/// The paths `plan` changed (with their entries before and after it), and the tree below it
+/// (`None` for a branch's first commit).
+fn plan_changes<'r>(
+    repo: &'r Repository,
+    plan: &Commit<'r>,
+) -> Result<(Option<git2::Tree<'r>>, Vec<PathChange>), HistoryError> {
+    let plan_tree = plan.tree().ctx(|| "cannot read the plan's tree".into())?;
+    let before_tree = revert::parent_tree(plan)?;
+    let changes = revert::changed_paths(repo, before_tree.as_ref(), Some(&plan_tree))?;
+    Ok((before_tree, changes))
+}
+
+/// The plan commit an undo takes off the branch, and the names its messages and refs use.
+struct PlanToUndo<'r> {
+    commit: Commit<'r>,
+    /// Snapshots of the user's changes taken after the plan, newest first.
+    above: Vec<Commit<'r>>,
+    session: String,
+    number: u32,
+    /// The plan commit's abbreviated id.
+    short: String,
+}
+
+/// The newest plan on `branch` (whose tip is `tip`), under any snapshots of the user's
+/// changes taken after it. Refuses when that commit is not a pai plan, or when another branch
+/// or a remote-tracking ref already holds it: moving this branch back would not take it off
+/// there.
+fn newest_plan<'r>(
+    repo: &'r Repository,
+    branch: &SessionBranch,
+    tip: Oid,
+) -> Result<PlanToUndo<'r>, HistoryError> {
+    let short_branch = &branch.short;
     let mut plan_commit = read_commit(repo, tip)?;
     let mut above: Vec<Commit<'_>> = Vec::new();
     while revert::kind(&plan_commit) == Some(Kind::User) {
@@ -172,11 +209,11 @@ pub(crate) fn undo_in(
     let session = trailers
         .session
         .clone()
-        .or_else(|| names::session_of_branch(&branch).map(str::to_string))
+        .or_else(|| names::session_of_branch(&branch.name).map(str::to_string))
         .unwrap_or_default();
     let number = trailers.plan.unwrap_or(0);
     let short = names::short_id(plan_commit.id());
-    let holders = revert::refs_containing(repo, plan_commit.id(), &branch)?;
+    let holders = revert::refs_containing(repo, plan_commit.id(), &branch.name)?;
     if !holders.is_empty() {
         return Err(HistoryError::Refused {
             message: format!(
@@ -188,22 +225,39 @@ pub(crate) fn undo_in(
             ),
         });
     }
-    let plan_tree = plan_commit
-        .tree()
-        .ctx(|| "cannot read the plan's tree".into())?;
-    let before_tree = revert::parent_tree(&plan_commit)?;
-    let changes = revert::changed_paths(repo, before_tree.as_ref(), Some(&plan_tree))?;
+    Ok(PlanToUndo {
+        commit: plan_commit,
+        above,
+        session,
+        number,
+        short,
+    })
+}
 
-    // Everything the plan wrote must still be exactly as it wrote it.
-    // Held to the end, so the entries checked are the entries rewritten.
-    let index = index_file::lock(repo.path())?;
-    if let Some(b) = repo::index_blocker(&index) {
-        return Err(b.refusal("undo"));
-    }
+/// How the plan's paths differ from what the plan wrote: what the refusal names, and the
+/// states `--force` saves before overwriting them.
+struct Drift {
+    /// `path (what changed)`, in the order of the plan's paths.
+    changed: Vec<String>,
+    /// Index entries that are neither the plan's nor the work tree's.
+    staged_now: BTreeMap<String, Option<Entry>>,
+    /// Work-tree files that are not what the plan wrote.
+    work_now: BTreeMap<String, Option<Entry>>,
+}
+
+/// Compare each path the plan changed with what it wrote, in the work tree, then in the
+/// index. A changed file's bytes go into the object store here, so that `--force` can commit
+/// them before they are overwritten.
+fn drift_since_plan(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    index: &IndexFile,
+    changes: &[PathChange],
+) -> Result<Drift, HistoryError> {
     let mut changed: Vec<String> = Vec::new();
     let mut staged_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     let mut work_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
-    for c in &changes {
+    for c in changes {
         let Ok(file) = scope::work_file(wt, &c.path)? else {
             changed.push(format!("{} (no longer a regular file)", c.path));
             continue;
@@ -228,46 +282,73 @@ pub(crate) fn undo_in(
             staged_now.insert(c.path.clone(), in_index);
         }
     }
-    let mut saved = None;
-    if !changed.is_empty() {
-        if !force {
-            return Err(HistoryError::Refused {
-                message: format!(
-                    "cannot undo plan {number} ({short}): {} changed since the plan wrote {}: {}",
-                    if changed.len() == 1 { "this file" } else { "these files" },
-                    if changed.len() == 1 { "it" } else { "them" },
-                    changed.join(", ")
-                ),
-                hint: "undo would overwrite those changes; commit or move them away first, or run `pai undo --force` to save the current state under refs/pai/saved/ and undo anyway".into(),
-            });
-        }
-        saved = Some(save_state(
-            repo,
-            tip,
-            &session,
-            number,
-            &staged_now,
-            &work_now,
-            identity,
-        )?);
-    }
+    Ok(Drift {
+        changed,
+        staged_now,
+        work_now,
+    })
+}
 
-    // The index gets back what it held before the plan for the plan's paths (the tree below
-    // the snapshots pai took of the user's changes for it, or the staged snapshot's): the
-    // user's unstaged edits and untracked files return unstaged and untracked. Snapshot paths
-    // above the plan go back to being the uncommitted changes they were, unless the user
-    // staged them since.
-    let (base_commit, index_before) = before_plan(&plan_commit, number)?;
+/// Refuse to overwrite what changed since the plan, unless `force`: then that state is first
+/// committed under `refs/pai/saved/`, whose name is returned. `None` when nothing changed.
+fn refuse_or_save(
+    repo: &Repository,
+    tip: Oid,
+    plan: &PlanToUndo<'_>,
+    drift: &Drift,
+    force: bool,
+    identity: Option<&(String, String)>,
+) -> Result<Option<String>, HistoryError> {
+    let changed = &drift.changed;
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    if !force {
+        let (number, short) = (plan.number, &plan.short);
+        return Err(HistoryError::Refused {
+            message: format!(
+                "cannot undo plan {number} ({short}): {} changed since the plan wrote {}: {}",
+                if changed.len() == 1 { "this file" } else { "these files" },
+                if changed.len() == 1 { "it" } else { "them" },
+                changed.join(", ")
+            ),
+            hint: "undo would overwrite those changes; commit or move them away first, or run `pai undo --force` to save the current state under refs/pai/saved/ and undo anyway".into(),
+        });
+    }
+    let saved = save_state(
+        repo,
+        tip,
+        &plan.session,
+        plan.number,
+        &drift.staged_now,
+        &drift.work_now,
+        identity,
+    )?;
+    Ok(Some(saved))
+}
+
+/// The index entries undo gives back. The plan's paths get what the index held before the
+/// plan (`index_before`: the tree below the snapshots pai took of the user's changes for it,
+/// or the staged snapshot's), so the user's unstaged edits and untracked files return
+/// unstaged and untracked. Snapshot paths above the plan get the entry below the plan
+/// (`before_tree`), going back to being the uncommitted changes they were, unless the user
+/// staged them since.
+fn undo_index_entries(
+    repo: &Repository,
+    plan: &PlanToUndo<'_>,
+    index: &IndexFile,
+    changes: &[PathChange],
+    index_before: Option<&git2::Tree<'_>>,
+    before_tree: Option<&git2::Tree<'_>>,
+) -> Result<Vec<(String, Option<Entry>)>, HistoryError> {
     let mut entries: Vec<(String, Option<Entry>)> = changes
         .iter()
         .map(|c| {
-            let entry = scope::tree_file(index_before.as_ref(), &c.path)
-                .ok()
-                .flatten();
+            let entry = scope::tree_file(index_before, &c.path).ok().flatten();
             (c.path.clone(), entry)
         })
         .collect();
-    for snap in &above {
+    for snap in &plan.above {
         let snap_tree = snap.tree().ctx(|| "cannot read a snapshot".into())?;
         let below = revert::parent_tree(snap)?;
         for c in revert::changed_paths(repo, below.as_ref(), Some(&snap_tree))? {
@@ -275,48 +356,56 @@ pub(crate) fn undo_in(
                 continue;
             }
             if index.get(&c.path) == c.after {
-                let base = scope::tree_file(before_tree.as_ref(), &c.path)
-                    .ok()
-                    .flatten();
+                let base = scope::tree_file(before_tree, &c.path).ok().flatten();
                 entries.push((c.path, base));
             }
         }
     }
-    // Prepared (holding index.lock) before any file is written; put in place once the
-    // branch has moved.
-    let new_index = index.stage(&entries.into_iter().collect())?;
+    Ok(entries)
+}
 
-    let undone_ref = names::undone_ref(&session, number);
+/// Keep the plan commit at `refs/pai/undone/<session>/<n>` (returned) before any file is
+/// written, so that `pai redo` finds it once the branch no longer holds it.
+fn keep_undone(repo: &Repository, plan: &PlanToUndo<'_>) -> Result<String, HistoryError> {
+    let number = plan.number;
+    let undone_ref = names::undone_ref(&plan.session, number);
     repo.reference(
         &undone_ref,
-        plan_commit.id(),
+        plan.commit.id(),
         true,
         &format!("pai: undo plan {number}"),
     )
     .ctx(|| format!("cannot keep the undone plan at {undone_ref}"))?;
+    Ok(undone_ref)
+}
 
-    // Removals first: a directory the plan created may stand where a file comes back.
+/// Remove the work-tree files of `changes`, in order, stopping at the first failure; the
+/// paths removed.
+fn remove_paths<'c>(
+    wt: &dyn WorkTree,
+    changes: impl Iterator<Item = &'c PathChange>,
+) -> Result<Vec<String>, HistoryError> {
     let mut removed = Vec::new();
-    for c in changes.iter().filter(|c| c.before.is_none()) {
+    for c in changes {
         remove_file(wt, &c.path)?;
         removed.push(c.path.clone());
     }
-    let recorded_trash = message::parse(plan_commit.message().unwrap_or_default()).trash;
-    // An untracked file's permission bits are not in git: the trash copy pai recorded for it
-    // has them (a private 0600 file comes back private).
-    let recorded_perms: BTreeMap<String, (Oid, u32)> = match recorded_trash {
-        Some(tree) => trash::recorded(repo, tree)?
-            .into_iter()
-            .filter_map(|(path, bytes, perm)| {
-                Oid::hash_object(git2::ObjectType::Blob, &bytes)
-                    .ok()
-                    .map(|id| (path, (id, perm)))
-            })
-            .collect(),
-        None => BTreeMap::new(),
-    };
+    Ok(removed)
+}
+
+/// Write back what stood at each path before the plan (for the paths it did not create).
+/// A file whose trash copy the plan commit recorded (`recorded_trash`) with the same bytes
+/// comes back with the copy's permission bits, which git does not keep for an untracked file
+/// (a private 0600 file comes back private); the others with their git mode.
+fn restore_before(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    changes: &[PathChange],
+    recorded_trash: Option<Oid>,
+) -> Result<Vec<String>, HistoryError> {
+    let recorded_perms = recorded_permissions(repo, recorded_trash)?;
     let mut restored = Vec::new();
-    for c in &changes {
+    for c in changes {
         if let Some((id, mode)) = c.before {
             match recorded_perms.get(&c.path) {
                 Some((copy, perm)) if *copy == id => {
@@ -335,28 +424,117 @@ pub(crate) fn undo_in(
             restored.push(c.path.clone());
         }
     }
-    let from_trash = restore_trash(repo, root, wt, &session, number, &changes, recorded_trash)?;
+    Ok(restored)
+}
 
-    let reflog = format!("pai: undo plan {number} ({short})");
-    // Below the plan's own snapshots too: they were taken for the plan, and the work tree and
-    // index hold the user's changes again (the undone ref keeps them reachable).
-    match &base_commit {
+/// The trash copies a plan commit recorded: for each path, the blob id of the copy's bytes
+/// (so the bits apply only to a file coming back with exactly those bytes) and its
+/// permission bits.
+fn recorded_permissions(
+    repo: &Repository,
+    recorded_trash: Option<Oid>,
+) -> Result<BTreeMap<String, (Oid, u32)>, HistoryError> {
+    Ok(match recorded_trash {
+        Some(tree) => trash::recorded(repo, tree)?
+            .into_iter()
+            .filter_map(|(path, bytes, perm)| {
+                Oid::hash_object(git2::ObjectType::Blob, &bytes)
+                    .ok()
+                    .map(|id| (path, (id, perm)))
+            })
+            .collect(),
+        None => BTreeMap::new(),
+    })
+}
+
+/// Move the branch back from `tip` to `base`, below the plan's own snapshots too: they were
+/// taken for the plan, and the work tree and index hold the user's changes again (the undone
+/// ref keeps them reachable). Without a `base` the plan was the first commit of an unborn
+/// branch, and the branch is deleted.
+fn move_branch_back(
+    repo: &Repository,
+    branch: &SessionBranch,
+    tip: Oid,
+    base: Option<&Commit<'_>>,
+    plan: &PlanToUndo<'_>,
+) -> Result<(), HistoryError> {
+    let reflog = format!("pai: undo plan {} ({})", plan.number, plan.short);
+    match base {
         Some(base) => repo
-            .reference_matching(&branch, base.id(), true, tip, &reflog)
+            .reference_matching(&branch.name, base.id(), true, tip, &reflog)
             .map(|_| ()),
-        None => repo.find_reference(&branch).and_then(|mut r| r.delete()),
+        None => repo
+            .find_reference(&branch.name)
+            .and_then(|mut r| r.delete()),
     }
-    .ctx(|| format!("cannot move {short_branch} back"))?;
+    .ctx(|| format!("cannot move {} back", branch.short))
+}
+
+/// [`undo`] and [`Session::undo`], under the work-tree lock. Every check comes before the
+/// first write; then the undone ref, the work tree, the branch, and the index last.
+pub(crate) fn undo_in(
+    repo: &Repository,
+    root: &Path,
+    wt: &dyn WorkTree,
+    force: bool,
+    identity: Option<&(String, String)>,
+) -> Result<UndoReport, HistoryError> {
+    let branch = checked_out_branch(repo, "undo")?;
+    let tip = branch.tip.ok_or_else(|| HistoryError::Refused {
+        message: format!("nothing to undo: {} has no commits yet", branch.short),
+        hint: "pai undo reverts plans pai committed on the session branch".into(),
+    })?;
+    let plan = newest_plan(repo, &branch, tip)?;
+    let (before_tree, changes) = plan_changes(repo, &plan.commit)?;
+
+    // Everything the plan wrote must still be exactly as it wrote it.
+    // Held to the end, so the entries checked are the entries rewritten.
+    let index = index_file::lock(repo.path())?;
+    if let Some(b) = repo::index_blocker(&index) {
+        return Err(b.refusal("undo"));
+    }
+    let drift = drift_since_plan(repo, wt, &index, &changes)?;
+    let saved = refuse_or_save(repo, tip, &plan, &drift, force, identity)?;
+
+    let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
+    let entries = undo_index_entries(
+        repo,
+        &plan,
+        &index,
+        &changes,
+        index_before.as_ref(),
+        before_tree.as_ref(),
+    )?;
+    // Prepared (holding index.lock) before any file is written; put in place once the
+    // branch has moved.
+    let new_index = index.stage(&entries.into_iter().collect())?;
+    let undone_ref = keep_undone(repo, &plan)?;
+
+    // Removals first: a directory the plan created may stand where a file comes back.
+    let removed = remove_paths(wt, changes.iter().filter(|c| c.before.is_none()))?;
+    let recorded_trash = message::parse(plan.commit.message().unwrap_or_default()).trash;
+    let restored = restore_before(repo, wt, &changes, recorded_trash)?;
+    let from_trash = restore_trash(
+        repo,
+        root,
+        wt,
+        &plan.session,
+        plan.number,
+        &changes,
+        recorded_trash,
+    )?;
+
+    move_branch_back(repo, &branch, tip, base_commit.as_ref(), &plan)?;
     if let Some(index) = new_index {
         index.commit()?;
     }
 
     Ok(UndoReport {
-        session,
-        plan: number,
-        commit: short,
-        request: message::request_of(plan_commit.message().unwrap_or_default()),
-        branch: short_branch,
+        request: message::request_of(plan.commit.message().unwrap_or_default()),
+        session: plan.session,
+        plan: plan.number,
+        commit: plan.short,
+        branch: branch.short,
         restored,
         removed,
         from_trash,
@@ -485,19 +663,16 @@ fn restore_trash(
     Ok(out)
 }
 
-fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
-    if let Some(b) = repo::state_blocker(repo) {
-        return Err(b.refusal("redo"));
-    }
-    let branch = revert::session_branch(repo, "redo")?;
-    let short_branch = names::short(&branch).to_string();
-    let branch_session = names::session_of_branch(&branch)
-        .unwrap_or_default()
-        .to_string();
-    let tip = names::target(repo, &branch).ctx(|| format!("cannot read {short_branch}"))?;
-
-    // Undone plans of this session, and whether each one sits on the current tip (directly
-    // or through snapshots of the user's changes).
+/// The newest undone plan that sits on `branch`'s tip (directly or through snapshots of the
+/// user's changes), as (plan number, undone ref, commit): this session's, or one of a session
+/// whose branch is gone (undone here because this branch was started from theirs). Refuses
+/// when there is none, naming this session's undone plans the branch has moved on from, with
+/// the command that re-applies each.
+fn newest_undone(
+    repo: &Repository,
+    branch: &SessionBranch,
+    branch_session: &str,
+) -> Result<(u32, String, Oid), HistoryError> {
     let mut fitting: Vec<(u32, String, Oid)> = Vec::new();
     let mut stale: Vec<String> = Vec::new();
     let refs = repo
@@ -507,8 +682,6 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         let (Ok(name), Some(id)) = (r.name().map(str::to_string), r.target()) else {
             continue;
         };
-        // This session's undone plans, and those of sessions whose branch is gone (undone
-        // here because this branch was started from theirs).
         let Some(session) = name
             .strip_prefix("refs/pai/undone/")
             .and_then(|rest| rest.split('/').next())
@@ -523,7 +696,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         let number = message::parse(commit.message().unwrap_or_default())
             .plan
             .unwrap_or(0);
-        if lands_on(&commit, tip) {
+        if lands_on(&commit, branch.tip) {
             fitting.push((number, name, id));
         } else if own {
             stale.push(format!(
@@ -534,41 +707,32 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         }
     }
     fitting.sort();
-    let Some((number, undone_ref, id)) = fitting.pop() else {
-        return Err(HistoryError::Refused {
-            message: format!("nothing to redo on {short_branch}"),
-            hint: if stale.is_empty() {
-                "pai redo re-applies a plan taken off the session branch by pai undo".into()
-            } else {
-                format!(
-                    "the branch has moved on since these plans were undone; re-apply one with git: {}",
-                    stale.join("; ")
-                )
-            },
-        });
-    };
-    let commit = read_commit(repo, id)?;
-    let short = names::short_id(id);
-    let tree = commit.tree().ctx(|| "cannot read the plan's tree".into())?;
-    let before_tree = revert::parent_tree(&commit)?;
-    let changes = revert::changed_paths(repo, before_tree.as_ref(), Some(&tree))?;
-    let tip_tree = match tip {
-        Some(t) => Some(
-            read_commit(repo, t)?
-                .tree()
-                .ctx(|| "cannot read the tip".into())?,
-        ),
-        None => None,
-    };
-    // Held to the end, so the entries checked are the entries rewritten.
-    let index = index_file::lock(repo.path())?;
-    if let Some(b) = repo::index_blocker(&index) {
-        return Err(b.refusal("redo"));
-    }
-    // What undo left in the index for the plan's paths (see `before_plan`).
-    let (_, index_before) = before_plan(&commit, number)?;
+    fitting.pop().ok_or_else(|| HistoryError::Refused {
+        message: format!("nothing to redo on {}", branch.short),
+        hint: if stale.is_empty() {
+            "pai redo re-applies a plan taken off the session branch by pai undo".into()
+        } else {
+            format!(
+                "the branch has moved on since these plans were undone; re-apply one with git: {}",
+                stale.join("; ")
+            )
+        },
+    })
+}
+
+/// Compare each path the plan changed with what undo left: the work tree must hold what the
+/// plan replaced, and the index one of the entries undo can have left there (the plan's
+/// parent's, the tip's, or the one `before_plan` finds). What differs, as the refusal names
+/// it.
+fn drift_since_undo(
+    wt: &dyn WorkTree,
+    index: &IndexFile,
+    changes: &[PathChange],
+    tip_tree: Option<&git2::Tree<'_>>,
+    index_before: Option<&git2::Tree<'_>>,
+) -> Result<Vec<String>, HistoryError> {
     let mut changed = Vec::new();
-    for c in &changes {
+    for c in changes {
         let Ok(file) = scope::work_file(wt, &c.path)? else {
             changed.push(format!("{} (no longer a regular file)", c.path));
             continue;
@@ -584,57 +748,98 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
             // Undo left the index at the tip's entry, which for a path under a snapshot of
             // the user's changes is not the plan's parent's entry.
             let in_index = index.get(&c.path);
-            let at_tip = scope::tree_file(tip_tree.as_ref(), &c.path).ok().flatten();
-            let left_by_undo = scope::tree_file(index_before.as_ref(), &c.path)
-                .ok()
-                .flatten();
+            let at_tip = scope::tree_file(tip_tree, &c.path).ok().flatten();
+            let left_by_undo = scope::tree_file(index_before, &c.path).ok().flatten();
             if in_index != c.before && in_index != at_tip && in_index != left_by_undo {
                 changed.push(format!("{} (staged changes)", c.path));
             }
         }
     }
-    if !changed.is_empty() {
-        return Err(HistoryError::Refused {
-            message: format!(
-                "cannot redo plan {number} ({short}): changed since the undo: {}",
-                changed.join(", ")
-            ),
-            hint: format!(
-                "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {short}`"
-            ),
-        });
+    Ok(changed)
+}
+
+/// The tree of the branch's tip (`None` on an unborn branch).
+fn tree_at_tip(
+    repo: &Repository,
+    tip: Option<Oid>,
+) -> Result<Option<git2::Tree<'_>>, HistoryError> {
+    Ok(match tip {
+        Some(t) => Some(
+            read_commit(repo, t)?
+                .tree()
+                .ctx(|| "cannot read the tip".into())?,
+        ),
+        None => None,
+    })
+}
+
+/// Refuse a redo that would overwrite the `changed` paths (as [`drift_since_undo`] names
+/// them), pointing to `git cherry-pick` instead.
+fn refuse_redo(changed: &[String], number: u32, short: &str) -> Result<(), HistoryError> {
+    if changed.is_empty() {
+        return Ok(());
     }
-    // Index: the plan's paths, and snapshot paths between the tip and the plan whose index
-    // entry is still the tip's.
+    Err(HistoryError::Refused {
+        message: format!(
+            "cannot redo plan {number} ({short}): changed since the undo: {}",
+            changed.join(", ")
+        ),
+        hint: format!(
+            "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {short}`"
+        ),
+    })
+}
+
+/// The index entries redo puts back: the plan's for its paths, and for snapshot paths
+/// between the tip and the plan, the snapshot's where the index entry is still the tip's.
+fn redo_index_entries(
+    repo: &Repository,
+    index: &IndexFile,
+    changes: &[PathChange],
+    before_tree: Option<&git2::Tree<'_>>,
+    tip_tree: Option<&git2::Tree<'_>>,
+) -> Result<Vec<(String, Option<Entry>)>, HistoryError> {
     let mut entries: Vec<(String, Option<Entry>)> =
         changes.iter().map(|c| (c.path.clone(), c.after)).collect();
-    if let Some(below) = &before_tree {
-        for c in revert::changed_paths(repo, tip_tree.as_ref(), Some(below))? {
+    if let Some(below) = before_tree {
+        for c in revert::changed_paths(repo, tip_tree, Some(below))? {
             if index.get(&c.path) == c.before && !entries.iter().any(|(p, _)| *p == c.path) {
                 entries.push((c.path, c.after));
             }
         }
     }
-    let new_index = index.stage(&entries.into_iter().collect())?;
+    Ok(entries)
+}
 
-    let mut removed = Vec::new();
-    for c in changes.iter().filter(|c| c.after.is_none()) {
-        remove_file(wt, &c.path)?;
-        removed.push(c.path.clone());
-    }
+/// Write the plan's contents at the paths it created or changed, in order, stopping at the
+/// first failure; the paths written.
+fn write_plan_files(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    changes: &[PathChange],
+) -> Result<Vec<String>, HistoryError> {
     let mut written = Vec::new();
-    for c in &changes {
+    for c in changes {
         if let Some((blob, mode)) = c.after {
             write_blob(repo, wt, &c.path, blob, mode)?;
             written.push(c.path.clone());
         }
     }
-    let session = message::parse(commit.message().unwrap_or_default())
-        .session
-        .unwrap_or(branch_session);
-    // Files undo brought back from the trash where the plan had removed them: gone again,
-    // unless the user changed them since (then they stay, and are said to).
-    let recorded_trash = message::parse(commit.message().unwrap_or_default()).trash;
+    Ok(written)
+}
+
+/// Files undo brought back from the trash where the plan had removed them: gone again,
+/// unless the user changed them since (then they stay, and are said to). Only a file still
+/// holding the bytes of the copy the plan commit recorded (`recorded_trash`) is removed; the
+/// paths removed.
+fn remove_trash_restored(
+    repo: &Repository,
+    root: &Path,
+    wt: &dyn WorkTree,
+    session: &str,
+    number: u32,
+    recorded_trash: Option<Oid>,
+) -> Result<Vec<String>, HistoryError> {
     let copies: BTreeMap<String, Vec<u8>> = match recorded_trash {
         Some(tree) => trash::recorded(repo, tree)?
             .into_iter()
@@ -642,7 +847,8 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
             .collect(),
         None => BTreeMap::new(),
     };
-    for path in trash::take_absent(root, &session, number) {
+    let mut removed = Vec::new();
+    for path in trash::take_absent(root, session, number) {
         if wt.is_denied(&path) {
             continue;
         }
@@ -654,7 +860,18 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
             removed.push(path);
         }
     }
-    let keep = trash::undone_dir(root, &session, number);
+    Ok(removed)
+}
+
+/// Put back what undo's trash restore replaced (kept in the plan's undone folder), then
+/// drop that folder; the paths written.
+fn put_back_replaced(
+    root: &Path,
+    wt: &dyn WorkTree,
+    session: &str,
+    number: u32,
+) -> Result<Vec<String>, HistoryError> {
+    let keep = trash::undone_dir(root, session, number);
     let mut from_trash = Vec::new();
     for (path, bytes, perm) in trash::list(root, &keep)? {
         if wt.is_denied(&path) {
@@ -669,13 +886,79 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         from_trash.push(path);
     }
     trash::remove(root, &keep)?;
+    Ok(from_trash)
+}
 
+/// Move the branch from its tip (as read at the start) forward to the plan commit `id`, or
+/// create it there on an unborn branch.
+fn move_branch_forward(
+    repo: &Repository,
+    branch: &SessionBranch,
+    id: Oid,
+    number: u32,
+    short: &str,
+) -> Result<(), HistoryError> {
     let reflog = format!("pai: redo plan {number} ({short})");
-    match tip {
-        Some(old) => repo.reference_matching(&branch, id, true, old, &reflog),
-        None => repo.reference(&branch, id, false, &reflog),
+    match branch.tip {
+        Some(old) => repo.reference_matching(&branch.name, id, true, old, &reflog),
+        None => repo.reference(&branch.name, id, false, &reflog),
     }
-    .ctx(|| format!("cannot move {short_branch} forward"))?;
+    .ctx(|| format!("cannot move {} forward", branch.short))?;
+    Ok(())
+}
+
+/// [`redo`] and [`Session::redo`], under the work-tree lock, in the order of [`undo_in`]:
+/// every check before the first write, then the work tree, the branch, the index, and last
+/// the undone ref.
+fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
+    let branch = checked_out_branch(repo, "redo")?;
+    let branch_session = names::session_of_branch(&branch.name)
+        .unwrap_or_default()
+        .to_string();
+    let (number, undone_ref, id) = newest_undone(repo, &branch, &branch_session)?;
+    let commit = read_commit(repo, id)?;
+    let short = names::short_id(id);
+    let (before_tree, changes) = plan_changes(repo, &commit)?;
+    let tip_tree = tree_at_tip(repo, branch.tip)?;
+    // Held to the end, so the entries checked are the entries rewritten.
+    let index = index_file::lock(repo.path())?;
+    if let Some(b) = repo::index_blocker(&index) {
+        return Err(b.refusal("redo"));
+    }
+    // What undo left in the index for the plan's paths (see `before_plan`).
+    let (_, index_before) = before_plan(&commit, number)?;
+    let changed = drift_since_undo(
+        wt,
+        &index,
+        &changes,
+        tip_tree.as_ref(),
+        index_before.as_ref(),
+    )?;
+    refuse_redo(&changed, number, &short)?;
+    let entries = redo_index_entries(
+        repo,
+        &index,
+        &changes,
+        before_tree.as_ref(),
+        tip_tree.as_ref(),
+    )?;
+    let new_index = index.stage(&entries.into_iter().collect())?;
+
+    let mut removed = remove_paths(wt, changes.iter().filter(|c| c.after.is_none()))?;
+    let written = write_plan_files(repo, wt, &changes)?;
+    let trailers = message::parse(commit.message().unwrap_or_default());
+    let session = trailers.session.unwrap_or(branch_session);
+    removed.extend(remove_trash_restored(
+        repo,
+        root,
+        wt,
+        &session,
+        number,
+        trailers.trash,
+    )?);
+    let from_trash = put_back_replaced(root, wt, &session, number)?;
+
+    move_branch_forward(repo, &branch, id, number, &short)?;
     if let Some(index) = new_index {
         index.commit()?;
     }
@@ -687,7 +970,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         plan: number,
         commit: short,
         request: message::request_of(commit.message().unwrap_or_default()),
-        branch: short_branch,
+        branch: branch.short,
         written,
         removed,
         from_trash,
