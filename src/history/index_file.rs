@@ -133,7 +133,18 @@ fn parse_header(path: &Path, buf: &[u8]) -> Result<(u32, usize), HistoryError> {
             format!("index version {version} is not supported"),
         ));
     }
-    Ok((version, be32(buf, 8) as usize))
+    let count = be32(buf, 8) as usize;
+    // Every entry takes at least its fixed part and a path terminator, so a count the file
+    // cannot hold is corrupt; refused here, before anything is sized by it (a hostile count
+    // would otherwise ask for gigabytes up front and abort the process).
+    let room = buf.len() - HEADER_LEN - HASH_LEN;
+    if count > room / (FIXED_LEN + 1) {
+        return Err(bad(
+            path,
+            format!("the header counts {count} entries, more than the file can hold"),
+        ));
+    }
+    Ok((version, count))
 }
 
 /// Reads the entries of an index file one after the other. It is a walk with state: an entry
@@ -809,6 +820,22 @@ impl LockedIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_the_file_cannot_hold_is_refused_before_allocating() {
+        for version in [2u32, 3, 4] {
+            let mut buf = SIGNATURE.to_vec();
+            buf.extend_from_slice(&version.to_be_bytes());
+            buf.extend_from_slice(&u32::MAX.to_be_bytes());
+            buf.extend_from_slice(&[0; 64]);
+            buf.extend_from_slice(&[0; HASH_LEN]);
+            let err = IndexFile::parse(Path::new("index"), buf)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains("more than the file can hold"), "{err}");
+        }
+    }
 
     #[test]
     fn varints_round_trip_like_git() {
