@@ -260,8 +260,13 @@ fn resolve_provider(
         match raw.parse() {
             Ok(p) => (p, Source::Env),
             Err(e) => {
-                warnings.push(format!("ignoring PAI_PROVIDER: {e}; using the default"));
-                from_file_provider(file, warnings)
+                let (p, source) = from_file_provider(file, warnings);
+                let using = match source {
+                    Source::File => format!("using {} from config.toml", p.name()),
+                    _ => format!("using the default, {}", p.name()),
+                };
+                warnings.push(format!("ignoring PAI_PROVIDER: {e}; {using}"));
+                (p, source)
             }
         }
     } else {
@@ -616,6 +621,34 @@ mod tests {
         let s = Settings::resolve_from(&Flags::default(), &env(&[]), &file).unwrap();
         assert!(s.run_writable.contains(&PathBuf::from("/opt/tools")));
         assert!(s.warnings.iter().any(|w| w.contains("HOME is not set")));
+    }
+
+    #[test]
+    fn an_unknown_pai_provider_warning_names_the_provider_used_instead() {
+        let e = env(&[("PAI_PROVIDER", "bogus")]);
+        let file = FileSettings {
+            provider: Some("anthropic".into()),
+            ..Default::default()
+        };
+        let s = Settings::resolve_from(&Flags::default(), &e, &file).unwrap();
+        assert_eq!(s.provider, ProviderKind::Anthropic);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.starts_with("ignoring PAI_PROVIDER")
+                    && w.ends_with("using anthropic from config.toml")),
+            "{:?}",
+            s.warnings
+        );
+        let s = Settings::resolve_from(&Flags::default(), &e, &FileSettings::default()).unwrap();
+        let default = ProviderKind::default().name();
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.ends_with(&format!("using the default, {default}"))),
+            "{:?}",
+            s.warnings
+        );
     }
 
     #[test]
