@@ -678,22 +678,24 @@ fn optional(
     }
 }
 
-fn check_content(content: &str, path: &str) -> Result<(), String> {
-    if content.len() > MAX_CONTENT_BYTES {
+/// What one step may write: `bytes` of `what` (the content, the replacements) for `path`.
+fn check_size(bytes: usize, what: &str, path: &str) -> Result<(), String> {
+    if bytes > MAX_CONTENT_BYTES {
         return Err(format!(
-            "the content for {path} is {} KB; at most {} KB may be written in one step: split the file or the change",
-            content.len() / 1024,
+            "{what} for {path}: {} KB; at most {} KB may be written in one step: split the file or the change",
+            bytes / 1024,
             MAX_CONTENT_BYTES / 1024
         ));
     }
     Ok(())
 }
 
-/// A path argument that is really file content (a model pasting code where a path belongs).
-fn check_path(path: &str, action: &str) -> Result<(), String> {
-    if path.contains('\n') || path.len() > 4096 {
+/// A path argument (`field`) that is really file content (a model pasting code where a path
+/// belongs).
+fn check_path(value: &str, field: &str, action: &str) -> Result<(), String> {
+    if value.contains('\n') || value.len() > 4096 {
         return Err(format!(
-            "{action}: `path` looks like file content, not a path"
+            "{action}: `{field}` looks like file content, not a path"
         ));
     }
     Ok(())
@@ -747,7 +749,7 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
     | Step::Rm { path }
     | Step::Mv { path, .. } = &step
     {
-        check_path(path, &action)?;
+        check_path(path, "path", &action)?;
     }
     Ok(PlannedStep { step, purpose })
 }
@@ -807,7 +809,7 @@ fn write_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Step
             ));
         }
     };
-    check_content(&content, &path)?;
+    check_size(content.len(), "the content", &path)?;
     Ok(Step::Write { path, content })
 }
 
@@ -843,10 +845,10 @@ fn modify_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Ste
         ));
     }
     if let Some(c) = &content {
-        check_content(c, &path)?;
+        check_size(c.len(), "the content", &path)?;
     }
     let total: usize = edits.iter().map(|e| e.replace.len()).sum();
-    check_content(&" ".repeat(total.min(MAX_CONTENT_BYTES + 1)), &path)?;
+    check_size(total, "the replacements together", &path)?;
     Ok(Step::Modify {
         path,
         edits,
@@ -862,7 +864,7 @@ fn mv_step(obj: &serde_json::Map<String, Value>, action: &str) -> Result<Step, S
         Some(to) if !to.trim().is_empty() => to,
         _ => return Err(format!("MV {path} needs `to` (the destination)")),
     };
-    check_path(&to, action)?;
+    check_path(&to, "to", action)?;
     Ok(Step::Mv { path, to })
 }
 
@@ -988,6 +990,34 @@ impl Simulation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The size refused is the size the model sent, whichever field carried it.
+    #[test]
+    fn oversized_writes_are_refused_with_their_real_size() {
+        let big = "x".repeat(600 * 1024);
+        let half = "y".repeat(300 * 1024);
+        let steps = [
+            (
+                json!({"action": "WRITE", "path": "a.py", "content": big}),
+                "the content for a.py: 600 KB",
+            ),
+            (
+                json!({"action": "MODIFY", "path": "a.py", "edits": [
+                    {"search": "a", "replace": half},
+                    {"search": "b", "replace": half},
+                ]}),
+                "the replacements together for a.py: 600 KB",
+            ),
+            (
+                json!({"action": "MV", "path": "a.py", "to": "b\nc"}),
+                "MV: `to` looks like file content",
+            ),
+        ];
+        for (step, expected) in steps {
+            let err = parse_step(&step).err().unwrap_or_default();
+            assert!(err.contains(expected), "{err}");
+        }
+    }
 
     struct Files(&'static [&'static str]);
 

@@ -77,8 +77,8 @@ pub struct InteractiveOptions {
     pub history_root: Option<PathBuf>,
 }
 
-/// Run the session until the user leaves; returns the process exit code (0, or 1 when the
-/// terminal could not be read at all).
+/// Run the session until the user leaves; returns the process exit code: 0, or 2 when a turn
+/// ended on a configuration error (a refused key, an unknown model), as `pai run` does.
 pub async fn run_interactive(driver: &mut dyn SessionDriver, opts: InteractiveOptions) -> i32 {
     let stdout_tty = std::io::stdout().is_terminal();
     let stdin_tty = std::io::stdin().is_terminal();
