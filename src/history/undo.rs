@@ -65,6 +65,9 @@ pub struct RedoReport {
     pub removed: Vec<String>,
     /// Files undo had replaced from the trash, put back.
     pub from_trash: Vec<String>,
+    /// Files the plan removes that undo had brought back from the trash and the user changed
+    /// since: kept as the user left them, not removed again.
+    pub kept: Vec<String>,
 }
 
 /// Undo the newest plan of the checked-out session branch of the project at `root`, from any
@@ -829,9 +832,9 @@ fn write_plan_files(
 }
 
 /// Files undo brought back from the trash where the plan had removed them: gone again,
-/// unless the user changed them since (then they stay, and are said to). Only a file still
-/// holding the bytes of the copy the plan commit recorded (`recorded_trash`) is removed; the
-/// paths removed.
+/// unless the user changed them since (then they stay, and the report says so). Only a file
+/// still holding the bytes of the copy the plan commit recorded (`recorded_trash`) is
+/// removed. Returns the paths removed and the paths kept.
 fn remove_trash_restored(
     repo: &Repository,
     root: &Path,
@@ -839,7 +842,7 @@ fn remove_trash_restored(
     session: &str,
     number: u32,
     recorded_trash: Option<Oid>,
-) -> Result<Vec<String>, HistoryError> {
+) -> Result<(Vec<String>, Vec<String>), HistoryError> {
     let copies: BTreeMap<String, Vec<u8>> = match recorded_trash {
         Some(tree) => trash::recorded(repo, tree)?
             .into_iter()
@@ -847,7 +850,7 @@ fn remove_trash_restored(
             .collect(),
         None => BTreeMap::new(),
     };
-    let mut removed = Vec::new();
+    let (mut removed, mut kept) = (Vec::new(), Vec::new());
     for path in trash::take_absent(root, session, number) {
         if wt.is_denied(&path) {
             continue;
@@ -858,9 +861,11 @@ fn remove_trash_restored(
         if copies.get(&path).is_some_and(|b| *b == now.bytes) {
             remove_file(wt, &path)?;
             removed.push(path);
+        } else {
+            kept.push(path);
         }
     }
-    Ok(removed)
+    Ok((removed, kept))
 }
 
 /// Put back what undo's trash restore replaced (kept in the plan's undone folder), then
@@ -948,14 +953,9 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     let written = write_plan_files(repo, wt, &changes)?;
     let trailers = message::parse(commit.message().unwrap_or_default());
     let session = trailers.session.unwrap_or(branch_session);
-    removed.extend(remove_trash_restored(
-        repo,
-        root,
-        wt,
-        &session,
-        number,
-        trailers.trash,
-    )?);
+    let (trash_removed, kept) =
+        remove_trash_restored(repo, root, wt, &session, number, trailers.trash)?;
+    removed.extend(trash_removed);
     let from_trash = put_back_replaced(root, wt, &session, number)?;
 
     move_branch_forward(repo, &branch, id, number, &short)?;
@@ -974,6 +974,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         written,
         removed,
         from_trash,
+        kept,
     })
 }
 

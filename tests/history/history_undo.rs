@@ -502,6 +502,43 @@ fn ignored_file_overwritten_by_a_plan_comes_back_from_the_trash() {
 }
 
 #[test]
+fn redo_keeps_a_file_from_the_trash_the_user_changed_since_the_undo_and_says_so() {
+    let p = Project::repo();
+    p.write(".gitignore", "local.cfg\n");
+    p.git(&["add", ".gitignore"]);
+    p.git(&["commit", "-q", "-m", "ignore"]);
+    p.write("local.cfg", "user settings\n");
+    let mut s = p.start();
+    let ops = [Op::Remove("local.cfg"), Op::Write("a.txt", b"agent\n")];
+    run_plan(&mut s, &p.wt(), "clean up", &ops).unwrap();
+    drop(s);
+    assert!(!p.exists("local.cfg"));
+    undo(&p.root, &p.wt(), false).unwrap();
+    assert_eq!(p.read("local.cfg"), "user settings\n");
+    p.write("local.cfg", "edited after the undo\n");
+    let report = redo(&p.root, &p.wt()).unwrap();
+    assert_eq!(report.kept, ["local.cfg"]);
+    assert!(!report.removed.contains(&"local.cfg".to_string()));
+    assert_eq!(p.read("local.cfg"), "edited after the undo\n");
+    assert_eq!(p.read("a.txt"), "agent\n");
+
+    // Unchanged since the undo: removed again, nothing kept.
+    let p2 = Project::repo();
+    p2.write(".gitignore", "local.cfg\n");
+    p2.git(&["add", ".gitignore"]);
+    p2.git(&["commit", "-q", "-m", "ignore"]);
+    p2.write("local.cfg", "user settings\n");
+    let mut s = p2.start();
+    run_plan(&mut s, &p2.wt(), "clean up", &ops).unwrap();
+    drop(s);
+    undo(&p2.root, &p2.wt(), false).unwrap();
+    let report = redo(&p2.root, &p2.wt()).unwrap();
+    assert_eq!(report.kept, Vec::<String>::new());
+    assert_eq!(report.removed, ["local.cfg"]);
+    assert!(!p2.exists("local.cfg"));
+}
+
+#[test]
 fn no_history_here_is_reported() {
     let p = Project::plain();
     let err = undo(&p.root, &p.wt(), false).unwrap_err();

@@ -18,6 +18,11 @@ pub(crate) fn describe_redo(report: &RedoReport) -> String {
     for f in &report.removed {
         text.push_str(&format!("\n  removed {f}"));
     }
+    for f in &report.kept {
+        text.push_str(&format!(
+            "\n  kept    {f} (the plan removes it, but you changed it since the undo)"
+        ));
+    }
     text
 }
 
