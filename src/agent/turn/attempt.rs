@@ -10,9 +10,10 @@ use std::collections::BTreeSet;
 
 use tokio_util::sync::CancellationToken;
 
+use super::call::CallFailure;
 use super::{
-    Agent, Attempt, CallFailure, ECHO_CHARS, MAX_PHASES, WorkspaceView, blocking, compact_reply,
-    first_line, results_message, touched_paths,
+    Agent, Attempt, ECHO_CHARS, MAX_PHASES, WorkspaceView, blocking, compact_reply, first_line,
+    results_message, touched_paths,
 };
 use crate::agent::context::{self, TurnMemo};
 use crate::agent::events::{Approval, Event, Frontend, Tally, TurnOutcome, TurnStatus};
