@@ -187,6 +187,9 @@ pub fn spawn(agent: Agent) -> AgentHandle {
             }
         }
         router.abort();
+        // The session is over: the MCP servers are told so (each gets a bounded wait). A
+        // call cut short has already sent its cancellation (see `mcp::client`).
+        agent.shutdown_mcp().await;
         agent
     });
     AgentHandle {

@@ -1,7 +1,8 @@
 //! One connection to one MCP server through the official SDK (`rmcp`): start it (a child
 //! process with a minimal, key-free environment), list its tools (every page), notice when it
-//! says the list changed, and call a tool with a timeout and cancellation (dropping the call
-//! sends `notifications/cancelled`, so the server stops the work too).
+//! says the list changed, and call a tool with a timeout and cancellation (a call cut short
+//! sends `notifications/cancelled` and waits until it is out, so the server stops the work
+//! too, even when the session closes right after).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -11,8 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
+    ServerResult, Tool,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
@@ -179,23 +183,56 @@ impl Connection {
         cancel: &CancellationToken,
     ) -> Result<ToolResult, CallError> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let call = self.service.peer().call_tool(params);
-        let result = tokio::select! {
-            r = tokio::time::timeout(timeout, call) => r,
-            _ = cancel.cancelled() => return Err(CallError::Cancelled),
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut handle = self
+            .service
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| self.failed(&e))?;
+        let cut_short = tokio::select! {
+            r = tokio::time::timeout(timeout, &mut handle.rx) => match r {
+                Ok(Ok(reply)) => return self.tool_result(reply),
+                Ok(Err(_)) => return Err(self.failed(&rmcp::ServiceError::TransportClosed)),
+                Err(_) => CallError::Timeout(timeout),
+            },
+            _ = cancel.cancelled() => CallError::Cancelled,
         };
-        match result {
-            Err(_) => Err(CallError::Timeout(timeout)),
-            Ok(Err(e)) => Err(CallError::Failed(if self.is_closed() {
-                format!("the server stopped during the call ({e})")
-            } else {
-                format!("the call failed: {e}")
-            })),
-            Ok(Ok(result)) => Ok(ToolResult {
+        // The server is told, and the notice is out before the call returns: a session that
+        // ends right after must not close the connection with it still queued.
+        let reason = match cut_short {
+            CallError::Timeout(_) => "the call timed out",
+            _ => "the user interrupted the turn",
+        };
+        let _ = handle.cancel(Some(reason.to_string())).await;
+        Err(cut_short)
+    }
+
+    /// A call's reply: a tool result, or a failure for anything else.
+    fn tool_result(
+        &self,
+        reply: Result<ServerResult, rmcp::ServiceError>,
+    ) -> Result<ToolResult, CallError> {
+        match reply {
+            Ok(ServerResult::CallToolResult(result)) => Ok(ToolResult {
                 is_error: result.is_error.unwrap_or(false),
                 text: result_text(&result),
             }),
+            Ok(_) => Err(CallError::Failed(
+                "the call failed: the server answered with something other than a tool result"
+                    .into(),
+            )),
+            Err(e) => Err(self.failed(&e)),
         }
+    }
+
+    /// A call that failed: the server went away, or it said why.
+    fn failed(&self, e: &rmcp::ServiceError) -> CallError {
+        CallError::Failed(if self.is_closed() {
+            format!("the server stopped during the call ({e})")
+        } else {
+            format!("the call failed: {e}")
+        })
     }
 
     /// Close the connection (a child process is ended).
