@@ -93,10 +93,33 @@ fn two_phase_then_another(kind: ProviderKind, moderate: bool) -> Vec<RecordedReq
 
 /// The rows.
 pub fn rows() -> Vec<Row> {
+    let (mut rows, seen) = measured_rows();
+    rows.push(prefix_row(seen.prefix));
+    rows.push(padding_row(seen.prefix));
+    rows.push(second_breakpoint_row(&seen));
+    rows
+}
+
+/// What the measured calls tell about the two alternatives.
+struct Seen {
+    /// Estimated tokens of the byte-stable prefix (schema and system prompt), from Anthropic's
+    /// first call.
+    prefix: u64,
+    /// Estimated tokens of the first message, from Anthropic's first call.
+    first_message: u64,
+    /// The input tokens of call 2 in the moderate project, per provider.
+    second_inputs: Vec<(ProviderKind, u64)>,
+}
+
+/// One row per project and provider: the input of the two-phase turn's calls and what the
+/// cache served, measured.
+fn measured_rows() -> (Vec<Row>, Seen) {
     let mut rows = Vec::new();
-    let mut prefix = 0;
-    let mut first_message = 0;
-    let mut second_inputs = Vec::new();
+    let mut seen = Seen {
+        prefix: 0,
+        first_message: 0,
+        second_inputs: Vec::new(),
+    };
     for moderate in [false, true] {
         let project = if moderate {
             "project with AGENTS.md and 60 modules"
@@ -108,11 +131,11 @@ pub fn rows() -> Vec<Row> {
             let (c1, c2, next) = (&calls[0], &calls[1], &calls[2]);
             if kind == ProviderKind::Anthropic {
                 let schema = c1.schema.as_ref().map_or(0, |s| s.to_string().len());
-                prefix = tokens(c1.system.len() + schema);
-                first_message = tokens(c1.messages.first().map_or(0, |(_, t)| t.len()));
+                seen.prefix = tokens(c1.system.len() + schema);
+                seen.first_message = tokens(c1.messages.first().map_or(0, |(_, t)| t.len()));
             }
             if moderate {
-                second_inputs.push((kind, c2.input_tokens));
+                seen.second_inputs.push((kind, c2.input_tokens));
             }
             rows.push(
                 Row::new(
@@ -136,56 +159,61 @@ pub fn rows() -> Vec<Row> {
             );
         }
     }
-    rows.push(
-        Row::new(
-            AREA,
-            "byte-stable prefix (schema + system prompt), estimated tokens",
-            format!("{prefix}"),
-        )
-        .note(format!(
-            "smallest provider minimum {MINIMUM}: {}",
-            if prefix < MINIMUM {
-                "below it: cached only together with a long enough first message (OpenAI, Gemini), never by Anthropic"
-            } else {
-                "cacheable on its own"
-            }
-        )),
-    );
-    // Padding the prefix to the minimum: every call carries the padding; every later call
-    // within the cache lifetime (minutes) reads the minimum at the cached price.
+    (rows, seen)
+}
+
+/// The byte-stable prefix's size against the smallest minimum.
+fn prefix_row(prefix: u64) -> Row {
+    Row::new(
+        AREA,
+        "byte-stable prefix (schema + system prompt), estimated tokens",
+        format!("{prefix}"),
+    )
+    .note(format!(
+        "smallest provider minimum {MINIMUM}: {}",
+        if prefix < MINIMUM {
+            "below it: cached only together with a long enough first message (OpenAI, Gemini), never by Anthropic"
+        } else {
+            "cacheable on its own"
+        }
+    ))
+}
+
+/// Padding the prefix to the minimum: every call carries the padding; every later call
+/// within the cache lifetime (minutes) reads the minimum at the cached price.
+fn padding_row(prefix: u64) -> Row {
     let pad = MINIMUM.saturating_sub(prefix);
     let saved = (1.0 - CACHED_PRICE) * MINIMUM as f64 - pad as f64;
-    rows.push(
-        Row::new(
-            AREA,
-            "padding the prefix to the minimum: cost on each call / saving on each later call",
-            format!("+{pad} / -{saved:.0} tokens"),
-        )
-        .note(
-            "gains only where the context is small: OpenAI and Gemini already serve the moderate \
-             project's later calls from the cache and would pay the padding on every call; \
-             decision: not padded (README, Prompt caching)",
-        ),
-    );
-    // A second Anthropic breakpoint after the first message: every turn writes it, only a
-    // multi-phase turn reads it back.
-    let marked = prefix + first_message;
+    Row::new(
+        AREA,
+        "padding the prefix to the minimum: cost on each call / saving on each later call",
+        format!("+{pad} / -{saved:.0} tokens"),
+    )
+    .note(
+        "gains only where the context is small: OpenAI and Gemini already serve the moderate \
+         project's later calls from the cache and would pay the padding on every call; \
+         decision: not padded (README, Prompt caching)",
+    )
+}
+
+/// A second Anthropic breakpoint after the first message: every turn writes it, only a
+/// multi-phase turn reads it back.
+fn second_breakpoint_row(seen: &Seen) -> Row {
+    let marked = seen.prefix + seen.first_message;
     let surcharge = (ANTHROPIC_WRITE - 1.0) * marked as f64;
     let saving = (1.0 - ANTHROPIC_READ) * marked as f64;
-    let anthropic_second = second_inputs
+    let anthropic_second = seen
+        .second_inputs
         .iter()
         .find(|(k, _)| *k == ProviderKind::Anthropic)
         .map_or(0, |(_, n)| *n);
-    rows.push(
-        Row::new(
-            AREA,
-            "Anthropic breakpoint after the first message (moderate project): cost on every turn / saving per later phase",
-            format!("+{surcharge:.0} / -{saving:.0} tokens"),
-        )
-        .note(format!(
-            "of a {anthropic_second}-token call 2; pays only when more than {:.0}% of turns take a second phase (the evaluation: 3 of 28); decision: not marked",
-            100.0 * (ANTHROPIC_WRITE - 1.0) / (1.0 - ANTHROPIC_READ)
-        )),
-    );
-    rows
+    Row::new(
+        AREA,
+        "Anthropic breakpoint after the first message (moderate project): cost on every turn / saving per later phase",
+        format!("+{surcharge:.0} / -{saving:.0} tokens"),
+    )
+    .note(format!(
+        "of a {anthropic_second}-token call 2; pays only when more than {:.0}% of turns take a second phase (the evaluation: 3 of 28); decision: not marked",
+        100.0 * (ANTHROPIC_WRITE - 1.0) / (1.0 - ANTHROPIC_READ)
+    ))
 }

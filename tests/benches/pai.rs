@@ -193,14 +193,33 @@ fn run_measured(cmd: &mut Command) -> Measured {
 // Start-up
 // ---------------------------------------------------------------------------------------------
 
+/// The area of the start-up rows.
+const STARTUP: &str = "start-up";
+
 fn startup_rows() -> Vec<Row> {
-    const AREA: &str = "start-up";
     let mut rows = Vec::new();
-    let tiny = |program: &str, args: &[&str]| {
-        let m = run_measured(Command::new(program).args(args));
-        assert_eq!(m.code, Some(0), "{program} {args:?}");
-        m
-    };
+    let (v, version_rss) = version_and_help_rows(&mut rows);
+    rows.push(prompt_row(v));
+    rows.push(
+        Row::new("memory", "peak RSS, pai --version", mb(version_rss)).note(format!(
+            "binary size {}",
+            mb(std::fs::metadata(PAI).map_or(0, |m| m.len()) / 1024)
+        )),
+    );
+    rows
+}
+
+/// `program args`, measured; it must exit 0.
+fn tiny(program: &str, args: &[&str]) -> Measured {
+    let m = run_measured(Command::new(program).args(args));
+    assert_eq!(m.code, Some(0), "{program} {args:?}");
+    m
+}
+
+/// `pai --version` and `pai --help` against `git --version`, and `pai --version` against the
+/// Python interpreter when there is one. Returns the median time of `pai --version` and its
+/// peak RSS, which the later rows compare with.
+fn version_and_help_rows(rows: &mut Vec<Row>) -> (Duration, u64) {
     let mut version_rss = 0;
     let (v, g, r) = paired(
         STARTS,
@@ -210,7 +229,7 @@ fn startup_rows() -> Vec<Row> {
         },
     );
     rows.push(
-        Row::new(AREA, "pai --version", ms(v))
+        Row::new(STARTUP, "pai --version", ms(v))
             .vs(format!("git --version {}", ms(g)), r)
             .target("< 5 ms", v < Duration::from_millis(5)),
     );
@@ -223,7 +242,7 @@ fn startup_rows() -> Vec<Row> {
             tiny("git", &["--version"]);
         },
     );
-    rows.push(Row::new(AREA, "pai --help", ms(h)).vs(format!("git --version {}", ms(g)), r));
+    rows.push(Row::new(STARTUP, "pai --help", ms(h)).vs(format!("git --version {}", ms(g)), r));
     if python3() {
         let (v2, p, r) = paired(
             STARTS,
@@ -237,7 +256,7 @@ fn startup_rows() -> Vec<Row> {
         );
         rows.push(
             Row::new(
-                AREA,
+                STARTUP,
                 "pai --version, against the Python interpreter",
                 ms(v2),
             )
@@ -250,8 +269,12 @@ fn startup_rows() -> Vec<Row> {
             ),
         );
     }
+    (v, version_rss)
+}
 
-    // The interactive session: launch in a pseudo-terminal until the prompt shows.
+/// The interactive session: launch in a pseudo-terminal until the prompt shows, against `v`,
+/// the time of `pai --version`.
+fn prompt_row(v: Duration) -> Row {
     let p = Project::repo(Some("calculator"));
     let mock = MockLlm::start(Script::new().require_key(TEST_KEY));
     let kind = ProviderKind::Gemini;
@@ -286,25 +309,16 @@ fn startup_rows() -> Vec<Row> {
         0,
         "reaching the prompt must not call the model"
     );
-    rows.push(
-        Row::new(
-            AREA,
-            format!(
-                "`pai` in a pty to the `{}` prompt (temp git repo)",
-                PROMPT.trim()
-            ),
-            ms(prompt),
-        )
-        .vs(format!("pai --version {}", ms(v)), ratio(prompt, v))
-        .target("< 50 ms", prompt < Duration::from_millis(50)),
-    );
-    rows.push(
-        Row::new("memory", "peak RSS, pai --version", mb(version_rss)).note(format!(
-            "binary size {}",
-            mb(std::fs::metadata(PAI).map_or(0, |m| m.len()) / 1024)
-        )),
-    );
-    rows
+    Row::new(
+        STARTUP,
+        format!(
+            "`pai` in a pty to the `{}` prompt (temp git repo)",
+            PROMPT.trim()
+        ),
+        ms(prompt),
+    )
+    .vs(format!("pai --version {}", ms(v)), ratio(prompt, v))
+    .target("< 50 ms", prompt < Duration::from_millis(50))
 }
 
 fn python3() -> bool {
@@ -566,12 +580,7 @@ fn model_rows(reps: usize) -> Vec<Row> {
         "RUN (replayed)"
     };
     let mut rows = Vec::new();
-    // Peak RSS as the kernel reports it for a reaped child is the larger of its own and its
-    // children's: scenarios that run python3 may report python's. Kept apart.
-    let mut largest: (u64, String) = (0, String::new());
-    let mut largest_with_run: (u64, String) = (0, String::new());
-    let mut all_rss = Vec::new();
-    let mut all_local = Vec::new();
+    let mut peaks = Peaks::default();
     let only = std::env::var("PAI_BENCH_SCENARIO").unwrap_or_default();
     for s in SCENARIOS.iter().filter(|s| s.name.contains(&only)) {
         if s.python && !python {
@@ -592,104 +601,153 @@ fn model_rows(reps: usize) -> Vec<Row> {
                 );
             }
             let local = median(turns.iter().map(Turn::local).collect());
-            let wall = median(turns.iter().map(|t| t.wall).collect());
-            let mock = median(turns.iter().map(|t| t.mock).collect());
-            let commands = median(turns.iter().map(|t| t.commands).collect());
-            let rss = turns.iter().map(|t| t.max_rss_kib).max().unwrap_or(0);
-            all_local.push(local);
-            if s.python {
-                if rss > largest_with_run.0 {
-                    largest_with_run = (rss, format!("{} · {kind}", s.name));
-                }
-            } else {
-                all_rss.extend(turns.iter().map(|t| t.max_rss_kib));
-                if rss > largest.0 {
-                    largest = (rss, format!("{} · {kind}", s.name));
-                }
-            }
-            let calls_word = if first.calls == 1 { "call" } else { "calls" };
-            let mut row = Row::new(
-                "model cost",
-                format!("{} · {kind} ({})", s.name, first.status),
-                format!(
-                    "{} {calls_word} · {} in · {} out · {} local",
-                    first.calls,
-                    thousands(first.input),
-                    thousands(first.output),
-                    ms(local)
-                ),
-            );
-            row = if s.name == "1 create" {
-                // The thesis' own figures for this request (its screenshot), not measured here.
-                let mut row = row.note("thesis (its screenshot): 8 calls · ~8,200 in · ~1,700 out");
-                row.ratio = format!(
-                    "{:.2}x calls · {:.2}x in · {:.2}x out",
-                    first.calls as f64 / 8.0,
-                    first.input as f64 / 8_200.0,
-                    first.output as f64 / 1_700.0
-                );
-                row
-            } else {
-                row.note(format!(
-                    "wall {} − mock {} − {how} {}",
-                    ms(wall),
-                    ms(mock),
-                    ms(commands)
-                ))
-            };
-            let target = format!(
-                "{} {calls_word}, < 20 ms local",
-                s.calls,
-                calls_word = if s.calls == 1 { "call" } else { "calls" }
-            );
-            rows.push(row.target(
-                target,
-                first.calls == s.calls && local < Duration::from_millis(20),
-            ));
+            peaks.record(s, kind, &turns, local);
+            rows.push(scenario_row(s, kind, &turns, local, how));
         }
     }
-    let mut memory = Vec::new();
-    if !all_rss.is_empty() {
-        all_rss.sort_unstable();
-        memory.push(
-            Row::new(
-                "memory",
-                format!("peak RSS of a whole `pai run`, largest ({})", largest.1),
-                mb(largest.0),
-            )
-            .note(format!(
-                "median of {} runs without RUN {}",
-                all_rss.len(),
-                mb(all_rss[all_rss.len() / 2])
-            ))
-            .target("< 30 MB", largest.0 < 30 * 1024),
-        );
-    }
-    if largest_with_run.0 > 0 {
-        memory.push(
-            Row::new(
-                "memory",
-                format!(
-                    "peak RSS, `pai run` with python3 RUN commands, largest ({})",
-                    largest_with_run.1
-                ),
-                mb(largest_with_run.0),
-            )
-            .note("the larger of pai and the python3 it ran"),
-        );
-    }
-    if !all_local.is_empty() {
-        let worst = all_local.iter().max().copied().unwrap_or_default();
+    let mut memory = peaks.memory_rows();
+    if !peaks.all_local.is_empty() {
+        let worst = peaks.all_local.iter().max().copied().unwrap_or_default();
         rows.push(
             Row::new(
                 "model cost",
                 "local time per turn, worst scenario (median of its runs)",
                 ms(worst),
             )
-            .note(format!("median over all rows {}", ms(median(all_local))))
+            .note(format!(
+                "median over all rows {}",
+                ms(median(peaks.all_local))
+            ))
             .target("< 20 ms", worst < Duration::from_millis(20)),
         );
     }
     memory.extend(rows);
     memory
+}
+
+/// The figures the summary rows take from every scenario's runs. Peak RSS as the kernel
+/// reports it for a reaped child is the larger of its own and its children's: scenarios that
+/// run python3 may report python's. Kept apart.
+#[derive(Default)]
+struct Peaks {
+    /// The largest peak RSS of a scenario without python3, and where.
+    largest: (u64, String),
+    /// The largest peak RSS of a scenario running python3, and where.
+    largest_with_run: (u64, String),
+    /// Every run's peak RSS, of the scenarios without python3.
+    all_rss: Vec<u64>,
+    /// Every row's median local time.
+    all_local: Vec<Duration>,
+}
+
+impl Peaks {
+    /// Takes in the runs of scenario `s` over `kind`, whose median local time is `local`.
+    fn record(&mut self, s: &Scenario, kind: ProviderKind, turns: &[Turn], local: Duration) {
+        let rss = turns.iter().map(|t| t.max_rss_kib).max().unwrap_or(0);
+        self.all_local.push(local);
+        if s.python {
+            if rss > self.largest_with_run.0 {
+                self.largest_with_run = (rss, format!("{} · {kind}", s.name));
+            }
+        } else {
+            self.all_rss.extend(turns.iter().map(|t| t.max_rss_kib));
+            if rss > self.largest.0 {
+                self.largest = (rss, format!("{} · {kind}", s.name));
+            }
+        }
+    }
+
+    /// The memory rows: the largest peak RSS without python3 (with the median), and with it.
+    fn memory_rows(&mut self) -> Vec<Row> {
+        let mut memory = Vec::new();
+        let all_rss = &mut self.all_rss;
+        if !all_rss.is_empty() {
+            all_rss.sort_unstable();
+            memory.push(
+                Row::new(
+                    "memory",
+                    format!(
+                        "peak RSS of a whole `pai run`, largest ({})",
+                        self.largest.1
+                    ),
+                    mb(self.largest.0),
+                )
+                .note(format!(
+                    "median of {} runs without RUN {}",
+                    all_rss.len(),
+                    mb(all_rss[all_rss.len() / 2])
+                ))
+                .target("< 30 MB", self.largest.0 < 30 * 1024),
+            );
+        }
+        if self.largest_with_run.0 > 0 {
+            memory.push(
+                Row::new(
+                    "memory",
+                    format!(
+                        "peak RSS, `pai run` with python3 RUN commands, largest ({})",
+                        self.largest_with_run.1
+                    ),
+                    mb(self.largest_with_run.0),
+                )
+                .note("the larger of pai and the python3 it ran"),
+            );
+        }
+        memory
+    }
+}
+
+/// The row of scenario `s` over `kind`: calls and tokens (the same in every run) and the median
+/// local time, with where the time went, or for scenario 1 the thesis' own figures; against the
+/// scenario's target.
+fn scenario_row(
+    s: &Scenario,
+    kind: ProviderKind,
+    turns: &[Turn],
+    local: Duration,
+    how: &str,
+) -> Row {
+    let first = &turns[0];
+    let wall = median(turns.iter().map(|t| t.wall).collect());
+    let mock = median(turns.iter().map(|t| t.mock).collect());
+    let commands = median(turns.iter().map(|t| t.commands).collect());
+    let calls_word = if first.calls == 1 { "call" } else { "calls" };
+    let mut row = Row::new(
+        "model cost",
+        format!("{} · {kind} ({})", s.name, first.status),
+        format!(
+            "{} {calls_word} · {} in · {} out · {} local",
+            first.calls,
+            thousands(first.input),
+            thousands(first.output),
+            ms(local)
+        ),
+    );
+    row = if s.name == "1 create" {
+        // The thesis' own figures for this request (its screenshot), not measured here.
+        let mut row = row.note("thesis (its screenshot): 8 calls · ~8,200 in · ~1,700 out");
+        row.ratio = format!(
+            "{:.2}x calls · {:.2}x in · {:.2}x out",
+            first.calls as f64 / 8.0,
+            first.input as f64 / 8_200.0,
+            first.output as f64 / 1_700.0
+        );
+        row
+    } else {
+        row.note(format!(
+            "wall {} − mock {} − {how} {}",
+            ms(wall),
+            ms(mock),
+            ms(commands)
+        ))
+    };
+    let target = format!(
+        "{} {calls_word}, < 20 ms local",
+        s.calls,
+        calls_word = if s.calls == 1 { "call" } else { "calls" }
+    );
+    row.target(
+        target,
+        first.calls == s.calls && local < Duration::from_millis(20),
+    )
 }

@@ -62,7 +62,6 @@ pub fn generate_repo(root: &Path, files: usize) {
 
 /// Listing and search rows on the tree [`generate_repo`] made at `root` with `files` files.
 pub fn listing_rows(root: &Path, files: usize) -> Vec<Row> {
-    let mut rows = Vec::new();
     let t = Instant::now();
     let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
     let open = t.elapsed();
@@ -82,6 +81,29 @@ pub fn listing_rows(root: &Path, files: usize) -> Vec<Row> {
     uncapped.stale_temps_removed();
     let files_label = thousands(files as u64);
 
+    let mut rows = listings_vs_git_ls_files(root, files, &ws, &uncapped);
+    rows.push(search_row(root, &files_label, &ws));
+    rows.push(
+        Row::new(
+            AREA,
+            format!("Workspace::open on {files_label} files"),
+            ms(open),
+        )
+        .note(format!("background stale-temp sweep: {}", ms(sweep))),
+    );
+    rows
+}
+
+/// LIST_PATH (capped and not), TREE, the project file list and `find`, each paired with
+/// `git ls-files` on the same tree.
+fn listings_vs_git_ls_files(
+    root: &Path,
+    files: usize,
+    ws: &Workspace,
+    uncapped: &Workspace,
+) -> Vec<Row> {
+    let files_label = thousands(files as u64);
+    let mut rows = Vec::new();
     let mut git_ls = || {
         let out = git(root, &["ls-files"]);
         assert!(out.stdout.len() > 1_000);
@@ -135,7 +157,11 @@ pub fn listing_rows(root: &Path, files: usize) -> Vec<Row> {
         },
         false,
     ));
-    // SEARCH reads every file; its fair reference is git grep on the same tree.
+    rows
+}
+
+/// SEARCH reads every file; its fair reference is git grep on the same tree.
+fn search_row(root: &Path, files_label: &str, ws: &Workspace) -> Row {
     let (ours, theirs, r) = paired(
         PAIRS,
         &mut || {
@@ -147,32 +173,49 @@ pub fn listing_rows(root: &Path, files: usize) -> Vec<Row> {
             assert!(!out.stdout.is_empty());
         },
     );
-    rows.push(
-        Row::new(
-            AREA,
-            format!("SEARCH ^x = 42$ over {files_label} files"),
-            ms(ours),
-        )
-        .vs(format!("git grep {}", ms(theirs)), r),
-    );
-    rows.push(
-        Row::new(
-            AREA,
-            format!("Workspace::open on {files_label} files"),
-            ms(open),
-        )
-        .note(format!("background stale-temp sweep: {}", ms(sweep))),
-    );
-    rows
+    Row::new(
+        AREA,
+        format!("SEARCH ^x = 42$ over {files_label} files"),
+        ms(ours),
+    )
+    .vs(format!("git grep {}", ms(theirs)), r)
 }
+
+/// Lines in the diff guard's file.
+const GUARD_LINES: usize = 100_000;
 
 /// The diff guard on a 100,000-line file, for several shapes of change, and one MODIFY end to
 /// end (read, edit, guard, atomic write with fsync) on the same file.
 pub fn guard_rows() -> Vec<Row> {
-    let lines = 100_000;
-    let old: String = (0..lines)
+    let old: String = (0..GUARD_LINES)
         .map(|i| format!("    value_{i} = compute({i}, \"item {i}\")\n"))
         .collect();
+    let cfg = WorkspaceConfig::default();
+    let mut rows = Vec::new();
+    for (name, new) in changed_versions(&old) {
+        let mut verdict = String::new();
+        let t = median_of(RUNS, || {
+            verdict = match diff_guard(&cfg, "big.py", &old, &new) {
+                Ok((a, r)) => format!("allowed, +{a} -{r}"),
+                Err(_) => "refused".to_string(),
+            };
+        });
+        rows.push(
+            Row::new(
+                AREA,
+                format!("diff guard, 100,000 lines: {name} ({verdict})"),
+                ms(t),
+            )
+            .target("< 50 ms", t < Duration::from_millis(50)),
+        );
+    }
+    rows.push(modify_row(&old, cfg));
+    rows
+}
+
+/// The shapes of change the diff guard is timed on, each named, as new versions of `old`.
+fn changed_versions(old: &str) -> [(&'static str, String); 5] {
+    let lines = GUARD_LINES;
     let edit_lines = |every: usize| -> String {
         old.lines()
             .enumerate()
@@ -203,35 +246,20 @@ pub fn guard_rows() -> Vec<Row> {
         shuffled.swap(i, i + 25);
     }
     let shuffled: String = shuffled.concat();
-
-    let cfg = WorkspaceConfig::default();
-    let mut rows = Vec::new();
-    for (name, new) in [
+    [
         ("1 line changed", edit_lines(lines)),
         ("1,000 scattered lines changed", edit_lines(100)),
         ("400-line block replaced", block),
         ("4,000 lines moved", shuffled),
         ("whole file rewritten", rewrite),
-    ] {
-        let mut verdict = String::new();
-        let t = median_of(RUNS, || {
-            verdict = match diff_guard(&cfg, "big.py", &old, &new) {
-                Ok((a, r)) => format!("allowed, +{a} -{r}"),
-                Err(_) => "refused".to_string(),
-            };
-        });
-        rows.push(
-            Row::new(
-                AREA,
-                format!("diff guard, 100,000 lines: {name} ({verdict})"),
-                ms(t),
-            )
-            .target("< 50 ms", t < Duration::from_millis(50)),
-        );
-    }
+    ]
+}
 
+/// One MODIFY end to end on `old` written to a file, flipping one call's argument back and
+/// forth.
+fn modify_row(old: &str, cfg: WorkspaceConfig) -> Row {
     let tmp = tempfile::tempdir().unwrap();
-    fs::write(tmp.path().join("big.py"), &old).unwrap();
+    fs::write(tmp.path().join("big.py"), old).unwrap();
     let ws = Workspace::open(tmp.path(), cfg).unwrap();
     let mut flip = false;
     let t = median_of(RUNS, || {
@@ -256,12 +284,11 @@ pub fn guard_rows() -> Vec<Row> {
         )
         .unwrap();
     });
-    rows.push(Row::new(
+    Row::new(
         AREA,
         "MODIFY end to end, 1 edit in 100,000 lines (with fsync)",
         ms(t),
-    ));
-    rows
+    )
 }
 
 /// The gate on 1,000,000 generated paths (existing, new, `..`, hostile), by the `openat2`

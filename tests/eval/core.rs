@@ -215,26 +215,10 @@ fn sh(root: &Path, program: &str, args: &[&str]) -> std::process::Output {
 fn check(c: &Value, root: &Path, base: &str, finished: &Value, shown: &str) -> Result<(), String> {
     let s = |k: &str| c[k].as_str();
     if let Some(code) = s("python") {
-        let out = sh(root, "python3", &["-c", code]);
-        return if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "python check failed: {}",
-                tail(&String::from_utf8_lossy(&out.stderr))
-            ))
-        };
+        return succeeds(root, "python3", &["-c", code], "python check");
     }
     if let Some(cmd) = s("cmd") {
-        let out = sh(root, "sh", &["-c", cmd]);
-        return if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "`{cmd}` failed: {}",
-                tail(&String::from_utf8_lossy(&out.stderr))
-            ))
-        };
+        return succeeds(root, "sh", &["-c", cmd], &format!("`{cmd}`"));
     }
     if let Some(cmd) = s("cmd_output") {
         let out = sh(root, "sh", &["-c", cmd]);
@@ -247,20 +231,7 @@ fn check(c: &Value, root: &Path, base: &str, finished: &Value, shown: &str) -> R
         };
     }
     if let Some(path) = s("file") {
-        let text = fs::read_to_string(root.join(path)).map_err(|e| format!("{path}: {e}"))?;
-        for needle in c["contains"].as_array().into_iter().flatten() {
-            let needle = needle.as_str().unwrap_or_default();
-            if !text.contains(needle) {
-                return Err(format!("{path} lacks {needle:?}"));
-            }
-        }
-        for needle in c["lacks"].as_array().into_iter().flatten() {
-            let needle = needle.as_str().unwrap_or_default();
-            if text.contains(needle) {
-                return Err(format!("{path} still has {needle:?}"));
-            }
-        }
-        return Ok(());
+        return file_text(c, root, path);
     }
     if let Some(path) = s("exists") {
         return root
@@ -284,36 +255,79 @@ fn check(c: &Value, root: &Path, base: &str, finished: &Value, shown: &str) -> R
         };
     }
     if c["unchanged"].as_bool() == Some(true) {
-        let changed = git(root, &["diff", "--name-only", base, "HEAD"]);
-        let status = git(root, &["status", "--porcelain", "--untracked-files=all"]);
-        let dirty: Vec<&str> = status
-            .lines()
-            .filter(|l| !l.contains(".pai_history/"))
-            .collect();
-        return if changed.trim().is_empty() && dirty.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "files changed: {} {}",
-                changed.trim(),
-                dirty.join(", ")
-            ))
-        };
+        return unchanged(root, base);
     }
     if let Some(secret) = s("events_lack") {
-        let mut seen = shown.to_string();
-        if let Ok(entries) = fs::read_dir(root.join(".pai_history")) {
-            for e in entries.flatten() {
-                seen.push_str(&fs::read_to_string(e.path()).unwrap_or_default());
-            }
-        }
-        return if seen.contains(secret) {
-            Err(format!("{secret:?} was shown or logged"))
-        } else {
-            Ok(())
-        };
+        return never_shown(root, shown, secret);
     }
     Err(format!("unknown check {c}"))
+}
+
+/// `python` and `cmd` checks: `program` exits 0; `Err` names the check (`what`) and ends
+/// with the tail of its stderr.
+fn succeeds(root: &Path, program: &str, args: &[&str], what: &str) -> Result<(), String> {
+    let out = sh(root, program, args);
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} failed: {}",
+            tail(&String::from_utf8_lossy(&out.stderr))
+        ))
+    }
+}
+
+/// `file` checks: `path` contains every string of `contains` and none of `lacks`.
+fn file_text(c: &Value, root: &Path, path: &str) -> Result<(), String> {
+    let text = fs::read_to_string(root.join(path)).map_err(|e| format!("{path}: {e}"))?;
+    for needle in c["contains"].as_array().into_iter().flatten() {
+        let needle = needle.as_str().unwrap_or_default();
+        if !text.contains(needle) {
+            return Err(format!("{path} lacks {needle:?}"));
+        }
+    }
+    for needle in c["lacks"].as_array().into_iter().flatten() {
+        let needle = needle.as_str().unwrap_or_default();
+        if text.contains(needle) {
+            return Err(format!("{path} still has {needle:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// `unchanged` checks: nothing committed since `base`, and nothing outside pai's history
+/// modified or untracked.
+fn unchanged(root: &Path, base: &str) -> Result<(), String> {
+    let changed = git(root, &["diff", "--name-only", base, "HEAD"]);
+    let status = git(root, &["status", "--porcelain", "--untracked-files=all"]);
+    let dirty: Vec<&str> = status
+        .lines()
+        .filter(|l| !l.contains(".pai_history/"))
+        .collect();
+    if changed.trim().is_empty() && dirty.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "files changed: {} {}",
+            changed.trim(),
+            dirty.join(", ")
+        ))
+    }
+}
+
+/// `events_lack` checks: `secret` is neither in what pai showed nor in any file of its history.
+fn never_shown(root: &Path, shown: &str, secret: &str) -> Result<(), String> {
+    let mut seen = shown.to_string();
+    if let Ok(entries) = fs::read_dir(root.join(".pai_history")) {
+        for e in entries.flatten() {
+            seen.push_str(&fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    if seen.contains(secret) {
+        Err(format!("{secret:?} was shown or logged"))
+    } else {
+        Ok(())
+    }
 }
 
 /// The results as a Markdown table with a totals row.

@@ -340,89 +340,12 @@ fn log_kinds(dir: &std::path::Path, id: &str) -> Vec<String> {
 /// written from those same events alone, each as it happens.
 #[test]
 fn a_session_emits_its_start_each_turn_and_step_and_the_log_follows_the_events() {
-    use pai::agent::context::TurnMemo;
-    use pai::agent::journal::Journal;
-    use pai::agent::protocol::{Answer, Approval as A, Op, Output, Question};
-    use pai::agent::task;
     let dir = tempfile::tempdir().unwrap();
-    let write_plan = |path: &str| {
-        Scripted::reply(
-            plan(json!([
-                {"action": "WRITE", "path": path, "content": "x\n", "purpose": ""},
-                {"action": "READ", "path": path, "purpose": ""},
-                {"action": "FINISH", "message": "done", "purpose": ""}
-            ])),
-            100,
-            10,
-        )
-    };
-    let provider = ScriptedProvider::new(
-        ProviderKind::OpenAi,
-        [write_plan("a.txt"), write_plan("b.txt")],
-    );
     let id = "20260101_000000";
-    let ws = Workspace::open(dir.path(), WorkspaceConfig::default()).unwrap();
-    let journal = Journal::open(dir.path(), id, Vec::new()).unwrap();
-    let mut agent = Agent::new(
-        Box::new(provider.clone()),
-        ws,
-        None,
-        Some(journal),
-        options(),
-    );
-    let carried = TurnMemo {
-        request: "earlier".into(),
-        outcome: "Success: done".into(),
-        files: vec![],
-    };
-    agent.open_session(false, vec![carried.clone()]);
+    let agent = journaled_agent(dir.path(), id);
     // Nothing is written before the session's first frontend is there.
     assert_eq!(log_kinds(dir.path(), id), Vec::<String>::new());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let events = rt.block_on(async {
-        let mut handle = task::spawn(agent);
-        handle.ops.send(Op::UserTurn("write a".into())).unwrap();
-        let mut events: Vec<Value> = Vec::new();
-        let mut plans = 0;
-        loop {
-            match handle.outputs.recv().await.unwrap() {
-                Output::Event(e) => events.push(serde_json::to_value(&e).unwrap()),
-                Output::Ask { id, question } => {
-                    assert!(matches!(question, Question::Plan(_)), "{question:?}");
-                    plans += 1;
-                    // The first plan is amended: the turn starts over with the new request.
-                    let answer = if plans == 1 {
-                        A::Amend("write b".into())
-                    } else {
-                        A::Yes
-                    };
-                    let answer = Answer::Plan(answer);
-                    handle.ops.send(Op::Answer { id, answer }).unwrap();
-                }
-                Output::TurnDone(outcome) => {
-                    assert_eq!(outcome.status, TurnStatus::Success);
-                    break;
-                }
-            }
-        }
-        // `/clear` between turns reaches the log at once, not at a next turn.
-        handle.with_agent(|agent| agent.clear_memory()).unwrap();
-        assert_eq!(
-            log_kinds(dir.path(), id).last().map(String::as_str),
-            Some("memory_cleared")
-        );
-        match handle.outputs.recv().await.unwrap() {
-            Output::Event(e) => events.push(serde_json::to_value(&e).unwrap()),
-            other => panic!("expected the memory_cleared event, got {other:?}"),
-        }
-        handle.ops.send(Op::Shutdown).unwrap();
-        handle.done.await.unwrap();
-        events
-    });
+    let events = amended_turn_then_clear(agent, dir.path(), id);
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| e["event"].as_str().unwrap())
@@ -441,27 +364,7 @@ fn a_session_emits_its_start_each_turn_and_step_and_the_log_follows_the_events()
         .map(|e| (e["request"].as_str().unwrap(), e["amended"] == true))
         .collect();
     assert_eq!(started, [("write a", false), ("write b", true)]);
-    // Every step result follows its start, with nothing else of another step between.
-    let mut open: Option<(u64, u64)> = None;
-    let mut steps = 0;
-    for e in &events {
-        let at = || (e["phase"].as_u64().unwrap(), e["index"].as_u64().unwrap());
-        match e["event"].as_str().unwrap() {
-            "step_started" => {
-                assert_eq!(
-                    open, None,
-                    "a step started before the last one ended: {kinds:?}"
-                );
-                open = Some(at());
-            }
-            "step" => {
-                assert_eq!(open.take(), Some(at()), "a step result without its start");
-                steps += 1;
-            }
-            _ => {}
-        }
-    }
-    assert!(steps >= 2 && open.is_none(), "{kinds:?}");
+    assert_steps_start_before_their_results(&events, &kinds);
     let n = kinds.len();
     assert_eq!(
         kinds[n - 3..],
@@ -493,4 +396,120 @@ fn a_session_emits_its_start_each_turn_and_step_and_the_log_follows_the_events()
     );
     // A continued session gets back only what came after the clear: nothing.
     assert_eq!(pai::agent::journal::load_memory(dir.path(), id, 5), vec![]);
+}
+
+/// An agent over `dir` journaling session `id`, whose model answers two plans (write a file,
+/// read it, finish), with one earlier turn in memory and its session opened.
+fn journaled_agent(dir: &std::path::Path, id: &str) -> Agent {
+    use pai::agent::context::TurnMemo;
+    use pai::agent::journal::Journal;
+    let write_plan = |path: &str| {
+        Scripted::reply(
+            plan(json!([
+                {"action": "WRITE", "path": path, "content": "x\n", "purpose": ""},
+                {"action": "READ", "path": path, "purpose": ""},
+                {"action": "FINISH", "message": "done", "purpose": ""}
+            ])),
+            100,
+            10,
+        )
+    };
+    let provider = ScriptedProvider::new(
+        ProviderKind::OpenAi,
+        [write_plan("a.txt"), write_plan("b.txt")],
+    );
+    let ws = Workspace::open(dir, WorkspaceConfig::default()).unwrap();
+    let journal = Journal::open(dir, id, Vec::new()).unwrap();
+    let mut agent = Agent::new(
+        Box::new(provider.clone()),
+        ws,
+        None,
+        Some(journal),
+        options(),
+    );
+    let carried = TurnMemo {
+        request: "earlier".into(),
+        outcome: "Success: done".into(),
+        files: vec![],
+    };
+    agent.open_session(false, vec![carried.clone()]);
+    agent
+}
+
+/// Runs `agent` as a task: the turn "write a", whose first plan is amended to "write b" and
+/// whose second is approved; then `/clear`, which must reach the log at once; then shutdown.
+/// Returns every event, as JSON.
+fn amended_turn_then_clear(agent: Agent, dir: &std::path::Path, id: &str) -> Vec<Value> {
+    use pai::agent::protocol::{Answer, Approval as A, Op, Output, Question};
+    use pai::agent::task;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut handle = task::spawn(agent);
+        handle.ops.send(Op::UserTurn("write a".into())).unwrap();
+        let mut events: Vec<Value> = Vec::new();
+        let mut plans = 0;
+        loop {
+            match handle.outputs.recv().await.unwrap() {
+                Output::Event(e) => events.push(serde_json::to_value(&e).unwrap()),
+                Output::Ask { id, question } => {
+                    assert!(matches!(question, Question::Plan(_)), "{question:?}");
+                    plans += 1;
+                    // The first plan is amended: the turn starts over with the new request.
+                    let answer = if plans == 1 {
+                        A::Amend("write b".into())
+                    } else {
+                        A::Yes
+                    };
+                    let answer = Answer::Plan(answer);
+                    handle.ops.send(Op::Answer { id, answer }).unwrap();
+                }
+                Output::TurnDone(outcome) => {
+                    assert_eq!(outcome.status, TurnStatus::Success);
+                    break;
+                }
+            }
+        }
+        // `/clear` between turns reaches the log at once, not at a next turn.
+        handle.with_agent(|agent| agent.clear_memory()).unwrap();
+        assert_eq!(
+            log_kinds(dir, id).last().map(String::as_str),
+            Some("memory_cleared")
+        );
+        match handle.outputs.recv().await.unwrap() {
+            Output::Event(e) => events.push(serde_json::to_value(&e).unwrap()),
+            other => panic!("expected the memory_cleared event, got {other:?}"),
+        }
+        handle.ops.send(Op::Shutdown).unwrap();
+        handle.done.await.unwrap();
+        events
+    })
+}
+
+/// Every step result follows its start, with nothing else of another step between; and at
+/// least two steps ran.
+fn assert_steps_start_before_their_results(events: &[Value], kinds: &[&str]) {
+    let mut open: Option<(u64, u64)> = None;
+    let mut steps = 0;
+    for e in events {
+        let at = || (e["phase"].as_u64().unwrap(), e["index"].as_u64().unwrap());
+        match e["event"].as_str().unwrap() {
+            "step_started" => {
+                assert_eq!(
+                    open, None,
+                    "a step started before the last one ended: {kinds:?}"
+                );
+                open = Some(at());
+            }
+            "step" => {
+                assert_eq!(open.take(), Some(at()), "a step result without its start");
+                steps += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(steps >= 2 && open.is_none(), "{kinds:?}");
 }

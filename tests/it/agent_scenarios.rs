@@ -91,73 +91,90 @@ fn scenario_1_create_calculator_one_call() {
             "{kind}: pai's accounting matches the server's"
         );
         assert_eq!(run.finished()["output_tokens"], mock.output_tokens());
-        let expected = fixture("trees/calculator/calculator.py");
-        assert_eq!(p.read("calculator.py"), expected, "{kind}");
-        if python3() {
-            let ok = std::process::Command::new("python3")
-                .args(["-m", "py_compile", "calculator.py"])
-                .current_dir(&p.root)
-                .status()
-                .unwrap();
-            assert!(ok.success(), "{kind}: calculator.py compiles");
-            assert_eq!(run.finished()["verified"], true, "{kind}");
-        } else {
-            println!("python3 not found: the compile check of {kind} was skipped");
-        }
-        let commits = plan_commits(&p);
-        assert_eq!(commits.len(), 1, "{kind}: one plan, one commit");
+        assert_calculator_compiles(&p, &run, kind);
+        assert_one_plan_commit(&p, &run, kind);
+        assert_session_log_markers(&p, kind);
+        assert_no_leak(&p, &run, &mock);
+    }
+}
+
+/// Scenario 1's file is the fixture's calculator, and, when python3 is there, it compiles and
+/// the run says it verified it.
+fn assert_calculator_compiles(p: &Project, run: &Run, kind: ProviderKind) {
+    let expected = fixture("trees/calculator/calculator.py");
+    assert_eq!(p.read("calculator.py"), expected, "{kind}");
+    if python3() {
+        let ok = std::process::Command::new("python3")
+            .args(["-m", "py_compile", "calculator.py"])
+            .current_dir(&p.root)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{kind}: calculator.py compiles");
+        assert_eq!(run.finished()["verified"], true, "{kind}");
+    } else {
+        println!("python3 not found: the compile check of {kind} was skipped");
+    }
+}
+
+/// Scenario 1's plan made exactly one commit, with pai's subject and trailers, holding only the
+/// plan's file, which is left clean.
+fn assert_one_plan_commit(p: &Project, run: &Run, kind: ProviderKind) {
+    let commits = plan_commits(p);
+    assert_eq!(commits.len(), 1, "{kind}: one plan, one commit");
+    assert!(
+        commits[0].starts_with("pai: make me a simple calculator in python"),
+        "{}",
+        commits[0]
+    );
+    for trailer in [
+        "Pai-Session: ",
+        "Pai-Plan: 1",
+        "Pai-Kind: plan",
+        "Pai-Calls: 1",
+        "Pai-Tokens: ",
+    ] {
         assert!(
-            commits[0].starts_with("pai: make me a simple calculator in python"),
-            "{}",
+            commits[0].contains(trailer),
+            "{kind}: missing {trailer} in {}",
             commits[0]
         );
-        for trailer in [
-            "Pai-Session: ",
-            "Pai-Plan: 1",
-            "Pai-Kind: plan",
-            "Pai-Calls: 1",
-            "Pai-Tokens: ",
-        ] {
-            assert!(
-                commits[0].contains(trailer),
-                "{kind}: missing {trailer} in {}",
-                commits[0]
-            );
-        }
-        let files = git(&p.root, &["show", "--name-only", "--format=", "HEAD"]);
-        assert_eq!(
-            files.trim(),
-            "calculator.py",
-            "{kind}: only the plan's file is committed"
+    }
+    let files = git(&p.root, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(
+        files.trim(),
+        "calculator.py",
+        "{kind}: only the plan's file is committed"
+    );
+    assert_eq!(
+        git(&p.root, &["status", "--porcelain", "--", "calculator.py"]),
+        "",
+        "{kind}"
+    );
+    assert!(!run.events_of("committed").is_empty());
+}
+
+/// Scenario 1's session log records every stage of the session.
+fn assert_session_log_markers(p: &Project, kind: ProviderKind) {
+    let log = std::fs::read_dir(p.root.join(".pai_history"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|f| f.extension().is_some_and(|x| x == "log"))
+        .unwrap();
+    let log = std::fs::read_to_string(log).unwrap();
+    for marker in [
+        "SESSION STARTED",
+        "USER: make me a simple calculator",
+        "AI PLANNING START",
+        "AI EXECUTION START",
+        "SUCCESS",
+        "AI FINAL RESULT",
+        "AI SUGGESTION",
+        "COMMIT: ",
+    ] {
+        assert!(
+            log.contains(marker),
+            "{kind}: session log lacks {marker}:\n{log}"
         );
-        assert_eq!(
-            git(&p.root, &["status", "--porcelain", "--", "calculator.py"]),
-            "",
-            "{kind}"
-        );
-        assert!(!run.events_of("committed").is_empty());
-        let log = std::fs::read_dir(p.root.join(".pai_history"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|f| f.extension().is_some_and(|x| x == "log"))
-            .unwrap();
-        let log = std::fs::read_to_string(log).unwrap();
-        for marker in [
-            "SESSION STARTED",
-            "USER: make me a simple calculator",
-            "AI PLANNING START",
-            "AI EXECUTION START",
-            "SUCCESS",
-            "AI FINAL RESULT",
-            "AI SUGGESTION",
-            "COMMIT: ",
-        ] {
-            assert!(
-                log.contains(marker),
-                "{kind}: session log lacks {marker}:\n{log}"
-            );
-        }
-        assert_no_leak(&p, &run, &mock);
     }
 }
 
@@ -474,6 +491,11 @@ fn task(steps: serde_json::Value) -> serde_json::Value {
 }
 
 /// Replies no plan may be carried out from, each with the words its rejection must contain.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table: one entry per malformed reply, each a name, the reply and the words its \
+              rejection must contain; splitting it would only scatter the cases"
+)]
 fn malformed_replies() -> Vec<(&'static str, Reply, &'static str)> {
     use serde_json::json;
     vec![

@@ -12,7 +12,7 @@ use pai::llm::{
     StreamEvent, TimeoutStage, build_provider,
 };
 use serde_json::{Value, json};
-use support::mock_llm::{MockLlm, Reply, Script, chat_plan};
+use support::mock_llm::{MockLlm, RecordedRequest, Reply, Script, chat_plan};
 
 const KEY: &str = "test-key-S3CR3T-0123456789abcdef";
 const SYSTEM: &str = "You are pai, a terminal coding agent. Reply with one JSON object.";
@@ -199,88 +199,103 @@ async fn structured_reply_for_every_provider_streaming_and_not() {
                 Some("make me a simple calculator in python")
             );
             assert!(mock.key_only_in_headers(KEY), "{what}");
-            match kind {
-                ProviderKind::Gemini => {
-                    let expected = if stream {
-                        "/v1beta/models/mock-model:streamGenerateContent?alt=sse"
-                    } else {
-                        "/v1beta/models/mock-model:generateContent"
-                    };
-                    assert_eq!(r.url, expected);
-                    assert_eq!(r.auth_header.as_deref(), Some("x-goog-api-key"));
-                    let gc = &r.body["generationConfig"];
-                    assert_eq!(gc["responseMimeType"], "application/json");
-                    assert_eq!(gc["responseSchema"]["type"], "OBJECT");
-                    assert_eq!(
-                        gc["responseSchema"]["properties"]["intent"]["enum"],
-                        json!(["chat", "task"])
-                    );
-                    assert!(gc["responseSchema"].get("additionalProperties").is_none());
-                    assert_eq!(gc["maxOutputTokens"], 4096);
-                }
-                ProviderKind::OpenAi => {
-                    assert_eq!(r.url, "/v1/chat/completions");
-                    assert_eq!(r.auth_header.as_deref(), Some("authorization"));
-                    assert_eq!(r.response_format(), "json_schema");
-                    // Strict structured output: closed objects, every property required,
-                    // the optional ones nullable; the declared properties unchanged.
-                    let sent = &r.body["response_format"]["json_schema"];
-                    assert_eq!(sent["strict"], true);
-                    let schema = &sent["schema"];
-                    assert_eq!(
-                        schema["properties"]
-                            .as_object()
-                            .unwrap()
-                            .keys()
-                            .collect::<Vec<_>>(),
-                        plan_schema()["properties"]
-                            .as_object()
-                            .unwrap()
-                            .keys()
-                            .collect::<Vec<_>>()
-                    );
-                    assert_eq!(
-                        schema["required"],
-                        json!([
-                            "intent",
-                            "reply",
-                            "analysis",
-                            "steps",
-                            "observe",
-                            "next_steps"
-                        ])
-                    );
-                    assert_eq!(schema["properties"]["intent"]["type"], "string");
-                    assert_eq!(
-                        schema["properties"]["observe"]["type"],
-                        json!(["boolean", "null"])
-                    );
-                    let step = &schema["properties"]["steps"]["items"];
-                    assert_eq!(step["additionalProperties"], false);
-                    assert_eq!(
-                        step["properties"]["path"]["type"],
-                        json!(["string", "null"])
-                    );
-                    assert_eq!(r.body["response_format"]["json_schema"]["name"], "pai_plan");
-                    assert_eq!(
-                        r.body["stream_options"]["include_usage"].as_bool(),
-                        stream.then_some(true)
-                    );
-                }
-                ProviderKind::Anthropic => {
-                    assert_eq!(r.url, "/v1/messages");
-                    assert_eq!(r.auth_header.as_deref(), Some("x-api-key"));
-                    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
-                    assert_eq!(
-                        r.body["tool_choice"],
-                        json!({"type": "tool", "name": "pai_plan"})
-                    );
-                    assert_eq!(r.body["tools"][0]["input_schema"], plan_schema());
-                    assert_eq!(r.body["max_tokens"], 4096);
-                }
-            }
+            assert_wire_format(kind, r, stream);
         }
     }
+}
+
+/// What the structured request looked like on the wire, in the format of `kind`.
+fn assert_wire_format(kind: ProviderKind, r: &RecordedRequest, stream: bool) {
+    match kind {
+        ProviderKind::Gemini => assert_gemini_wire(r, stream),
+        ProviderKind::OpenAi => assert_openai_wire(r, stream),
+        ProviderKind::Anthropic => assert_anthropic_wire(r),
+    }
+}
+
+/// Gemini: the model and the streaming in the URL, the schema in `generationConfig` in
+/// Gemini's dialect (upper-case types, no `additionalProperties`).
+fn assert_gemini_wire(r: &RecordedRequest, stream: bool) {
+    let expected = if stream {
+        "/v1beta/models/mock-model:streamGenerateContent?alt=sse"
+    } else {
+        "/v1beta/models/mock-model:generateContent"
+    };
+    assert_eq!(r.url, expected);
+    assert_eq!(r.auth_header.as_deref(), Some("x-goog-api-key"));
+    let gc = &r.body["generationConfig"];
+    assert_eq!(gc["responseMimeType"], "application/json");
+    assert_eq!(gc["responseSchema"]["type"], "OBJECT");
+    assert_eq!(
+        gc["responseSchema"]["properties"]["intent"]["enum"],
+        json!(["chat", "task"])
+    );
+    assert!(gc["responseSchema"].get("additionalProperties").is_none());
+    assert_eq!(gc["maxOutputTokens"], 4096);
+}
+
+/// OpenAI: strict `json_schema` structured output, usage asked for when streaming.
+fn assert_openai_wire(r: &RecordedRequest, stream: bool) {
+    assert_eq!(r.url, "/v1/chat/completions");
+    assert_eq!(r.auth_header.as_deref(), Some("authorization"));
+    assert_eq!(r.response_format(), "json_schema");
+    // Strict structured output: closed objects, every property required,
+    // the optional ones nullable; the declared properties unchanged.
+    let sent = &r.body["response_format"]["json_schema"];
+    assert_eq!(sent["strict"], true);
+    let schema = &sent["schema"];
+    assert_eq!(
+        schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        plan_schema()["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        schema["required"],
+        json!([
+            "intent",
+            "reply",
+            "analysis",
+            "steps",
+            "observe",
+            "next_steps"
+        ])
+    );
+    assert_eq!(schema["properties"]["intent"]["type"], "string");
+    assert_eq!(
+        schema["properties"]["observe"]["type"],
+        json!(["boolean", "null"])
+    );
+    let step = &schema["properties"]["steps"]["items"];
+    assert_eq!(step["additionalProperties"], false);
+    assert_eq!(
+        step["properties"]["path"]["type"],
+        json!(["string", "null"])
+    );
+    assert_eq!(r.body["response_format"]["json_schema"]["name"], "pai_plan");
+    assert_eq!(
+        r.body["stream_options"]["include_usage"].as_bool(),
+        stream.then_some(true)
+    );
+}
+
+/// Anthropic: the plan as a forced tool call.
+fn assert_anthropic_wire(r: &RecordedRequest) {
+    assert_eq!(r.url, "/v1/messages");
+    assert_eq!(r.auth_header.as_deref(), Some("x-api-key"));
+    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(
+        r.body["tool_choice"],
+        json!({"type": "tool", "name": "pai_plan"})
+    );
+    assert_eq!(r.body["tools"][0]["input_schema"], plan_schema());
+    assert_eq!(r.body["max_tokens"], 4096);
 }
 
 #[tokio::test]
@@ -1118,79 +1133,11 @@ async fn replays_of_the_providers_real_response_shapes() {
         let e = &case["expect"];
         assert_eq!(mock.calls(), e["calls"].as_u64().unwrap(), "{name}: calls");
         match (e["ok"].as_bool().unwrap(), &result) {
-            (true, Ok(reply)) => {
-                assert_eq!(reply.value["reply"], "Hello from the replay.", "{name}");
-                if let Some(u) = e.get("usage") {
-                    let got = [
-                        reply.usage.input,
-                        reply.usage.output,
-                        reply.usage.cached,
-                        reply.usage.reasoning,
-                    ];
-                    let want =
-                        ["input", "output", "cached", "reasoning"].map(|k| u[k].as_u64().unwrap());
-                    assert_eq!(got, want, "{name}: input, output, cached, reasoning");
-                }
-            }
-            (false, Err(err)) => {
-                let variant = e["error"].as_str().unwrap();
-                assert!(format!("{err:?}").starts_with(variant), "{name}: {err:?}");
-                for needle in e["error_contains"].as_array().into_iter().flatten() {
-                    let needle = needle.as_str().unwrap();
-                    assert!(err.to_string().contains(needle), "{name}: {err}");
-                }
-                let kind = match err.kind() {
-                    LlmErrorKind::Config => "config",
-                    LlmErrorKind::Unavailable => "unavailable",
-                    LlmErrorKind::Rejected => "rejected",
-                    LlmErrorKind::Reply => "reply",
-                };
-                assert_eq!(kind, e["kind"].as_str().unwrap(), "{name}: {err:?}");
-                if let Some(h) = e["hint_contains"].as_str() {
-                    assert!(err.hint().contains(h), "{name}: {}", err.hint());
-                }
-                // Whether the turn asks the model once more (a reply that may come out right
-                // the second time) or reports at once.
-                assert_eq!(
-                    err.correction_request().is_some(),
-                    e["corrects"].as_bool().unwrap_or(false),
-                    "{name}: correction"
-                );
-                assert!(
-                    !err.is_retryable() || e["calls"].as_u64() > Some(1),
-                    "{name}"
-                );
-            }
+            (true, Ok(reply)) => check_replayed_reply(&name, e, reply),
+            (false, Err(err)) => check_replayed_error(&name, e, err),
             (ok, other) => panic!("{name}: expected ok={ok}, got {other:?}"),
         }
-        let sent = mock.generation_requests();
-        for (i, checks) in e["requests"].as_array().into_iter().flatten().enumerate() {
-            let body = &sent[i].body;
-            for ptr in checks["present"].as_array().into_iter().flatten() {
-                let ptr = ptr.as_str().unwrap();
-                assert!(
-                    body.pointer(ptr).is_some(),
-                    "{name}: request {i} lacks {ptr}"
-                );
-            }
-            for ptr in checks["absent"].as_array().into_iter().flatten() {
-                let ptr = ptr.as_str().unwrap();
-                assert!(body.pointer(ptr).is_none(), "{name}: request {i} has {ptr}");
-            }
-            for (ptr, want) in checks["equals"].as_object().into_iter().flatten() {
-                assert_eq!(body.pointer(ptr), Some(want), "{name}: request {i} {ptr}");
-            }
-        }
-        if let Some(needle) = e["raw_contains"].as_str() {
-            assert!(
-                sent[0].raw_body.contains(needle),
-                "{name}: {}",
-                sent[0].raw_body
-            );
-        }
-        if let Some(needle) = e["raw_lacks"].as_str() {
-            assert!(!sent[0].raw_body.contains(needle), "{name}");
-        }
+        check_replayed_requests(&name, e, &mock.generation_requests());
         if let Some(ptrs) = e["again_absent"].as_array() {
             // What was learned is remembered: the next call does not repeat the rejected field.
             let before = mock.calls();
@@ -1205,6 +1152,85 @@ async fn replays_of_the_providers_real_response_shapes() {
                 );
             }
         }
+    }
+}
+
+/// A replay that must succeed: the reply, and the usage when the case states it.
+fn check_replayed_reply(name: &str, e: &Value, reply: &LlmReply) {
+    assert_eq!(reply.value["reply"], "Hello from the replay.", "{name}");
+    if let Some(u) = e.get("usage") {
+        let got = [
+            reply.usage.input,
+            reply.usage.output,
+            reply.usage.cached,
+            reply.usage.reasoning,
+        ];
+        let want = ["input", "output", "cached", "reasoning"].map(|k| u[k].as_u64().unwrap());
+        assert_eq!(got, want, "{name}: input, output, cached, reasoning");
+    }
+}
+
+/// A replay that must fail: the error's variant, text, class and hint, and whether the turn
+/// asks the model again.
+fn check_replayed_error(name: &str, e: &Value, err: &LlmError) {
+    let variant = e["error"].as_str().unwrap();
+    assert!(format!("{err:?}").starts_with(variant), "{name}: {err:?}");
+    for needle in e["error_contains"].as_array().into_iter().flatten() {
+        let needle = needle.as_str().unwrap();
+        assert!(err.to_string().contains(needle), "{name}: {err}");
+    }
+    let kind = match err.kind() {
+        LlmErrorKind::Config => "config",
+        LlmErrorKind::Unavailable => "unavailable",
+        LlmErrorKind::Rejected => "rejected",
+        LlmErrorKind::Reply => "reply",
+    };
+    assert_eq!(kind, e["kind"].as_str().unwrap(), "{name}: {err:?}");
+    if let Some(h) = e["hint_contains"].as_str() {
+        assert!(err.hint().contains(h), "{name}: {}", err.hint());
+    }
+    // Whether the turn asks the model once more (a reply that may come out right
+    // the second time) or reports at once.
+    assert_eq!(
+        err.correction_request().is_some(),
+        e["corrects"].as_bool().unwrap_or(false),
+        "{name}: correction"
+    );
+    assert!(
+        !err.is_retryable() || e["calls"].as_u64() > Some(1),
+        "{name}"
+    );
+}
+
+/// What the replay's requests carried: JSON pointers present, absent or equal per request, and
+/// text in or not in the first raw body.
+fn check_replayed_requests(name: &str, e: &Value, sent: &[RecordedRequest]) {
+    for (i, checks) in e["requests"].as_array().into_iter().flatten().enumerate() {
+        let body = &sent[i].body;
+        for ptr in checks["present"].as_array().into_iter().flatten() {
+            let ptr = ptr.as_str().unwrap();
+            assert!(
+                body.pointer(ptr).is_some(),
+                "{name}: request {i} lacks {ptr}"
+            );
+        }
+        for ptr in checks["absent"].as_array().into_iter().flatten() {
+            let ptr = ptr.as_str().unwrap();
+            assert!(body.pointer(ptr).is_none(), "{name}: request {i} has {ptr}");
+        }
+        for (ptr, want) in checks["equals"].as_object().into_iter().flatten() {
+            assert_eq!(body.pointer(ptr), Some(want), "{name}: request {i} {ptr}");
+        }
+    }
+    if let Some(needle) = e["raw_contains"].as_str() {
+        assert!(
+            sent[0].raw_body.contains(needle),
+            "{name}: {}",
+            sent[0].raw_body
+        );
+    }
+    if let Some(needle) = e["raw_lacks"].as_str() {
+        assert!(!sent[0].raw_body.contains(needle), "{name}");
     }
 }
 
@@ -1284,60 +1310,71 @@ fn model_not_found(kind: ProviderKind, model: &str) -> Reply {
 fn unknown_models_and_used_up_accounts_exit_2_with_one_hint_everywhere() {
     let model = "no-such-model-1";
     for kind in ALL {
-        let hint = LlmError::NotFound {
-            provider: kind,
-            model: model.into(),
-            message: String::new(),
-        }
-        .hint();
-        let p = support::project::Project::repo(None);
-        let mock = MockLlm::start(Script::with_replies([
-            model_not_found(kind, model),
-            model_not_found(kind, model),
-        ]));
-        let run = p.run(&mock, kind, "add a power operation", &["--model", model]);
-        assert_eq!(
-            run.output.status.code(),
-            Some(2),
-            "{kind} run: {}",
-            run.text()
-        );
-        assert!(shows(&run.text(), &hint), "{kind} run: {}", run.text());
-        let (code, text) = interactive(
-            &p,
-            &mock,
-            kind,
-            &["--model", model],
-            "add a power operation\nadd another one\n",
-        );
-        assert_eq!(code, Some(2), "{kind} auto: {text}");
-        assert!(shows(&text, &hint), "{kind} auto: {text}");
-        assert_eq!(mock.calls(), 2, "{kind}: a 404 is not retried");
-
-        let listing = MockLlm::start(Script::new().models(&["a-model-it-has"]));
-        let validate = p
-            .pai()
-            .env(kind.key_env_var(), support::project::TEST_KEY)
-            .args([
-                "config",
-                "validate",
-                "--provider",
-                kind.name(),
-                "--model",
-                model,
-            ])
-            .args(["--base-url", &listing.base_url(kind)])
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&validate.stdout),
-            String::from_utf8_lossy(&validate.stderr)
-        );
-        assert_eq!(validate.status.code(), Some(2), "{kind} validate: {text}");
-        assert!(shows(&text, &hint), "{kind} validate: {text}");
+        unknown_model_exits_2_everywhere(kind, model);
     }
+    used_up_account_exits_2_where_a_rate_limit_exits_1();
+}
 
+/// A model `kind` does not have exits 2 with the not-found hint from `pai run`, from `pai auto`
+/// (without retrying the 404) and from `pai config validate`.
+fn unknown_model_exits_2_everywhere(kind: ProviderKind, model: &str) {
+    let hint = LlmError::NotFound {
+        provider: kind,
+        model: model.into(),
+        message: String::new(),
+    }
+    .hint();
+    let p = support::project::Project::repo(None);
+    let mock = MockLlm::start(Script::with_replies([
+        model_not_found(kind, model),
+        model_not_found(kind, model),
+    ]));
+    let run = p.run(&mock, kind, "add a power operation", &["--model", model]);
+    assert_eq!(
+        run.output.status.code(),
+        Some(2),
+        "{kind} run: {}",
+        run.text()
+    );
+    assert!(shows(&run.text(), &hint), "{kind} run: {}", run.text());
+    let (code, text) = interactive(
+        &p,
+        &mock,
+        kind,
+        &["--model", model],
+        "add a power operation\nadd another one\n",
+    );
+    assert_eq!(code, Some(2), "{kind} auto: {text}");
+    assert!(shows(&text, &hint), "{kind} auto: {text}");
+    assert_eq!(mock.calls(), 2, "{kind}: a 404 is not retried");
+
+    let listing = MockLlm::start(Script::new().models(&["a-model-it-has"]));
+    let validate = p
+        .pai()
+        .env(kind.key_env_var(), support::project::TEST_KEY)
+        .args([
+            "config",
+            "validate",
+            "--provider",
+            kind.name(),
+            "--model",
+            model,
+        ])
+        .args(["--base-url", &listing.base_url(kind)])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&validate.stdout),
+        String::from_utf8_lossy(&validate.stderr)
+    );
+    assert_eq!(validate.status.code(), Some(2), "{kind} validate: {text}");
+    assert!(shows(&text, &hint), "{kind} validate: {text}");
+}
+
+/// OpenAI's 429 `insufficient_quota` exits 2 at once with the billing hint from `pai run` and
+/// `pai auto`; a plain rate limit that outlasts the retries exits 1 without it.
+fn used_up_account_exits_2_where_a_rate_limit_exits_1() {
     let kind = ProviderKind::OpenAi;
     let quota = |code: &str, kind_of: &str, message: &str| Reply::Raw {
         status: 429,

@@ -826,94 +826,20 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let received_at = Instant::now();
-    let url = uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| uri.path().to_string());
     let path = uri.path().to_string();
-    let raw_body = String::from_utf8_lossy(&body).into_owned();
     let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-
-    let mut recorded_headers = Vec::new();
-    let mut auth_header = None;
-    let mut key = None;
-    for (name, value) in &headers {
-        let name = name.as_str().to_ascii_lowercase();
-        let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
-        if SECRET_HEADERS.contains(&name.as_str()) {
-            let credential = text
-                .strip_prefix("Bearer ")
-                .unwrap_or(&text)
-                .trim()
-                .to_string();
-            if !credential.is_empty() && auth_header.is_none() && name != "cookie" {
-                auth_header = Some(name.clone());
-                key = Some(credential);
-            }
-            recorded_headers.push((name, "<redacted>".to_string()));
-        } else {
-            recorded_headers.push((name, text));
-        }
-    }
-
     let parsed = parse_generation(&method, &path, &json_body);
-    let mut record = RecordedRequest {
-        index: 0,
-        method: method.to_string(),
-        url,
-        headers: recorded_headers,
-        auth_header,
-        key_sha256: key.as_deref().map(sha256_hex),
-        provider: parsed.as_ref().map(|p| p.provider),
-        stream: parsed.as_ref().is_some_and(|p| p.stream),
-        body: json_body.clone(),
-        raw_body,
-        system: parsed
-            .as_ref()
-            .map(|p| p.system.clone())
-            .unwrap_or_default(),
-        messages: parsed
-            .as_ref()
-            .map(|p| p.messages.clone())
-            .unwrap_or_default(),
-        schema: parsed.as_ref().and_then(|p| p.schema.clone()),
-        input_tokens: 0,
-        output_tokens: 0,
-        cached_tokens: 0,
-        status: 0,
-        answered: String::new(),
+    let (mut record, key) = record_request(
+        &method,
+        &uri,
+        &headers,
+        &body,
+        &json_body,
+        parsed.as_ref(),
         received_at,
-        handled_in: Duration::ZERO,
-    };
-
-    let (index, reply, key_ok, script_models, chunk, rejected) = {
-        let mut st = shared.lock();
-        record.index = st.requests.len();
-        if parsed.is_some() {
-            st.calls += 1;
-        }
-        let key_ok = match &st.script.require_key {
-            Some(required) => key.as_deref() == Some(required.as_str()),
-            None => true,
-        };
-        let rejected = parsed.as_ref().is_some_and(|p| {
-            p.provider == ProviderKind::OpenAi
-                && st
-                    .script
-                    .reject_response_format
-                    .iter()
-                    .any(|t| json_body["response_format"]["type"].as_str() == Some(t.as_str()))
-        });
-        let reply = if parsed.is_some() && key_ok && !rejected {
-            st.choose(&record)
-        } else {
-            None
-        };
-        let models = st.script.models.clone();
-        let chunk = st.script.chunk_chars.unwrap_or(DEFAULT_CHUNK_CHARS).max(1);
-        st.requests.push(record.clone());
-        (record.index, reply, key_ok, models, chunk, rejected)
-    };
+    );
+    let admitted = admit(&shared, &mut record, key.as_deref(), parsed.as_ref());
+    let index = admitted.index;
 
     let finish = |status: u16, answered: &str| {
         let mut st = shared.lock();
@@ -929,47 +855,24 @@ async fn handle(
         .map(|p| p.provider)
         .unwrap_or_else(|| guess_provider(&path));
 
-    if !key_ok {
+    if !admitted.key_ok {
         finish(bad_key_status(provider_hint), "bad_key");
         return bad_key(provider_hint);
     }
 
     let Some(p) = parsed else {
-        return match model_lookup(&method, &path, &script_models) {
-            Some(response) => {
-                let status = response.status().as_u16();
-                finish(status, "model_lookup");
-                response
-            }
-            None => {
-                finish(404, "not_found");
-                error_response(
-                    provider_hint,
-                    404,
-                    &format!("mock: no endpoint {method} {path}"),
-                    None,
-                )
-            }
-        };
+        let (response, answered) =
+            answer_non_generation(&method, &path, &admitted.script_models, provider_hint);
+        finish(response.status().as_u16(), answered);
+        return response;
     };
 
-    if rejected {
+    if admitted.rejected {
         finish(400, "rejected");
-        let kind = json_body["response_format"]["type"]
-            .as_str()
-            .unwrap_or("json_schema");
-        return json_response(
-            400,
-            json!({"error": {
-                "message": format!("Invalid parameter: 'response_format' of type '{kind}' is not supported with this model."),
-                "type": "invalid_request_error",
-                "param": "response_format",
-                "code": null
-            }}),
-        );
+        return rejected_response_format(&json_body);
     }
 
-    let Some(reply) = reply else {
+    let Some(reply) = admitted.reply else {
         finish(400, "exhausted");
         return error_response(
             p.provider,
@@ -980,9 +883,183 @@ async fn handle(
     };
 
     let label = reply.label();
-    let response = respond(&shared, index, &p, reply, chunk).await;
+    let response = respond(&shared, index, &p, reply, admitted.chunk).await;
     finish(response.status().as_u16(), label);
     response
+}
+
+/// The request as it goes into the log (its index and outcome are filled in later), and the
+/// credential it carried, which is checked against the script but never recorded in clear.
+fn record_request(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+    json_body: &Value,
+    parsed: Option<&Parsed>,
+    received_at: Instant,
+) -> (RecordedRequest, Option<String>) {
+    let url = uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| uri.path().to_string());
+    let raw_body = String::from_utf8_lossy(body).into_owned();
+    let (recorded_headers, credential) = redact_headers(headers);
+    let (auth_header, key) = credential.map(|c| (c.header, c.key)).unzip();
+    let record = RecordedRequest {
+        index: 0,
+        method: method.to_string(),
+        url,
+        headers: recorded_headers,
+        auth_header,
+        key_sha256: key.as_deref().map(sha256_hex),
+        provider: parsed.map(|p| p.provider),
+        stream: parsed.is_some_and(|p| p.stream),
+        body: json_body.clone(),
+        raw_body,
+        system: parsed.map(|p| p.system.clone()).unwrap_or_default(),
+        messages: parsed.map(|p| p.messages.clone()).unwrap_or_default(),
+        schema: parsed.and_then(|p| p.schema.clone()),
+        input_tokens: 0,
+        output_tokens: 0,
+        cached_tokens: 0,
+        status: 0,
+        answered: String::new(),
+        received_at,
+        handled_in: Duration::ZERO,
+    };
+    (record, key)
+}
+
+/// A credential a request carried.
+struct Credential {
+    /// The lower-case name of the header that carried it.
+    header: String,
+    /// The key, without a `Bearer ` prefix.
+    key: String,
+}
+
+/// Every header with lower-case names and credential values replaced by `<redacted>`, and the
+/// first non-empty credential that is not a cookie.
+fn redact_headers(headers: &HeaderMap) -> (Vec<(String, String)>, Option<Credential>) {
+    let mut recorded_headers = Vec::new();
+    let mut credential = None;
+    for (name, value) in headers {
+        let name = name.as_str().to_ascii_lowercase();
+        let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        if SECRET_HEADERS.contains(&name.as_str()) {
+            let key = text
+                .strip_prefix("Bearer ")
+                .unwrap_or(&text)
+                .trim()
+                .to_string();
+            if !key.is_empty() && credential.is_none() && name != "cookie" {
+                credential = Some(Credential {
+                    header: name.clone(),
+                    key,
+                });
+            }
+            recorded_headers.push((name, "<redacted>".to_string()));
+        } else {
+            recorded_headers.push((name, text));
+        }
+    }
+    (recorded_headers, credential)
+}
+
+/// What the script decided for one request.
+struct Admission {
+    /// The request's position in the log.
+    index: usize,
+    /// The scripted reply; `None` when the key is wrong, the request is rejected or not a
+    /// generation, or the script is used up.
+    reply: Option<Reply>,
+    key_ok: bool,
+    /// OpenAI: the request's `response_format` type is one the script rejects.
+    rejected: bool,
+    script_models: Vec<String>,
+    chunk: usize,
+}
+
+/// Logs the request and decides its fate under one lock, so that its place in the log, the
+/// call count and the reply it gets agree even when requests arrive concurrently.
+fn admit(
+    shared: &Shared,
+    record: &mut RecordedRequest,
+    key: Option<&str>,
+    parsed: Option<&Parsed>,
+) -> Admission {
+    let mut st = shared.lock();
+    record.index = st.requests.len();
+    if parsed.is_some() {
+        st.calls += 1;
+    }
+    let key_ok = match &st.script.require_key {
+        Some(required) => key == Some(required.as_str()),
+        None => true,
+    };
+    let rejected = parsed.is_some_and(|p| {
+        p.provider == ProviderKind::OpenAi
+            && st
+                .script
+                .reject_response_format
+                .iter()
+                .any(|t| record.body["response_format"]["type"].as_str() == Some(t.as_str()))
+    });
+    let reply = if parsed.is_some() && key_ok && !rejected {
+        st.choose(record)
+    } else {
+        None
+    };
+    let script_models = st.script.models.clone();
+    let chunk = st.script.chunk_chars.unwrap_or(DEFAULT_CHUNK_CHARS).max(1);
+    st.requests.push(record.clone());
+    Admission {
+        index: record.index,
+        reply,
+        key_ok,
+        rejected,
+        script_models,
+        chunk,
+    }
+}
+
+/// The answer to a request that is not a generation: a model lookup, or the provider's 404;
+/// with the label the log records for it.
+fn answer_non_generation(
+    method: &Method,
+    path: &str,
+    script_models: &[String],
+    provider_hint: ProviderKind,
+) -> (Response, &'static str) {
+    match model_lookup(method, path, script_models) {
+        Some(response) => (response, "model_lookup"),
+        None => (
+            error_response(
+                provider_hint,
+                404,
+                &format!("mock: no endpoint {method} {path}"),
+                None,
+            ),
+            "not_found",
+        ),
+    }
+}
+
+/// OpenAI's 400 for a `response_format` type the model does not support.
+fn rejected_response_format(json_body: &Value) -> Response {
+    let kind = json_body["response_format"]["type"]
+        .as_str()
+        .unwrap_or("json_schema");
+    json_response(
+        400,
+        json!({"error": {
+            "message": format!("Invalid parameter: 'response_format' of type '{kind}' is not supported with this model."),
+            "type": "invalid_request_error",
+            "param": "response_format",
+            "code": null
+        }}),
+    )
 }
 
 /// Recognises the three generation endpoints and pulls out what the model would see.
@@ -990,129 +1067,141 @@ fn parse_generation(method: &Method, path: &str, body: &Value) -> Option<Parsed>
     if method != Method::POST {
         return None;
     }
-    let text_of = |v: &Value| -> String {
-        match v {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str().or_else(|| p["content"].as_str()))
-                .collect::<Vec<_>>()
-                .join(""),
-            _ => String::new(),
-        }
-    };
     if let Some(rest) = path.strip_prefix("/v1beta/models/") {
-        let (model, action) = rest.split_once(':')?;
-        let stream = match action {
-            "generateContent" => false,
-            "streamGenerateContent" => true,
-            _ => return None,
-        };
-        let system = text_of(&body["systemInstruction"]["parts"]);
-        let messages = body["contents"]
-            .as_array()
-            .map(|c| {
-                c.iter()
-                    .map(|m| {
-                        (
-                            m["role"].as_str().unwrap_or("user").to_string(),
-                            text_of(&m["parts"]),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let config = &body["generationConfig"];
-        let schema = config
-            .get("responseSchema")
-            .or_else(|| config.get("responseJsonSchema"))
-            .cloned();
-        let schema_chars = schema.as_ref().map_or(0, |s| s.to_string().chars().count());
-        return Some(Parsed {
-            provider: ProviderKind::Gemini,
-            stream,
-            model: model.to_string(),
-            system,
-            messages,
-            schema,
-            schema_chars,
-            include_usage: false,
-            tool_name: String::new(),
-            output_limit: config["maxOutputTokens"].as_u64().unwrap_or(0),
-            cache_marked: false,
-        });
+        return parse_gemini(rest, body);
     }
     if path.ends_with("/chat/completions") {
-        let mut system = Vec::new();
-        let mut messages = Vec::new();
-        for m in body["messages"].as_array().into_iter().flatten() {
-            let role = m["role"].as_str().unwrap_or("user");
-            let text = text_of(&m["content"]);
-            if role == "system" || role == "developer" {
-                system.push(text);
-            } else {
-                messages.push((role.to_string(), text));
-            }
-        }
-        let schema = body["response_format"]["json_schema"]["schema"].clone();
-        let schema = (!schema.is_null()).then_some(schema);
-        let schema_chars = schema.as_ref().map_or(0, |s| s.to_string().chars().count());
-        return Some(Parsed {
-            provider: ProviderKind::OpenAi,
-            stream: body["stream"].as_bool() == Some(true),
-            model: body["model"].as_str().unwrap_or("mock-model").to_string(),
-            system: system.join("\n"),
-            messages,
-            schema,
-            schema_chars,
-            include_usage: body["stream_options"]["include_usage"].as_bool() == Some(true),
-            tool_name: String::new(),
-            output_limit: body["max_completion_tokens"]
-                .as_u64()
-                .or_else(|| body["max_tokens"].as_u64())
-                .unwrap_or(0),
-            cache_marked: false,
-        });
+        return Some(parse_openai(body));
     }
     if path == "/v1/messages" {
-        let system = text_of(&body["system"]);
-        let messages = body["messages"]
-            .as_array()
-            .map(|c| {
-                c.iter()
-                    .map(|m| {
-                        (
-                            m["role"].as_str().unwrap_or("user").to_string(),
-                            text_of(&m["content"]),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let tools = body.get("tools").cloned().filter(|t| !t.is_null());
-        let schema_chars = tools.as_ref().map_or(0, |t| t.to_string().chars().count());
-        let tool_name = body["tool_choice"]["name"]
-            .as_str()
-            .or_else(|| body["tools"][0]["name"].as_str())
-            .unwrap_or("reply")
-            .to_string();
-        return Some(Parsed {
-            provider: ProviderKind::Anthropic,
-            stream: body["stream"].as_bool() == Some(true),
-            model: body["model"].as_str().unwrap_or("mock-model").to_string(),
-            system,
-            messages,
-            schema: tools,
-            schema_chars,
-            include_usage: false,
-            tool_name,
-            output_limit: body["max_tokens"].as_u64().unwrap_or(0),
-            cache_marked: body["system"]
-                .as_array()
-                .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some())),
-        });
+        return Some(parse_anthropic(body));
     }
     None
+}
+
+/// The text of a message's content: a string, or the concatenated `text` (or `content`) of its
+/// parts.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str().or_else(|| p["content"].as_str()))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The conversation as `(role, text)` from a list of messages whose text is under `content_key`.
+fn role_texts(messages: &Value, content_key: &str) -> Vec<(String, String)> {
+    messages
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap_or("user").to_string(),
+                        text_of(&m[content_key]),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Gemini: `rest` is what follows `/v1beta/models/`, `{model}:{action}`.
+fn parse_gemini(rest: &str, body: &Value) -> Option<Parsed> {
+    let (model, action) = rest.split_once(':')?;
+    let stream = match action {
+        "generateContent" => false,
+        "streamGenerateContent" => true,
+        _ => return None,
+    };
+    let system = text_of(&body["systemInstruction"]["parts"]);
+    let messages = role_texts(&body["contents"], "parts");
+    let config = &body["generationConfig"];
+    let schema = config
+        .get("responseSchema")
+        .or_else(|| config.get("responseJsonSchema"))
+        .cloned();
+    let schema_chars = schema.as_ref().map_or(0, |s| s.to_string().chars().count());
+    Some(Parsed {
+        provider: ProviderKind::Gemini,
+        stream,
+        model: model.to_string(),
+        system,
+        messages,
+        schema,
+        schema_chars,
+        include_usage: false,
+        tool_name: String::new(),
+        output_limit: config["maxOutputTokens"].as_u64().unwrap_or(0),
+        cache_marked: false,
+    })
+}
+
+/// OpenAI chat completions: system and developer messages make up the system prompt.
+fn parse_openai(body: &Value) -> Parsed {
+    let mut system = Vec::new();
+    let mut messages = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        let role = m["role"].as_str().unwrap_or("user");
+        let text = text_of(&m["content"]);
+        if role == "system" || role == "developer" {
+            system.push(text);
+        } else {
+            messages.push((role.to_string(), text));
+        }
+    }
+    let schema = body["response_format"]["json_schema"]["schema"].clone();
+    let schema = (!schema.is_null()).then_some(schema);
+    let schema_chars = schema.as_ref().map_or(0, |s| s.to_string().chars().count());
+    Parsed {
+        provider: ProviderKind::OpenAi,
+        stream: body["stream"].as_bool() == Some(true),
+        model: body["model"].as_str().unwrap_or("mock-model").to_string(),
+        system: system.join("\n"),
+        messages,
+        schema,
+        schema_chars,
+        include_usage: body["stream_options"]["include_usage"].as_bool() == Some(true),
+        tool_name: String::new(),
+        output_limit: body["max_completion_tokens"]
+            .as_u64()
+            .or_else(|| body["max_tokens"].as_u64())
+            .unwrap_or(0),
+        cache_marked: false,
+    }
+}
+
+/// Anthropic messages: the structured reply comes as a forced tool call, whose definition counts
+/// as the schema.
+fn parse_anthropic(body: &Value) -> Parsed {
+    let system = text_of(&body["system"]);
+    let messages = role_texts(&body["messages"], "content");
+    let tools = body.get("tools").cloned().filter(|t| !t.is_null());
+    let schema_chars = tools.as_ref().map_or(0, |t| t.to_string().chars().count());
+    let tool_name = body["tool_choice"]["name"]
+        .as_str()
+        .or_else(|| body["tools"][0]["name"].as_str())
+        .unwrap_or("reply")
+        .to_string();
+    Parsed {
+        provider: ProviderKind::Anthropic,
+        stream: body["stream"].as_bool() == Some(true),
+        model: body["model"].as_str().unwrap_or("mock-model").to_string(),
+        system,
+        messages,
+        schema: tools,
+        schema_chars,
+        include_usage: false,
+        tool_name,
+        output_limit: body["max_tokens"].as_u64().unwrap_or(0),
+        cache_marked: body["system"]
+            .as_array()
+            .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some())),
+    }
 }
 
 fn guess_provider(path: &str) -> ProviderKind {
@@ -1283,163 +1372,192 @@ async fn respond(
             code,
             message,
             retry_after_secs,
-        } => {
-            let message = message.unwrap_or_else(|| default_message(code).to_string());
-            let mut r = error_response(p.provider, code, &message, None);
-            if let Some(secs) = retry_after_secs
-                && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-            {
-                r.headers_mut().insert(header::RETRY_AFTER, v);
+        } => status_response(p.provider, code, message, retry_after_secs),
+        Reply::Malformed => malformed_response(p),
+        Reply::Cut => cut_response(shared, index, p, chunk),
+        Reply::Drip { interval_ms, then } => drip_response(shared, index, p, interval_ms, then),
+        other => content_response(shared, index, p, &other, chunk),
+    }
+}
+
+/// A scripted error status in the provider's format, with `Retry-After` when the script sets it.
+fn status_response(
+    provider: ProviderKind,
+    code: u16,
+    message: Option<String>,
+    retry_after_secs: Option<u64>,
+) -> Response {
+    let message = message.unwrap_or_else(|| default_message(code).to_string());
+    let mut r = error_response(provider, code, &message, None);
+    if let Some(secs) = retry_after_secs
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+/// A reply that breaks off mid-JSON: an unterminated event when streaming, else a body that is
+/// half JSON and half a proxy's HTML error page.
+fn malformed_response(p: &Parsed) -> Response {
+    if p.stream {
+        let event = match p.provider {
+            ProviderKind::Anthropic => {
+                "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"delta\": \n\n"
             }
-            r
-        }
-        Reply::Malformed => {
-            if p.stream {
-                let event = match p.provider {
-                    ProviderKind::Anthropic => {
-                        "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"delta\": \n\n"
-                    }
-                    _ => "data: {\"candidates\": [{\"content\": {\"parts\": [\n\n",
-                };
-                sse_response(stream_body(vec![event.to_string()], None))
-            } else {
-                Response::builder()
-                    .status(200)
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(Body::from("{\"id\": \"mock\", \"choices\": [{\"message\": <html>502 Bad Gateway</html>"))
-                    .unwrap_or_default()
-            }
-        }
-        Reply::Cut => {
-            let content = Content::Text {
-                text: chat_plan("This reply will never arrive in full.").to_string(),
-                structured: Some(chat_plan("This reply will never arrive in full.")),
-                truncated: false,
-            };
-            let bill = estimate(shared, p, &content);
-            let ctx = Ctx {
-                p,
-                id: index,
-                bill,
-                chunk,
-            };
-            let pieces = if p.stream {
-                sse_events(&ctx, &content)
-            } else {
-                vec![json_body(&ctx, &content).to_string()]
-            };
-            let joined = pieces.concat();
-            let half: String = joined.chars().take(joined.chars().count() / 2).collect();
-            // The pause lets the half arrive before the connection is aborted (an erroring body
-            // would otherwise discard what is still buffered).
-            let body = Body::from_stream(futures_util::stream::unfold(0u8, move |step| {
-                let half = half.clone();
-                async move {
-                    match step {
-                        0 => Some((Ok(Bytes::from(half)), 1)),
-                        1 => {
-                            tokio::time::sleep(Duration::from_millis(30)).await;
-                            Some((
-                                Err(std::io::Error::new(
-                                    std::io::ErrorKind::ConnectionReset,
-                                    "mock: cut mid-event",
-                                )),
-                                2,
-                            ))
-                        }
-                        _ => None,
-                    }
+            _ => "data: {\"candidates\": [{\"content\": {\"parts\": [\n\n",
+        };
+        sse_response(stream_body(vec![event.to_string()], None))
+    } else {
+        Response::builder()
+            .status(200)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                "{\"id\": \"mock\", \"choices\": [{\"message\": <html>502 Bad Gateway</html>",
+            ))
+            .unwrap_or_default()
+    }
+}
+
+/// A 200 carrying `body`: server-sent events when the request streams, else JSON.
+fn ok_response(stream: bool, body: Body) -> Response {
+    if stream {
+        sse_response(body)
+    } else {
+        Response::builder()
+            .status(200)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .unwrap_or_default()
+    }
+}
+
+/// The first half of a plan reply, then the connection is reset. Nothing is billed.
+fn cut_response(shared: &Arc<Shared>, index: usize, p: &Parsed, chunk: usize) -> Response {
+    let content = Content::Text {
+        text: chat_plan("This reply will never arrive in full.").to_string(),
+        structured: Some(chat_plan("This reply will never arrive in full.")),
+        truncated: false,
+    };
+    let bill = estimate(shared, p, &content);
+    let ctx = Ctx {
+        p,
+        id: index,
+        bill,
+        chunk,
+    };
+    let pieces = if p.stream {
+        sse_events(&ctx, &content)
+    } else {
+        vec![json_body(&ctx, &content).to_string()]
+    };
+    let joined = pieces.concat();
+    let half: String = joined.chars().take(joined.chars().count() / 2).collect();
+    // The pause lets the half arrive before the connection is aborted (an erroring body
+    // would otherwise discard what is still buffered).
+    let body = Body::from_stream(futures_util::stream::unfold(0u8, move |step| {
+        let half = half.clone();
+        async move {
+            match step {
+                0 => Some((Ok(Bytes::from(half)), 1)),
+                1 => {
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    Some((
+                        Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionReset,
+                            "mock: cut mid-event",
+                        )),
+                        2,
+                    ))
                 }
-            }));
-            if p.stream {
-                sse_response(body)
-            } else {
-                Response::builder()
-                    .status(200)
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(body)
-                    .unwrap_or_default()
+                _ => None,
             }
         }
-        Reply::Drip { interval_ms, then } => {
-            let inner = then.map(|b| *b).unwrap_or_else(|| {
-                Reply::chat(
-                    &"This reply arrives very slowly, a few characters at a time. ".repeat(20),
-                )
-            });
-            let content = Content::from_reply(&inner).unwrap_or(Content::Empty);
-            let bill = estimate(shared, p, &content);
-            let ctx = Ctx {
-                p,
-                id: index,
-                bill,
-                chunk: 2,
-            };
-            let pieces = if p.stream {
-                sse_events(&ctx, &content)
-            } else {
-                let body = json_body(&ctx, &content).to_string();
-                split_chars(&body, 8)
-            };
-            let guard = DripGuard {
-                shared: Arc::clone(shared),
-                index,
-                bill: Some((bill, cache_key(p))),
-                completed: false,
-            };
-            let interval = Duration::from_millis(interval_ms);
-            let stream = futures_util::stream::unfold(
-                (pieces.into_iter(), guard),
-                move |(mut pieces, mut guard)| async move {
-                    tokio::time::sleep(interval).await;
-                    match pieces.next() {
-                        Some(piece) => {
-                            Some((Ok::<Bytes, Infallible>(Bytes::from(piece)), (pieces, guard)))
-                        }
-                        None => {
-                            guard.mark_completed();
-                            None
-                        }
-                    }
-                },
-            );
-            let body = Body::from_stream(stream);
-            if p.stream {
-                sse_response(body)
-            } else {
-                Response::builder()
-                    .status(200)
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(body)
-                    .unwrap_or_default()
+    }));
+    ok_response(p.stream, body)
+}
+
+/// `then` (by default a long chat reply) sent a few characters every `interval_ms`; billed only
+/// when the client has read it all, counted as aborted when it gives up.
+fn drip_response(
+    shared: &Arc<Shared>,
+    index: usize,
+    p: &Parsed,
+    interval_ms: u64,
+    then: Option<Box<Reply>>,
+) -> Response {
+    let inner = then.map(|b| *b).unwrap_or_else(|| {
+        Reply::chat(&"This reply arrives very slowly, a few characters at a time. ".repeat(20))
+    });
+    let content = Content::from_reply(&inner).unwrap_or(Content::Empty);
+    let bill = estimate(shared, p, &content);
+    let ctx = Ctx {
+        p,
+        id: index,
+        bill,
+        chunk: 2,
+    };
+    let pieces = if p.stream {
+        sse_events(&ctx, &content)
+    } else {
+        let body = json_body(&ctx, &content).to_string();
+        split_chars(&body, 8)
+    };
+    let guard = DripGuard {
+        shared: Arc::clone(shared),
+        index,
+        bill: Some((bill, cache_key(p))),
+        completed: false,
+    };
+    let interval = Duration::from_millis(interval_ms);
+    let stream = futures_util::stream::unfold(
+        (pieces.into_iter(), guard),
+        move |(mut pieces, mut guard)| async move {
+            tokio::time::sleep(interval).await;
+            match pieces.next() {
+                Some(piece) => Some((Ok::<Bytes, Infallible>(Bytes::from(piece)), (pieces, guard))),
+                None => {
+                    guard.mark_completed();
+                    None
+                }
             }
-        }
-        other => {
-            let Some(content) = Content::from_reply(&other) else {
-                return error_response(p.provider, 500, "mock: unsupported reply", None);
-            };
-            let bill = estimate(shared, p, &content);
-            charge(shared, index, bill, &cache_key(p));
-            let ctx = Ctx {
-                p,
-                id: index,
-                bill,
-                chunk,
-            };
-            if p.stream {
-                let pieces = sse_events(&ctx, &content);
-                // Abandoned streams are counted like drips, so cancellation is observable.
-                let guard = DripGuard {
-                    shared: Arc::clone(shared),
-                    index,
-                    bill: None,
-                    completed: false,
-                };
-                sse_response(stream_body(pieces, Some(guard)))
-            } else {
-                json_response(200, json_body(&ctx, &content))
-            }
-        }
+        },
+    );
+    ok_response(p.stream, Body::from_stream(stream))
+}
+
+/// A reply with content (plan, text, truncation, refusal, safety block, nothing), billed up
+/// front, in the provider's format.
+fn content_response(
+    shared: &Arc<Shared>,
+    index: usize,
+    p: &Parsed,
+    reply: &Reply,
+    chunk: usize,
+) -> Response {
+    let Some(content) = Content::from_reply(reply) else {
+        return error_response(p.provider, 500, "mock: unsupported reply", None);
+    };
+    let bill = estimate(shared, p, &content);
+    charge(shared, index, bill, &cache_key(p));
+    let ctx = Ctx {
+        p,
+        id: index,
+        bill,
+        chunk,
+    };
+    if p.stream {
+        let pieces = sse_events(&ctx, &content);
+        // Abandoned streams are counted like drips, so cancellation is observable.
+        let guard = DripGuard {
+            shared: Arc::clone(shared),
+            index,
+            bill: None,
+            completed: false,
+        };
+        sse_response(stream_body(pieces, Some(guard)))
+    } else {
+        json_response(200, json_body(&ctx, &content))
     }
 }
 
@@ -1741,301 +1859,342 @@ fn rate_limited(provider: ProviderKind, secs: Option<u64>, ms: Option<u64>) -> R
 
 /// A whole (non-streaming) response body.
 fn json_body(ctx: &Ctx<'_>, content: &Content) -> Value {
-    let b = ctx.bill;
-    let model = &ctx.p.model;
     match ctx.p.provider {
-        ProviderKind::Gemini => {
-            let usage = gemini_usage(b);
-            match content {
-                Content::Text {
-                    text, truncated, ..
-                } => json!({
-                    "candidates": [{
-                        "content": {"parts": [{"text": text}], "role": "model"},
-                        "finishReason": if *truncated { "MAX_TOKENS" } else { "STOP" },
-                        "index": 0
-                    }],
-                    "usageMetadata": usage,
-                    "modelVersion": model,
-                    "responseId": format!("mock-{}", ctx.id)
-                }),
-                Content::Refusal(m) => json!({
-                    "candidates": [{
-                        "content": {"parts": [{"text": m}], "role": "model"},
-                        "finishReason": "STOP",
-                        "index": 0
-                    }],
-                    "usageMetadata": usage,
-                    "modelVersion": model
-                }),
-                Content::Safety => json!({
-                    "promptFeedback": {
-                        "blockReason": "SAFETY",
-                        "safetyRatings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH"}]
-                    },
-                    "usageMetadata": usage,
-                    "modelVersion": model
-                }),
-                Content::Empty => json!({
-                    "candidates": [],
-                    "usageMetadata": usage,
-                    "modelVersion": model
-                }),
-            }
-        }
-        ProviderKind::OpenAi => {
-            let choices = match content {
-                Content::Text {
-                    text, truncated, ..
-                } => json!([{
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text, "refusal": null},
-                    "logprobs": null,
-                    "finish_reason": if *truncated { "length" } else { "stop" }
-                }]),
-                Content::Refusal(m) => json!([{
-                    "index": 0,
-                    "message": {"role": "assistant", "content": null, "refusal": m},
-                    "logprobs": null,
-                    "finish_reason": "stop"
-                }]),
-                Content::Safety => json!([{
-                    "index": 0,
-                    "message": {"role": "assistant", "content": ""},
-                    "finish_reason": "content_filter"
-                }]),
-                Content::Empty => json!([]),
-            };
-            json!({
-                "id": format!("chatcmpl-mock-{}", ctx.id),
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": model,
-                "choices": choices,
-                "usage": openai_usage(b)
-            })
-        }
-        ProviderKind::Anthropic => {
-            let (blocks, stop) = match content {
-                Content::Text {
-                    structured: Some(v),
-                    truncated: false,
-                    ..
-                } => (
-                    json!([{"type": "tool_use", "id": format!("toolu_mock_{}", ctx.id), "name": ctx.p.tool_name, "input": v}]),
-                    "tool_use",
-                ),
-                Content::Text {
-                    truncated: true, ..
-                } => (
-                    json!([{"type": "tool_use", "id": format!("toolu_mock_{}", ctx.id), "name": ctx.p.tool_name, "input": {}}]),
-                    "max_tokens",
-                ),
-                Content::Text { text, .. } => (json!([{"type": "text", "text": text}]), "end_turn"),
-                Content::Refusal(m) => (json!([{"type": "text", "text": m}]), "refusal"),
-                Content::Safety => (json!([]), "refusal"),
-                Content::Empty => (json!([]), "end_turn"),
-            };
-            json!({
-                "id": format!("msg_mock_{}", ctx.id),
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": blocks,
-                "stop_reason": stop,
-                "stop_sequence": null,
-                "usage": anthropic_usage(b, b.output)
-            })
-        }
+        ProviderKind::Gemini => gemini_json_body(ctx, content),
+        ProviderKind::OpenAi => openai_json_body(ctx, content),
+        ProviderKind::Anthropic => anthropic_json_body(ctx, content),
     }
+}
+
+/// Gemini's `generateContent` body: a safety block is prompt feedback without candidates.
+fn gemini_json_body(ctx: &Ctx<'_>, content: &Content) -> Value {
+    let model = &ctx.p.model;
+    let usage = gemini_usage(ctx.bill);
+    match content {
+        Content::Text {
+            text, truncated, ..
+        } => json!({
+            "candidates": [{
+                "content": {"parts": [{"text": text}], "role": "model"},
+                "finishReason": if *truncated { "MAX_TOKENS" } else { "STOP" },
+                "index": 0
+            }],
+            "usageMetadata": usage,
+            "modelVersion": model,
+            "responseId": format!("mock-{}", ctx.id)
+        }),
+        Content::Refusal(m) => json!({
+            "candidates": [{
+                "content": {"parts": [{"text": m}], "role": "model"},
+                "finishReason": "STOP",
+                "index": 0
+            }],
+            "usageMetadata": usage,
+            "modelVersion": model
+        }),
+        Content::Safety => json!({
+            "promptFeedback": {
+                "blockReason": "SAFETY",
+                "safetyRatings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH"}]
+            },
+            "usageMetadata": usage,
+            "modelVersion": model
+        }),
+        Content::Empty => json!({
+            "candidates": [],
+            "usageMetadata": usage,
+            "modelVersion": model
+        }),
+    }
+}
+
+/// OpenAI's `chat.completion` body: a refusal has its own field, a safety block is the
+/// `content_filter` finish reason.
+fn openai_json_body(ctx: &Ctx<'_>, content: &Content) -> Value {
+    let choices = match content {
+        Content::Text {
+            text, truncated, ..
+        } => json!([{
+            "index": 0,
+            "message": {"role": "assistant", "content": text, "refusal": null},
+            "logprobs": null,
+            "finish_reason": if *truncated { "length" } else { "stop" }
+        }]),
+        Content::Refusal(m) => json!([{
+            "index": 0,
+            "message": {"role": "assistant", "content": null, "refusal": m},
+            "logprobs": null,
+            "finish_reason": "stop"
+        }]),
+        Content::Safety => json!([{
+            "index": 0,
+            "message": {"role": "assistant", "content": ""},
+            "finish_reason": "content_filter"
+        }]),
+        Content::Empty => json!([]),
+    };
+    json!({
+        "id": format!("chatcmpl-mock-{}", ctx.id),
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": ctx.p.model,
+        "choices": choices,
+        "usage": openai_usage(ctx.bill)
+    })
+}
+
+/// Anthropic's `message` body: a plan comes as the forced tool's input (empty when truncated).
+fn anthropic_json_body(ctx: &Ctx<'_>, content: &Content) -> Value {
+    let b = ctx.bill;
+    let (blocks, stop) = match content {
+        Content::Text {
+            structured: Some(v),
+            truncated: false,
+            ..
+        } => (
+            json!([{"type": "tool_use", "id": format!("toolu_mock_{}", ctx.id), "name": ctx.p.tool_name, "input": v}]),
+            "tool_use",
+        ),
+        Content::Text {
+            truncated: true, ..
+        } => (
+            json!([{"type": "tool_use", "id": format!("toolu_mock_{}", ctx.id), "name": ctx.p.tool_name, "input": {}}]),
+            "max_tokens",
+        ),
+        Content::Text { text, .. } => (json!([{"type": "text", "text": text}]), "end_turn"),
+        Content::Refusal(m) => (json!([{"type": "text", "text": m}]), "refusal"),
+        Content::Safety => (json!([]), "refusal"),
+        Content::Empty => (json!([]), "end_turn"),
+    };
+    json!({
+        "id": format!("msg_mock_{}", ctx.id),
+        "type": "message",
+        "role": "assistant",
+        "model": ctx.p.model,
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": null,
+        "usage": anthropic_usage(b, b.output)
+    })
 }
 
 /// The server-sent events of a streaming response, each a complete event with its blank line.
 fn sse_events(ctx: &Ctx<'_>, content: &Content) -> Vec<String> {
+    match ctx.p.provider {
+        ProviderKind::Gemini => gemini_sse_events(ctx, content),
+        ProviderKind::OpenAi => openai_sse_events(ctx, content),
+        ProviderKind::Anthropic => anthropic_sse_events(ctx, content),
+    }
+}
+
+/// Gemini frames events with CRLF; usage is sent on the last chunk.
+fn gemini_sse_events(ctx: &Ctx<'_>, content: &Content) -> Vec<String> {
     let b = ctx.bill;
+    let model = &ctx.p.model;
+    let mut out = Vec::new();
+    let event = |v: Value| format!("data: {v}\r\n\r\n");
+    match content {
+        Content::Text { text, .. } | Content::Refusal(text) => {
+            let pieces = split_chars(text, ctx.chunk);
+            let last = pieces.len().saturating_sub(1);
+            for (i, piece) in pieces.iter().enumerate() {
+                let mut v = json!({
+                    "candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}],
+                    "modelVersion": model,
+                    "responseId": format!("mock-{}", ctx.id)
+                });
+                if i == last {
+                    v["candidates"][0]["finishReason"] = json!(if truncated_flag(content) {
+                        "MAX_TOKENS"
+                    } else {
+                        "STOP"
+                    });
+                    v["usageMetadata"] = gemini_usage(b);
+                }
+                out.push(event(v));
+            }
+            if pieces.is_empty() {
+                out.push(event(json!({
+                    "candidates": [{"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+                    "usageMetadata": gemini_usage(b)
+                })));
+            }
+        }
+        Content::Safety => out.push(event(json!({
+            "promptFeedback": {"blockReason": "SAFETY"},
+            "usageMetadata": gemini_usage(b),
+            "modelVersion": model
+        }))),
+        _ => out.push(event(json!({
+            "candidates": [],
+            "usageMetadata": gemini_usage(b),
+            "modelVersion": model
+        }))),
+    }
+    out
+}
+
+/// OpenAI's `chat.completion.chunk` events: a role chunk, the deltas, the finish reason, the
+/// usage chunk when `stream_options.include_usage` asked for it, and `[DONE]`.
+fn openai_sse_events(ctx: &Ctx<'_>, content: &Content) -> Vec<String> {
     let model = &ctx.p.model;
     let n = ctx.chunk;
     let mut out = Vec::new();
-    match ctx.p.provider {
-        ProviderKind::Gemini => {
-            // Gemini frames events with CRLF; usage is sent on the last chunk.
-            let event = |v: Value| format!("data: {v}\r\n\r\n");
-            match content {
-                Content::Text { text, .. } | Content::Refusal(text) => {
-                    let pieces = split_chars(text, n);
-                    let last = pieces.len().saturating_sub(1);
-                    for (i, piece) in pieces.iter().enumerate() {
-                        let mut v = json!({
-                            "candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}],
-                            "modelVersion": model,
-                            "responseId": format!("mock-{}", ctx.id)
-                        });
-                        if i == last {
-                            v["candidates"][0]["finishReason"] =
-                                json!(if truncated_flag(content) {
-                                    "MAX_TOKENS"
-                                } else {
-                                    "STOP"
-                                });
-                            v["usageMetadata"] = gemini_usage(b);
-                        }
-                        out.push(event(v));
-                    }
-                    if pieces.is_empty() {
-                        out.push(event(json!({
-                            "candidates": [{"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "STOP", "index": 0}],
-                            "usageMetadata": gemini_usage(b)
-                        })));
-                    }
-                }
-                Content::Safety => out.push(event(json!({
-                    "promptFeedback": {"blockReason": "SAFETY"},
-                    "usageMetadata": gemini_usage(b),
-                    "modelVersion": model
-                }))),
-                _ => out.push(event(json!({
-                    "candidates": [],
-                    "usageMetadata": gemini_usage(b),
-                    "modelVersion": model
-                }))),
-            }
+    let id = format!("chatcmpl-mock-{}", ctx.id);
+    let include_usage = ctx.p.include_usage;
+    let chunk = |choices: Value| {
+        let mut v = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": choices
+        });
+        if include_usage {
+            v["usage"] = Value::Null;
         }
-        ProviderKind::OpenAi => {
-            let id = format!("chatcmpl-mock-{}", ctx.id);
-            let include_usage = ctx.p.include_usage;
-            let chunk = |choices: Value| {
-                let mut v = json!({
-                    "id": id,
-                    "object": "chat.completion.chunk",
-                    "created": 1_700_000_000,
-                    "model": model,
-                    "choices": choices
-                });
-                if include_usage {
-                    v["usage"] = Value::Null;
-                }
-                format!("data: {v}\n\n")
-            };
-            let delta = |d: Value, finish: Value| json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": finish}]);
-            match content {
-                Content::Empty => {}
-                _ => out.push(chunk(delta(
-                    json!({"role": "assistant", "content": ""}),
-                    Value::Null,
-                ))),
-            }
-            let finish = match content {
-                Content::Text {
-                    text, truncated, ..
-                } => {
-                    for piece in split_chars(text, n) {
-                        out.push(chunk(delta(json!({"content": piece}), Value::Null)));
-                    }
-                    Some(if *truncated { "length" } else { "stop" })
-                }
-                Content::Refusal(m) => {
-                    for piece in split_chars(m, n) {
-                        out.push(chunk(delta(json!({"refusal": piece}), Value::Null)));
-                    }
-                    Some("stop")
-                }
-                Content::Safety => Some("content_filter"),
-                Content::Empty => None,
-            };
-            if let Some(f) = finish {
-                out.push(chunk(delta(json!({}), json!(f))));
-            }
-            if include_usage {
-                let v = json!({
-                    "id": id,
-                    "object": "chat.completion.chunk",
-                    "created": 1_700_000_000,
-                    "model": model,
-                    "choices": [],
-                    "usage": openai_usage(b)
-                });
-                out.push(format!("data: {v}\n\n"));
-            }
-            out.push("data: [DONE]\n\n".to_string());
-        }
-        ProviderKind::Anthropic => {
-            let event = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
-            let mut start_usage = anthropic_usage(b, 1);
-            start_usage["output_tokens"] = json!(1);
-            out.push(event(
-                "message_start",
-                json!({"type": "message_start", "message": {
-                    "id": format!("msg_mock_{}", ctx.id), "type": "message", "role": "assistant",
-                    "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
-                    "usage": start_usage
-                }}),
-            ));
-            let stop = match content {
-                Content::Text {
-                    text,
-                    structured,
-                    truncated,
-                } => {
-                    let as_tool = structured.is_some() || *truncated;
-                    let block = if as_tool {
-                        json!({"type": "tool_use", "id": format!("toolu_mock_{}", ctx.id), "name": ctx.p.tool_name, "input": {}})
-                    } else {
-                        json!({"type": "text", "text": ""})
-                    };
-                    out.push(event(
-                        "content_block_start",
-                        json!({"type": "content_block_start", "index": 0, "content_block": block}),
-                    ));
-                    out.push(event("ping", json!({"type": "ping"})));
-                    for piece in split_chars(text, n) {
-                        let delta = if as_tool {
-                            json!({"type": "input_json_delta", "partial_json": piece})
-                        } else {
-                            json!({"type": "text_delta", "text": piece})
-                        };
-                        out.push(event(
-                            "content_block_delta",
-                            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-                        ));
-                    }
-                    out.push(event(
-                        "content_block_stop",
-                        json!({"type": "content_block_stop", "index": 0}),
-                    ));
-                    if *truncated {
-                        "max_tokens"
-                    } else if as_tool {
-                        "tool_use"
-                    } else {
-                        "end_turn"
-                    }
-                }
-                Content::Refusal(m) => {
-                    out.push(event(
-                        "content_block_start",
-                        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-                    ));
-                    out.push(event(
-                        "content_block_delta",
-                        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": m}}),
-                    ));
-                    out.push(event(
-                        "content_block_stop",
-                        json!({"type": "content_block_stop", "index": 0}),
-                    ));
-                    "refusal"
-                }
-                Content::Safety => "refusal",
-                Content::Empty => "end_turn",
-            };
-            out.push(event(
-                "message_delta",
-                json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": b.output}}),
-            ));
-            out.push(event("message_stop", json!({"type": "message_stop"})));
-        }
+        format!("data: {v}\n\n")
+    };
+    let delta = |d: Value, finish: Value| json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": finish}]);
+    match content {
+        Content::Empty => {}
+        _ => out.push(chunk(delta(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        ))),
     }
+    let finish = match content {
+        Content::Text {
+            text, truncated, ..
+        } => {
+            for piece in split_chars(text, n) {
+                out.push(chunk(delta(json!({"content": piece}), Value::Null)));
+            }
+            Some(if *truncated { "length" } else { "stop" })
+        }
+        Content::Refusal(m) => {
+            for piece in split_chars(m, n) {
+                out.push(chunk(delta(json!({"refusal": piece}), Value::Null)));
+            }
+            Some("stop")
+        }
+        Content::Safety => Some("content_filter"),
+        Content::Empty => None,
+    };
+    if let Some(f) = finish {
+        out.push(chunk(delta(json!({}), json!(f))));
+    }
+    if include_usage {
+        let v = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [],
+            "usage": openai_usage(ctx.bill)
+        });
+        out.push(format!("data: {v}\n\n"));
+    }
+    out.push("data: [DONE]\n\n".to_string());
     out
+}
+
+/// One Anthropic server-sent event: its name line and its data.
+fn anthropic_event(name: &str, v: Value) -> String {
+    format!("event: {name}\ndata: {v}\n\n")
+}
+
+/// Anthropic's message events: `message_start`, the content block (see
+/// [`anthropic_block_events`]), `message_delta` with the stop reason and output tokens,
+/// `message_stop`.
+fn anthropic_sse_events(ctx: &Ctx<'_>, content: &Content) -> Vec<String> {
+    let b = ctx.bill;
+    let mut out = Vec::new();
+    let mut start_usage = anthropic_usage(b, 1);
+    start_usage["output_tokens"] = json!(1);
+    out.push(anthropic_event(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": format!("msg_mock_{}", ctx.id), "type": "message", "role": "assistant",
+            "model": ctx.p.model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": start_usage
+        }}),
+    ));
+    let stop = anthropic_block_events(ctx, content, &mut out);
+    out.push(anthropic_event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": b.output}}),
+    ));
+    out.push(anthropic_event(
+        "message_stop",
+        json!({"type": "message_stop"}),
+    ));
+    out
+}
+
+/// Pushes the events of the reply's content block onto `out` and returns the stop reason. A
+/// plan (or a truncated reply) streams as the forced tool's `input_json_delta`s, text as
+/// `text_delta`s, a refusal as one text delta; safety blocks and empty replies have no block.
+fn anthropic_block_events(ctx: &Ctx<'_>, content: &Content, out: &mut Vec<String>) -> &'static str {
+    let event = anthropic_event;
+    match content {
+        Content::Text {
+            text,
+            structured,
+            truncated,
+        } => {
+            let as_tool = structured.is_some() || *truncated;
+            let block = if as_tool {
+                json!({"type": "tool_use", "id": format!("toolu_mock_{}", ctx.id), "name": ctx.p.tool_name, "input": {}})
+            } else {
+                json!({"type": "text", "text": ""})
+            };
+            out.push(event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": block}),
+            ));
+            out.push(event("ping", json!({"type": "ping"})));
+            for piece in split_chars(text, ctx.chunk) {
+                let delta = if as_tool {
+                    json!({"type": "input_json_delta", "partial_json": piece})
+                } else {
+                    json!({"type": "text_delta", "text": piece})
+                };
+                out.push(event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+                ));
+            }
+            out.push(event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ));
+            if *truncated {
+                "max_tokens"
+            } else if as_tool {
+                "tool_use"
+            } else {
+                "end_turn"
+            }
+        }
+        Content::Refusal(m) => {
+            out.push(event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ));
+            out.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": m}}),
+            ));
+            out.push(event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ));
+            "refusal"
+        }
+        Content::Safety => "refusal",
+        Content::Empty => "end_turn",
+    }
 }
 
 fn truncated_flag(content: &Content) -> bool {

@@ -191,24 +191,8 @@ impl Demo {
     ) -> TurnOutcome {
         let reply = "I'll create hello.py that prints a greeting, then show it.";
         self.call(frontend, reply, &mut tally).await;
-        let content: String = std::iter::once("def main():\n    print(\"hello\")\n".to_string())
-            .chain((1..=23).map(|i| format!("# line {i}\n")))
-            .collect();
-        let steps = vec![
-            PlannedStep {
-                step: Step::Write {
-                    path: "hello.py".into(),
-                    content: content.clone(),
-                },
-                purpose: "Create the greeting script".into(),
-            },
-            PlannedStep {
-                step: Step::Read {
-                    path: "hello.py".into(),
-                },
-                purpose: "Show the result".into(),
-            },
-        ];
+        let content = hello_content();
+        let steps = hello_steps(&content);
         frontend.event(&Event::Plan {
             phase: 1,
             reply: reply.into(),
@@ -247,33 +231,7 @@ impl Demo {
         if cancel.is_cancelled() {
             return self.finished(frontend, TurnStatus::Interrupted, "stopped", tally);
         }
-        let diff: String =
-            std::iter::once("--- /dev/null\n+++ b/hello.py\n@@ -0,0 +1,25 @@\n".to_string())
-                .chain(content.lines().map(|l| format!("+{l}\n")))
-                .collect();
-        frontend.event(&Event::Step(StepReport {
-            index: 1,
-            phase: 1,
-            action: "WRITE".into(),
-            target: "hello.py".into(),
-            ok: true,
-            output: "created hello.py (25 lines)".into(),
-            diff: Some(diff),
-            file_view: None,
-        }));
-        frontend.event(&Event::Step(StepReport {
-            index: 2,
-            phase: 1,
-            action: "READ".into(),
-            target: "hello.py".into(),
-            ok: true,
-            output: "read hello.py (25 lines)".into(),
-            diff: None,
-            file_view: Some(FileView {
-                path: "hello.py".into(),
-                text: content,
-            }),
-        }));
+        report_hello_steps(frontend, content);
         self.plans += 1;
         frontend.event(&Event::Committed {
             commit: COMMIT.into(),
@@ -281,6 +239,63 @@ impl Demo {
         });
         self.finished(frontend, TurnStatus::Success, "Created hello.py.", tally)
     }
+}
+
+/// The demo plan's file: a greeting and enough lines to show a long diff and file view.
+fn hello_content() -> String {
+    std::iter::once("def main():\n    print(\"hello\")\n".to_string())
+        .chain((1..=23).map(|i| format!("# line {i}\n")))
+        .collect()
+}
+
+/// The demo plan: write hello.py with `content`, then read it back.
+fn hello_steps(content: &str) -> Vec<PlannedStep> {
+    vec![
+        PlannedStep {
+            step: Step::Write {
+                path: "hello.py".into(),
+                content: content.to_string(),
+            },
+            purpose: "Create the greeting script".into(),
+        },
+        PlannedStep {
+            step: Step::Read {
+                path: "hello.py".into(),
+            },
+            purpose: "Show the result".into(),
+        },
+    ]
+}
+
+/// The results of the demo plan's two steps: the WRITE with its diff, the READ with the file.
+fn report_hello_steps(frontend: &dyn Frontend, content: String) {
+    let diff: String =
+        std::iter::once("--- /dev/null\n+++ b/hello.py\n@@ -0,0 +1,25 @@\n".to_string())
+            .chain(content.lines().map(|l| format!("+{l}\n")))
+            .collect();
+    frontend.event(&Event::Step(StepReport {
+        index: 1,
+        phase: 1,
+        action: "WRITE".into(),
+        target: "hello.py".into(),
+        ok: true,
+        output: "created hello.py (25 lines)".into(),
+        diff: Some(diff),
+        file_view: None,
+    }));
+    frontend.event(&Event::Step(StepReport {
+        index: 2,
+        phase: 1,
+        action: "READ".into(),
+        target: "hello.py".into(),
+        ok: true,
+        output: "read hello.py (25 lines)".into(),
+        diff: None,
+        file_view: Some(FileView {
+            path: "hello.py".into(),
+            text: content,
+        }),
+    }));
 }
 
 impl SessionDriver for Demo {
