@@ -13,6 +13,7 @@ mod schema;
 mod scripted;
 mod transport;
 pub use transport::BaseUrl;
+pub(crate) use transport::crypto_provider;
 
 use std::fmt;
 use std::str::FromStr;

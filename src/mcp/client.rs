@@ -136,10 +136,11 @@ impl Connection {
                     .map_err(|e| format!("`{}` failed the MCP handshake: {e}", spec.describe()))?
             }
             Transport::Http { url } => {
-                // rmcp's HTTP client is built on rustls without a bundled crypto provider;
-                // ring is the one pai's own HTTP client already uses. Installing twice is
-                // harmless (the first one stays).
-                let _ = rustls::crypto::ring::default_provider().install_default();
+                // rmcp's HTTP client is the providers' reqwest, on rustls without a bundled
+                // crypto provider: the same one (ring) is installed first. Unlike the
+                // providers' client it trusts the system's root certificates.
+                crate::llm::crypto_provider()
+                    .map_err(|e| format!("cannot connect to {url}: {e}"))?;
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
                 tokio::time::timeout(START_TIMEOUT, watcher.serve(transport))
                     .await

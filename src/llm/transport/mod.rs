@@ -1,7 +1,7 @@
 //! HTTP shared by all wire formats: one pooled rustls client, timeouts, retries with
 //! exponential backoff and jitter, and the per-provider usage meter. Checking the base URL
-//! ([`base_url`]), classifying failures ([`classify`]) and reading server-sent events ([`sse`])
-//! have their own modules.
+//! ([`base_url`]), classifying failures ([`classify`]), reading server-sent events ([`sse`])
+//! and the TLS set-up ([`tls`]) have their own modules.
 //!
 //! Cancellation needs no code here: every wait (connect, response, body, stream chunk, backoff
 //! sleep) is an `.await` inside the caller's future, so dropping that future drops the
@@ -25,10 +25,12 @@ use super::{ProviderConfig, ProviderKind, StreamEvent, Usage, UsageTotals};
 mod base_url;
 mod classify;
 mod sse;
+mod tls;
 
 pub use base_url::BaseUrl;
 use classify::{read_limited, root_cause};
 pub(crate) use sse::{Events, TextSink};
+pub(crate) use tls::crypto_provider;
 
 /// The connection to one provider: client, settings and meter.
 pub(crate) struct Transport {
@@ -80,7 +82,10 @@ impl Transport {
             return Err(invalid("the model name is empty".to_string()));
         }
 
+        let tls = tls::client_config()
+            .map_err(|detail| invalid(format!("cannot set up HTTPS: {detail}")))?;
         let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
             .connect_timeout(cfg.connect_timeout)
             .user_agent(concat!("pai/", env!("CARGO_PKG_VERSION")))
             .pool_idle_timeout(Duration::from_secs(60));
