@@ -474,13 +474,20 @@ fn not_a_repository_undo_and_redo() {
     assert_eq!(p.read("calc.py"), "1\n");
 }
 
-#[test]
-fn ignored_file_overwritten_by_a_plan_comes_back_from_the_trash() {
+/// A repository that ignores `local.cfg`, with the user's `local.cfg` in it (only the trash
+/// can give it back).
+fn with_ignored_local_cfg() -> Project {
     let p = Project::repo();
     p.write(".gitignore", "local.cfg\n");
     p.git(&["add", ".gitignore"]);
     p.git(&["commit", "-q", "-m", "ignore"]);
     p.write("local.cfg", "user settings\n");
+    p
+}
+
+#[test]
+fn ignored_file_overwritten_by_a_plan_comes_back_from_the_trash() {
+    let p = with_ignored_local_cfg();
     let mut s = p.start();
     run_plan(
         &mut s,
@@ -503,11 +510,7 @@ fn ignored_file_overwritten_by_a_plan_comes_back_from_the_trash() {
 
 #[test]
 fn redo_keeps_a_file_from_the_trash_the_user_changed_since_the_undo_and_says_so() {
-    let p = Project::repo();
-    p.write(".gitignore", "local.cfg\n");
-    p.git(&["add", ".gitignore"]);
-    p.git(&["commit", "-q", "-m", "ignore"]);
-    p.write("local.cfg", "user settings\n");
+    let p = with_ignored_local_cfg();
     let mut s = p.start();
     let ops = [Op::Remove("local.cfg"), Op::Write("a.txt", b"agent\n")];
     run_plan(&mut s, &p.wt(), "clean up", &ops).unwrap();
@@ -523,11 +526,7 @@ fn redo_keeps_a_file_from_the_trash_the_user_changed_since_the_undo_and_says_so(
     assert_eq!(p.read("a.txt"), "agent\n");
 
     // Unchanged since the undo: removed again, nothing kept.
-    let p2 = Project::repo();
-    p2.write(".gitignore", "local.cfg\n");
-    p2.git(&["add", ".gitignore"]);
-    p2.git(&["commit", "-q", "-m", "ignore"]);
-    p2.write("local.cfg", "user settings\n");
+    let p2 = with_ignored_local_cfg();
     let mut s = p2.start();
     run_plan(&mut s, &p2.wt(), "clean up", &ops).unwrap();
     drop(s);
