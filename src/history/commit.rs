@@ -11,7 +11,7 @@ use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
 use super::message::{self, PlanRecord};
 use super::scope::{self, Class, Entry};
-use super::session::{Pending, Session};
+use super::session::{Pending, Session, Writer};
 use super::tree_edit;
 use super::worktree::WorkTree;
 use super::{names, repo, trash};
@@ -60,65 +60,129 @@ impl Session {
         let session = self.id.clone();
         let w = self.writer()?;
         w.check_head()?;
-        let number = w.next_plan;
-        let repo = &w.repo;
-        let tip = names::target(repo, &w.branch).ctx(|| "cannot read the session branch".into())?;
-        let pending = w.pending.take().filter(|p| p.base == tip);
-        w.prepared.clear();
-        let trash = std::mem::take(&mut w.trash);
-        let parent = pending.as_ref().map(|p| p.top).or(tip);
-        let (parent_commit, parent_tree) = commit_and_tree(repo, parent)?;
-        // Held from here to the end: the entries checked are the entries rewritten.
-        let index = index_file::lock(repo.path())?;
-        if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
-            return Err(HistoryError::ReadOnly { reason: b.reason() });
-        }
-        let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
-        let Recorded {
-            changes,
-            left_out,
-            warnings,
-        } = record_files(repo, wt, parent_tree.as_ref(), &index, files)?;
-        // A plan that changed only ignored (or LFS) files still gets its commit when it saved
-        // trash copies: it changed something of the user's, and undo must find that plan to
-        // put it back, not take the previous one.
-        if changes.is_empty() && trash.is_empty() {
-            if pending.is_some() {
-                forget_pending(repo, &session);
+        let tip =
+            names::target(&w.repo, &w.branch).ctx(|| "cannot read the session branch".into())?;
+        // What preparing this plan gathered. A plan that cannot be recorded gives it back, so
+        // the next plan's commit still sits on the snapshots of the user's versions and holds
+        // the trash copies: a busy index or an interrupted commit must not make them
+        // unreachable.
+        let gathered = Gathered {
+            pending: w.pending.take(),
+            prepared: std::mem::take(&mut w.prepared),
+            trash: std::mem::take(&mut w.trash),
+        };
+        match record_plan(w, wt, plan, &session, tip, &gathered) {
+            Ok(info) => Ok(info),
+            Err(Unrecorded {
+                error,
+                branch_moved,
+            }) => {
+                if !branch_moved {
+                    w.pending = gathered.pending;
+                    w.prepared = gathered.prepared;
+                    w.trash = gathered.trash;
+                }
+                Err(error)
             }
-            return Ok(None);
         }
-        let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
-        let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
-        let trash_tree = trash::record(repo, &session, number, &trash)?;
-        let msg = message::plan_message(&session, number, plan, trash_tree);
-        let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
-        let commit = repo
-            .commit(None, &author, &committer, &msg, &tree, &parents)
-            .ctx(|| "cannot create the plan commit".into())?;
-        // Prepared (under index.lock) before the branch moves, put in place after: a failure
-        // on either side leaves branch and index consistent.
-        let new_index = index.stage(&synced_entries(&tree, &changes, pending.as_ref()))?;
-        move_to_plan(repo, &w.branch, tip, commit, number, plan)?;
-        if let Some(index) = new_index {
-            index.commit()?;
-        }
-        if pending.is_some() {
-            forget_pending(repo, &session);
-        }
-        w.next_plan += 1;
-        Ok(Some(CommitInfo {
-            id: commit.to_string(),
-            short_id: names::short_id(commit),
-            session: session.clone(),
-            plan: number,
-            branch: names::short(&w.branch).to_string(),
-            files: changes.into_keys().collect(),
-            snapshot: pending.map(|p| p.top.to_string()),
-            left_out,
-            warnings,
-        }))
     }
+}
+
+/// The state [`Session::prepare`] built up for the plan under way.
+struct Gathered {
+    pending: Option<Pending>,
+    prepared: BTreeSet<String>,
+    trash: BTreeMap<String, (Oid, u32)>,
+}
+
+/// Why a plan was not (wholly) recorded, and whether its commit is on the branch all the
+/// same (only the index update after the branch moved failed).
+struct Unrecorded {
+    error: HistoryError,
+    branch_moved: bool,
+}
+
+impl From<HistoryError> for Unrecorded {
+    fn from(error: HistoryError) -> Self {
+        Unrecorded {
+            error,
+            branch_moved: false,
+        }
+    }
+}
+
+/// Record the plan as one commit on the session branch (see [`Session::commit_plan`]): its
+/// files read under the index lock, the commit made on the snapshots of the user's versions,
+/// the branch moved, then the index put in place.
+fn record_plan(
+    w: &mut Writer,
+    wt: &dyn WorkTree,
+    plan: &PlanRecord,
+    session: &str,
+    tip: Option<Oid>,
+    gathered: &Gathered,
+) -> Result<Option<CommitInfo>, Unrecorded> {
+    let number = w.next_plan;
+    let repo = &w.repo;
+    let pending = gathered.pending.as_ref().filter(|p| p.base == tip);
+    let trash = &gathered.trash;
+    let parent = pending.map(|p| p.top).or(tip);
+    let (parent_commit, parent_tree) = commit_and_tree(repo, parent)?;
+    // Held from here to the end: the entries checked are the entries rewritten.
+    let index = index_file::lock(repo.path())?;
+    if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
+        return Err(HistoryError::ReadOnly { reason: b.reason() }.into());
+    }
+    let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
+    let Recorded {
+        changes,
+        left_out,
+        warnings,
+    } = record_files(repo, wt, parent_tree.as_ref(), &index, files)?;
+    // A plan that changed only ignored (or LFS) files still gets its commit when it saved
+    // trash copies: it changed something of the user's, and undo must find that plan to
+    // put it back, not take the previous one.
+    if changes.is_empty() && trash.is_empty() {
+        if pending.is_some() {
+            forget_pending(repo, session);
+        }
+        return Ok(None);
+    }
+    let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
+    let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
+    let trash_tree = trash::record(repo, session, number, trash)?;
+    let msg = message::plan_message(session, number, plan, trash_tree);
+    let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
+    let commit = repo
+        .commit(None, &author, &committer, &msg, &tree, &parents)
+        .ctx(|| "cannot create the plan commit".into())?;
+    // Prepared (under index.lock) before the branch moves, put in place after: a failure
+    // on either side leaves branch and index consistent.
+    let new_index = index.stage(&synced_entries(&tree, &changes, pending))?;
+    move_to_plan(repo, &w.branch, tip, commit, number, plan)?;
+    // The plan is on the branch: its number is taken whatever happens to the index.
+    w.next_plan += 1;
+    let repo = &w.repo;
+    if pending.is_some() {
+        forget_pending(repo, session);
+    }
+    if let Some(index) = new_index {
+        index.commit().map_err(|error| Unrecorded {
+            error,
+            branch_moved: true,
+        })?;
+    }
+    Ok(Some(CommitInfo {
+        id: commit.to_string(),
+        short_id: names::short_id(commit),
+        session: session.to_string(),
+        plan: number,
+        branch: names::short(&w.branch).to_string(),
+        files: changes.into_keys().collect(),
+        snapshot: pending.map(|p| p.top.to_string()),
+        left_out,
+        warnings,
+    }))
 }
 
 /// The commit the plan goes on (the newest snapshot of the user's changes, or the branch

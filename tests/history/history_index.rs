@@ -175,6 +175,44 @@ fn a_held_index_lock_stops_the_commit_before_the_branch_moves() {
     assert_eq!(p.status(), " M a.txt\n");
 }
 
+/// A plan whose commit failed (another git held the index) gives back what its preparation
+/// gathered: the next plan's commit sits on the snapshot of the user's edit, so those bytes
+/// stay reachable from the session branch, and the plan numbers do not skip or repeat.
+#[test]
+fn a_failed_commit_keeps_the_users_snapshot_for_the_next_plan() {
+    let p = Project::repo();
+    p.write("a.txt", "the user's edit of a\n");
+    p.write("b.txt", "the user's edit of b\n");
+    let mut s = p.start();
+    let branch = s.branch().unwrap().to_string();
+    let wt = p.wt();
+    let record = |touched: &str| PlanRecord {
+        request: format!("edit {touched}"),
+        touched: vec![touched.into()],
+        ..PlanRecord::default()
+    };
+    s.prepare(&wt, &["a.txt".into()]).unwrap();
+    p.write("a.txt", "agent\n");
+    p.write(".git/index.lock", "held by another git");
+    assert!(s.commit_plan(&wt, &record("a.txt")).is_err());
+    std::fs::remove_file(p.path(".git/index.lock")).unwrap();
+
+    // The next plan snapshots another edited file, then commits.
+    s.prepare(&wt, &["b.txt".into()]).unwrap();
+    p.write("b.txt", "agent\n");
+    let info = s.commit_plan(&wt, &record("b.txt")).unwrap().unwrap();
+    assert_eq!(info.plan, 1);
+    let reachable = |path: &str, text: &str| {
+        p.git(&["rev-list", &branch]).lines().any(|c| {
+            let (ok, out, _) = p.git_try(&["show", &format!("{c}:{path}")]);
+            ok && out == text
+        })
+    };
+    assert!(reachable("a.txt", "the user's edit of a\n"));
+    assert!(reachable("b.txt", "the user's edit of b\n"));
+    assert_eq!(p.git(&["fsck", "--no-progress"]), "");
+}
+
 #[test]
 fn file_replaced_by_a_directory_keeps_the_index_consistent() {
     let p = Project::repo();
