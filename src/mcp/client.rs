@@ -27,6 +27,9 @@ use crate::exec;
 /// How long a server may take to start and answer `initialize`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a call cut short waits for its cancellation notice to be written.
+const CANCEL_NOTICE_WAIT: Duration = Duration::from_secs(2);
+
 /// Variables a server inherits from pai's environment (scrubbed of secrets like RUN's); all
 /// else it gets only when its configuration names it.
 const BASIC_VARIABLES: &[&str] = &[
@@ -200,12 +203,14 @@ impl Connection {
             _ = cancel.cancelled() => CallError::Cancelled,
         };
         // The server is told, and the notice is out before the call returns: a session that
-        // ends right after must not close the connection with it still queued.
+        // ends right after must not close the connection with it still queued. Bounded, so a
+        // server that stopped reading cannot hold up an interrupt.
         let reason = match cut_short {
             CallError::Timeout(_) => "the call timed out",
             _ => "the user interrupted the turn",
         };
-        let _ = handle.cancel(Some(reason.to_string())).await;
+        let notice = handle.cancel(Some(reason.to_string()));
+        let _ = tokio::time::timeout(CANCEL_NOTICE_WAIT, notice).await;
         Err(cut_short)
     }
 
