@@ -420,19 +420,13 @@ fn journaled_agent(dir: &std::path::Path, id: &str) -> Agent {
     );
     let ws = Workspace::open(dir, WorkspaceConfig::default()).unwrap();
     let journal = Journal::open(dir, id, Vec::new()).unwrap();
-    let mut agent = Agent::new(
-        Box::new(provider.clone()),
-        ws,
-        None,
-        Some(journal),
-        options(),
-    );
+    let mut agent = Agent::new(Box::new(provider), ws, None, Some(journal), options());
     let carried = TurnMemo {
         request: "earlier".into(),
         outcome: "Success: done".into(),
         files: vec![],
     };
-    agent.open_session(false, vec![carried.clone()]);
+    agent.open_session(false, vec![carried]);
     agent
 }
 
