@@ -233,7 +233,10 @@ fn a_refused_command_never_runs_and_the_model_is_told_so() {
     );
     // The model took the refusal and gave the step up with its reason (a bare FINISH would
     // leave the RUN owed and fail the turn: tests/it/turn_outcome.rs).
-    assert!(told.contains("`not done: touch ran.txt: <why>`"), "{told}");
+    assert!(
+        told.contains("RUN `touch ran.txt` (phase 1 step 1)"),
+        "{told}"
+    );
     assert_eq!(outcome.status, TurnStatus::Success);
     assert_eq!(outcome.tally.calls, 2);
 }

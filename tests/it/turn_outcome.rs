@@ -117,9 +117,8 @@ fn a_failed_modify_then_a_finish_only_repair_fails_the_turn() {
         let requests = mock.generation_requests();
         let repair = requests[1].last_user_text().unwrap();
         for words in [
-            "Not done yet",
-            "phase 1 step 1: MODIFY util.py",
-            "`not done: util.py: <why>`",
+            "Failed and not redone yet: MODIFY `util.py` (phase 1 step 1).",
+            "`not done: <target>: <why>`",
             "reported to the user as a failure",
         ] {
             assert!(repair.contains(words), "{kind}: `{words}` not in {repair}");

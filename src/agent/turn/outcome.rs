@@ -91,29 +91,28 @@ impl Ledger {
             .collect()
     }
 
-    /// What the next phase's call is told about the owed steps: which failed, and that a
-    /// FINISH leaving them undone and unexplained is reported as a failure.
+    /// What the next phase's call is told about the owed steps: which failed (their errors
+    /// are in the results the conversation already carries) and that a FINISH leaving them
+    /// undone and unexplained is reported as a failure. Kept short: it rides on every
+    /// later call of a turn with a failure.
     pub(super) fn repair_note(&self) -> Option<String> {
         if self.owed.is_empty() {
             return None;
         }
-        let mut out =
-            String::from("Not done yet (these steps failed and no step has redone them):\n");
-        for o in &self.owed {
-            out.push_str(&format!(
-                "- phase {} step {}: {} {}: {}\n",
-                o.step.phase, o.step.index, o.step.action, o.step.target, o.step.error
-            ));
-        }
-        out.push_str("Fix each by redoing it on the same target. If one cannot or should not be done, end with FINISH whose message has a line saying why, in this form: ");
-        let names: Vec<String> = self
+        let owed: Vec<String> = self
             .owed
             .iter()
-            .map(|o| format!("`not done: {}: <why>`", o.name))
+            .map(|o| {
+                format!(
+                    "{} `{}` (phase {} step {})",
+                    o.step.action, o.name, o.step.phase, o.step.index
+                )
+            })
             .collect();
-        out.push_str(&names.join(", "));
-        out.push_str(". A FINISH that leaves any of them neither redone nor explained this way is reported to the user as a failure.\n");
-        Some(out)
+        Some(format!(
+            "Failed and not redone yet: {}. Redo each on the same target, or give it up with a line `not done: <target>: <why>` in your FINISH message (the target as quoted here); a FINISH that does neither is reported to the user as a failure.\n",
+            owed.join(", ")
+        ))
     }
 
     /// The outcome for the `finished` event, with the paths the turn changed.
@@ -323,11 +322,8 @@ mod tests {
     fn the_repair_note_names_each_owed_step_and_the_consequence() {
         let ledger = noted(&[(modify("a.txt"), 1, false)]);
         let note = ledger.repair_note().unwrap();
-        assert!(
-            note.contains("phase 1 step 1: MODIFY a.txt: search text not found"),
-            "{note}"
-        );
-        assert!(note.contains("`not done: a.txt: <why>`"), "{note}");
+        assert!(note.contains("MODIFY `a.txt` (phase 1 step 1)"), "{note}");
+        assert!(note.contains("`not done: <target>: <why>`"), "{note}");
         assert!(note.contains("reported to the user as a failure"), "{note}");
         assert_eq!(Ledger::default().repair_note(), None);
     }
