@@ -26,9 +26,12 @@ pub struct CallUsage {
 pub enum TurnStatus {
     /// A chat answer was given.
     Answered,
-    /// Every step succeeded.
+    /// Every step that acts (changes files, runs a command, calls a tool) succeeded, or was
+    /// redone successfully, or was given up by the model with a reason it stated.
     Success,
-    /// Some step failed, or the model could not produce a usable plan.
+    /// A step that acts failed and was neither redone nor given up with a reason; or the plan
+    /// stopped at a failure with no phase left to answer it; or the model could not produce a
+    /// usable plan, or the plan's changes could not be committed.
     Failed,
     /// The user declined the plan.
     Rejected,
@@ -57,6 +60,36 @@ pub struct StepReport {
     pub diff: Option<String>,
     /// A file's text to show (READ), for syntax highlighting by the frontend.
     pub file_view: Option<FileView>,
+}
+
+/// A failed step the turn's outcome names: one that acts (see [`TurnStatus::Success`]) and
+/// that no later step redid on the same target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailedStep {
+    /// The phase it ran in.
+    pub phase: u32,
+    /// Its 1-based number within that phase.
+    pub index: usize,
+    /// The action (`MODIFY`).
+    pub action: String,
+    /// What it acted on (first line).
+    pub target: String,
+    /// Why it failed (first line of its error).
+    pub error: String,
+}
+
+/// What a turn's steps came to, computed from the steps and never from the model's last word:
+/// the failed steps left undone, those the model gave up with a reason, and the files changed.
+/// Part of [`Event::Finished`] (its fields appear in the `finished` JSON object).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TurnResult {
+    /// Failed steps not redone and not given up: any makes the turn [`TurnStatus::Failed`].
+    pub failed_steps: Vec<FailedStep>,
+    /// Failed steps the model gave up in its closing message, naming each and saying why.
+    pub given_up: Vec<FailedStep>,
+    /// Project paths the turn created, changed or removed (RUN and TOOL side effects
+    /// included), sorted.
+    pub changed: Vec<String>,
 }
 
 /// A file's contents for display.
@@ -193,9 +226,10 @@ pub enum Event {
     MemoryCleared,
     /// The turn is over.
     Finished {
-        /// How it ended.
+        /// How it ended: the verdict, computed from the steps (see [`TurnResult`]).
         status: TurnStatus,
-        /// The final message.
+        /// The final message: the model's own (its FINISH message, or the answer of a later
+        /// phase that only talks) when it gave one, else what ended the turn.
         message: String,
         /// Suggestions from the model.
         next_steps: Vec<String>,
@@ -211,6 +245,9 @@ pub enum Event {
         reasoning_tokens: u64,
         /// Whether a verification RUN passed (`None`: none ran).
         verified: Option<bool>,
+        /// What the steps came to: failed steps, steps given up, files changed.
+        #[serde(flatten)]
+        result: TurnResult,
     },
 }
 

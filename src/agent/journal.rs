@@ -14,7 +14,7 @@ use chrono::Local;
 use serde_json::{Value, json};
 
 use super::context::TurnMemo;
-use super::events::{Event, StepReport, Tally, TurnStatus};
+use super::events::{Event, StepReport, Tally, TurnResult, TurnStatus};
 use super::plan::{Analysis, PlannedStep};
 
 /// Bytes of one command's output written to the session log; the rest is counted, not kept,
@@ -158,6 +158,7 @@ impl Journal {
                 output_tokens,
                 cached_tokens,
                 reasoning_tokens,
+                result,
                 ..
             } => {
                 self.close_execution()?;
@@ -168,7 +169,7 @@ impl Journal {
                     cached: *cached_tokens,
                     reasoning: *reasoning_tokens,
                 };
-                self.finished(*status, message, next_steps, &tally)
+                self.finished(*status, message, next_steps, &tally, result)
             }
             // A step's questions and a command's output belong in the block of its phase.
             Event::StepStarted { phase, .. } | Event::RunStarted { phase, .. } => {
@@ -394,13 +395,15 @@ impl Journal {
         )
     }
 
-    /// AI FINAL RESULT, AI SUGGESTION, and the turn's calls and tokens.
+    /// AI FINAL RESULT (the verdict and the message), the failed steps left undone and those
+    /// given up, what changed, AI SUGGESTION, and the turn's calls and tokens.
     fn finished(
         &self,
         status: TurnStatus,
         message: &str,
         next_steps: &[String],
         tally: &Tally,
+        result: &TurnResult,
     ) -> std::io::Result<()> {
         let Tally {
             calls,
@@ -410,6 +413,23 @@ impl Journal {
             reasoning,
         } = *tally;
         let mut lines = vec![format!("AI FINAL RESULT: {status:?}: {message}")];
+        for (label, steps) in [
+            ("FAILED STEP", &result.failed_steps),
+            ("GIVEN UP", &result.given_up),
+        ] {
+            for s in steps {
+                lines.push(format!(
+                    "{label}: {} {} (phase {}, step {}): {}",
+                    s.action, s.target, s.phase, s.index, s.error
+                ));
+            }
+        }
+        if !result.failed_steps.is_empty() || !result.given_up.is_empty() {
+            lines.push(match result.changed.as_slice() {
+                [] => "CHANGED: nothing".to_string(),
+                paths => format!("CHANGED: {}", paths.join(", ")),
+            });
+        }
         for s in next_steps {
             lines.push(format!("AI SUGGESTION: {s}"));
         }
@@ -418,7 +438,7 @@ impl Journal {
         ));
         self.append(
             &lines,
-            json!({"kind": "finished", "status": status, "message": message, "next_steps": next_steps, "calls": calls, "input_tokens": input, "output_tokens": output, "cached_tokens": cached, "reasoning_tokens": reasoning}),
+            json!({"kind": "finished", "status": status, "message": message, "failed_steps": result.failed_steps, "given_up": result.given_up, "changed": result.changed, "next_steps": next_steps, "calls": calls, "input_tokens": input, "output_tokens": output, "cached_tokens": cached, "reasoning_tokens": reasoning}),
         )
     }
 }
@@ -537,6 +557,32 @@ fn first_line(s: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// The end of a turn whose RUN failed and was not redone.
+    fn failed_finish() -> Event {
+        Event::Finished {
+            status: TurnStatus::Failed,
+            message: "a step failed".into(),
+            next_steps: vec![],
+            calls: 1,
+            input_tokens: 10,
+            output_tokens: 2,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
+            verified: None,
+            result: TurnResult {
+                failed_steps: vec![crate::agent::events::FailedStep {
+                    phase: 1,
+                    index: 2,
+                    action: "RUN".into(),
+                    target: "make".into(),
+                    error: "exit code 2".into(),
+                }],
+                given_up: vec![],
+                changed: vec![],
+            },
+        }
+    }
+
     #[test]
     fn the_log_follows_the_events_of_a_turn_in_order() {
         use crate::agent::plan::Step;
@@ -584,17 +630,7 @@ mod tests {
             commit: "abc1234".into(),
             branch: "pai/x".into(),
         });
-        j.record(&Event::Finished {
-            status: TurnStatus::Failed,
-            message: "a step failed".into(),
-            next_steps: vec![],
-            calls: 1,
-            input_tokens: 10,
-            output_tokens: 2,
-            cached_tokens: 0,
-            reasoning_tokens: 0,
-            verified: None,
-        });
+        j.record(&failed_finish());
         let text = std::fs::read_to_string(j.path()).unwrap();
         let order = [
             "AI PLANNING START (phase 1)",
@@ -606,6 +642,8 @@ mod tests {
             "AI EXECUTION END (phase 1)",
             "COMMIT: abc1234 on pai/x",
             "AI FINAL RESULT: Failed: a step failed",
+            "FAILED STEP: RUN make (phase 1, step 2): exit code 2",
+            "CHANGED: nothing",
         ];
         let mut at = 0;
         for marker in order {
@@ -671,6 +709,7 @@ mod tests {
             "it broke\nbadly",
             &[],
             &Tally::default(),
+            &TurnResult::default(),
         )
         .unwrap();
         let got = load_memory(dir.path(), "20250101_000000", 5);

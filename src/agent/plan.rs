@@ -211,6 +211,14 @@ impl Action {
         )
     }
 
+    /// Whether it acts rather than looks: every action that can change the project, and TOOL,
+    /// whose effects reach beyond what pai can see. A failed step of such an action that is
+    /// not redone leaves the request undone (the turn's outcome, `agent/turn/outcome.rs`); a
+    /// failed READ or SEARCH only tells the model something.
+    pub fn acts(self) -> bool {
+        self.mutates() || self == Action::Tool
+    }
+
     /// Whether its output is something the model may want to see before planning on.
     pub fn observes(self) -> bool {
         matches!(

@@ -6,8 +6,8 @@
 
 pub use super::context::TurnMemo;
 pub use super::events::{
-    Approval, CallUsage, Event, FileView, Frontend, RuleScope, RunAnswer, RunQuestion, StepReport,
-    Tally, ToolAnswer, ToolQuestion, TrustRequest, TurnOutcome, TurnStatus,
+    Approval, CallUsage, Event, FailedStep, FileView, Frontend, RuleScope, RunAnswer, RunQuestion,
+    StepReport, Tally, ToolAnswer, ToolQuestion, TrustRequest, TurnOutcome, TurnResult, TurnStatus,
 };
 pub use super::plan::{Analysis, Complexity, Edit, PlannedStep, Step};
 pub use super::task::{Answer, Op, Output, Question, answer_with};

@@ -51,6 +51,9 @@ pub struct PlanLog {
     pub request: String,
     /// The plan's steps as its commit records them (`TOOL docs.search {...}: ok`).
     pub steps: Vec<String>,
+    /// The failed steps its turn left undone (`MODIFY a.txt: search text not found`): not
+    /// empty when the plan partly failed, and the commit holds only what succeeded.
+    pub failed_steps: Vec<String>,
     /// Files with added/deleted line counts.
     pub files: Vec<FileStat>,
     /// The model.
@@ -322,6 +325,7 @@ fn plan_log(
         time: when,
         request: message::request_of(msg),
         steps: message::steps_of(msg),
+        failed_steps: message::failed_of(msg),
         files,
         model: t.model,
         calls: t.calls,
@@ -378,7 +382,7 @@ fn render_session_head(out: &mut String, s: &SessionLog) {
 }
 
 /// One plan: its number, commit, time (at the committer's offset) and the first line of its
-/// request (marked when undone), its steps, its files, the calls, tokens and model when known,
+/// request (marked when partly failed or undone), its steps, the failed steps left undone, its files, the calls, tokens and model when known,
 /// and its patch when asked for (indented under the plan).
 fn render_plan(out: &mut String, p: &PlanLog) {
     let when = DateTime::parse_from_rfc3339(&p.time)
@@ -386,11 +390,16 @@ fn render_plan(out: &mut String, p: &PlanLog) {
         .unwrap_or_else(|_| p.time.clone());
     let request = p.request.lines().next().unwrap_or_default();
     out.push_str(&format!(
-        "  plan {:<3} {}  {}  {}{}\n",
+        "  plan {:<3} {}  {}  {}{}{}\n",
         p.plan,
         p.commit,
         when,
         request,
+        if p.failed_steps.is_empty() {
+            ""
+        } else {
+            "  [partly failed]"
+        },
         if p.undone { "  [undone]" } else { "" }
     ));
     let files: Vec<String> = p
@@ -406,6 +415,9 @@ fn render_plan(out: &mut String, p: &PlanLog) {
         .collect();
     for step in &p.steps {
         out.push_str(&format!("           - {step}\n"));
+    }
+    for failed in &p.failed_steps {
+        out.push_str(&format!("           not done: {failed}\n"));
     }
     out.push_str(&format!("           {}\n", files.join(", ")));
     let calls = p

@@ -36,6 +36,9 @@ pub struct PlanRecord {
     pub touched: Vec<String>,
     /// What the plan did besides files (e.g. "RUN python3 -m py_compile calc.py: exit 0").
     pub side_effects: Vec<String>,
+    /// The failed steps the turn left undone, one line each (`MODIFY a.txt: search text not
+    /// found`); not empty when the plan partly failed (its commit holds what did succeed).
+    pub failed: Vec<String>,
     /// The model that made the plan.
     pub model: String,
     /// API calls the turn made.
@@ -76,6 +79,8 @@ pub(crate) struct TokenCounts {
 const SUBJECT_MAX: usize = 72;
 /// Longest step line in the body.
 const STEP_MAX: usize = 200;
+/// The heading of the body section naming the failed steps of a partly failed plan.
+const PARTLY_FAILED: &str = "Partly failed: these steps failed and were not redone:";
 
 /// Collapse whitespace (newlines included) so a value fits on one line.
 fn one_line(text: &str) -> String {
@@ -138,6 +143,14 @@ pub(crate) fn plan_message(
                 i + 1,
                 shorten(&one_line(step), STEP_MAX)
             ));
+        }
+        msg.push('\n');
+    }
+    if !record.failed.is_empty() {
+        msg.push_str(PARTLY_FAILED);
+        msg.push('\n');
+        for failed in &record.failed {
+            msg.push_str(&format!("- {}\n", shorten(&one_line(failed), STEP_MAX)));
         }
         msg.push('\n');
     }
@@ -213,6 +226,17 @@ pub(crate) fn steps_of(message: &str) -> Vec<String> {
         out.push(step.to_string());
     }
     out
+}
+
+/// The failed steps a partly failed plan's commit names (empty when none failed).
+pub(crate) fn failed_of(message: &str) -> Vec<String> {
+    message
+        .lines()
+        .skip_while(|l| *l != PARTLY_FAILED)
+        .skip(1)
+        .map_while(|l| l.strip_prefix("- "))
+        .map(str::to_string)
+        .collect()
 }
 
 pub(crate) fn parse(message: &str) -> Trailers {
@@ -316,6 +340,7 @@ mod tests {
             steps: vec!["WRITE calc.py: the script\nwith a newline".into()],
             touched: vec!["calc.py".into()],
             side_effects: vec!["RUN python3 -m py_compile calc.py: exit 0".into()],
+            failed: vec![],
             model: "gemini-2.5-flash-lite".into(),
             calls: 1,
             input_tokens: 1234,
@@ -368,6 +393,24 @@ mod tests {
         );
         // Text inside the request never reads as a trailer.
         assert_eq!(parse(&msg).kind, Some(Kind::Plan));
+    }
+
+    #[test]
+    fn a_partly_failed_plan_says_so_in_its_body() {
+        let mut partly = record("write two files");
+        partly.failed = vec!["WRITE notes/: the path ends with '/'".into()];
+        let msg = plan_message("s", 1, &partly, None);
+        assert!(
+            msg.contains(&format!(
+                "{PARTLY_FAILED}\n- WRITE notes/: the path ends with '/'\n\n"
+            )),
+            "{msg}"
+        );
+        assert_eq!(failed_of(&msg), partly.failed);
+        assert_eq!(parse(&msg).kind, Some(Kind::Plan), "the trailers stay last");
+        let whole = plan_message("s", 1, &record("write two files"), None);
+        assert!(!whole.contains("failed"), "{whole}");
+        assert!(failed_of(&whole).is_empty());
     }
 
     #[test]

@@ -170,6 +170,7 @@ mod tests {
             cached_tokens: 0,
             reasoning_tokens: 0,
             verified: None,
+            result: crate::agent::protocol::TurnResult::default(),
         });
         let got = lines(&buf);
         assert_eq!(got.len(), 5);

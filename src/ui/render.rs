@@ -9,7 +9,9 @@ use super::SessionInfo;
 use super::highlight::highlight;
 use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_code, wrap_hard};
 use crate::agent::protocol::{Analysis, Complexity, PlannedStep};
-use crate::agent::protocol::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
+use crate::agent::protocol::{
+    CallUsage, Event, FailedStep, FileView, StepReport, Tally, TurnResult, TurnStatus,
+};
 
 /// Lines of a file shown on screen; the rest is summarised ("… 12 more lines").
 pub const FILE_VIEW_LINES: usize = 20;
@@ -94,10 +96,12 @@ pub fn event(event: &Event, theme: &Theme) -> String {
             cached_tokens,
             reasoning_tokens,
             verified,
+            result,
         } => finished(
             &Finished {
                 status: *status,
                 message,
+                result,
                 next_steps,
                 tally: Tally {
                     calls: *calls,
@@ -447,8 +451,10 @@ pub fn committed(commit: &str, branch: &str, theme: &Theme) -> String {
 pub struct Finished<'a> {
     /// How the turn ended.
     pub status: TurnStatus,
-    /// The final message.
+    /// The final message (the model's, when it gave one).
     pub message: &'a str,
+    /// What the steps came to: failed steps, steps given up, files changed.
+    pub result: &'a TurnResult,
     /// Suggestions.
     pub next_steps: &'a [String],
     /// Calls and tokens of the turn.
@@ -457,11 +463,14 @@ pub struct Finished<'a> {
     pub verified: Option<bool>,
 }
 
-/// The final status panel, the next-step suggestions and the turn's token summary.
+/// The final status panel, the next-step suggestions and the turn's token summary. The
+/// title is the verdict; the message is the model's (or what ended the turn), followed by the
+/// failed steps, those given up, and what was changed when any step failed.
 pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
     let mut out = String::new();
     let status_panel = |title: &str, accent: Style| {
         let mut body = paragraphs(f.message, None);
+        body.extend(step_outcome(f.result, theme));
         if let Some(ok) = f.verified {
             body.push(if ok {
                 Line::new()
@@ -497,6 +506,49 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
     }
     out.push_str(&turn_summary(&f.tally, theme));
     out
+}
+
+/// The lines of the final panel that say what the steps came to, when any failed: each failed
+/// step left undone, each the model gave up (its reason is the message above), and the files
+/// changed (or that nothing was).
+fn step_outcome(result: &TurnResult, theme: &Theme) -> Vec<Line> {
+    let mut body = Vec::new();
+    if result.failed_steps.is_empty() && result.given_up.is_empty() {
+        return body;
+    }
+    let inner = theme.panel_inner();
+    let mut list = |heading: Line, steps: &[FailedStep]| {
+        if steps.is_empty() {
+            return;
+        }
+        body.push(heading);
+        for s in steps {
+            let line = Line::new()
+                .text(&format!("{} ", theme.bullet()))
+                .with(&format!("{} {}", s.action, s.target), bold())
+                .text(&format!(
+                    " (phase {}, step {}): {}",
+                    s.phase, s.index, s.error
+                ));
+            body.extend(wrap(&line, inner, 2));
+        }
+    };
+    list(
+        Line::styled("Failed, not redone:", red().bold()),
+        &result.failed_steps,
+    );
+    list(
+        Line::styled("Given up by the model:", yellow().bold()),
+        &result.given_up,
+    );
+    let changed = if result.changed.is_empty() {
+        "nothing".to_string()
+    } else {
+        result.changed.join(", ")
+    };
+    let line = Line::new().with("Changed: ", bold()).text(&changed);
+    body.extend(wrap(&line, inner, 2));
+    body
 }
 
 fn calls_text(calls: u32) -> String {

@@ -215,6 +215,7 @@ mod tests {
             cached_tokens: 0,
             reasoning_tokens: 0,
             verified: None,
+            result: crate::agent::protocol::TurnResult::default(),
         });
         assert_eq!(front.approve_plan(&[]), Approval::No);
         assert_eq!(front.approve_run(&question("ls", true)), RunAnswer::No);

@@ -209,7 +209,7 @@ fn a_refused_command_never_runs_and_the_model_is_told_so() {
             ),
             Scripted::reply(
                 plan(json!([
-                    {"action": "FINISH", "message": "left it as it is", "purpose": ""}
+                    {"action": "FINISH", "message": "not done: touch ran.txt: the user denied running it", "purpose": ""}
                 ])),
                 450,
                 10,
@@ -231,7 +231,12 @@ fn a_refused_command_never_runs_and_the_model_is_told_so() {
             && told.contains("the user denied running this command"),
         "{told}"
     );
-    // The model took the refusal and finished: the turn ends as it said.
+    // The model took the refusal and gave the step up with its reason (a bare FINISH would
+    // leave the RUN owed and fail the turn: tests/it/turn_outcome.rs).
+    assert!(
+        told.contains("RUN `touch ran.txt` (phase 1 step 1)"),
+        "{told}"
+    );
     assert_eq!(outcome.status, TurnStatus::Success);
     assert_eq!(outcome.tally.calls, 2);
 }

@@ -31,6 +31,7 @@ mod rough_edges;
 mod security_corpus;
 mod security_state;
 mod session_pty;
+mod turn_outcome;
 mod ui_pty;
 mod ui_render;
 mod workspace_adversarial;

@@ -2,7 +2,9 @@
 //! and checks that no rendering, plain or coloured, is wider than the terminal.
 
 use crate::support::pty;
-use pai::agent::events::{CallUsage, Event, FileView, RunQuestion, StepReport, TurnStatus};
+use pai::agent::events::{
+    CallUsage, Event, FailedStep, FileView, RunQuestion, StepReport, TurnResult, TurnStatus,
+};
 use pai::agent::plan::{Analysis, Complexity, PlannedStep, Step};
 
 use std::path::PathBuf;
@@ -122,6 +124,7 @@ fn all_events() -> Vec<Event> {
             cached_tokens: 0,
             reasoning_tokens: 0,
             verified: Some(true),
+            result: TurnResult::default(),
         },
     ]
 }
@@ -354,7 +357,53 @@ fn finished_with(status: TurnStatus, message: &str) -> Event {
         cached_tokens: 0,
         reasoning_tokens: 0,
         verified: None,
+        result: TurnResult::default(),
     }
+}
+
+/// Issue 31: the verdict is the title; the model's message is the message; the failed steps,
+/// those given up and what changed follow.
+#[test]
+fn a_partly_failed_turn_names_its_failed_steps_and_what_changed() {
+    let step = |action: &str, target: &str, index: usize, error: &str| FailedStep {
+        phase: 1,
+        index,
+        action: action.into(),
+        target: target.into(),
+        error: error.into(),
+    };
+    let mut event = finished_with(TurnStatus::Failed, "both files written");
+    if let Event::Finished { result, .. } = &mut event {
+        *result = TurnResult {
+            failed_steps: vec![step("WRITE", "notes/", 2, "the path ends with '/'")],
+            given_up: vec![step("RUN", "make docs", 3, "exit code 2")],
+            changed: vec!["b.txt".into()],
+        };
+    }
+    assert_eq!(
+        plain(&event),
+        "\
++- Failed -------------------------------------------------+
+| both files written                                       |
+| Failed, not redone:                                      |
+| - WRITE notes/ (phase 1, step 2): the path ends with '/' |
+| Given up by the model:                                   |
+| - RUN make docs (phase 1, step 3): exit code 2           |
+| Changed: b.txt                                           |
++----------------------------------------------------------+
+Turn: 2 calls, Tokens: 3000 -> 400
+"
+    );
+    // Nothing changed is said too; a turn without failed steps shows none of it.
+    if let Event::Finished { result, .. } = &mut event {
+        result.changed.clear();
+    }
+    assert!(
+        plain(&event).contains("| Changed: nothing "),
+        "{}",
+        plain(&event)
+    );
+    assert!(!plain(&finished_with(TurnStatus::Success, "done")).contains("Changed"));
 }
 
 #[test]

@@ -335,6 +335,7 @@ pub fn run_plan(
         steps,
         touched,
         side_effects: vec![],
+        failed: vec![],
         model: "test-model".into(),
         calls: 1,
         input_tokens: 1200,

@@ -72,6 +72,7 @@ impl Demo {
             cached_tokens: 0,
             reasoning_tokens: 0,
             verified: None,
+            result: pai::agent::events::TurnResult::default(),
         });
         TurnOutcome {
             status,

@@ -11,9 +11,10 @@ use std::collections::BTreeSet;
 use tokio_util::sync::CancellationToken;
 
 use super::call::CallFailure;
+use super::outcome::Ledger;
 use super::{
-    Agent, Attempt, ECHO_CHARS, MAX_PHASES, WorkspaceView, blocking, compact_reply, first_line,
-    results_message, touched_paths,
+    Agent, Attempt, ECHO_CHARS, MAX_PHASES, PlanSteps, WorkspaceView, blocking, changed_paths,
+    compact_reply, first_line, results_message, touched_paths,
 };
 use crate::agent::context::{self, TurnMemo};
 use crate::agent::events::{Approval, Event, Frontend, Tally, TurnOutcome, TurnStatus};
@@ -44,6 +45,8 @@ pub(super) struct TurnState {
     side_effects: BTreeSet<String>,
     /// One line per step run, for the commit message.
     step_lines: Vec<String>,
+    /// The failed steps that decide the turn's status (see `outcome`).
+    ledger: Ledger,
     verified: Option<bool>,
     next_steps: Vec<String>,
     final_message: String,
@@ -120,6 +123,7 @@ impl Agent {
             changes: Vec::new(),
             side_effects: BTreeSet::new(),
             step_lines: Vec::new(),
+            ledger: Ledger::default(),
             verified: None,
             next_steps: Vec::new(),
             final_message: String::new(),
@@ -203,7 +207,9 @@ impl Agent {
                 });
                 return st.end(TurnStatus::Answered, plan.reply.clone());
             }
-            // A later phase that only talks: the turn ends as its steps left it.
+            // A later phase that only talks: the turn ends as its steps left it, unless its
+            // words give a failed step up.
+            st.ledger.closing_words(st.phase, &plan.reply);
             st.final_message = plan.reply.clone();
             return Flow::Stop;
         }
@@ -298,11 +304,16 @@ impl Agent {
                 first_line(&r.target),
                 if r.ok { "ok" } else { "FAILED" }
             ));
+            // A report's index is its step's 1-based place in the plan.
+            if let Some(planned) = r.index.checked_sub(1).and_then(|i| plan.steps.get(i)) {
+                st.ledger.note(&planned.step, r);
+            }
         }
         if let Some(v) = outcome.verified {
             st.verified = Some(v);
         }
         if let Some(msg) = &outcome.finish_message {
+            st.ledger.closing_words(st.phase, msg);
             st.final_message = msg.clone();
         }
         if outcome.interrupted {
@@ -327,8 +338,12 @@ impl Agent {
                 st.repaired = true;
             }
             st.messages.push(Message::assistant(compact_reply(plan)));
-            st.messages
-                .push(Message::user(results_message(&reports, st.phase)));
+            let mut results = results_message(&reports, st.phase);
+            if let Some(note) = st.ledger.repair_note() {
+                results.push('\n');
+                results.push_str(&note);
+            }
+            st.messages.push(Message::user(results));
             st.phase += 1;
             return Flow::Again;
         }
@@ -361,22 +376,17 @@ impl Agent {
         mut st: TurnState,
         frontend: &dyn Frontend,
     ) -> TurnOutcome {
-        if st.status == TurnStatus::Success && st.verified == Some(false) {
-            // The model gave up (answered instead of repairing) with the check still failing:
-            // that is no success, whatever it said.
-            st.status = TurnStatus::Failed;
-        }
-        if st.final_message.is_empty() {
-            st.final_message = match st.status {
-                TurnStatus::Success => "done".into(),
-                _ => "the turn did not complete".into(),
-            };
-        }
+        let owed = st.ledger.owed_lines();
+        settle_status(&mut st);
+        let steps = PlanSteps {
+            lines: &st.step_lines,
+            failed: owed.clone(),
+        };
         let commit = match self.commit(
             request,
             &st.changes,
             &st.side_effects,
-            &st.step_lines,
+            steps,
             &st.tally,
             frontend,
         ) {
@@ -389,9 +399,13 @@ impl Agent {
                 None
             }
         };
+        let mut outcome = format!("{:?}: {}", st.status, first_line(&st.final_message));
+        if !owed.is_empty() {
+            outcome.push_str(&format!("; not done: {}", owed.join("; ")));
+        }
         let memo = TurnMemo {
             request: request.to_string(),
-            outcome: format!("{:?}: {}", st.status, first_line(&st.final_message)),
+            outcome,
             files: touched_paths(&st.changes).into_iter().collect(),
         };
         frontend.event(&Event::Remembered { memo: memo.clone() });
@@ -403,6 +417,7 @@ impl Agent {
         ) {
             st.next_steps.clear();
         }
+        let changed = changed_paths(&st.changes, &st.side_effects);
         let (status, tally) = (st.status, st.tally);
         frontend.event(&Event::Finished {
             status,
@@ -414,6 +429,7 @@ impl Agent {
             cached_tokens: tally.cached,
             reasoning_tokens: tally.reasoning,
             verified: st.verified,
+            result: st.ledger.into_result(changed),
         });
         TurnOutcome {
             status,
@@ -421,5 +437,22 @@ impl Agent {
             commit,
             config_hint: st.config_hint,
         }
+    }
+}
+
+/// The turn's status from what its steps did, not from the model's last word: a turn that
+/// reached its end as a success while a failed step is still owed (neither redone nor given
+/// up with a reason, see `outcome`) has failed, whatever the model said. A turn with nothing
+/// to say for itself gets a message that says what happened.
+fn settle_status(st: &mut TurnState) {
+    if st.status == TurnStatus::Success && st.ledger.owes() {
+        st.status = TurnStatus::Failed;
+    }
+    if st.final_message.is_empty() {
+        st.final_message = match st.status {
+            TurnStatus::Success => "done".into(),
+            TurnStatus::Failed if st.ledger.owes() => "a step failed and was not redone".into(),
+            _ => "the turn did not complete".into(),
+        };
     }
 }

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 mod actions;
 mod attempt;
 mod call;
+mod outcome;
 mod steps;
 
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
@@ -276,7 +277,7 @@ impl Agent {
         request: &str,
         changes: &[FileChange],
         side_effects: &BTreeSet<String>,
-        steps: &[String],
+        steps: PlanSteps<'_>,
         tally: &Tally,
         frontend: &dyn Frontend,
     ) -> Result<Option<String>, String> {
@@ -290,7 +291,8 @@ impl Agent {
         }
         let record = PlanRecord {
             request: request.to_string(),
-            steps: steps.to_vec(),
+            steps: steps.lines.to_vec(),
+            failed: steps.failed,
             touched: touched.into_iter().collect(),
             side_effects: side_effects
                 .iter()
@@ -341,8 +343,29 @@ enum Attempt {
     Amend(String, Tally),
 }
 
+/// What a plan commit records of the steps: one line per step run, and the failed steps the
+/// turn left undone (a partly failed plan says so in its commit).
+struct PlanSteps<'a> {
+    lines: &'a [String],
+    failed: Vec<String>,
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or_default()
+}
+
+/// Every project path the turn changed, for its outcome: the files (as committed), the
+/// directories it created, and what RUN and TOOL changed.
+fn changed_paths(changes: &[FileChange], side_effects: &BTreeSet<String>) -> Vec<String> {
+    let mut set = touched_paths(changes);
+    set.extend(
+        changes
+            .iter()
+            .filter(|c| c.is_change() && matches!(c.kind, ChangeKind::DirCreated))
+            .map(|c| format!("{}/", c.path.trim_end_matches('/'))),
+    );
+    set.extend(side_effects.iter().cloned());
+    set.into_iter().collect()
 }
 
 fn touched_paths(changes: &[FileChange]) -> BTreeSet<String> {
