@@ -14,6 +14,7 @@ pub mod exec;
 pub mod history;
 pub mod layout;
 pub mod llm;
+pub mod map;
 pub mod mcp;
 pub mod rawname;
 pub mod ui;

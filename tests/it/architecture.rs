@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("exec", 1),
     ("config", 2),
     ("history", 2),
+    ("map", 2),
     ("mcp", 3),
     ("agent", 4),
     ("ui", 5),

@@ -25,6 +25,7 @@ mod exec_sandbox;
 mod git_fidelity;
 mod live_run;
 mod llm_providers;
+mod map_symbols;
 mod mcp;
 mod resume;
 mod rough_edges;
