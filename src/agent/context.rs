@@ -1,4 +1,5 @@
-//! The context sent with a turn's first call, within a budget: the project's file list, the
+//! The context sent with a turn's first call, within a budget: the project's file list (or, in
+//! a project too big to list whole, the repository map ranked for the request), the
 //! `AGENTS.md` instructions, the full text of the files the request names or the last plan
 //! touched, and a short memory of the session's last turns. Everything the model needs for a
 //! simple task is here, so a simple task costs one call.
@@ -19,7 +20,12 @@ pub struct Budget {
     pub one_file_chars: usize,
     /// Characters of AGENTS.md.
     pub agents_chars: usize,
+    /// Tokens the whole first call may carry in a project too big to list whole (system
+    /// prompt, map, files' text, instructions, memory, request), at about 4 characters each.
+    pub context_tokens: usize,
 }
+
+pub use crate::map::DEFAULT_CONTEXT_TOKENS;
 
 impl Default for Budget {
     fn default() -> Self {
@@ -28,6 +34,7 @@ impl Default for Budget {
             file_text_chars: 48_000,
             one_file_chars: 24_000,
             agents_chars: 4_000,
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
         }
     }
 }
@@ -40,6 +47,12 @@ pub trait ProjectView {
     fn files(&self, max: usize) -> (Vec<String>, usize);
     /// A text file's contents (None for binary, missing or refused files).
     fn text(&self, path: &str) -> Option<String>;
+    /// The repository map for `request` within `budget_chars` (None: no map, send the file
+    /// list). `last_files` are the files the last plan changed.
+    fn map(&self, request: &str, budget_chars: usize, last_files: &[String]) -> Option<String> {
+        let _ = (request, budget_chars, last_files);
+        None
+    }
 }
 
 /// One remembered turn.
@@ -92,53 +105,9 @@ impl Memory {
     }
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || c == '-'
-}
-
-/// Whether `request` mentions `needle` as a whole word-like token (so `main.py` does not match
-/// `domain.py`).
-fn mentions(request: &str, needle: &str) -> bool {
-    if needle.len() < 3 {
-        return false;
-    }
-    let mut start = 0;
-    while let Some(pos) = request[start..].find(needle) {
-        let at = start + pos;
-        let before = request[..at].chars().next_back();
-        let after = request[at + needle.len()..].chars().next();
-        let boundary_before = before.is_none_or(|c| !is_word_char(c) && c != '.' && c != '/');
-        let boundary_after = after.is_none_or(|c| !is_word_char(c) && c != '/')
-            && !matches!(after, Some('.') if request[at + needle.len() + 1..].starts_with(|c: char| c.is_alphanumeric()));
-        if boundary_before && boundary_after {
-            return true;
-        }
-        start = at + needle.len();
-    }
-    false
-}
-
 /// Files the request names, by relative path or, when unambiguous, by file name.
 pub fn named_files(request: &str, files: &[String]) -> Vec<String> {
-    let mut found = Vec::new();
-    for f in files {
-        if mentions(request, f) {
-            found.push(f.clone());
-        }
-    }
-    for f in files {
-        let name = f.rsplit('/').next().unwrap_or(f);
-        if name != f && mentions(request, name) && !found.contains(f) {
-            let same_name = files
-                .iter()
-                .filter(|g| g.rsplit('/').next() == Some(name))
-                .count();
-            if same_name == 1 {
-                found.push(f.clone());
-            }
-        }
-    }
-    found
+    crate::map::named::named_files(request, files)
 }
 
 /// Build the first message of a turn.
@@ -156,8 +125,13 @@ pub fn build_in(
     budget: &Budget,
     subdir: Option<&str>,
 ) -> String {
-    let mut out = String::new();
     let (files, more) = project.files(2_000);
+    if !fits(&files, more, budget)
+        && let Some(out) = with_map(request, project, memory, budget, subdir)
+    {
+        return out;
+    }
+    let mut out = String::new();
     push_file_list(&mut out, &files, more, budget);
     push_agents(&mut out, project, budget);
     push_file_contents(
@@ -170,6 +144,35 @@ pub fn build_in(
     push_whereabouts(&mut out, subdir);
     out.push_str(&format!("\nRequest: {request}\n"));
     out
+}
+
+/// Whether the whole file list fits its budget (a small project: it is sent whole, with the
+/// files the request names, as always).
+fn fits(files: &[String], more: usize, budget: &Budget) -> bool {
+    more == 0 && files.iter().map(|f| f.len() + 1).sum::<usize>() <= budget.file_list_chars
+}
+
+/// The first message of a big project: the repository map (ranked files, their definitions,
+/// the best files' text) in what the budget leaves after everything else.
+fn with_map(
+    request: &str,
+    project: &dyn ProjectView,
+    memory: &Memory,
+    budget: &Budget,
+    subdir: Option<&str>,
+) -> Option<String> {
+    let mut tail = String::new();
+    push_agents(&mut tail, project, budget);
+    push_memory(&mut tail, memory);
+    push_whereabouts(&mut tail, subdir);
+    tail.push_str(&format!("\nRequest: {request}\n"));
+    let total = budget.context_tokens.saturating_mul(4);
+    let room = total
+        .saturating_sub(super::prompt::SYSTEM_PROMPT.len())
+        .saturating_sub(tail.len())
+        .max(2_000);
+    let map = project.map(request, room, memory.last_files())?;
+    Some(format!("{map}{tail}"))
 }
 
 /// The project's file list, trimmed to its budget; what is left out is counted so the model

@@ -202,6 +202,14 @@ pub enum Event {
         /// The line, without its newline.
         line: String,
     },
+    /// The repository map is reading files it has not seen (a cold map of a big project):
+    /// `done` of `total` read so far. Frontends show it as progress; the log ignores it.
+    Mapping {
+        /// Files read.
+        done: usize,
+        /// Files to read.
+        total: usize,
+    },
     /// Something the user should know that is not a failure.
     Notice {
         /// The text.

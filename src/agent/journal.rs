@@ -145,6 +145,7 @@ impl Journal {
             Event::RunOutput { phase, index, line } => self.run_output_line(*phase, *index, line),
             Event::Answer { text } => self.answer(text),
             Event::Notice { text } => self.note(text),
+            Event::Mapping { .. } => Ok(()),
             Event::Committed { commit, branch } => {
                 self.close_execution()?;
                 self.commit(commit, branch)

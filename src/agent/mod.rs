@@ -10,6 +10,7 @@ pub mod live;
 pub mod plan;
 pub mod prompt;
 pub mod protocol;
+pub mod repo_map;
 mod side_effects;
 pub mod task;
 pub mod turn;

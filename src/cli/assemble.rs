@@ -309,7 +309,10 @@ fn agent_options(
         require_sandbox: settings.require_sandbox,
         run_writable: settings.run_writable.clone(),
         secrets,
-        budget: Budget::default(),
+        budget: Budget {
+            context_tokens: settings.context_tokens,
+            ..Budget::default()
+        },
         subdir,
     }
 }

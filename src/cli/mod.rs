@@ -13,7 +13,7 @@ use crate::llm::ProviderKind;
 use crate::ui::output::Output;
 use assemble::Resume;
 use commands::{
-    config as config_cmd, discard, log, mcp as mcp_cmd, redo, run as run_cmd,
+    config as config_cmd, discard, log, map as map_cmd, mcp as mcp_cmd, redo, run as run_cmd,
     session as session_cmd, sessions, undo,
 };
 
@@ -53,6 +53,15 @@ enum Command {
         /// Undo even if files changed since a plan; their current state is saved first.
         #[arg(long)]
         force: bool,
+    },
+    /// Show the repository map the first call of a request would carry: the ranked files,
+    /// each with its score and why, then the map itself.
+    Map {
+        /// The request, as you would type it.
+        request: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// List the agent's plans as commits, newest first.
     Log {
@@ -280,6 +289,11 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             json,
         }) => plan_log(session.as_deref(), patch, json, out),
         Some(Command::Mcp(cmd)) => mcp(cmd, env, out),
+        Some(Command::Map { request, json }) => {
+            let settings = resolve(&Flags::default(), env, out)?;
+            let project = assemble::open_project(&settings)?;
+            map_cmd::map(&settings, &project, out, &request, json)
+        }
         Some(Command::Completions { shell }) => {
             completions(shell, out);
             Ok(())

@@ -24,6 +24,8 @@ pub struct FileSettings {
     pub modify_threshold: Option<i64>,
     /// Diff-guard ratio threshold for MODIFY.
     pub modify_max_ratio: Option<f64>,
+    /// Tokens the first call of a turn may carry in a big project (the repository map).
+    pub context_tokens: Option<i64>,
     /// Extra deny-list patterns (added to the built-in list, which cannot be shrunk).
     #[serde(default)]
     pub deny: Vec<String>,

@@ -13,6 +13,8 @@ use crate::llm::ProviderKind;
 pub const DEFAULT_TEMPERATURE: f32 = 0.3;
 /// Default diff-guard line threshold.
 pub const DEFAULT_MODIFY_THRESHOLD: usize = 500;
+/// Default of the `context_tokens` setting.
+pub use crate::map::DEFAULT_CONTEXT_TOKENS;
 /// Default diff-guard ratio threshold.
 pub const DEFAULT_MODIFY_MAX_RATIO: f64 = 0.5;
 /// Default RUN timeout.
@@ -75,6 +77,8 @@ pub struct Settings {
     pub modify_threshold: usize,
     /// Diff-guard ratio threshold.
     pub modify_max_ratio: f64,
+    /// Tokens the first call may carry in a big project (the repository map's budget).
+    pub context_tokens: usize,
     /// Approve plans without asking.
     pub yes: bool,
     /// Also approve RUN commands without asking.
@@ -156,6 +160,7 @@ impl Settings {
         let (base_url, base_url_src) = resolve_base_url(flags, env, file, &mut warnings)?;
         let modify_threshold = resolve_modify_threshold(env, file, &mut warnings);
         let modify_max_ratio = resolve_modify_max_ratio(env, file, &mut warnings);
+        let context_tokens = resolve_context_tokens(env, file, &mut warnings);
         let run_timeout = resolve_run_timeout(file, &mut warnings);
         let run_writable = resolve_run_writable(&file.run.writable, env, &mut warnings);
 
@@ -173,6 +178,7 @@ impl Settings {
             base_url,
             modify_threshold,
             modify_max_ratio,
+            context_tokens,
             yes: flags.yes,
             allow_run: flags.allow_run,
             extra_deny: file.deny.clone(),
@@ -367,6 +373,32 @@ fn resolve_modify_threshold(env: &Env, file: &FileSettings, warnings: &mut Vec<S
             }
             None => DEFAULT_MODIFY_THRESHOLD,
         },
+    }
+}
+
+/// The first call's token budget: `PAI_CONTEXT_TOKENS`, else the file; at least 2,000 (less
+/// leaves no room for a map), garbage is a warning and the default.
+fn resolve_context_tokens(env: &Env, file: &FileSettings, warnings: &mut Vec<String>) -> usize {
+    const MIN: i64 = 2_000;
+    let default = DEFAULT_CONTEXT_TOKENS;
+    let (raw, source) = match env.get("PAI_CONTEXT_TOKENS") {
+        Some(raw) => (
+            raw.trim().parse::<i64>().ok(),
+            format!("PAI_CONTEXT_TOKENS={raw}"),
+        ),
+        None => match file.context_tokens {
+            Some(n) => (Some(n), format!("context_tokens = {n} in config.toml")),
+            None => return default,
+        },
+    };
+    match raw {
+        Some(n) if (MIN..=1_000_000).contains(&n) => n as usize,
+        _ => {
+            warnings.push(format!(
+                "ignoring {source}: expected a whole number from {MIN} to 1000000; using {default}"
+            ));
+            default
+        }
     }
 }
 

@@ -441,6 +441,18 @@ impl IndexFile {
             .map(|e| self.entry_of(e))
     }
 
+    /// Every stage-0 entry: its path and blob.
+    pub(crate) fn stage0(&self) -> Vec<(String, Entry)> {
+        self.entries
+            .iter()
+            .filter(|e| e.stage == 0)
+            .map(|e| {
+                let path = crate::rawname::encode(self.path_of(e)).into_owned();
+                (path, self.entry_of(e))
+            })
+            .collect()
+    }
+
     /// Paths of the entries below directory `dir`.
     pub(crate) fn under(&self, dir: &str) -> Vec<String> {
         let mut prefix = crate::rawname::decode(dir).into_owned();

@@ -14,6 +14,7 @@
 //! spliced directly), `revert` (what a commit changed), `message` (subjects and trailers),
 //! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`.
 
+mod activity;
 mod commit;
 mod discard;
 mod error;
@@ -36,6 +37,7 @@ mod tree_edit;
 mod undo;
 mod worktree;
 
+pub use activity::{RECENT_COMMITS, head_commit, index_blobs, recently_changed};
 pub use commit::{CommitInfo, LeftOut};
 pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;

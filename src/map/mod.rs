@@ -1,5 +1,367 @@
-//! The repository map: what the first model call sees of a project too large to send whole.
-//! Source files are parsed for their definitions and references ([`symbols`]), so files can be
-//! ranked for a request and shown by their key definitions.
+//! The repository map: what the first call of a turn shows of a project too big to list
+//! whole. Every file is ranked for the request (`rank`) from its words, paths, definitions
+//! and references (`symbols`, parsed with tree-sitter; `terms`), and the best are rendered
+//! within a budget (`render`): their text, their key definitions, more paths. What the map
+//! learns of each file version is cached outside the project (`store`) and brought up to
+//! date from the files' stat data (`gather`), so a warm map reads only what changed.
 
+pub mod facts;
+pub mod gather;
+pub mod named;
+pub mod rank;
+pub mod render;
+pub mod store;
 pub mod symbols;
+pub mod terms;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use crate::workspace::Workspace;
+use gather::{GatherOptions, MAX_FILE_BYTES};
+use rank::Signals;
+use render::Shown;
+use store::Recent;
+use terms::Query;
+
+/// Default of the `context_tokens` setting: what the first call of a turn may carry in a
+/// project too big to list whole.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
+
+/// Default time a cold map may parse before ranking on what it has.
+pub const DEFAULT_TIME_BUDGET: Duration = Duration::from_secs(4);
+
+/// What the user has been doing, read from git by the caller (the map does not open the
+/// repository itself; history does).
+pub struct Activity<'a> {
+    /// Files the last plan changed.
+    pub last_plan: &'a [String],
+    /// The HEAD commit now (`None` outside git).
+    pub head: Option<String>,
+    /// The files recent commits changed, with counts; called only when HEAD moved since the
+    /// cache read them.
+    pub recent: &'a dyn Fn() -> Vec<(String, u32)>,
+    /// The blob each tracked file has in the index.
+    pub index: &'a dyn Fn() -> Vec<(String, [u8; 20])>,
+}
+
+/// How to build a map.
+pub struct MapOptions<'a> {
+    /// Characters the map (text and listing together) may take.
+    pub budget_chars: usize,
+    /// How long parsing may take before ranking on what is known.
+    pub time_budget: Duration,
+    /// Progress of parsing: (done, to do).
+    pub progress: &'a dyn Fn(usize, usize),
+    /// The user's cache directory (`dirs::cache_dir()`), where the map keeps what it learned
+    /// (`None`: no cache, every map is cold).
+    pub cache: Option<std::path::PathBuf>,
+}
+
+/// One ranked file, for `pai map`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScoredFile {
+    /// Project-relative path.
+    pub path: String,
+    /// Score.
+    pub score: f32,
+    /// Why.
+    pub why: rank::Why,
+}
+
+/// A built map.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MapReport {
+    /// The section for the first call.
+    pub text: String,
+    /// What it shows.
+    pub shown: Shown,
+    /// The files, best first (those with a score above zero).
+    pub ranked: Vec<ScoredFile>,
+    /// Files in the project.
+    pub files: usize,
+    /// Files parsed now (the rest came from the cache).
+    pub parsed: usize,
+    /// Files that changed but were not parsed within the time budget.
+    pub unparsed: usize,
+    /// Files the request names.
+    pub named: Vec<String>,
+    /// How long it took.
+    #[serde(serialize_with = "millis")]
+    pub elapsed: Duration,
+}
+
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// Build the map of the project in `ws` for `request`.
+pub fn build(
+    ws: &Workspace,
+    request: &str,
+    activity: &Activity<'_>,
+    opts: &MapOptions<'_>,
+) -> MapReport {
+    let started = Instant::now();
+    let root = ws.root().to_path_buf();
+    let location = opts
+        .cache
+        .as_deref()
+        .and_then(|base| store::location(base, &root));
+    let cached = location
+        .as_deref()
+        .map(|l| store::load(l, &root))
+        .unwrap_or_default();
+    let query = Query::parse(request);
+    let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
+    let priority = |path: &str| -> u32 {
+        let hits = terms::term_set(path)
+            .iter()
+            .filter(|t| wanted.contains(t.as_str()))
+            .count();
+        let source = symbols::Lang::from_path(path).is_some();
+        let minor = rank::is_test_path(path) || rank::is_doc_path(path);
+        let depth = path.matches('/').count() as u32;
+        let class = match (hits > 0, source, minor) {
+            (true, _, false) => 0,
+            (true, _, true) => 1,
+            (false, true, false) => 2,
+            (false, true, true) => 4,
+            (false, false, _) => 3,
+        };
+        class * 64 + depth.min(63)
+    };
+    let mut g = gather::gather(
+        ws,
+        cached,
+        &GatherOptions {
+            time_budget: opts.time_budget,
+            progress: opts.progress,
+            priority: &priority,
+        },
+    );
+    let paths: Vec<String> = g.files.iter().map(|f| f.path.clone()).collect();
+    let named = named::named_files(request, &paths);
+    let head_before = g.store.recent.as_ref().map(|r| r.head.clone());
+    let signals = Signals {
+        named: named.clone(),
+        last_plan: activity.last_plan.to_vec(),
+        uncommitted: uncommitted(&g.files, &(activity.index)()),
+        recent: recent(&mut g.store, activity),
+    };
+    let ranked = rank::rank(&g.files, &g.store.blobs, &g.store.names, &query, &signals);
+    let text_of = |p: &str| ws.read_stamped(p, MAX_FILE_BYTES).map(|(t, _)| t);
+    let (text, shown) = render::render(&render::Input {
+        files: &g.files,
+        ranked: &ranked,
+        blobs: &g.store.blobs,
+        names: &g.store.names,
+        query: &query,
+        budget: opts.budget_chars,
+        text_of: &text_of,
+    });
+    if let Some(l) = &location
+        && (g.parsed > 0 || g.store.files.len() != g.files.len() || head_before != activity.head)
+    {
+        let live: HashSet<&str> = paths.iter().map(String::as_str).collect();
+        g.store.compact(&live);
+        let _ = store::save(l, &root, &g.store);
+    }
+    let ranked = ranked
+        .into_iter()
+        .filter(|r| r.score > 0.0)
+        .map(|r| ScoredFile {
+            path: g.files[r.file].path.clone(),
+            score: r.score,
+            why: r.why,
+        })
+        .collect();
+    MapReport {
+        text,
+        shown,
+        ranked,
+        files: g.files.len(),
+        parsed: g.parsed,
+        unparsed: g.unparsed,
+        named,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Tracked files whose content differs from their index blob.
+fn uncommitted(files: &[gather::MapFile], index: &[(String, [u8; 20])]) -> HashSet<String> {
+    let index: HashMap<&str, &[u8; 20]> = index.iter().map(|(p, id)| (p.as_str(), id)).collect();
+    files
+        .iter()
+        .filter(|f| match (f.id, index.get(f.path.as_str())) {
+            (Some(id), Some(ix)) => id != **ix,
+            _ => false,
+        })
+        .map(|f| f.path.clone())
+        .collect()
+}
+
+/// Recently changed files, from the cache when HEAD has not moved.
+fn recent(store: &mut store::Store, activity: &Activity<'_>) -> HashMap<String, u32> {
+    let Some(head) = &activity.head else {
+        return HashMap::new();
+    };
+    let fresh = store.recent.as_ref().is_some_and(|r| &r.head == head);
+    if !fresh {
+        store.recent = Some(Recent {
+            head: head.clone(),
+            counts: (activity.recent)(),
+        });
+    }
+    store
+        .recent
+        .as_ref()
+        .map(|r| r.counts.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::WorkspaceConfig;
+    use std::fs;
+    use std::path::Path;
+
+    /// A project of 300 filler modules and one file about invoices and tax.
+    fn project(dir: &Path) {
+        for i in 0..300 {
+            let d = dir.join(format!("pkg/module_{:02}", i / 20));
+            fs::create_dir_all(&d).unwrap();
+            fs::write(
+                d.join(format!("helper_{i:03}.py")),
+                format!("def helper_{i}(value):\n    return value + {i}\n"),
+            )
+            .unwrap();
+        }
+        fs::create_dir_all(dir.join("src/billing")).unwrap();
+        fs::write(
+            dir.join("src/billing/invoice.py"),
+            "class Invoice:\n    def compute_tax(self, rate):\n        return self.total * rate\n",
+        )
+        .unwrap();
+    }
+
+    fn none() -> Vec<(String, u32)> {
+        Vec::new()
+    }
+
+    fn no_index() -> Vec<(String, [u8; 20])> {
+        Vec::new()
+    }
+
+    fn build_in(dir: &Path, cache: Option<&Path>, request: &str) -> MapReport {
+        let ws = Workspace::open(dir, WorkspaceConfig::default()).unwrap();
+        let activity = Activity {
+            last_plan: &[],
+            head: None,
+            recent: &none,
+            index: &no_index,
+        };
+        build(
+            &ws,
+            request,
+            &activity,
+            &MapOptions {
+                budget_chars: 12_000,
+                time_budget: Duration::from_secs(30),
+                progress: &|_, _| {},
+                cache: cache.map(Path::to_path_buf),
+            },
+        )
+    }
+
+    #[test]
+    fn the_file_a_request_is_about_ranks_first_with_its_text() {
+        let tmp = tempfile::tempdir().unwrap();
+        project(tmp.path());
+        let r = build_in(
+            tmp.path(),
+            None,
+            "the tax on invoices is computed with the wrong rate",
+        );
+        assert_eq!(
+            r.ranked[0].path,
+            "src/billing/invoice.py",
+            "{:?}",
+            &r.ranked[..3]
+        );
+        assert!(
+            r.text.contains("def compute_tax(self, rate):"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.files, 301);
+    }
+
+    #[test]
+    fn a_warm_map_reads_only_the_files_that_changed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        project(tmp.path());
+        let cold = build_in(tmp.path(), Some(cache.path()), "invoice tax");
+        assert_eq!(cold.parsed, 301);
+        let warm = build_in(tmp.path(), Some(cache.path()), "invoice tax");
+        assert_eq!(warm.parsed, 0);
+        assert_eq!(warm.ranked[0].path, cold.ranked[0].path);
+        fs::write(
+            tmp.path().join("pkg/module_00/helper_000.py"),
+            "def changed():\n    pass\n",
+        )
+        .unwrap();
+        let after = build_in(tmp.path(), Some(cache.path()), "invoice tax");
+        assert_eq!(after.parsed, 1);
+    }
+
+    #[test]
+    fn a_corrupt_cache_is_ignored_and_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        project(tmp.path());
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        let loc = store::location(cache.path(), &root).unwrap();
+        fs::create_dir_all(loc.parent().unwrap()).unwrap();
+        fs::write(&loc, b"\x01\x02garbage that is no cache").unwrap();
+        let r = build_in(tmp.path(), Some(cache.path()), "invoice tax");
+        assert_eq!(r.parsed, 301);
+        assert_eq!(r.ranked[0].path, "src/billing/invoice.py");
+        let again = build_in(tmp.path(), Some(cache.path()), "invoice tax");
+        assert_eq!(again.parsed, 0, "the rebuilt cache is used");
+    }
+
+    #[test]
+    fn a_cache_planted_inside_the_project_is_never_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        project(tmp.path());
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        // The "cache directory" is inside the project (pai started in the home directory): a
+        // cache found there, claiming `invoice.py` defines `forged_symbol`, must not be used.
+        let base = root.join(".cache");
+        let ws = Workspace::open(&root, WorkspaceConfig::default()).unwrap();
+        let mut planted = store::Store::default();
+        let forged = facts::RawFacts::read(
+            "x.py",
+            "def forged_symbol():\n    pass\n",
+            &mut symbols::Extractor::new(),
+        )
+        .intern(&mut planted.names);
+        let blob = planted.add_blob([7; 20], forged);
+        for f in ws.corpus() {
+            planted.files.insert(f.path, (f.stamp, blob));
+        }
+        let loc = base.join("pai/map").join(store::file_name(&root));
+        fs::create_dir_all(loc.parent().unwrap()).unwrap();
+        store::save(&loc, &root, &planted).unwrap();
+        assert!(store::location(&base, &root).is_none());
+        let r = build_in(&root, Some(&base), "invoice tax forged_symbol");
+        assert!(!r.text.contains("forged_symbol"), "{}", r.text);
+        assert_eq!(
+            r.parsed, r.files,
+            "every file was read from the project itself"
+        );
+    }
+}

@@ -61,6 +61,17 @@ impl Output {
         }
     }
 
+    /// A progress line on stderr, rewritten in place on a terminal (an empty text clears it);
+    /// nothing when stderr is not a terminal, where a rewritten line would only be noise.
+    pub fn progress(&self, text: &str) {
+        if !std::io::stderr().is_terminal() {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{}", crate::ui::layout::clean(text));
+        let _ = err.flush();
+    }
+
     /// An informational note on stderr.
     pub fn note(&self, text: &str) {
         let label = if self.color_err {

@@ -79,6 +79,7 @@ pub fn event(event: &Event, theme: &Theme) -> String {
         Event::RunStarted { command, .. } => run_started(command, theme),
         Event::RunOutput { line, .. } => run_output_line(line, theme),
         Event::Notice { text } => notice(text, theme),
+        Event::Mapping { done, total } => mapping(*done, *total, theme),
         // See `is_silent`.
         Event::SessionStarted { .. }
         | Event::TurnStarted { .. }
@@ -412,6 +413,14 @@ pub fn file_view(view: &FileView, theme: &Theme) -> String {
 }
 
 /// Something the user should know that is not a failure.
+pub fn mapping(done: usize, total: usize, theme: &Theme) -> String {
+    let text = format!(
+        "Mapping the project: {done} of {total} files read (once; later maps read only what changed)"
+    );
+    Line::styled(&text, dim()).render(theme)
+}
+
+/// A note to the user.
 pub fn notice(text: &str, theme: &Theme) -> String {
     let mut out = String::new();
     for (i, para) in paragraphs(text, None).into_iter().enumerate() {

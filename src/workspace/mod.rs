@@ -21,6 +21,7 @@ mod atomic;
 mod beneath;
 mod change;
 mod config;
+mod corpus;
 mod deny;
 mod diff;
 mod edits;
@@ -45,6 +46,7 @@ use std::sync::Arc;
 
 pub use change::{ChangeKind, FileChange, Probe, ReadContent, ReadOutput};
 pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
+pub use corpus::{CorpusFile, Stamp};
 pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;

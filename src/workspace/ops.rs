@@ -133,7 +133,7 @@ impl Workspace {
     }
 
     /// Open an existing regular file for reading, explaining anything else found there.
-    fn open_file(
+    pub(super) fn open_file(
         dir: &OwnedFd,
         name: &CStr,
         rel: &RelPath,

@@ -61,6 +61,18 @@ impl Stat {
     pub(crate) fn same_version(&self, other: &Stat) -> bool {
         self.kind == other.kind && self.size == other.size && self.version == other.version
     }
+
+    /// The version parts the repository map's cache compares (see [`super::corpus::Stamp`]).
+    pub(crate) fn stamp(&self) -> super::corpus::Stamp {
+        let (_, ino, m_s, m_ns, c_s, c_ns) = self.version;
+        let ns = |s: i64, n: u64| s.saturating_mul(1_000_000_000).saturating_add(n as i64);
+        super::corpus::Stamp {
+            size: self.size,
+            ino,
+            mtime_ns: ns(m_s, m_ns),
+            ctime_ns: ns(c_s, c_ns),
+        }
+    }
 }
 
 /// Turn a path component or relative path into a C string, with the bytes its spelling stands

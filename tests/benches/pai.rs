@@ -26,6 +26,8 @@ mod edits;
 mod exec_run;
 #[path = "history.rs"]
 mod history;
+#[path = "map.rs"]
+mod map;
 #[path = "mcp.rs"]
 mod mcp;
 #[path = "../support/mod.rs"]
@@ -83,6 +85,11 @@ fn main() {
     if want("model") {
         eprintln!("model cost and memory (every scenario x 3 wire formats) ...");
         rows.extend(model_rows(env_usize("PAI_BENCH_REPS", 5)));
+    }
+    if picked.iter().any(|p| p == "map") {
+        eprintln!("repository map localization (fixtures/map/cases.jsonl) ...");
+        rows.extend(map::rows());
+        rows.extend(map::scale_rows());
     }
     if want("mcp") {
         eprintln!("MCP tool list cost ...");

@@ -27,6 +27,7 @@ mod live_run;
 mod llm_providers;
 mod map_symbols;
 mod mcp;
+mod repo_map;
 mod resume;
 mod rough_edges;
 mod security_corpus;

@@ -19,6 +19,7 @@ use super::{
 use crate::agent::context::{self, TurnMemo};
 use crate::agent::events::{Approval, Event, Frontend, Tally, TurnOutcome, TurnStatus};
 use crate::agent::plan::{self, Intent, Plan};
+use crate::agent::repo_map::MapView;
 use crate::llm::Message;
 use crate::workspace::FileChange;
 
@@ -106,7 +107,11 @@ impl Agent {
             request: request.to_string(),
             amended,
         });
-        let project = WorkspaceView(&self.workspace, None);
+        let project = MapView {
+            ws: &self.workspace,
+            frontend,
+            time_budget: crate::map::DEFAULT_TIME_BUDGET,
+        };
         let first = context::build_in(
             request,
             &project,

@@ -5,6 +5,7 @@
 pub(crate) mod config;
 pub(crate) mod discard;
 pub(crate) mod log;
+pub(crate) mod map;
 pub(crate) mod mcp;
 pub(crate) mod redo;
 pub(crate) mod run;

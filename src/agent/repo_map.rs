@@ -1,0 +1,88 @@
+//! The repository map as the agent uses it: the project's git activity read through history,
+//! parsing progress sent to the frontend as events, and the map handed to the context
+//! builder. `pai map` shows the same map.
+
+use std::cell::Cell;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::context::ProjectView;
+use super::protocol::{Event, Frontend};
+use crate::map::{self, Activity, MapOptions, MapReport};
+use crate::workspace::Workspace;
+
+/// How often progress is reported while a cold map parses.
+const PROGRESS_EVERY: Duration = Duration::from_millis(300);
+/// Maps with fewer files than this to parse finish too soon to need progress.
+const PROGRESS_FROM: usize = 300;
+
+/// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
+pub fn build(
+    ws: &Workspace,
+    request: &str,
+    last_files: &[String],
+    budget_chars: usize,
+    time_budget: Duration,
+    progress: &dyn Fn(usize, usize),
+) -> MapReport {
+    let root: &Path = ws.root();
+    let recent = || crate::history::recently_changed(root, crate::history::RECENT_COMMITS);
+    let index = || crate::history::index_blobs(root);
+    let activity = Activity {
+        last_plan: last_files,
+        head: crate::history::head_commit(root),
+        recent: &recent,
+        index: &index,
+    };
+    map::build(
+        ws,
+        request,
+        &activity,
+        &MapOptions {
+            budget_chars,
+            time_budget,
+            progress,
+            cache: dirs::cache_dir(),
+        },
+    )
+}
+
+/// The project as the context builder sees it, with the map, for one turn.
+pub struct MapView<'a> {
+    /// The workspace.
+    pub ws: &'a Workspace,
+    /// Where progress goes.
+    pub frontend: &'a dyn Frontend,
+    /// How long a cold map may parse.
+    pub time_budget: Duration,
+}
+
+impl ProjectView for MapView<'_> {
+    fn files(&self, max: usize) -> (Vec<String>, usize) {
+        self.ws.project_files(max)
+    }
+
+    fn text(&self, path: &str) -> Option<String> {
+        let out = self.ws.read(path).ok()?;
+        out.text().map(str::to_string)
+    }
+
+    fn map(&self, request: &str, budget_chars: usize, last_files: &[String]) -> Option<String> {
+        let last = Cell::new(Instant::now());
+        let progress = |done: usize, total: usize| {
+            if total >= PROGRESS_FROM && (last.get().elapsed() >= PROGRESS_EVERY || done == total) {
+                last.set(Instant::now());
+                self.frontend.event(&Event::Mapping { done, total });
+            }
+        };
+        let report = build(
+            self.ws,
+            request,
+            last_files,
+            budget_chars,
+            self.time_budget,
+            &progress,
+        );
+        Some(report.text)
+    }
+}

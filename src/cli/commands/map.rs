@@ -1,0 +1,154 @@
+//! `pai map "<request>"`: the repository map the first call of that request would carry, with
+//! each ranked file's score and why, so a user can see (and tune with `context_tokens`) what
+//! the model gets.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::agent::context::Budget;
+use crate::agent::repo_map;
+use crate::cli::assemble::Project;
+use crate::config::Settings;
+use crate::error::Error;
+use crate::map::{DEFAULT_TIME_BUDGET, MapReport};
+use crate::ui::output::Output;
+
+/// Ranked files printed with their reasons.
+const SHOWN_RANKED: usize = 30;
+
+/// `pai map`.
+pub fn map(
+    settings: &Settings,
+    project: &Project,
+    out: &Output,
+    request: &str,
+    json: bool,
+) -> Result<(), Error> {
+    if request.trim().is_empty() {
+        return Err(Error::usage(
+            "pai map needs a request, e.g. pai map \"fix the login timeout\"",
+        ));
+    }
+    let budget = Budget {
+        context_tokens: settings.context_tokens,
+        ..Budget::default()
+    };
+    let (files, more) = project.workspace.project_files(2_000);
+    let small =
+        more == 0 && files.iter().map(|f| f.len() + 1).sum::<usize>() <= budget.file_list_chars;
+    let chars = budget
+        .context_tokens
+        .saturating_mul(4)
+        .saturating_sub(crate::agent::prompt::SYSTEM_PROMPT.len());
+    let progress = |done: usize, total: usize| {
+        if total >= 300 && (done == total || done % 1024 == 0) {
+            out.progress(&format!(
+                "Mapping the project: {done} of {total} files read"
+            ));
+        }
+    };
+    let report = repo_map::build(
+        &project.workspace,
+        request,
+        &[],
+        chars,
+        DEFAULT_TIME_BUDGET,
+        &progress,
+    );
+    out.progress("");
+    if json {
+        let mut value = serde_json::to_value(&report)
+            .map_err(|e| Error::failed(format!("cannot encode the map: {e}")))?;
+        value["first_call_uses_map"] = serde_json::Value::Bool(!small);
+        out.line(&value.to_string());
+        return Ok(());
+    }
+    out.raw(render(&report, small, budget.context_tokens).as_bytes());
+    Ok(())
+}
+
+/// The report as text: the figures, the ranking with reasons, then the map itself.
+fn render(r: &MapReport, small: bool, tokens: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} files; {} read now, the rest from the cache{}; {} ms",
+        r.files,
+        r.parsed,
+        if r.unparsed > 0 {
+            format!(
+                "; {} not read within the time budget (ranked by path)",
+                r.unparsed
+            )
+        } else {
+            String::new()
+        },
+        ms(r.elapsed)
+    );
+    if small {
+        let _ = writeln!(
+            s,
+            "This project is small: the first call carries its whole file list and the files the request names; the map below is what a bigger project would get."
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "The first call carries the map below (about {} tokens of at most {tokens}): {} files listed, {} whole, {} as excerpts.",
+            r.text.len() / 4,
+            r.shown.listed.len(),
+            r.shown.whole.len(),
+            r.shown.excerpts.len()
+        );
+    }
+    let _ = writeln!(s, "\nRanked files (score: why):");
+    for (i, f) in r.ranked.iter().take(SHOWN_RANKED).enumerate() {
+        let _ = writeln!(
+            s,
+            "{:>3}. {}  {:.2}: {}",
+            i + 1,
+            f.path,
+            f.score,
+            why(&f.why)
+        );
+    }
+    if r.ranked.len() > SHOWN_RANKED {
+        let _ = writeln!(
+            s,
+            "     ({} more with a score)",
+            r.ranked.len() - SHOWN_RANKED
+        );
+    }
+    let _ = writeln!(s, "\n--- the map as the model reads it ---\n{}", r.text);
+    s
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1000.0)
+}
+
+/// One line of reasons.
+fn why(w: &crate::map::rank::Why) -> String {
+    let mut parts = Vec::new();
+    if !w.words.is_empty() {
+        parts.push(format!("text has {} ({:.2})", w.words.join(", "), w.text));
+    }
+    if !w.path_words.is_empty() {
+        parts.push(format!(
+            "path has {} ({:.2})",
+            w.path_words.join(", "),
+            w.path
+        ));
+    }
+    if !w.symbols.is_empty() {
+        parts.push(format!("defines {} ({:.2})", w.symbols.join(", "), w.defs));
+    }
+    if w.graph > 0.0 {
+        let from = w
+            .referenced_by
+            .first()
+            .map_or(String::new(), |f| format!(" from {f}"));
+        parts.push(format!("referenced{from} ({:.2})", w.graph));
+    }
+    parts.extend(w.signals.iter().cloned());
+    parts.join("; ")
+}

@@ -1,0 +1,203 @@
+//! What the map knows of one file version (one blob): its definitions, the names it refers
+//! to, and how often each term occurs in it. Names and terms are numbers into one [`Names`]
+//! table, so the cache stays small and the ranker compares integers.
+
+use std::collections::HashMap;
+
+use super::symbols::{DefKind, Extractor, FileSymbols, Lang};
+use super::terms;
+
+/// Distinct terms kept per file: the most frequent ones (a generated file with 50,000
+/// distinct words would otherwise dominate the cache).
+const MAX_TERMS: usize = 4_000;
+
+/// Interned strings: identifiers (case kept) and terms (lower case, stemmed).
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Names {
+    list: Vec<String>,
+    #[serde(skip)]
+    ids: HashMap<String, u32>,
+}
+
+impl Names {
+    /// The id of `s`, adding it when new.
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if self.ids.len() != self.list.len() {
+            self.ids = self.list.iter().cloned().zip(0..).collect();
+        }
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
+        self.list.push(s.to_string());
+        self.ids.insert(s.to_string(), id);
+        id
+    }
+
+    /// The string of `id` (empty for an unknown id).
+    pub fn get(&self, id: u32) -> &str {
+        self.list.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// How many names there are.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The ids of those of `wanted` that are known, without building the lookup table (a
+    /// query needs a handful of ids out of a cache of 100,000 names).
+    pub fn find_all(&self, wanted: &[&str]) -> HashMap<String, u32> {
+        let set: std::collections::HashSet<&str> = wanted.iter().copied().collect();
+        let mut out = HashMap::new();
+        for (s, id) in self.list.iter().zip(0u32..) {
+            if set.contains(s.as_str()) {
+                out.insert(s.clone(), id);
+            }
+        }
+        out
+    }
+}
+
+/// A definition, its name interned.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DefRec {
+    /// Name id.
+    pub name: u32,
+    /// What it defines.
+    pub kind: DefKind,
+    /// 1-based line of the name.
+    pub line: u32,
+    /// 1-based last line of the definition.
+    pub end: u32,
+    /// Its first line, trimmed.
+    pub signature: String,
+}
+
+/// What one file version holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Facts {
+    /// Definitions, by line.
+    pub defs: Vec<DefRec>,
+    /// Names referred to, each once, with how often.
+    pub refs: Vec<(u32, u16)>,
+    /// Term counts, sorted by term id.
+    pub terms: Vec<(u32, u16)>,
+    /// The distinct terms of the definitions' names, sorted.
+    pub def_terms: Vec<u32>,
+    /// Term occurrences in all.
+    pub len: u32,
+    /// Lines of text.
+    pub lines: u32,
+    /// Whether symbols were extracted (a known language that parsed).
+    pub parsed: bool,
+}
+
+impl Facts {
+    /// The count of term `id`.
+    pub fn tf(&self, id: u32) -> u16 {
+        self.terms
+            .binary_search_by_key(&id, |(t, _)| *t)
+            .map_or(0, |i| self.terms[i].1)
+    }
+
+    /// Whether every id in these facts is below `names` (a cache entry from a foreign or
+    /// corrupt file fails this and is dropped).
+    pub fn ids_below(&self, names: usize) -> bool {
+        let ok = |id: u32| (id as usize) < names;
+        self.defs.iter().all(|d| ok(d.name))
+            && self.refs.iter().all(|(id, _)| ok(*id))
+            && self.terms.iter().all(|(id, _)| ok(*id))
+            && self.def_terms.iter().all(|id| ok(*id))
+    }
+}
+
+/// Facts of a file read on a worker thread, before interning.
+#[derive(Debug, Default)]
+pub struct RawFacts {
+    symbols: FileSymbols,
+    parsed: bool,
+    terms: HashMap<String, u32>,
+    lines: u32,
+}
+
+impl RawFacts {
+    /// Read `text` (of a file at `path`): its symbols when the language is known, its terms
+    /// always.
+    pub fn read(path: &str, text: &str, extractor: &mut Extractor) -> RawFacts {
+        let (symbols, parsed) = match Lang::from_path(path) {
+            Some(lang) => match extractor.extract(lang, text) {
+                Ok(s) => (s, true),
+                Err(_) => (FileSymbols::default(), false),
+            },
+            None => (FileSymbols::default(), false),
+        };
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        terms::for_each_term(text, |t| {
+            if let Some(n) = counts.get_mut(t) {
+                *n += 1;
+            } else {
+                counts.insert(t.to_string(), 1);
+            }
+        });
+        RawFacts {
+            symbols,
+            parsed,
+            terms: counts,
+            lines: u32::try_from(text.lines().count()).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Intern into `names`.
+    pub fn intern(self, names: &mut Names) -> Facts {
+        let mut def_terms: Vec<u32> = Vec::new();
+        for d in &self.symbols.defs {
+            terms::for_each_term(&d.name, |t| def_terms.push(names.intern(t)));
+        }
+        def_terms.sort_unstable();
+        def_terms.dedup();
+        let defs = self
+            .symbols
+            .defs
+            .into_iter()
+            .map(|d| DefRec {
+                name: names.intern(&d.name),
+                kind: d.kind,
+                line: d.line,
+                end: d.end_line.max(d.line),
+                signature: d.signature,
+            })
+            .collect();
+        let mut refs: HashMap<u32, u16> = HashMap::new();
+        for r in &self.symbols.refs {
+            let n = refs.entry(names.intern(&r.name)).or_default();
+            *n = n.saturating_add(1);
+        }
+        let mut refs: Vec<(u32, u16)> = refs.into_iter().collect();
+        refs.sort_unstable();
+        let len = self.terms.values().sum::<u32>();
+        let mut counted: Vec<(String, u32)> = self.terms.into_iter().collect();
+        if counted.len() > MAX_TERMS {
+            counted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            counted.truncate(MAX_TERMS);
+        }
+        let mut terms: Vec<(u32, u16)> = counted
+            .into_iter()
+            .map(|(t, n)| (names.intern(&t), u16::try_from(n).unwrap_or(u16::MAX)))
+            .collect();
+        terms.sort_unstable();
+        Facts {
+            defs,
+            refs,
+            terms,
+            def_terms,
+            len,
+            lines: self.lines,
+            parsed: self.parsed,
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! Bring the map's facts up to date with the project: every file's stamp is compared with
+//! the cache's, and only files that changed (or are new) are read and parsed — on every core,
+//! most promising first, until a time budget runs out. Files left unparsed still take part
+//! through their paths; the next map goes on where this one stopped.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use sha1::{Digest, Sha1};
+
+use super::facts::{Facts, RawFacts};
+use super::store::{BlobId, Store};
+use super::symbols::Extractor;
+use crate::workspace::{Stamp, Workspace};
+
+/// Files larger than this are listed by path only (generated code, data, bundles).
+pub const MAX_FILE_BYTES: usize = 512 * 1024;
+
+/// The blob id of files that are not text or too large: they have no facts.
+const NO_FACTS: BlobId = [0; 20];
+
+/// How a gather goes.
+pub struct GatherOptions<'a> {
+    /// When to stop parsing and rank on what is known.
+    pub time_budget: Duration,
+    /// Called as files are parsed: (done, to do).
+    pub progress: &'a dyn Fn(usize, usize),
+    /// Which files to parse first: lower comes sooner.
+    pub priority: &'a dyn Fn(&str) -> u32,
+}
+
+/// One project file and what is known of it.
+#[derive(Debug, Clone)]
+pub struct MapFile {
+    /// Project-relative path.
+    pub path: String,
+    /// Index of its facts in the store (`None`: not parsed yet, or no text).
+    pub blob: Option<u32>,
+    /// Its blob id, when known.
+    pub id: Option<BlobId>,
+}
+
+/// The project's files with their facts.
+pub struct Gathered {
+    /// The cache, updated.
+    pub store: Store,
+    /// Every file, in the file list's order.
+    pub files: Vec<MapFile>,
+    /// Files parsed now (not found in the cache).
+    pub parsed: usize,
+    /// Files that changed but were not parsed within the time budget.
+    pub unparsed: usize,
+}
+
+/// The git blob id of `text`, as `git hash-object` computes it.
+pub fn blob_id(text: &[u8]) -> BlobId {
+    let mut h = Sha1::new();
+    h.update(format!("blob {}\0", text.len()).as_bytes());
+    h.update(text);
+    h.finalize().into()
+}
+
+/// A file read and parsed on a worker.
+struct Parsed {
+    at: usize,
+    stamp: Stamp,
+    id: BlobId,
+    raw: Option<RawFacts>,
+}
+
+/// Bring `store` up to date with the project.
+pub fn gather(ws: &Workspace, mut store: Store, opts: &GatherOptions<'_>) -> Gathered {
+    let started = Instant::now();
+    let corpus = ws.corpus();
+    let mut files = Vec::with_capacity(corpus.len());
+    let mut todo = Vec::new();
+    for (i, f) in corpus.iter().enumerate() {
+        let known = store.files.get(&f.path).filter(|(s, _)| *s == f.stamp);
+        let blob = known.map(|(_, b)| *b);
+        let id = blob
+            .and_then(|b| store.blobs.get(b as usize))
+            .map(|(id, _)| *id);
+        if blob.is_none() {
+            todo.push(i);
+        }
+        files.push(MapFile {
+            path: f.path.clone(),
+            blob: blob.filter(|_| id != Some(NO_FACTS)),
+            id: id.filter(|i| *i != NO_FACTS),
+        });
+    }
+    todo.sort_by_key(|&i| ((opts.priority)(&files[i].path), i));
+    let deadline = started + opts.time_budget;
+    let total = todo.len();
+    let mut parsed = 0;
+    let jobs: Vec<(usize, String)> = todo.iter().map(|&i| (i, files[i].path.clone())).collect();
+    parse_all(ws, &jobs, deadline, |p| {
+        parsed += 1;
+        if parsed % 64 == 0 || parsed == total {
+            (opts.progress)(parsed, total);
+        }
+        let text = p.id != NO_FACTS;
+        let blob = match p.raw {
+            None => store.add_blob(NO_FACTS, Facts::default()),
+            Some(raw) => match store.blob_index(&p.id) {
+                Some(b) => b,
+                None => {
+                    let facts = raw.intern(&mut store.names);
+                    store.add_blob(p.id, facts)
+                }
+            },
+        };
+        let f = &mut files[p.at];
+        store.files.insert(f.path.clone(), (p.stamp, blob));
+        if text {
+            f.blob = Some(blob);
+            f.id = Some(p.id);
+        }
+    });
+    Gathered {
+        store,
+        files,
+        parsed,
+        unparsed: total - parsed,
+    }
+}
+
+/// Read and parse the `todo` files on every core until `deadline`, handing each result to
+/// `take` on this thread (which owns the store).
+fn parse_all(
+    ws: &Workspace,
+    todo: &[(usize, String)],
+    deadline: Instant,
+    mut take: impl FnMut(Parsed),
+) {
+    if todo.is_empty() {
+        return;
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(2, usize::from)
+        .clamp(1, 8)
+        .min(todo.len());
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<Parsed>();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let next = &next;
+            let spawned = std::thread::Builder::new()
+                .name("pai-map".into())
+                .spawn_scoped(s, move || worker(ws, todo, next, deadline, &tx));
+            if spawned.is_err() {
+                break;
+            }
+        }
+        drop(tx);
+        for p in rx {
+            take(p);
+        }
+    });
+}
+
+/// Take files off the shared counter until none are left or the time is up.
+fn worker(
+    ws: &Workspace,
+    todo: &[(usize, String)],
+    next: &AtomicUsize,
+    deadline: Instant,
+    tx: &mpsc::Sender<Parsed>,
+) {
+    let mut extractor = Extractor::new();
+    while Instant::now() < deadline {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some((at, path)) = todo.get(k) else {
+            return;
+        };
+        let at = *at;
+        let parsed = match ws.read_stamped(path, MAX_FILE_BYTES) {
+            Some((text, stamp)) => Parsed {
+                at,
+                stamp,
+                id: blob_id(text.as_bytes()),
+                raw: Some(RawFacts::read(path, &text, &mut extractor)),
+            },
+            None => {
+                let Some(stamp) = ws.stamp_of(path) else {
+                    continue;
+                };
+                Parsed {
+                    at,
+                    stamp,
+                    id: NO_FACTS,
+                    raw: None,
+                }
+            }
+        };
+        if tx.send(parsed).is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Files a request names: by project-relative path, or by file name when that picks one file
+//! — or, when several files share the name (`mod.rs`, `utils.py`), the ones whose folders the
+//! request also mentions. Found by lookup in the whole file list, whatever the project's size.
+
+use std::collections::HashMap;
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Whether `request` mentions `needle` as a whole word-like token (so `main.py` does not match
+/// `domain.py`, nor `main.python`).
+pub fn mentions(request: &str, needle: &str) -> bool {
+    if needle.len() < 3 {
+        return false;
+    }
+    let mut start = 0;
+    while let Some(pos) = request[start..].find(needle) {
+        let at = start + pos;
+        let before = request[..at].chars().next_back();
+        let rest = &request[at + needle.len()..];
+        let after = rest.chars().next();
+        let boundary_before = before.is_none_or(|c| !is_word_char(c) && c != '.' && c != '/');
+        let continues_name =
+            matches!(after, Some('.') if rest[1..].starts_with(|c: char| c.is_alphanumeric()));
+        let boundary_after = after.is_none_or(|c| !is_word_char(c) && c != '/') && !continues_name;
+        if boundary_before && boundary_after {
+            return true;
+        }
+        start = at + needle.len();
+    }
+    false
+}
+
+/// Files the request names, in the order of `files`: exact paths first, then file names.
+pub fn named_files(request: &str, files: &[String]) -> Vec<String> {
+    let mut found: Vec<String> = files
+        .iter()
+        .filter(|f| mentions(request, f))
+        .cloned()
+        .collect();
+    let mut by_name: HashMap<&str, Vec<&String>> = HashMap::new();
+    for f in files {
+        if let Some((_, name)) = f.rsplit_once('/') {
+            by_name.entry(name).or_default().push(f);
+        } else {
+            by_name.entry(f.as_str()).or_default().push(f);
+        }
+    }
+    let mut names: Vec<(&str, Vec<&String>)> = by_name
+        .into_iter()
+        .filter(|(name, _)| mentions(request, name))
+        .collect();
+    names.sort();
+    for (_, candidates) in names {
+        for f in pick(request, &candidates) {
+            if !found.contains(f) {
+                found.push(f.clone());
+            }
+        }
+    }
+    found
+}
+
+/// Of the files sharing a mentioned name, the one alone, or those whose folders the request
+/// mentions most (none when it mentions none of them: guessing would be worse).
+fn pick<'a>(request: &str, candidates: &[&'a String]) -> Vec<&'a String> {
+    if candidates.len() == 1 {
+        return candidates.to_vec();
+    }
+    let score = |f: &str| {
+        let dirs: Vec<&str> = f.split('/').collect();
+        dirs[..dirs.len() - 1]
+            .iter()
+            .filter(|d| mentions(request, d))
+            .count()
+    };
+    let best = candidates.iter().map(|f| score(f)).max().unwrap_or(0);
+    if best == 0 {
+        return Vec::new();
+    }
+    candidates
+        .iter()
+        .filter(|f| score(f) == best)
+        .copied()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn names_are_matched_as_words() {
+        let files = list(&["main.py", "domain.py", "src/util.rs"]);
+        assert_eq!(named_files("run main.py and fix it", &files), ["main.py"]);
+        assert_eq!(named_files("fix util.rs please", &files), ["src/util.rs"]);
+        assert!(named_files("the main.python file", &files).is_empty());
+    }
+
+    #[test]
+    fn shared_names_are_resolved_by_the_folders_the_request_gives() {
+        let files = list(&[
+            "src/agent/mod.rs",
+            "src/map/mod.rs",
+            "a/utils.py",
+            "b/utils.py",
+        ]);
+        assert_eq!(
+            named_files("in the map module, mod.rs needs a doc", &files),
+            ["src/map/mod.rs"]
+        );
+        assert!(named_files("fix utils.py", &files).is_empty());
+        assert_eq!(named_files("fix b/utils.py", &files), ["b/utils.py"]);
+    }
+}

@@ -1,0 +1,207 @@
+//! The map's cache: what it learned of each file version, kept in the user's cache directory
+//! (`$XDG_CACHE_HOME/pai/map/`), one file per project, never inside the project — a
+//! repository must not be able to plant what the map believes. A file that does not decode,
+//! names another project, or holds an id out of range is ignored and rebuilt.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::facts::{Facts, Names};
+use crate::workspace::Stamp;
+
+/// Bumped whenever the stored shape or what the facts mean changes.
+const FORMAT: u32 = 1;
+
+/// A git blob id: the content's identity.
+pub type BlobId = [u8; 20];
+
+/// The files changed by recent commits, as of one HEAD.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Recent {
+    /// The HEAD commit they were read at.
+    pub head: String,
+    /// Paths and how many of the recent commits changed each.
+    pub counts: Vec<(String, u32)>,
+}
+
+/// The same shape as [`Stored`], borrowed, for writing without copying the store.
+#[derive(serde::Serialize)]
+struct StoredRef<'a> {
+    format: u32,
+    root: &'a str,
+    names: &'a Names,
+    files: Vec<(&'a str, Stamp, u32)>,
+    blobs: &'a [(BlobId, Facts)],
+    recent: &'a Option<Recent>,
+}
+
+#[derive(serde::Deserialize)]
+struct Stored {
+    format: u32,
+    root: String,
+    names: Names,
+    files: Vec<(String, Stamp, u32)>,
+    blobs: Vec<(BlobId, Facts)>,
+    recent: Option<Recent>,
+}
+
+/// The cache in memory.
+#[derive(Default)]
+pub struct Store {
+    /// Interned names and terms.
+    pub names: Names,
+    /// Each file's stamp when read and the index of its blob.
+    pub files: HashMap<String, (Stamp, u32)>,
+    /// Blob facts.
+    pub blobs: Vec<(BlobId, Facts)>,
+    /// Recent history.
+    pub recent: Option<Recent>,
+    by_id: HashMap<BlobId, u32>,
+}
+
+impl Store {
+    /// The facts of a blob already known by its id.
+    pub fn blob_index(&mut self, id: &BlobId) -> Option<u32> {
+        if self.by_id.len() != self.blobs.len() {
+            self.by_id = self.blobs.iter().map(|(b, _)| *b).zip(0u32..).collect();
+        }
+        self.by_id.get(id).copied()
+    }
+
+    /// Add a blob's facts; returns its index.
+    pub fn add_blob(&mut self, id: BlobId, facts: Facts) -> u32 {
+        if let Some(i) = self.blob_index(&id) {
+            return i;
+        }
+        let i = u32::try_from(self.blobs.len()).unwrap_or(u32::MAX);
+        self.blobs.push((id, facts));
+        self.by_id.insert(id, i);
+        i
+    }
+
+    /// Keep only the files in `live` and the blobs they use, renumbering names, so the cache
+    /// does not grow with every version of every file.
+    pub fn compact(&mut self, live: &std::collections::HashSet<&str>) {
+        self.files.retain(|p, _| live.contains(p.as_str()));
+        let used: std::collections::BTreeSet<u32> = self.files.values().map(|(_, b)| *b).collect();
+        if used.len() * 4 >= self.blobs.len() * 3 && self.names.len() < 4 * 1024 * 1024 {
+            return;
+        }
+        let mut names = Names::default();
+        let mut blobs = Vec::with_capacity(used.len());
+        let mut renumber = HashMap::new();
+        for old in used {
+            let Some((id, facts)) = self.blobs.get(old as usize) else {
+                continue;
+            };
+            let mut f = facts.clone();
+            let mut re = |id: &mut u32| *id = names.intern(self.names.get(*id));
+            f.defs.iter_mut().for_each(|d| re(&mut d.name));
+            f.refs.iter_mut().for_each(|(id, _)| re(id));
+            f.terms.iter_mut().for_each(|(id, _)| re(id));
+            f.def_terms.iter_mut().for_each(|id| re(id));
+            f.def_terms.sort_unstable();
+            f.refs.sort_unstable();
+            f.terms.sort_unstable();
+            renumber.insert(old, u32::try_from(blobs.len()).unwrap_or(u32::MAX));
+            blobs.push((*id, f));
+        }
+        for (_, b) in self.files.values_mut() {
+            *b = renumber.get(b).copied().unwrap_or(u32::MAX);
+        }
+        self.names = names;
+        self.blobs = blobs;
+        self.by_id.clear();
+    }
+}
+
+/// Where the cache of the project at `root` lives under the user's cache directory `base`
+/// (`dirs::cache_dir()`). `None` when that would be inside the project (pai started in the
+/// home directory, say): the repository could then write what the map believes.
+pub fn location(base: &Path, root: &Path) -> Option<PathBuf> {
+    let inside = |p: &Path| {
+        let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let r = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        p.starts_with(&r)
+    };
+    if inside(base) {
+        return None;
+    }
+    Some(base.join("pai").join("map").join(file_name(root)))
+}
+
+/// The cache file's name for the project at `root`: a hash of the root's path.
+pub fn file_name(root: &Path) -> String {
+    let key = Sha256::digest(root.as_os_str().as_encoded_bytes());
+    let hex: String = key[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}.bin")
+}
+
+/// Load the cache for `root` from `file`; anything unusable gives an empty store.
+pub fn load(file: &Path, root: &Path) -> Store {
+    let Ok(bytes) = std::fs::read(file) else {
+        return Store::default();
+    };
+    let Ok(stored) = postcard::from_bytes::<Stored>(&bytes) else {
+        return Store::default();
+    };
+    if stored.format != FORMAT || stored.root != root.to_string_lossy() {
+        return Store::default();
+    }
+    let names = stored.names.len();
+    let blobs = stored.blobs.len();
+    let sound = stored.blobs.iter().all(|(_, f)| f.ids_below(names))
+        && stored.files.iter().all(|(_, _, b)| (*b as usize) < blobs);
+    if !sound {
+        return Store::default();
+    }
+    Store {
+        names: stored.names,
+        files: stored
+            .files
+            .into_iter()
+            .map(|(p, s, b)| (p, (s, b)))
+            .collect(),
+        blobs: stored.blobs,
+        recent: stored.recent,
+        by_id: HashMap::new(),
+    }
+}
+
+/// Write the cache atomically (a temporary file renamed over the old one), private to the
+/// user. Failing to write a cache is not an error worth reporting: the next map rebuilds.
+pub fn save(file: &Path, root: &Path, store: &Store) -> std::io::Result<()> {
+    let Some(dir) = file.parent() else {
+        return Ok(());
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mut files: Vec<(&str, Stamp, u32)> = store
+        .files
+        .iter()
+        .map(|(p, (s, b))| (p.as_str(), *s, *b))
+        .collect();
+    files.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let root = root.to_string_lossy();
+    let stored = StoredRef {
+        format: FORMAT,
+        root: &root,
+        names: &store.names,
+        files,
+        blobs: &store.blobs,
+        recent: &store.recent,
+    };
+    let bytes = postcard::to_stdvec(&stored).map_err(std::io::Error::other)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    tmp.write_all(&bytes)?;
+    tmp.persist(file).map_err(|e| e.error)?;
+    Ok(())
+}

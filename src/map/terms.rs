@@ -1,0 +1,273 @@
+//! Words of requests, paths and files as the map compares them: identifiers split at
+//! `snake_case` and `camelCase` boundaries, lower-cased and stemmed (Snowball English), so
+//! "parsing the config" meets `parse_config`, `ConfigParser` and `configs/parser.py`.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Words too common in requests and prose to say anything about a file.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "but", "by", "can", "could", "do", "does", "doesn", "don", "each", "for", "from",
+    "get", "had", "has", "have", "how", "if", "in", "into", "is", "it", "its", "just", "let",
+    "like", "make", "may", "more", "most", "much", "must", "need", "no", "not", "now", "of", "on",
+    "one", "only", "or", "other", "our", "out", "over", "same", "should", "so", "some", "such",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "to", "too", "up", "us", "use", "used", "using", "very", "was", "we", "were", "what", "when",
+    "where", "which", "while", "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// Request words that describe the change rather than the code it is about.
+const CHANGE_WORDS: &[&str] = &[
+    "add",
+    "added",
+    "adds",
+    "adding",
+    "allow",
+    "allows",
+    "bug",
+    "change",
+    "changes",
+    "correct",
+    "correctly",
+    "ensure",
+    "fix",
+    "fixed",
+    "fixes",
+    "fixing",
+    "handle",
+    "implement",
+    "improve",
+    "instead",
+    "issue",
+    "make",
+    "makes",
+    "properly",
+    "remove",
+    "removed",
+    "removes",
+    "support",
+    "supports",
+    "update",
+    "updated",
+    "updates",
+    "work",
+    "works",
+    "please",
+];
+
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+/// Whether `w` (lower case) carries no meaning on its own.
+pub fn is_stopword(w: &str) -> bool {
+    STOPWORDS.binary_search(&w).is_ok()
+}
+
+/// Whether `w` (lower case) only says what kind of change a request wants.
+pub fn is_change_word(w: &str) -> bool {
+    CHANGE_WORDS.contains(&w)
+}
+
+/// Maximal runs of letters, digits and `_`: the identifiers and words of a text.
+pub fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// The parts of an identifier: `parse_HTTPResponse2` gives `parse`, `HTTP`, `Response`, `2`.
+pub fn split_identifier(ident: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    for chunk in ident.split('_').filter(|c| !c.is_empty()) {
+        let chars: Vec<(usize, char)> = chunk.char_indices().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (at, c) = chars[i];
+            let prev = chars[i - 1].1;
+            let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+            let boundary = (prev.is_lowercase() && c.is_uppercase())
+                || (prev.is_uppercase() && c.is_uppercase() && next_lower)
+                || (prev.is_alphabetic() && c.is_ascii_digit())
+                || (prev.is_ascii_digit() && c.is_alphabetic());
+            if boundary {
+                parts.push(&chunk[start..at]);
+                start = at;
+            }
+        }
+        parts.push(&chunk[start..]);
+    }
+    parts
+}
+
+/// The stem of one lower-case word.
+pub fn stem(word: &str) -> String {
+    stemmer().stem(word).into_owned()
+}
+
+/// Whether a lower-case part is worth indexing: not a stopword, not a bare number, not one
+/// letter.
+fn meaningful(part: &str) -> bool {
+    part.chars().count() >= 2 && !part.chars().all(|c| c.is_ascii_digit()) && !is_stopword(part)
+}
+
+/// The terms of a text, each occurrence once, in order: the stems of every identifier's
+/// parts, and the whole identifier lower-cased when it has several parts (so an exact
+/// `parse_config` scores above `parse` and `config` apart). Feeds the per-file counts.
+pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
+    let mut buf = String::new();
+    for ident in identifiers(text) {
+        if ident.len() > 64 {
+            continue;
+        }
+        let parts = split_identifier(ident);
+        if parts.len() > 1 {
+            buf.clear();
+            buf.extend(
+                ident
+                    .chars()
+                    .filter(|c| *c != '_')
+                    .flat_map(char::to_lowercase),
+            );
+            if buf.len() >= 3 {
+                f(&buf);
+            }
+        }
+        for p in parts {
+            let lower = p.to_lowercase();
+            if meaningful(&lower) {
+                f(&stem(&lower));
+            }
+        }
+    }
+}
+
+/// The distinct terms of a text, sorted.
+pub fn term_set(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for_each_term(text, |t| {
+        out.insert(t.to_string());
+    });
+    out
+}
+
+/// What a request asks about, as the ranker uses it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    /// Distinct terms (stemmed parts and whole multi-part identifiers), change words left out.
+    pub terms: Vec<String>,
+    /// Identifiers written as code (`snake_case`, `camelCase`, `Dotted.name`, backticked, or
+    /// followed by `()`): matched exactly against definitions.
+    pub idents: Vec<String>,
+    /// Whether the request is about tests (so test files are not ranked down).
+    pub about_tests: bool,
+    /// Whether the request is about documentation or examples.
+    pub about_docs: bool,
+}
+
+impl Query {
+    /// Read a request.
+    pub fn parse(request: &str) -> Query {
+        let mut terms = BTreeSet::new();
+        for_each_term(request, |t| {
+            if !is_change_word(t) {
+                terms.insert(t.to_string());
+            }
+        });
+        // Change words are dropped unstemmed too ("fixes" stems to "fix").
+        terms.retain(|t| !is_change_word(t));
+        let lower = request.to_lowercase();
+        let words: BTreeSet<&str> = identifiers(&lower).collect();
+        let any = |list: &[&str]| list.iter().any(|w| words.contains(w));
+        Query {
+            terms: terms.into_iter().collect(),
+            idents: code_identifiers(request),
+            about_tests: any(&[
+                "test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
+            ]),
+            about_docs: any(&[
+                "doc",
+                "docs",
+                "documentation",
+                "readme",
+                "example",
+                "examples",
+                "tutorial",
+                "guide",
+            ]),
+        }
+    }
+}
+
+/// Identifiers the request writes as code: with an inner `_` or a lower-to-upper case change,
+/// inside backticks, or before `(`. Plain words are not identifiers.
+fn code_identifiers(request: &str) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    let backticked: Vec<&str> = request.split('`').skip(1).step_by(2).collect();
+    for chunk in &backticked {
+        for id in identifiers(chunk) {
+            if id.len() >= 3 {
+                out.insert(id.to_string());
+            }
+        }
+    }
+    for id in identifiers(request) {
+        let parts = split_identifier(id);
+        let has_inner_underscore = id.trim_matches('_').contains('_');
+        let camel = parts.len() > 1 && !has_inner_underscore;
+        let called = request
+            .match_indices(id)
+            .any(|(at, _)| request[at + id.len()..].starts_with('('));
+        if id.len() >= 3 && (has_inner_underscore || camel || called) {
+            out.insert(id.to_string());
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::map::terms;
+
+    #[test]
+    fn identifiers_split_at_case_and_underscores() {
+        assert_eq!(
+            split_identifier("parse_HTTPResponse2"),
+            ["parse", "HTTP", "Response", "2"]
+        );
+        assert_eq!(split_identifier("getUserName"), ["get", "User", "Name"]);
+        assert_eq!(split_identifier("__init__"), ["init"]);
+        assert_eq!(split_identifier("XMLParser"), ["XML", "Parser"]);
+    }
+
+    #[test]
+    fn terms_are_stemmed_and_keep_whole_identifiers() {
+        let t = term_set("fn parse_configs(parsing: Config)");
+        // "parse", "parsing" and "parser" share a stem; "configs" meets "config".
+        assert_eq!(terms::stem("parsing"), terms::stem("parse"));
+        assert!(t.contains(&terms::stem("parse")), "{t:?}");
+        assert!(t.contains("parseconfigs"), "{t:?}");
+        assert!(t.contains("config"), "{t:?}");
+    }
+
+    #[test]
+    fn a_request_drops_change_words_and_finds_code() {
+        let q = Query::parse("Fix crash in `load_settings` when parseConfig() gets an empty file");
+        assert!(!q.terms.iter().any(|t| t == "fix"), "{:?}", q.terms);
+        assert!(q.terms.iter().any(|t| t == "crash"), "{:?}", q.terms);
+        assert_eq!(q.idents, ["load_settings", "parseConfig"]);
+        assert!(!q.about_tests);
+        assert!(Query::parse("add a test for the parser").about_tests);
+    }
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        let mut sorted = STOPWORDS.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, STOPWORDS);
+    }
+}

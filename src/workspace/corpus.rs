@@ -1,0 +1,110 @@
+//! The project's files with their stat stamps, for the repository map: one scan (the same
+//! ignore rules and deny-list as the file list) and one no-follow `fstatat` per file from its
+//! directory's descriptor, so the map can tell which files changed since it last read them
+//! without opening any of them. Reads for the map go through the gate like every other read.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use super::Workspace;
+use super::beneath::open_parent;
+use super::scan::{Scan, ScanDir, scan};
+use super::sys::{self, Kind};
+use super::walk::{Walker, join};
+
+/// What a file's stat says about its version: equal stamps mean the file was not rewritten
+/// (the test git's index uses, with the inode and the status-change time for renames and
+/// same-second edits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Status-change time, nanoseconds since the epoch.
+    pub ctime_ns: i64,
+}
+
+/// One project file as the map sees it.
+#[derive(Debug, Clone)]
+pub struct CorpusFile {
+    /// Project-relative path.
+    pub path: String,
+    /// Its stamp when the corpus was taken.
+    pub stamp: Stamp,
+}
+
+impl Workspace {
+    /// Every visible regular file of the project (`.gitignore`-aware, deny-list filtered, no
+    /// symlinks), in the file list's order, each with its stamp. Unreadable directories are
+    /// left out.
+    pub fn corpus(&self) -> Vec<CorpusFile> {
+        let start = Walker::new(&self.gate.deny, &self.ignores);
+        let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
+            return Vec::new();
+        };
+        let Ok(again) = sys::reopen_dir(root.as_fd()) else {
+            return Vec::new();
+        };
+        let tree = scan(start, root, "");
+        let mut out = Vec::new();
+        stamp_rec(&tree, tree.root(), &again, &mut out);
+        out
+    }
+
+    /// A project file's text (at most `limit` bytes; `None` for binary, longer, missing or
+    /// refused files) with the stamp of the very descriptor it was read from, so a cache keyed
+    /// by the stamp never pairs one version's stamp with another version's text.
+    pub fn read_stamped(&self, path: &str, limit: usize) -> Option<(String, Stamp)> {
+        let rel = self.gate_op(path, true).ok()?;
+        if rel.is_root() {
+            return None;
+        }
+        let (dir, name) = open_parent(&self.gate, &rel, false, "read").ok()?;
+        let (fd, st) = Self::open_file(&dir, &name, &rel, "read", "").ok()?;
+        if st.size > limit as u64 {
+            return None;
+        }
+        let bytes = sys::read_up_to(&fd, limit.saturating_add(1)).ok()?;
+        if bytes.len() > limit || bytes.contains(&0) {
+            return None;
+        }
+        let text = String::from_utf8(bytes).ok()?;
+        Some((text, st.stamp()))
+    }
+
+    /// The stamp of a project file (no symlink followed), for files the map cannot read as
+    /// text: it then knows not to try again until the file changes.
+    pub fn stamp_of(&self, path: &str) -> Option<Stamp> {
+        let rel = self.gate_op(path, false).ok()?;
+        let (dir, name) = open_parent(&self.gate, &rel, false, "stat").ok()?;
+        let st = sys::lstatat(dir.as_fd(), &name).ok()?;
+        (st.kind == Kind::File).then(|| st.stamp())
+    }
+}
+
+/// Stamp the files of `d` (whose descriptor is `fd`), then go into its scanned subdirectories.
+fn stamp_rec(tree: &Scan, d: &ScanDir, fd: &OwnedFd, out: &mut Vec<CorpusFile>) {
+    for (e, sub) in d.entries.iter().zip(&d.sub) {
+        match e.kind {
+            Kind::Dir => {
+                let Some(id) = *sub else { continue };
+                if let Ok(child) = sys::openat(fd.as_fd(), &e.cname, sys::DIR_READ, 0) {
+                    stamp_rec(tree, tree.dir(id), &child, out);
+                }
+            }
+            Kind::File => {
+                if let Ok(st) = sys::lstatat(fd.as_fd(), &e.cname)
+                    && st.kind == Kind::File
+                {
+                    out.push(CorpusFile {
+                        path: join(&d.rel, &e.name()),
+                        stamp: st.stamp(),
+                    });
+                }
+            }
+            Kind::Symlink | Kind::Other => {}
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! The repository map's localization benchmark (issue 25): requests taken from real commits of
+//! public repositories (`fixtures/map/cases.jsonl`), each asked against its parent tree. Per
+//! repository and budget: how often the first call shows the files the commit changed
+//! (visible), how often it carries their text or the changed region, the first call's input
+//! tokens, and the map's time cold and warm. Aider's repository map on the same cases is in
+//! `fixtures/map/aider_results.jsonl` (from `tests/benches/map/aider_repomap.py`).
+//!
+//! The trees are not in the repository: `tests/benches/map/materialize.py` checks them out
+//! (see fixtures/map/README.md). `PAI_MAP_TREES=<dir>` names where they are, and
+//! `PAI_MAP_GIT_DIRS=<dir>` the repositories' git directories (`<owner>+<name>`), from which
+//! the changed regions are read. `PAI_MAP_BUDGETS=1024,2048,4096,8000` picks the budgets,
+//! `PAI_MAP_ONLY=<id prefix>` some cases.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pai::agent::context::{self, Budget, Memory, ProjectView};
+use pai::agent::prompt::SYSTEM_PROMPT;
+use pai::map::MapReport;
+use pai::workspace::{Workspace, WorkspaceConfig};
+use serde_json::Value;
+
+use super::common::Row;
+
+/// One case.
+struct Case {
+    id: String,
+    repo: String,
+    commit: String,
+    parent: String,
+    request: String,
+    answer: Vec<String>,
+    names_file: bool,
+}
+
+fn cases() -> Vec<Case> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/map/cases.jsonl");
+    let only = std::env::var("PAI_MAP_ONLY").unwrap_or_default();
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| Case {
+            id: v["id"].as_str().unwrap().to_string(),
+            repo: v["repo"].as_str().unwrap().to_string(),
+            commit: v["commit"].as_str().unwrap().to_string(),
+            parent: v["parent"].as_str().unwrap().to_string(),
+            request: v["request"].as_str().unwrap().to_string(),
+            answer: v["answer"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect(),
+            names_file: v["names_file"].as_bool().unwrap_or(false),
+        })
+        .filter(|c| c.id.starts_with(&only))
+        .collect()
+}
+
+/// The lines of `file` the commit changed, in the parent's numbering (an insertion counts as
+/// the lines around it).
+fn changed_lines(git_dir: Option<&Path>, case: &Case, file: &str) -> Vec<(u32, u32)> {
+    let Some(dir) = git_dir else {
+        return Vec::new();
+    };
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args([
+            "diff",
+            "-U0",
+            "--no-color",
+            &case.parent,
+            &case.commit,
+            "--",
+            file,
+        ])
+        .output();
+    let Ok(out) = out else { return Vec::new() };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut ranges = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with("@@ -")) {
+        let old = line[4..].split(' ').next().unwrap_or("");
+        let mut parts = old.split(',');
+        let start: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let len: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+        if len == 0 {
+            ranges.push((start.max(1), start + 1));
+        } else {
+            ranges.push((start, start + len - 1));
+        }
+    }
+    ranges
+}
+
+fn git_dir(repo: &str) -> Option<PathBuf> {
+    let base = PathBuf::from(std::env::var_os("PAI_MAP_GIT_DIRS")?);
+    let name = repo.replace('/', "+");
+    [base.join(&name).join("repo"), base.join(&name)]
+        .into_iter()
+        .find(|p| p.join("objects").is_dir())
+}
+
+/// The project as the context builder sees it, keeping the map's report.
+struct BenchView<'a> {
+    ws: &'a Workspace,
+    report: RefCell<Option<MapReport>>,
+}
+
+impl ProjectView for BenchView<'_> {
+    fn files(&self, max: usize) -> (Vec<String>, usize) {
+        self.ws.project_files(max)
+    }
+    fn text(&self, path: &str) -> Option<String> {
+        self.ws.read(path).ok()?.text().map(str::to_string)
+    }
+    fn map(&self, request: &str, budget_chars: usize, last: &[String]) -> Option<String> {
+        let r = pai::agent::repo_map::build(
+            self.ws,
+            request,
+            last,
+            budget_chars,
+            Duration::from_secs(60),
+            &|_, _| {},
+        );
+        let text = r.text.clone();
+        *self.report.borrow_mut() = Some(r);
+        Some(text)
+    }
+}
+
+/// What one case gave at one budget.
+#[derive(Default, Clone)]
+struct Outcome {
+    visible: bool,
+    text: bool,
+    tokens: usize,
+}
+
+fn first_call(ws: &Workspace, request: &str, tokens: usize) -> (String, Option<MapReport>) {
+    let view = BenchView {
+        ws,
+        report: RefCell::new(None),
+    };
+    let budget = Budget {
+        context_tokens: tokens,
+        ..Budget::default()
+    };
+    let msg = context::build(request, &view, &Memory::default(), &budget);
+    (msg, view.report.into_inner())
+}
+
+fn judge(
+    case: &Case,
+    msg: &str,
+    report: Option<&MapReport>,
+    regions: &BTreeMap<String, Vec<(u32, u32)>>,
+) -> Outcome {
+    let tokens = (SYSTEM_PROMPT.len() + msg.len()) / 4;
+    let shown_whole = |f: &str| msg.contains(&format!("Current contents of {f}:"));
+    let visible = case.answer.iter().all(|f| {
+        msg.lines().any(|l| l == f || l.ends_with(&format!(" {f}")))
+            || shown_whole(f)
+            || msg.contains(&format!("Excerpts of {f} "))
+    });
+    let text = case.answer.iter().any(|f| {
+        shown_whole(f)
+            || report.is_some_and(|r| {
+                r.shown.excerpts.iter().any(|(p, ranges)| {
+                    p == f
+                        && regions.get(f).is_some_and(|changed| {
+                            changed
+                                .iter()
+                                .any(|&(a, b)| ranges.iter().any(|&(x, y)| a <= y && x <= b))
+                        })
+                })
+            })
+    });
+    Outcome {
+        visible,
+        text,
+        tokens,
+    }
+}
+
+/// The benchmark's rows.
+pub fn rows() -> Vec<Row> {
+    let Some(trees) = std::env::var_os("PAI_MAP_TREES").map(PathBuf::from) else {
+        eprintln!(
+            "map: PAI_MAP_TREES is not set; see fixtures/map/README.md to check the trees out"
+        );
+        return Vec::new();
+    };
+    let budgets: Vec<usize> = std::env::var("PAI_MAP_BUDGETS")
+        .unwrap_or_else(|_| "1024,2048,4096,8000".into())
+        .split(',')
+        .filter_map(|b| b.trim().parse().ok())
+        .collect();
+    let mut per_repo: BTreeMap<String, Vec<(Vec<Outcome>, f64, f64)>> = BTreeMap::new();
+    let verbose = std::env::var_os("PAI_MAP_VERBOSE").is_some();
+    for case in cases().iter().filter(|c| !c.names_file) {
+        let tree = trees.join(&case.id);
+        let Ok(tree) = tree.canonicalize() else {
+            eprintln!("map: no tree for {}", case.id);
+            continue;
+        };
+        let ws = Workspace::open(&tree, WorkspaceConfig::default()).unwrap();
+        let gd = git_dir(&case.repo);
+        let regions: BTreeMap<String, Vec<(u32, u32)>> = case
+            .answer
+            .iter()
+            .map(|f| (f.clone(), changed_lines(gd.as_deref(), case, f)))
+            .collect();
+        // Cold: the cache is emptied first.
+        if let Some(loc) = dirs::cache_dir().and_then(|d| pai::map::store::location(&d, &tree)) {
+            let _ = std::fs::remove_file(loc);
+        }
+        let t = Instant::now();
+        let _ = first_call(&ws, &case.request, 8000);
+        let cold = t.elapsed().as_secs_f64() * 1000.0;
+        let t = Instant::now();
+        let _ = first_call(&ws, &case.request, 8000);
+        let warm = t.elapsed().as_secs_f64() * 1000.0;
+        let outcomes: Vec<Outcome> = budgets
+            .iter()
+            .map(|&b| {
+                let (msg, report) = first_call(&ws, &case.request, b);
+                judge(case, &msg, report.as_ref(), &regions)
+            })
+            .collect();
+        if verbose {
+            let o = outcomes.last().cloned().unwrap_or_default();
+            eprintln!(
+                "{} visible={} text={} tokens={} | {} | {:?}",
+                case.id,
+                o.visible,
+                o.text,
+                o.tokens,
+                case.request.chars().take(70).collect::<String>(),
+                case.answer
+            );
+        }
+        per_repo
+            .entry(case.repo.clone())
+            .or_default()
+            .push((outcomes, cold, warm));
+    }
+    summarize(&per_repo, &budgets)
+}
+
+fn pct(n: usize, d: usize) -> String {
+    if d == 0 {
+        "-".into()
+    } else {
+        format!("{:.0}%", 100.0 * n as f64 / d as f64)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn summarize(
+    per_repo: &BTreeMap<String, Vec<(Vec<Outcome>, f64, f64)>>,
+    budgets: &[usize],
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let all: Vec<&(Vec<Outcome>, f64, f64)> = per_repo.values().flatten().collect();
+    let mut groups: Vec<(String, Vec<&(Vec<Outcome>, f64, f64)>)> = per_repo
+        .iter()
+        .map(|(r, v)| (r.clone(), v.iter().collect()))
+        .collect();
+    groups.push(("all repositories".into(), all));
+    for (name, cases) in groups {
+        for (i, b) in budgets.iter().enumerate() {
+            let n = cases.len();
+            let vis = cases.iter().filter(|c| c.0[i].visible).count();
+            let txt = cases.iter().filter(|c| c.0[i].text).count();
+            let tok = median(cases.iter().map(|c| c.0[i].tokens as f64).collect());
+            let cold = median(cases.iter().map(|c| c.1).collect());
+            let warm = median(cases.iter().map(|c| c.2).collect());
+            rows.push(
+                Row::new(
+                    "map",
+                    format!("{name} ({n} cases), budget {b} tokens"),
+                    format!(
+                        "visible {}, text {}, median input {tok:.0} tokens",
+                        pct(vis, n),
+                        pct(txt, n)
+                    ),
+                )
+                .note(format!("map cold {cold:.0} ms, warm {warm:.0} ms")),
+            );
+        }
+    }
+    rows
+}
+
+/// A synthetic committed project of `n` source files (Python modules that call each other),
+/// generated once under `dir`.
+fn synthetic(dir: &Path, n: usize) {
+    if dir.join(".git").is_dir() {
+        return;
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..n {
+        let sub = dir.join(format!("pkg_{:03}/area_{:02}", i / 1000, (i / 50) % 20));
+        std::fs::create_dir_all(&sub).unwrap();
+        let callee = (i * 7 + 3) % n;
+        let text = format!(
+            "\"\"\"Module {i}: records of kind {k}.\"\"\"\n\nfrom pkg import handler_{callee}\n\n\nclass Record{i}:\n    def __init__(self, value):\n        self.value = value\n\n    def render_{k}(self):\n        return handler_{callee}(self.value) + {i}\n\n\ndef handler_{i}(value):\n    return Record{i}(value).render_{k}()\n",
+            k = ["invoice", "ledger", "parser", "socket", "config", "cache"][i % 6],
+        );
+        std::fs::write(sub.join(format!("mod_{i:06}.py")), text).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "bench")
+            .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+            .env("GIT_COMMITTER_NAME", "bench")
+            .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "synthetic"]);
+}
+
+/// Map time on synthetic projects of 10,000 and 100,000 files: cold (no cache, the default
+/// time budget), then warm with one file changed.
+pub fn scale_rows() -> Vec<Row> {
+    let base = std::env::var_os("PAI_BENCH_TREE")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("pai-map-scale");
+    let mut rows = Vec::new();
+    for n in [10_000usize, 100_000] {
+        let dir = base.join(format!("{n}"));
+        synthetic(&dir, n);
+        let dir = dir.canonicalize().unwrap();
+        let ws = Workspace::open(&dir, WorkspaceConfig::default()).unwrap();
+        if let Some(loc) = dirs::cache_dir().and_then(|d| pai::map::store::location(&d, &dir)) {
+            let _ = std::fs::remove_file(loc);
+        }
+        let request = "the invoice renderer drops the ledger value";
+        let build = || {
+            pai::agent::repo_map::build(
+                &ws,
+                request,
+                &[],
+                30_000,
+                pai::map::DEFAULT_TIME_BUDGET,
+                &|_, _| {},
+            )
+        };
+        let cold = build();
+        let mut warm = Vec::new();
+        for round in 0..5 {
+            let f = dir.join("pkg_000/area_00/mod_000000.py");
+            std::fs::write(&f, format!("def changed_{round}():\n    return {round}\n")).unwrap();
+            warm.push(build());
+        }
+        let warm_ms = median(
+            warm.iter()
+                .map(|r| r.elapsed.as_secs_f64() * 1000.0)
+                .collect(),
+        );
+        rows.push(
+            Row::new(
+                "map",
+                format!("map time, {} files", super::common::thousands(n as u64)),
+                format!("warm (one file changed) {warm_ms:.1} ms"),
+            )
+            .note(format!(
+                "cold {:.0} ms: {} files parsed, {} left to the next map (time budget {} s)",
+                cold.elapsed.as_secs_f64() * 1000.0,
+                cold.parsed,
+                cold.unparsed,
+                pai::map::DEFAULT_TIME_BUDGET.as_secs()
+            ))
+            .target(
+                if n == 10_000 {
+                    "warm < 50 ms"
+                } else {
+                    "cold ≤ budget + 1 s"
+                },
+                if n == 10_000 {
+                    warm_ms < 50.0
+                } else {
+                    cold.elapsed.as_secs_f64() <= pai::map::DEFAULT_TIME_BUDGET.as_secs_f64() + 1.0
+                },
+            ),
+        );
+    }
+    rows
+}

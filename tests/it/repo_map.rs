@@ -1,0 +1,127 @@
+//! The repository map end to end (issue 25): in a project too big to list whole, the first
+//! call carries the files ranked for the request with their definitions and the best file's
+//! text, in one call; `pai map` shows what it would carry and why.
+
+use std::fs;
+
+use crate::support;
+
+use pai::llm::ProviderKind;
+use serde_json::{Value, json};
+use support::mock_llm::{MockLlm, Reply, Script};
+use support::project::{Project, TEST_KEY, git};
+use support::session::task_plan;
+
+/// A committed project of 250 filler modules (their list is far over the 2,000 characters a
+/// whole file list may take) and one module about invoices.
+fn big_project() -> Project {
+    let p = Project::repo(None);
+    for i in 0..250 {
+        let dir = p.root.join(format!("lib/area_{:02}", i / 25));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join(format!("util_{i:03}.py")),
+            format!("def util_{i}(x):\n    return x * {i}\n"),
+        )
+        .unwrap();
+    }
+    fs::create_dir_all(p.root.join("app/billing")).unwrap();
+    fs::write(
+        p.root.join("app/billing/invoice.py"),
+        "from lib.area_00.util_000 import util_0\n\n\nclass Invoice:\n    def compute_tax(self, rate):\n        return util_0(self.total) * rate\n",
+    )
+    .unwrap();
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "project"]);
+    p
+}
+
+#[test]
+fn pai_map_ranks_the_file_a_request_is_about_and_says_why() {
+    let p = big_project();
+    let out = p
+        .pai()
+        .args(["map", "the tax on an invoice uses the wrong rate", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ranked"][0]["path"], "app/billing/invoice.py", "{v:#}");
+    assert_eq!(v["first_call_uses_map"], true);
+    let why = &v["ranked"][0]["why"];
+    assert!(
+        why["path_words"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("invoic")),
+        "{why}"
+    );
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("def compute_tax(self, rate):")
+    );
+    assert_eq!(v["files"], 251);
+
+    let text = p
+        .pai()
+        .args(["map", "the tax on an invoice uses the wrong rate"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("  1. app/billing/invoice.py"), "{text}");
+    assert!(text.contains("Repository map: 251 files"), "{text}");
+}
+
+#[test]
+fn the_first_call_of_a_big_project_carries_the_map_and_the_files_text_in_one_call() {
+    let p = big_project();
+    let plan = task_plan(
+        "Fixing the rate.",
+        json!([{"action": "MODIFY", "path": "app/billing/invoice.py",
+                "edits": [{"search": "* rate", "replace": "* (1 + rate)"}],
+                "purpose": "apply the rate on top"}]),
+    );
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(plan)]).require_key(TEST_KEY));
+    let run = p.run(
+        &mock,
+        ProviderKind::Gemini,
+        "the invoice tax rate is applied wrong",
+        &["--yes"],
+    );
+    assert_eq!(run.status(), "success", "{}", run.text());
+    assert_eq!(mock.calls(), 1);
+    let first = &mock.requests()[0];
+    let user = &first.messages[0].1;
+    assert!(user.contains("Repository map: 251 files"), "{user}");
+    assert!(user.contains("app/billing/invoice.py\n"), "{user}");
+    assert!(
+        user.contains("class Invoice:"),
+        "the file's text is sent: {user}"
+    );
+    assert!(first.input_tokens <= 8_000, "{}", first.input_tokens);
+    assert!(p.read("app/billing/invoice.py").contains("* (1 + rate)"));
+}
+
+#[test]
+fn a_small_project_still_gets_its_whole_file_list() {
+    let p = Project::repo(Some("calculator"));
+    let mock = MockLlm::start(
+        Script::with_replies([Reply::plan(task_plan("Nothing to do.", json!([])))])
+            .require_key(TEST_KEY),
+    );
+    let _ = p.run(
+        &mock,
+        ProviderKind::Gemini,
+        "look at calculator.py",
+        &["--yes"],
+    );
+    let user = &mock.requests()[0].messages[0].1;
+    assert!(user.starts_with("Project files ("), "{user}");
+    assert!(!user.contains("Repository map"), "{user}");
+}
