@@ -92,7 +92,9 @@ fn ensure_plans(root: &Path, plans: usize) {
     ws.stale_temps_removed();
     let mut session = Session::start(root, StartOptions::now()).unwrap();
     for i in 0..plans {
-        let path = format!("log/plan{i:05}.txt");
+        // A hundred files a directory, as a project's files spread: a plan's diff then
+        // compares two small directories, not one that grows with the history.
+        let path = format!("log/d{:03}/plan{i:05}.txt", i / 100);
         let touched = vec![path.clone()];
         session.prepare(&ws, &touched).unwrap();
         ws.write(&path, format!("plan {i}\n").as_bytes(), false)
@@ -128,7 +130,8 @@ fn pai_cmd(root: &Path, mock: &MockLlm, args: &[&str]) -> Measured {
     let home = cache_dir().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let kind = ProviderKind::Gemini;
-    let mut cmd = Command::new(PAI);
+    let rss = RssFile::new();
+    let mut cmd = rss.command(PAI);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &home)
@@ -139,7 +142,7 @@ fn pai_cmd(root: &Path, mock: &MockLlm, args: &[&str]) -> Measured {
         .env("PAI_BASE_URL", mock.base_url(kind))
         .args(args)
         .current_dir(root);
-    let m = run_measured(&mut cmd);
+    let m = rss.read(run_measured(&mut cmd));
     assert_eq!(
         m.code,
         Some(0),
@@ -153,9 +156,65 @@ fn pai_cmd(root: &Path, mock: &MockLlm, args: &[&str]) -> Measured {
 
 /// `git` with `args` in `root`, measured; it must succeed.
 fn git_cmd(root: &Path, args: &[&str]) -> Measured {
-    let m = run_measured(&mut git_command(root, args));
+    let rss = RssFile::new();
+    let mut cmd = rss.command("git");
+    // The same hermetic setting as `common::git_command`.
+    let reference = git_command(root, args);
+    for (k, v) in reference.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.args(args).current_dir(root);
+    let m = rss.read(run_measured(&mut cmd));
     assert_eq!(m.code, Some(0), "git {args:?}");
     m
+}
+
+/// GNU time, when installed: it reports its child's peak RSS from `wait4`.
+const TIME: &str = "/usr/bin/time";
+
+/// Where `/usr/bin/time` writes the peak RSS of the command it runs.
+///
+/// Why not the benchmark's own `wait4`: a child is spawned from the benchmark's address space,
+/// and the kernel counts that address space's resident pages, at the moment of `exec`, into
+/// the child's peak RSS, so every figure would be at least the benchmark's own RSS (tens of
+/// MB once it has committed thousands of plans in-process). Spawned from GNU time, whose RSS
+/// is about 2 MB, the figure is the command's own. Both sides of each row pay the same
+/// fraction of a millisecond for the extra `exec`.
+struct RssFile(Option<tempfile::NamedTempFile>);
+
+impl RssFile {
+    fn new() -> RssFile {
+        RssFile(
+            Path::new(TIME)
+                .exists()
+                .then(|| tempfile::NamedTempFile::new().unwrap()),
+        )
+    }
+
+    /// `program`, run through GNU time when there is one.
+    fn command(&self, program: &str) -> Command {
+        match &self.0 {
+            Some(f) => {
+                let mut cmd = Command::new(TIME);
+                cmd.args(["-f", "%M", "-o"]).arg(f.path()).arg(program);
+                cmd
+            }
+            None => Command::new(program),
+        }
+    }
+
+    /// `m` with the peak RSS GNU time reported.
+    fn read(&self, mut m: Measured) -> Measured {
+        if let Some(f) = &self.0
+            && let Ok(text) = std::fs::read_to_string(f.path())
+            && let Some(kib) = text.lines().rev().find_map(|l| l.trim().parse().ok())
+        {
+            m.max_rss_kib = kib;
+        }
+        m
+    }
 }
 
 /// The events of a `pai run --json`, and its final status.
@@ -214,11 +273,7 @@ const REFS: [(&str, Option<f64>); 6] = [
 
 /// One rep of the operations on the repository at `root`, each beside its git counterpart.
 fn one_rep(root: &Path, mock: &MockLlm, s: &mut [Samples]) {
-    let m = pai_cmd(
-        root,
-        mock,
-        &["run", "scale-write", "--plan", "--json", "--yes"],
-    );
+    let m = pai_cmd(root, mock, &["run", "scale-write", "--plan", "--json"]);
     s[0].pai(&m);
     s[0].git(&[git_cmd(root, &["ls-files"])]);
 
@@ -311,13 +366,12 @@ pub fn rows(reps: usize) -> Vec<Row> {
         }
     }
     eprintln!("  5,000 plans ...");
-    let root = cache_dir().join("log-5000");
+    let root = cache_dir().join("log-5000-spread");
     workspace::generate_repo(&root, 1_000);
     ensure_plans(&root, 5_000);
     let mut s = Samples::default();
-    log_rep(&root, &mock, &mut s);
-    let mut s = Samples::default();
-    for _ in 0..reps {
+    // Each `pai log` here diffs 5,000 plans: a few reps are enough for a median.
+    for _ in 0..reps.min(3) {
         log_rep(&root, &mock, &mut s);
     }
     rows.extend(row(5, 1_000, &s));
