@@ -1,21 +1,24 @@
 //! What an action outside pai's own file steps changes in the project: a RUN command or an MCP
 //! tool call runs with the user's rights in the project root, so a plan is everything such an
-//! action changed. Before it, [`watch`] remembers the user's uncommitted files (git status
-//! against the session's history, or a stat walk without writable history) and the files that
-//! make code run later; after it, [`collect`] finds what changed, records the user's versions
-//! so undo covers them, and puts back whatever would run later.
+//! action changed. Before it, [`watch`] makes one status pass (git's index and its stat data,
+//! one ignore-aware walk for untracked files, and the files that make code run later, all in
+//! the same pass) and remembers the user's uncommitted files; after it, [`collect`] makes one
+//! more pass against the same index, finds what changed, records the user's versions so undo
+//! covers them, and puts back whatever would run later. Without writable history a stat walk
+//! finds the changes instead.
 
 use std::path::Path;
 
-use crate::history::{RunBaseline, Session};
-use crate::workspace::{LaterState, StatSnapshot, Workspace};
+use crate::history::{RunBaseline, RunIndex, Session};
+use crate::workspace::{Later, LaterState, StatSnapshot, Workspace};
 
 /// Most files a stat walk looks at, for a session without writable history.
 const STAT_WALK_MAX_FILES: usize = 50_000;
 
 /// What was seen before the action.
 pub(super) struct Watch {
-    baseline: Option<RunBaseline>,
+    /// The index the passes compare with, and the user's files that differed from it.
+    run: Option<(RunIndex, RunBaseline)>,
     before: Option<StatSnapshot>,
     later: LaterState,
 }
@@ -33,53 +36,67 @@ pub(super) struct Collected {
 /// Before the action: `Err` (and the action must not run) when the user's uncommitted files
 /// cannot be read.
 pub(super) fn watch(history: Option<&mut Session>, ws: &Workspace) -> Result<Watch, String> {
-    let baseline = match history {
-        Some(h) => h.remember_uncommitted(ws).map_err(|e| e.to_string())?,
-        None => None,
-    };
-    // Without writable history, a stat walk is what finds the changes; with it, git status
-    // against the baseline does, at any project size.
-    let before = baseline
-        .is_none()
-        .then(|| ws.stat_snapshot(STAT_WALK_MAX_FILES));
+    if let Some(h) = history
+        && let Some(index) = h.run_index().map_err(|e| e.to_string())?
+    {
+        let pass = ws
+            .status_pass(&index, Later::Record)
+            .map_err(|e| format!("cannot list the project: {e}"))?;
+        let baseline = h
+            .remember_uncommitted(ws, &index, &pass)
+            .map_err(|e| e.to_string())?;
+        return Ok(Watch {
+            run: Some((index, baseline)),
+            before: None,
+            later: pass.later,
+        });
+    }
+    // Without writable history, a stat walk is what finds the changes.
     Ok(Watch {
-        baseline,
-        before,
+        run: None,
+        before: Some(ws.stat_snapshot(STAT_WALK_MAX_FILES)),
         later: LaterState::record(ws.root()),
     })
 }
 
 /// After the action, however it ended. `Err` when what it changed cannot be found (undo could
-/// not cover it).
+/// not cover it); the files that run later are put back either way.
 pub(super) fn collect(
     watch: Watch,
     history: Option<&mut Session>,
     ws: &Workspace,
     root: &Path,
 ) -> Result<Collected, String> {
-    let tampered = watch.later.restore_changes(root);
-    let (changed, unrecorded) = match (history, watch.baseline, watch.before) {
-        (Some(h), Some(baseline), _) => {
-            let changed = h
-                .run_changes(ws, &baseline)
-                .map_err(|e| e.to_string())?
-                .unwrap_or_default();
-            let unrecorded = h
-                .prepare_after_run(ws, baseline, &changed)
-                .err()
-                .map(|e| e.to_string());
-            (changed, unrecorded)
-        }
-        (_, _, Some(before)) => (
-            before.changed_in(&ws.stat_snapshot(STAT_WALK_MAX_FILES)),
-            None,
-        ),
-        _ => (Vec::new(), None),
-    };
+    let Watch { run, before, later } = watch;
+    if let (Some(h), Some((index, baseline))) = (history, run) {
+        let pass = match ws.status_pass(&index, Later::Restore(&later)) {
+            Ok(pass) => pass,
+            Err(e) => {
+                later.restore_changes(root);
+                return Err(format!("cannot list the project: {e}"));
+            }
+        };
+        let changed = h
+            .run_changes(ws, &index, &pass, &baseline)
+            .map_err(|e| e.to_string())?;
+        let unrecorded = h
+            .prepare_after_run(ws, &index, baseline, &changed)
+            .err()
+            .map(|e| e.to_string());
+        return Ok(Collected {
+            changed,
+            tampered: pass.tampered,
+            unrecorded,
+        });
+    }
+    let tampered = later.restore_changes(root);
+    let changed = before.map_or_else(Vec::new, |b| {
+        b.changed_in(&ws.stat_snapshot(STAT_WALK_MAX_FILES))
+    });
     Ok(Collected {
         changed,
         tampered,
-        unrecorded,
+        unrecorded: None,
     })
 }
 

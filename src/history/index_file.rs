@@ -424,6 +424,55 @@ impl IndexFile {
         out
     }
 
+    /// How many entries there are (every stage).
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The path of entry `i` (raw bytes); empty past the end.
+    pub(crate) fn path_at(&self, i: usize) -> &[u8] {
+        self.entries.get(i).map_or(&[], |e| self.path_of(e))
+    }
+
+    /// The blob id and mode of entry `i`, when it is a stage-0 entry.
+    pub(crate) fn entry_at(&self, i: usize) -> Option<Entry> {
+        self.entries
+            .get(i)
+            .filter(|e| e.stage == 0)
+            .map(|e| self.entry_of(e))
+    }
+
+    /// The stat data entry `i` records, as git writes it: ctime and mtime (seconds,
+    /// nanoseconds), dev, ino, mode, uid, gid, size, each 32 bits; `None` past the end.
+    pub(crate) fn stat_at(&self, i: usize) -> Option<[u32; 10]> {
+        let e = self.entries.get(i)?;
+        let at = e.start as usize;
+        let mut out = [0u32; 10];
+        for (k, v) in out.iter_mut().enumerate() {
+            *v = be32(&self.buf, at + 4 * k);
+        }
+        Some(out)
+    }
+
+    /// The position of the first entry at `path` (any stage).
+    pub(crate) fn position(&self, path: &[u8]) -> Option<usize> {
+        let i = self.lower_bound(path);
+        self.entries
+            .get(i)
+            .filter(|e| self.path_of(e) == path)
+            .map(|_| i)
+    }
+
+    /// Whether any entry lies below the directory `dir` (raw bytes, no trailing `/`).
+    pub(crate) fn has_under(&self, dir: &[u8]) -> bool {
+        let mut prefix = dir.to_vec();
+        prefix.push(b'/');
+        let i = self.lower_bound(&prefix);
+        self.entries
+            .get(i)
+            .is_some_and(|e| self.path_of(e).starts_with(&prefix))
+    }
+
     /// Index of the first entry whose path is not less than `path`.
     fn lower_bound(&self, path: &[u8]) -> usize {
         self.entries.partition_point(|e| self.path_of(e) < path)

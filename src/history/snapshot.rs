@@ -9,11 +9,51 @@ use git2::{Oid, Repository, Signature, Tree};
 
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
+use super::run_index::RunIndex;
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
 use super::{message, names, repo, trash};
+use crate::workspace::{StatusPass, Tracked};
+
+/// What the work tree holds at a path: a file (`None`: nothing), or `Err` for what pai does
+/// not record.
+type Found = Result<Option<scope::WorkFile>, ()>;
+
+/// The paths of `pass` (made against `index`) whose content differs from the index, and
+/// untracked ones, with what the work tree holds there; deny-listed files are never read.
+/// A tracked file whose stat changed but whose content and mode are the index's is left out,
+/// as `git status` leaves it out.
+fn differing(
+    wt: &dyn WorkTree,
+    index: &RunIndex,
+    pass: &StatusPass,
+) -> Result<Vec<(String, Found)>, HistoryError> {
+    let mut out = Vec::new();
+    for &i in &pass.changed {
+        let path = crate::rawname::encode(index.path(i)).into_owned();
+        if wt.is_denied(&path) {
+            continue;
+        }
+        let file = scope::work_file(wt, &path)?;
+        let now = file
+            .as_ref()
+            .ok()
+            .and_then(|f| f.as_ref().map(|f| (f.id, f.mode)));
+        if now.is_some() && now == index.entry(i) {
+            continue;
+        }
+        out.push((path, file));
+    }
+    for path in &pass.untracked {
+        if wt.is_denied(path) {
+            continue;
+        }
+        out.push((path.clone(), scope::work_file(wt, path)?));
+    }
+    Ok(out)
+}
 
 /// What stood at a path before a RUN: its blob id and git mode (`None`: nothing, or nothing
 /// pai reads), and its permission bits.
@@ -24,8 +64,9 @@ type Seen = (Option<(Oid, i32)>, Option<u32>);
 #[derive(Default)]
 pub struct RunBaseline {
     files: BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
-    /// Every path git status listed: what stood there (blob id and git mode) and its
-    /// permission bits, to find what the command changed.
+    /// Every path that differed from the index (or was untracked): what stood there (blob id
+    /// and git mode) and its permission bits, to find what the command changed. Every other
+    /// file was what the index holds.
     seen: BTreeMap<String, Seen>,
     /// Files not remembered (over the limit).
     pub left_out: usize,
@@ -37,98 +78,102 @@ pub struct RunBaseline {
 pub const MAX_UNCOMMITTED: usize = 5_000;
 
 impl Session {
-    /// Before a RUN: the content of every project file that differs from the session branch's
-    /// tip or its index, untracked files included and ignored ones left out (what a command
-    /// could change that git alone could not give back). Found the way `git status` finds them
-    /// (the index's stat data; no content is read for unchanged files). After the command,
-    /// [`Session::prepare_after_run`] snapshots the ones it changed. At most
-    /// [`MAX_UNCOMMITTED`] files. `None` for a read-only session, which records nothing (the
-    /// caller finds the command's changes another way).
-    pub fn remember_uncommitted(
-        &mut self,
-        wt: &dyn WorkTree,
-    ) -> Result<Option<RunBaseline>, HistoryError> {
-        let mut baseline = RunBaseline::default();
+    /// The user's index, for the status passes around a RUN ([`crate::workspace::Workspace::status_pass`]);
+    /// `None` for a read-only session, which records nothing.
+    pub fn run_index(&mut self) -> Result<Option<RunIndex>, HistoryError> {
         let Ok(w) = self.writer() else {
             return Ok(None);
         };
-        for path in status_paths(w)? {
-            // Deny-listed files (`.env`, keys) are never read or recorded.
-            if wt.is_denied(&path) {
-                continue;
-            }
-            // What the file is now, to tell afterwards whether the command changed it.
-            let seen = match scope::work_file(wt, &path) {
-                Ok(Ok(file)) => file.as_ref().map(|f| (f.id, f.mode)),
-                _ => None,
-            };
+        RunIndex::read(w.repo.path()).map(Some)
+    }
+
+    /// Before a RUN: the content of every project file that differs from the index, untracked
+    /// files included and ignored ones left out (what a command could change that git alone
+    /// could not give back), from the status pass `pass` made against `index`: only the files
+    /// whose stat changed are read. After the command, [`Session::prepare_after_run`]
+    /// snapshots the ones it changed (a file the index holds is taken from the index). At
+    /// most [`MAX_UNCOMMITTED`] files.
+    pub fn remember_uncommitted(
+        &mut self,
+        wt: &dyn WorkTree,
+        index: &RunIndex,
+        pass: &StatusPass,
+    ) -> Result<RunBaseline, HistoryError> {
+        let mut baseline = RunBaseline::default();
+        let w = self.writer()?;
+        for (path, file) in differing(wt, index, pass)? {
             let perm = wt.permissions(&path);
+            let seen = file
+                .as_ref()
+                .ok()
+                .and_then(|f| f.as_ref().map(|f| (f.id, f.mode)));
             baseline.seen.insert(path.clone(), (seen, perm));
             if w.prepared.contains(&path) {
                 continue;
             }
+            // A file the gate will not open (a link out of the project, say) is not pai's to
+            // remember; the command's change to it is not recorded either.
+            let Ok(file) = file else {
+                baseline.left_out += 1;
+                continue;
+            };
             if baseline.files.len() >= MAX_UNCOMMITTED {
                 baseline.left_out += 1;
                 continue;
             }
-            // A file the gate will not open (a link out of the project, say) is not pai's to
-            // remember; the command's change to it is not recorded either.
-            let Ok(Ok(file)) = scope::work_file(wt, &path) else {
-                baseline.left_out += 1;
-                continue;
-            };
             baseline.files.insert(path, (file, perm));
         }
-        Ok(Some(baseline))
+        Ok(baseline)
     }
 
-    /// After a RUN: the paths the command changed, from git status now against what
-    /// [`Session::remember_uncommitted`] saw before (a file dirty before and changed again is
-    /// compared by content, mode and permission bits). Every non-ignored file counts, however
-    /// big the project. `None` for a read-only session (the caller looks another way).
+    /// After a RUN: the paths the command changed, from the status pass `pass` made after it
+    /// against the same `index`, compared with what [`Session::remember_uncommitted`] saw
+    /// before (a file dirty before and changed again is compared by content, mode and
+    /// permission bits). Every non-ignored file counts, however big the project.
     pub fn run_changes(
         &mut self,
         wt: &dyn WorkTree,
+        index: &RunIndex,
+        pass: &StatusPass,
         baseline: &RunBaseline,
-    ) -> Result<Option<Vec<String>>, HistoryError> {
-        let Ok(w) = self.writer() else {
-            return Ok(None);
-        };
-        let now = status_paths(w)?;
+    ) -> Result<Vec<String>, HistoryError> {
         let mut changed: BTreeSet<String> = BTreeSet::new();
-        for path in &now {
-            if wt.is_denied(path) {
-                continue;
-            }
-            let Some((before, perm)) = baseline.seen.get(path) else {
-                changed.insert(path.clone());
-                continue;
-            };
-            let current = match scope::work_file(wt, path) {
-                Ok(Ok(file)) => file.as_ref().map(|f| (f.id, f.mode)),
-                _ => None,
-            };
-            if current != *before || wt.permissions(path) != *perm {
+        let mut now: BTreeSet<String> = BTreeSet::new();
+        for (path, file) in differing(wt, index, pass)? {
+            let current = file.ok().flatten().map(|f| (f.id, f.mode));
+            let differs = baseline
+                .seen
+                .get(&path)
+                .is_none_or(|(before, perm)| current != *before || wt.permissions(&path) != *perm);
+            if differs {
                 changed.insert(path.clone());
             }
+            now.insert(path);
         }
-        let now: BTreeSet<&String> = now.iter().collect();
+        // What differed from the index before and is what the index holds now.
         for path in baseline.seen.keys() {
             if !now.contains(path) {
                 changed.insert(path.clone());
             }
         }
-        Ok(Some(changed.into_iter().collect()))
+        Ok(changed.into_iter().collect())
     }
 
-    /// After a RUN: snapshot the user's versions (from `baseline`) of the files the command
-    /// changed, as [`Session::prepare`] does before a plan's own steps.
+    /// After a RUN: snapshot the user's versions of the files the command changed, as
+    /// [`Session::prepare`] does before a plan's own steps: from `baseline` for the files that
+    /// differed from the index, from `index` for the others that git's branch does not hold
+    /// (staged changes).
     pub fn prepare_after_run(
         &mut self,
         wt: &dyn WorkTree,
+        index: &RunIndex,
         mut baseline: RunBaseline,
         changed: &[String],
     ) -> Result<(), HistoryError> {
+        let staged = self.staged_before(index, &baseline, changed)?;
+        for (path, file) in staged {
+            baseline.files.insert(path, (Some(file), None));
+        }
         let paths: Vec<String> = changed
             .iter()
             .filter(|p| baseline.files.contains_key(*p))
@@ -138,6 +183,49 @@ impl Session {
             return Ok(());
         }
         self.prepare_from(wt, &paths, &mut baseline.files)
+    }
+
+    /// The files among `changed` that were what the index holds before the command (not in
+    /// `baseline`), where the index differs from the session branch: the user's staged
+    /// content, read back from the object store.
+    fn staged_before(
+        &mut self,
+        index: &RunIndex,
+        baseline: &RunBaseline,
+        changed: &[String],
+    ) -> Result<Vec<(String, scope::WorkFile)>, HistoryError> {
+        let w = self.writer()?;
+        let (_, base) = w.snapshot_base()?;
+        let repo = &w.repo;
+        let tree = match base {
+            Some(c) => Some(
+                repo.find_commit(c)
+                    .and_then(|c| c.tree())
+                    .ctx(|| "cannot read the session branch".into())?,
+            ),
+            None => None,
+        };
+        let mut out = Vec::new();
+        for path in changed.iter().filter(|p| !baseline.seen.contains_key(*p)) {
+            let Some((id, mode)) = index.get(path) else {
+                continue;
+            };
+            if scope::tree_file(tree.as_ref(), path) == Ok(Some((id, mode))) {
+                continue;
+            }
+            let blob = repo
+                .find_blob(id)
+                .ctx(|| format!("cannot read the staged version of {path}"))?;
+            out.push((
+                path.clone(),
+                scope::WorkFile {
+                    bytes: blob.content().to_vec(),
+                    mode,
+                    id,
+                },
+            ));
+        }
+        Ok(out)
     }
 
     /// Call before a plan creates, changes or removes `paths` (files or directories; calling
@@ -473,35 +561,4 @@ pub(super) fn commit_changes(
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
     repo.commit(None, &sigs.0, &sigs.1, msg, &tree, &parents)
         .ctx(|| "cannot create a commit".into())
-}
-
-/// The paths git status lists for the session's repository (untracked included, ignored and
-/// pai's own state left out), as `git status` finds them: with the real index and its stat
-/// data (the session's handle has an empty in-memory index, see `repo::detach_index`). Names
-/// that are not UTF-8 are spelled as [`crate::rawname`] does.
-fn status_paths(w: &super::session::Writer) -> Result<Vec<String>, HistoryError> {
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .include_unmodified(false)
-        .exclude_submodules(true)
-        .renames_head_to_index(false)
-        .renames_index_to_workdir(false);
-    let what = || "cannot list your uncommitted files".to_string();
-    let status_repo = Repository::open(w.repo.path()).ctx(what)?;
-    if let Some(dir) = w.repo.workdir() {
-        status_repo.set_workdir(dir, false).ctx(what)?;
-    }
-    let mut index = git2::Index::open(&index_file::index_path(w.repo.path())).ctx(what)?;
-    status_repo.set_index(&mut index).ctx(what)?;
-    let statuses = status_repo.statuses(Some(&mut opts)).ctx(what)?;
-    let mut out = Vec::new();
-    for entry in statuses.iter() {
-        let path = crate::rawname::encode(entry.path_bytes());
-        if !path.starts_with(super::store::DIR) {
-            out.push(path.into_owned());
-        }
-    }
-    Ok(out)
 }

@@ -27,7 +27,12 @@ pub struct LaterState {
     entries: BTreeMap<Key, Entry>,
 }
 
-fn scan(root: &Path) -> LaterState {
+/// Whether a name stands directly in the project root, when a listing of it was just made:
+/// what is not there needs no look (`None`: look at everything).
+type Present<'a> = Option<&'a dyn Fn(&str) -> bool>;
+
+fn scan(root: &Path, present: Present<'_>) -> LaterState {
+    let there = |name: &str| present.is_none_or(|p| p(name));
     let mut entries = BTreeMap::new();
     for later in RUNS_LATER {
         let LaterKind::Dir(depth) = later.kind else {
@@ -38,6 +43,9 @@ fn scan(root: &Path) -> LaterState {
             Some((top, rest)) => (top, rest.split('/').collect::<Vec<_>>()),
             None => (later.path, Vec::new()),
         };
+        if !there(top) {
+            continue;
+        }
         let Ok(dir) = StateDir::open_named(root, top, false) else {
             continue;
         };
@@ -55,6 +63,9 @@ fn scan(root: &Path) -> LaterState {
     }
     for later in RUNS_LATER.iter().filter(|r| r.kind == LaterKind::File) {
         let (top, name) = split_top(later.path);
+        if !there(if top.is_empty() { name } else { top }) {
+            continue;
+        }
         let parts: Vec<&str> = name.split('/').collect();
         let read = if top.is_empty() {
             read_root_file(root, name)
@@ -103,14 +114,32 @@ fn read_root_file(root: &Path, name: &str) -> Option<Entry> {
 impl LaterState {
     /// Record the current state under `root`.
     pub fn record(root: &Path) -> LaterState {
-        scan(root)
+        scan(root, None)
+    }
+
+    /// [`LaterState::record`] with the names a listing of the root just found: only those of
+    /// them that run later are looked into (the status pass lists the root anyway).
+    pub(crate) fn record_present(root: &Path, present: &dyn Fn(&str) -> bool) -> LaterState {
+        scan(root, Some(present))
     }
 
     /// Compare with the state now; put back what changed. Returns the project-relative paths
     /// that were changed (restored, or removed when the command added them), empty when
     /// nothing was touched.
     pub fn restore_changes(&self, root: &Path) -> Vec<String> {
-        let now = scan(root);
+        self.restore_against(root, &scan(root, None))
+    }
+
+    /// [`LaterState::restore_changes`] with the names a listing of the root just found.
+    pub(crate) fn restore_present(
+        &self,
+        root: &Path,
+        present: &dyn Fn(&str) -> bool,
+    ) -> Vec<String> {
+        self.restore_against(root, &scan(root, Some(present)))
+    }
+
+    fn restore_against(&self, root: &Path, now: &LaterState) -> Vec<String> {
         let mut changed = Vec::new();
         let keys: std::collections::BTreeSet<&Key> =
             self.entries.keys().chain(now.entries.keys()).collect();

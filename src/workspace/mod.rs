@@ -14,7 +14,7 @@
 //! Layout: `gate` (path policy), `deny` (deny-list), `beneath` (use-time opening), `atomic`
 //! (atomic writes and stale temporaries), `guard` (diffs and the diff guard), `edits`
 //! (search/replace), `text` (encodings and line endings), `walk` (directory walking),
-//! `scan` (parallel tree reading), `listing` (TREE, LIST_PATH, project files), `search` (SEARCH), `ops` (the file commands),
+//! `scan` (parallel tree reading), `status` (the status pass before and after a RUN), `listing` (TREE, LIST_PATH, project files), `search` (SEARCH), `ops` (the file commands),
 //! `change` (result types), `sys` (system calls).
 
 mod atomic;
@@ -36,6 +36,7 @@ mod ops;
 mod scan;
 mod search;
 mod state;
+mod status;
 mod sys;
 mod text;
 mod walk;
@@ -53,6 +54,8 @@ pub use gate::RelPath;
 pub use inspect::StatSnapshot;
 pub use later::LaterState;
 pub use state::{STATE_DIR, StateDir};
+pub use status::{Later, StatusPass, Tracked};
+pub use sys::{FileStat, SysCounts, counts as sys_counts};
 
 /// A callback run between the gate check and the use of a path (tests use it to swap in a
 /// symlink at the worst moment).

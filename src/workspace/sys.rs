@@ -7,6 +7,7 @@
 //! [`CStr`]. Callers still pass `libc` flag values and match `libc` errno values:
 //! `io::Error::from(Errno)` keeps the raw OS error.
 
+use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -14,6 +15,39 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, RenameFlags, ResolveFlags};
 use rustix::io::Errno;
+
+thread_local! {
+    /// Directory listings and stat calls this thread made (see [`counts`]).
+    static COUNTS: Cell<SysCounts> = const { Cell::new(SysCounts { listings: 0, stats: 0 }) };
+}
+
+/// How many directory listings and stat calls the workspace made on one thread: what a test
+/// pins so that a regression to several walks of the tree fails without timing anything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SysCounts {
+    /// Directories listed (one per directory read, however many `getdents64` calls it took).
+    pub listings: u64,
+    /// `fstatat`/`fstat` calls.
+    pub stats: u64,
+}
+
+/// The calls the calling thread made so far. Counted per thread, so tests running side by
+/// side do not see each other's; a walk that spreads over threads is counted on each.
+pub fn counts() -> SysCounts {
+    COUNTS.with(Cell::get)
+}
+
+fn count(listing: bool) {
+    COUNTS.with(|c| {
+        let mut n = c.get();
+        if listing {
+            n.listings += 1;
+        } else {
+            n.stats += 1;
+        }
+        c.set(n);
+    });
+}
 
 /// The kind of a directory entry or file, as far as the workspace cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,12 +207,53 @@ fn stat_from(st: &rustix::fs::Stat) -> Stat {
 
 /// `fstatat(2)` without following a final symlink.
 pub(crate) fn lstatat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Stat> {
+    count(false);
     let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
     Ok(stat_from(&st))
 }
 
+/// `fstatat(2)` without following a final symlink, with every field git's index records.
+#[allow(clippy::unnecessary_cast)]
+pub(crate) fn lstatat_full(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<FileStat> {
+    count(false);
+    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    Ok(FileStat {
+        mode: st.st_mode as u32,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        uid: st.st_uid as u32,
+        gid: st.st_gid as u32,
+        mtime: (st.st_mtime as i64, st.st_mtime_nsec as u32),
+        ctime: (st.st_ctime as i64, st.st_ctime_nsec as u32),
+    })
+}
+
+/// Everything `stat(2)` says that tells one version of a file from another: what git records
+/// in its index for each file, to trust an unchanged stat instead of reading the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    /// `st_mode`: file type and permission bits.
+    pub mode: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Modification time: seconds, nanoseconds.
+    pub mtime: (i64, u32),
+    /// Status-change time: seconds, nanoseconds.
+    pub ctime: (i64, u32),
+}
+
 /// `fstat(2)`.
 pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
+    count(false);
     Ok(stat_from(&rustix::fs::fstat(fd)?))
 }
 
@@ -308,6 +383,7 @@ pub(crate) fn read_dir(dir: BorrowedFd<'_>) -> io::Result<Vec<DirEntry>> {
 /// [`read_dir`] with a caller-kept buffer, so a walk over thousands of directories does not
 /// allocate one per directory. Only the buffer's spare capacity is used, never zeroed.
 pub(crate) fn read_dir_with(dir: BorrowedFd<'_>, buf: &mut Vec<u8>) -> io::Result<Vec<DirEntry>> {
+    count(true);
     rustix::fs::seek(dir, rustix::fs::SeekFrom::Start(0))?;
     buf.clear();
     buf.reserve(DIRENT_BUF);

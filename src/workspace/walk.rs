@@ -148,29 +148,12 @@ impl<'w> Rules<'w> {
         parent: Option<&Arc<Level>>,
         scratch: &mut Scratch,
     ) -> (Arc<Level>, std::io::Result<Vec<Entry>>) {
-        let depth = parent.map_or(0, |p| p.depth) + 1;
-        let level = |ignore| {
-            Arc::new(Level {
-                base_len: rel.len(),
-                ignore,
-                parent: parent.cloned(),
-                depth,
-            })
-        };
-        let raw = match sys::read_dir_with(dir.as_fd(), &mut scratch.dirents) {
+        let (level, raw) = self.read_raw(dir, rel, parent, &mut scratch.dirents);
+        let raw = match raw {
             Ok(r) => r,
-            Err(e) => return (level(None), Err(e)),
+            Err(e) => return (level, Err(e)),
         };
-        let has_gitignore = raw
-            .iter()
-            .any(|e| e.kind == Kind::File && e.name.to_bytes() == b".gitignore");
-        let level = level(if has_gitignore {
-            read_gitignore(dir)
-        } else {
-            None
-        });
-        let any_rules =
-            level.chain().any(|l| l.ignore.is_some()) || !self.global.matchers.is_empty();
+        let any_rules = self.any_rules(&level);
         let path_patterns = self.deny.has_path_patterns();
         let mut out = Vec::with_capacity(raw.len());
         for e in raw {
@@ -207,9 +190,60 @@ impl<'w> Rules<'w> {
         (level, Ok(out))
     }
 
+    /// Read the directory `rel` (open as `dir`) below the directory whose rules are `parent`,
+    /// as [`Rules::read`] does, but hand back every entry as listed (nothing hidden, unsorted):
+    /// for a walk that decides per entry, such as the status pass, where a tracked file counts
+    /// whether or not an ignore rule matches it.
+    pub(crate) fn read_raw(
+        self,
+        dir: &OwnedFd,
+        rel: &str,
+        parent: Option<&Arc<Level>>,
+        dirents: &mut Vec<u8>,
+    ) -> (Arc<Level>, std::io::Result<Vec<sys::DirEntry>>) {
+        let depth = parent.map_or(0, |p| p.depth) + 1;
+        let level = |ignore| {
+            Arc::new(Level {
+                base_len: rel.len(),
+                ignore,
+                parent: parent.cloned(),
+                depth,
+            })
+        };
+        let raw = match sys::read_dir_with(dir.as_fd(), dirents) {
+            Ok(r) => r,
+            Err(e) => return (level(None), Err(e)),
+        };
+        let has_gitignore = raw
+            .iter()
+            .any(|e| e.kind == Kind::File && e.name.to_bytes() == b".gitignore");
+        let level = level(if has_gitignore {
+            read_gitignore(dir)
+        } else {
+            None
+        });
+        (level, Ok(raw))
+    }
+
+    /// Whether any ignore rule applies in the directory whose rules are `level`.
+    pub(crate) fn any_rules(self, level: &Level) -> bool {
+        level.chain().any(|l| l.ignore.is_some()) || !self.global.matchers.is_empty()
+    }
+
+    /// Whether the entry `name` of a listed directory is hidden whatever the ignore rules
+    /// say: pai's temporary files and deny-listed names.
+    pub(crate) fn denied_name(self, name: &str) -> bool {
+        name.starts_with(TEMP_PREFIX) || self.deny.segment(name).is_some()
+    }
+
+    /// Whether the path `full` is deny-listed by a pattern spanning several segments.
+    pub(crate) fn denied_path(self, full: &str) -> bool {
+        self.deny.has_path_patterns() && self.deny.path(full).is_some()
+    }
+
     /// Whether `full` (a path in the directory whose rules are `level`) is ignored: the
     /// nearest rule wins.
-    fn ignored(self, level: &Level, full: &str, is_dir: bool) -> bool {
+    pub(crate) fn ignored(self, level: &Level, full: &str, is_dir: bool) -> bool {
         for level in level.chain() {
             let Some(m) = &level.ignore else { continue };
             let rel = if level.base_len == 0 {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pai::history::{PlanRecord, Session, StartOptions, WorkEntry, WorkTree, undo};
-use pai::workspace::{Workspace, WorkspaceConfig};
+use pai::workspace::{Later, Workspace, WorkspaceConfig};
 use sha1::{Digest, Sha1};
 
 use crate::common::{Row, median, ms, ratio, thousands, timed_git};
@@ -164,8 +164,12 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
             std::fs::write(root.join(path), format!("uncommitted {run}\n")).unwrap();
         }
         let mut session = Session::start(root, StartOptions::now()).unwrap();
+        let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
+        ws.stale_temps_removed();
         let t = Instant::now();
-        let baseline = session.remember_uncommitted(&wt).unwrap().unwrap();
+        let index = session.run_index().unwrap().unwrap();
+        let pass = ws.status_pass(&index, Later::Record).unwrap();
+        let baseline = session.remember_uncommitted(&wt, &index, &pass).unwrap();
         v[7].push(t.elapsed());
         drop(baseline);
         drop(session);

@@ -6,7 +6,7 @@
 //! `cargo bench --bench pai` builds the release binary (cargo builds a package's binaries for
 //! its benches and names them in `CARGO_BIN_EXE_pai`), so it works on a clean clone with
 //! nothing built by hand. Sections can be picked: `cargo bench --bench pai -- startup model
-//! mcp cache edits run workspace history`. `PAI_BENCH_TREE=<dir>` keeps the generated 100,000-file repository
+//! mcp cache edits run workspace history scale` (`-- --help` lists them). `PAI_BENCH_TREE=<dir>` keeps the generated 100,000-file repository
 //! there for the next run; `PAI_BENCH_FILES` changes its size, `PAI_BENCH_RUNS` the history
 //! rounds (7), `PAI_BENCH_REPS` the runs per scenario (5), `PAI_BENCH_SCENARIO` picks scenarios
 //! by name, `PAI_BENCH_REPLAY=1` estimates the time of RUN commands by replaying them even where
@@ -30,6 +30,8 @@ mod history;
 mod map;
 #[path = "mcp.rs"]
 mod mcp;
+#[path = "scale.rs"]
+mod scale;
 #[path = "../support/mod.rs"]
 mod support;
 use support::history as history_common;
@@ -65,12 +67,66 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The sections, in the order they run, with what each measures.
+const SECTIONS: &[(&str, &str)] = &[
+    (
+        "startup",
+        "pai --version / --help and the interactive prompt, beside git and python3",
+    ),
+    (
+        "model",
+        "calls, tokens, local time and memory of every scenario over 3 wire formats",
+    ),
+    ("mcp", "the cost of MCP tool lists"),
+    ("cache", "prompt caching across calls"),
+    ("edits", "search/replace edits on the corpus"),
+    (
+        "run",
+        "RUN's overhead, unconfined and under Landlock, and output streaming",
+    ),
+    (
+        "workspace",
+        "listings, search, the diff guard and the gate on a 100,000-file tree",
+    ),
+    (
+        "history",
+        "plan commit, undo and the RUN snapshot in-process, beside git",
+    ),
+    (
+        "scale",
+        "every command end to end on 1,000 / 10,000 / 100,000 files, beside git, with peak RSS",
+    ),
+];
+
+fn print_help() {
+    println!("cargo bench --bench pai [-- SECTION...]\n\nSections (all when none is named):");
+    for (name, what) in SECTIONS {
+        println!("  {name:<10} {what}");
+    }
+    println!(
+        "\nEnvironment: PAI_BENCH_TREE, PAI_BENCH_FILES, PAI_BENCH_RUNS, PAI_BENCH_REPS, \
+         PAI_BENCH_SCENARIO, PAI_BENCH_REPLAY (see tests/benches/pai.rs); for `scale`: \
+         PAI_BENCH_SCALE_DIR (where the repositories are kept, /tmp/pai-bench-scale), \
+         PAI_BENCH_SCALE_SIZES (1000,10000,100000), PAI_BENCH_SCALE_REPS (7)."
+    );
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print_help();
+        return;
+    }
     // cargo passes `--bench`; other arguments name sections.
-    let picked: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let picked: Vec<String> = args.into_iter().filter(|a| !a.starts_with('-')).collect();
+    if let Some(unknown) = picked
+        .iter()
+        .find(|p| !SECTIONS.iter().any(|(name, _)| name == p))
+    {
+        eprintln!("no section `{unknown}`");
+        print_help();
+        std::process::exit(2);
+    }
     let want = |s: &str| picked.is_empty() || picked.iter().any(|p| p == s);
     history_common::hermetic();
     // SAFETY: no other thread runs yet. Every child (pai, its RUN commands, the replays)
@@ -133,6 +189,10 @@ fn main() {
             let runs = env_usize("PAI_BENCH_RUNS", 7);
             rows.extend(history::rows(&[(&small, 1_000), (&big, files)], runs));
         }
+    }
+    if want("scale") {
+        eprintln!("scale (the pai binary end to end, beside git) ...");
+        rows.extend(scale::rows(env_usize("PAI_BENCH_SCALE_REPS", 7)));
     }
     println!(
         "\npai benchmark: {} CPUs, release build; medians; ratio = pai / reference\n",

@@ -9,4 +9,5 @@ mod support;
 mod history_commit;
 mod history_index;
 mod history_log;
+mod history_run;
 mod history_undo;

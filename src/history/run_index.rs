@@ -1,0 +1,109 @@
+//! The user's git index as the status pass before and after a RUN compares the work tree
+//! with it: git's own rule for trusting stat data (a file whose recorded stat still matches is
+//! unchanged, unless it was staged in the same instant the index was written: "racily clean",
+//! then it is read), so only files whose stat changed are read, as `git status` reads them.
+
+use std::path::Path;
+
+use crate::workspace::{FileStat, Tracked};
+
+use super::error::HistoryError;
+use super::index_file::{self, Entry, IndexFile};
+
+/// Git mode of a submodule (a commit in another repository).
+const MODE_GITLINK: u32 = 0o160000;
+/// Git mode of a symbolic link.
+const MODE_LINK: u32 = 0o120000;
+/// The file-type bits of `st_mode`.
+const TYPE_MASK: u32 = 0o170000;
+
+/// The user's index, read once before a RUN and compared with after it.
+pub struct RunIndex {
+    index: IndexFile,
+    /// When the index file was written (seconds, nanoseconds): entries recorded at or after
+    /// it are racily clean.
+    written: (u32, u32),
+}
+
+impl RunIndex {
+    /// Read the index of the repository whose git directory is `git_dir`; a missing index is
+    /// an empty one.
+    pub(crate) fn read(git_dir: &Path) -> Result<RunIndex, HistoryError> {
+        use std::os::unix::fs::MetadataExt;
+        let path = index_file::index_path(git_dir);
+        let written = std::fs::metadata(&path).map_or((0, 0), |m| {
+            (
+                u32::try_from(m.mtime()).unwrap_or(u32::MAX),
+                u32::try_from(m.mtime_nsec()).unwrap_or(0),
+            )
+        });
+        Ok(RunIndex {
+            index: IndexFile::read(&path)?,
+            written,
+        })
+    }
+
+    /// The blob id and mode the index holds for entry `i` (stage 0 only).
+    pub(crate) fn entry(&self, i: usize) -> Option<Entry> {
+        self.index.entry_at(i)
+    }
+
+    /// The blob id and mode the index holds at `path` (stage 0).
+    pub(crate) fn get(&self, path: &str) -> Option<Entry> {
+        self.index.get(path)
+    }
+}
+
+impl Tracked for RunIndex {
+    fn count(&self) -> usize {
+        self.index.len()
+    }
+
+    fn path(&self, i: usize) -> &[u8] {
+        self.index.path_at(i)
+    }
+
+    fn find(&self, path: &[u8]) -> Option<usize> {
+        self.index.position(path)
+    }
+
+    fn has_under(&self, dir: &[u8]) -> bool {
+        self.index.has_under(dir)
+    }
+
+    fn is_submodule(&self, i: usize) -> bool {
+        self.index
+            .entry_at(i)
+            .is_some_and(|(_, mode)| mode.cast_unsigned() == MODE_GITLINK)
+    }
+
+    fn unchanged(&self, i: usize, st: &FileStat) -> bool {
+        let (Some((_, mode)), Some(rec)) = (self.index.entry_at(i), self.index.stat_at(i)) else {
+            return false;
+        };
+        let [c_s, c_ns, m_s, m_ns, _dev, ino, _mode, uid, gid, size] = rec;
+        // Zeroed stat data (pai's own updates write it) or an entry staged in the same instant
+        // the index was written: only the content can tell.
+        if (m_s, m_ns) == (0, 0) || (m_s, m_ns) >= self.written {
+            return false;
+        }
+        let mode = mode.cast_unsigned();
+        let kind_ok = match mode & TYPE_MASK {
+            MODE_LINK => st.mode & TYPE_MASK == MODE_LINK,
+            0o100000 => {
+                st.mode & TYPE_MASK == 0o100000 && (st.mode & 0o100 != 0) == (mode & 0o100 != 0)
+            }
+            _ => false,
+        };
+        // Git keeps the low 32 bits of each field.
+        kind_ok
+            && st.mtime.0 as u32 == m_s
+            && st.mtime.1 == m_ns
+            && st.ctime.0 as u32 == c_s
+            && st.ctime.1 == c_ns
+            && st.ino as u32 == ino
+            && st.uid == uid
+            && st.gid == gid
+            && st.size as u32 == size
+    }
+}
