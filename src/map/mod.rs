@@ -114,23 +114,7 @@ pub fn build(
         .unwrap_or_default();
     let query = Query::parse(request);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
-    let priority = |path: &str| -> u32 {
-        let hits = terms::term_set(path)
-            .iter()
-            .filter(|t| wanted.contains(t.as_str()))
-            .count();
-        let source = symbols::Lang::from_path(path).is_some();
-        let minor = rank::is_test_path(path) || rank::is_doc_path(path);
-        let depth = path.matches('/').count() as u32;
-        let class = match (hits > 0, source, minor) {
-            (true, _, false) => 0,
-            (true, _, true) => 1,
-            (false, true, false) => 2,
-            (false, true, true) => 4,
-            (false, false, _) => 3,
-        };
-        class * 64 + depth.min(63)
-    };
+    let priority = |path: &str| parse_priority(path, &wanted);
     let mut g = gather::gather(
         ws,
         cached,
@@ -163,9 +147,7 @@ pub fn build(
     if let Some(l) = &location
         && (g.parsed > 0 || g.store.files.len() != g.files.len() || head_before != activity.head)
     {
-        let live: HashSet<&str> = paths.iter().map(String::as_str).collect();
-        g.store.compact(&live);
-        let _ = store::save(l, &root, &g.store);
+        save_cache(l, &root, &mut g.store, &paths);
     }
     let ranked = ranked
         .into_iter()
@@ -186,6 +168,38 @@ pub fn build(
         named,
         elapsed: started.elapsed(),
     }
+}
+
+/// Which files a cold map parses first (lower is sooner): those whose path has the request's
+/// words, then source, then other text, then tests and docs; shallow before deep.
+fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
+    let hits = terms::term_set(path)
+        .iter()
+        .any(|t| wanted.contains(t.as_str()));
+    let source = symbols::Lang::from_path(path).is_some();
+    let minor = rank::is_test_path(path) || rank::is_doc_path(path);
+    let depth = path.matches('/').count() as u32;
+    let class = match (hits, source, minor) {
+        (true, _, false) => 0,
+        (true, _, true) => 1,
+        (false, true, false) => 2,
+        (false, true, true) => 4,
+        (false, false, _) => 3,
+    };
+    class * 64 + depth.min(63)
+}
+
+/// Keep only what the project still has, and write the cache (failing to is not an error:
+/// the next map is cold).
+fn save_cache(
+    location: &std::path::Path,
+    root: &std::path::Path,
+    store: &mut store::Store,
+    paths: &[String],
+) {
+    let live: HashSet<&str> = paths.iter().map(String::as_str).collect();
+    store.compact(&live);
+    let _ = store::save(location, root, store);
 }
 
 /// Tracked files whose content differs from their index blob.

@@ -103,7 +103,7 @@ impl Store {
             f.defs.iter_mut().for_each(|d| re(&mut d.name));
             f.refs.iter_mut().for_each(|(id, _)| re(id));
             f.terms.iter_mut().for_each(|(id, _)| re(id));
-            f.def_terms.iter_mut().for_each(|id| re(id));
+            f.def_terms.iter_mut().for_each(&mut re);
             f.def_terms.sort_unstable();
             f.refs.sort_unstable();
             f.terms.sort_unstable();

@@ -134,6 +134,13 @@ impl ProjectView for BenchView<'_> {
     }
 }
 
+/// One case's outcomes per budget, and its map times cold and warm (ms).
+struct CaseRun {
+    outcomes: Vec<Outcome>,
+    cold: f64,
+    warm: f64,
+}
+
 /// What one case gave at one budget.
 #[derive(Default, Clone)]
 struct Outcome {
@@ -201,7 +208,7 @@ pub fn rows() -> Vec<Row> {
         .split(',')
         .filter_map(|b| b.trim().parse().ok())
         .collect();
-    let mut per_repo: BTreeMap<String, Vec<(Vec<Outcome>, f64, f64)>> = BTreeMap::new();
+    let mut per_repo: BTreeMap<String, Vec<CaseRun>> = BTreeMap::new();
     let verbose = std::env::var_os("PAI_MAP_VERBOSE").is_some();
     for case in cases().iter().filter(|c| !c.names_file) {
         let tree = trees.join(&case.id);
@@ -248,7 +255,11 @@ pub fn rows() -> Vec<Row> {
         per_repo
             .entry(case.repo.clone())
             .or_default()
-            .push((outcomes, cold, warm));
+            .push(CaseRun {
+                outcomes,
+                cold,
+                warm,
+            });
     }
     summarize(&per_repo, &budgets)
 }
@@ -269,13 +280,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn summarize(
-    per_repo: &BTreeMap<String, Vec<(Vec<Outcome>, f64, f64)>>,
-    budgets: &[usize],
-) -> Vec<Row> {
+fn summarize(per_repo: &BTreeMap<String, Vec<CaseRun>>, budgets: &[usize]) -> Vec<Row> {
     let mut rows = Vec::new();
-    let all: Vec<&(Vec<Outcome>, f64, f64)> = per_repo.values().flatten().collect();
-    let mut groups: Vec<(String, Vec<&(Vec<Outcome>, f64, f64)>)> = per_repo
+    let all: Vec<&CaseRun> = per_repo.values().flatten().collect();
+    let mut groups: Vec<(String, Vec<&CaseRun>)> = per_repo
         .iter()
         .map(|(r, v)| (r.clone(), v.iter().collect()))
         .collect();
@@ -283,11 +291,11 @@ fn summarize(
     for (name, cases) in groups {
         for (i, b) in budgets.iter().enumerate() {
             let n = cases.len();
-            let vis = cases.iter().filter(|c| c.0[i].visible).count();
-            let txt = cases.iter().filter(|c| c.0[i].text).count();
-            let tok = median(cases.iter().map(|c| c.0[i].tokens as f64).collect());
-            let cold = median(cases.iter().map(|c| c.1).collect());
-            let warm = median(cases.iter().map(|c| c.2).collect());
+            let vis = cases.iter().filter(|c| c.outcomes[i].visible).count();
+            let txt = cases.iter().filter(|c| c.outcomes[i].text).count();
+            let tok = median(cases.iter().map(|c| c.outcomes[i].tokens as f64).collect());
+            let cold = median(cases.iter().map(|c| c.cold).collect());
+            let warm = median(cases.iter().map(|c| c.warm).collect());
             rows.push(
                 Row::new(
                     "map",

@@ -77,6 +77,10 @@ const SECTIONS: &[(&str, &str)] = &[
         "model",
         "calls, tokens, local time and memory of every scenario over 3 wire formats",
     ),
+    (
+        "map",
+        "the repository map on real repositories' cases (PAI_MAP_TREES, PAI_MAP_GIT_DIRS) and its time at 10,000 and 100,000 files; only when named",
+    ),
     ("mcp", "the cost of MCP tool lists"),
     ("cache", "prompt caching across calls"),
     ("edits", "search/replace edits on the corpus"),
@@ -164,31 +168,7 @@ fn main() {
         rows.extend(exec_run::rows(python3()));
     }
     if want("workspace") || want("history") {
-        let tmp = tempfile::tempdir().unwrap();
-        let files = env_usize("PAI_BENCH_FILES", 100_000);
-        let big: PathBuf = std::env::var_os("PAI_BENCH_TREE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| tmp.path().join("big"));
-        let t = Instant::now();
-        workspace::generate_repo(&big, files);
-        eprintln!(
-            "{} files ready in {:.1} s",
-            thousands(files as u64),
-            t.elapsed().as_secs_f64()
-        );
-        if want("workspace") {
-            eprintln!("workspace ...");
-            rows.extend(workspace::listing_rows(&big, files));
-            rows.extend(workspace::guard_rows());
-            rows.extend(workspace::gate_rows());
-        }
-        if want("history") {
-            eprintln!("history ...");
-            let small = tmp.path().join("small");
-            workspace::generate_repo(&small, 1_000);
-            let runs = env_usize("PAI_BENCH_RUNS", 7);
-            rows.extend(history::rows(&[(&small, 1_000), (&big, files)], runs));
-        }
+        rows.extend(workspace_and_history_rows(&want));
     }
     if want("scale") {
         eprintln!("scale (the pai binary end to end, beside git) ...");
@@ -200,6 +180,37 @@ fn main() {
     );
     println!("{}", common::markdown(&rows));
     println!("(whole benchmark: {:.0} s)", began.elapsed().as_secs_f64());
+}
+
+/// The workspace and history sections, over one generated big repository.
+fn workspace_and_history_rows(want: &dyn Fn(&str) -> bool) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let files = env_usize("PAI_BENCH_FILES", 100_000);
+    let big: PathBuf = std::env::var_os("PAI_BENCH_TREE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("big"));
+    let t = Instant::now();
+    workspace::generate_repo(&big, files);
+    eprintln!(
+        "{} files ready in {:.1} s",
+        thousands(files as u64),
+        t.elapsed().as_secs_f64()
+    );
+    if want("workspace") {
+        eprintln!("workspace ...");
+        rows.extend(workspace::listing_rows(&big, files));
+        rows.extend(workspace::guard_rows());
+        rows.extend(workspace::gate_rows());
+    }
+    if want("history") {
+        eprintln!("history ...");
+        let small = tmp.path().join("small");
+        workspace::generate_repo(&small, 1_000);
+        let runs = env_usize("PAI_BENCH_RUNS", 7);
+        rows.extend(history::rows(&[(&small, 1_000), (&big, files)], runs));
+    }
+    rows
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ pub fn map(
         .saturating_mul(4)
         .saturating_sub(crate::agent::prompt::SYSTEM_PROMPT.len());
     let progress = |done: usize, total: usize| {
-        if total >= 300 && (done == total || done % 1024 == 0) {
+        if total >= 300 && (done == total || done.is_multiple_of(1024)) {
             out.progress(&format!(
                 "Mapping the project: {done} of {total} files read"
             ));
