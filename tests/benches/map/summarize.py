@@ -82,7 +82,7 @@ def bm25_tables(results):
     out += ["Each cell: all answer files in the top k (at least one in the top k).", ""]
     head = "| repository | cases | " + " | ".join(f"@{k} all files" for k in KS)
     head += " | " + " | ".join(f"@{k} source only" for k in KS)
-    head += " | median tokens of top 5 / top 10 files (source only) |"
+    head += " | median size of the top 5 / top 10 source files (chars/4) |"
     out += [head, "|---|---:|" + "---:|" * (2 * len(KS)) + "---:|"]
     for repo, rows in by_repo(results).items():
         cells = [repo, str(len(rows))]
