@@ -144,7 +144,7 @@ class BenchRepoMap(RepoMap):
 
     def get_ranked_tags(self, *args, **kwargs):
         if self.case_id not in self.ranked:
-            self.ranked = {self.case_id: super().get_ranked_tags(*args, **kwargs)}
+            BenchRepoMap.ranked = {self.case_id: super().get_ranked_tags(*args, **kwargs)}
         return self.ranked[self.case_id]
 
 
