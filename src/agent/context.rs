@@ -25,7 +25,7 @@ pub struct Budget {
     pub context_tokens: usize,
 }
 
-pub use crate::map::DEFAULT_CONTEXT_TOKENS;
+pub use crate::config::DEFAULT_CONTEXT_TOKENS;
 
 impl Default for Budget {
     fn default() -> Self {

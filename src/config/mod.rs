@@ -20,4 +20,4 @@ pub use credentials::{
 pub use env::Env;
 pub use file::FileSettings;
 pub use paths::ConfigDir;
-pub use settings::{Flags, Settings, Source};
+pub use settings::{DEFAULT_CONTEXT_TOKENS, Flags, Settings, Source};

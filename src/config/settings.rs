@@ -13,8 +13,9 @@ use crate::llm::ProviderKind;
 pub const DEFAULT_TEMPERATURE: f32 = 0.3;
 /// Default diff-guard line threshold.
 pub const DEFAULT_MODIFY_THRESHOLD: usize = 500;
-/// Default of the `context_tokens` setting.
-pub use crate::map::DEFAULT_CONTEXT_TOKENS;
+/// Default of the `context_tokens` setting: what the first call of a turn may carry in a
+/// project too big to list whole (the repository map's budget).
+pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
 /// Default diff-guard ratio threshold.
 pub const DEFAULT_MODIFY_MAX_RATIO: f64 = 0.5;
 /// Default RUN timeout.

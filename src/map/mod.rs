@@ -24,10 +24,6 @@ use render::Shown;
 use store::Recent;
 use terms::Query;
 
-/// Default of the `context_tokens` setting: what the first call of a turn may carry in a
-/// project too big to list whole.
-pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
-
 /// Default time a cold map may parse before ranking on what it has.
 pub const DEFAULT_TIME_BUDGET: Duration = Duration::from_secs(4);
 
@@ -58,6 +54,9 @@ pub struct MapOptions<'a> {
     pub cache: Option<std::path::PathBuf>,
 }
 
+/// Ranked files a report carries with their reasons.
+const SCORED_SHOWN: usize = 200;
+
 /// One ranked file, for `pai map`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ScoredFile {
@@ -76,7 +75,7 @@ pub struct MapReport {
     pub text: String,
     /// What it shows.
     pub shown: Shown,
-    /// The files, best first (those with a score above zero).
+    /// The best files (at most 200 with a score above zero), best first.
     pub ranked: Vec<ScoredFile>,
     /// Files in the project.
     pub files: usize,
@@ -89,6 +88,31 @@ pub struct MapReport {
     /// How long it took.
     #[serde(serialize_with = "millis")]
     pub elapsed: Duration,
+    /// Milliseconds of each stage: load (the cache), gather (walk, stat, parse), signals
+    /// (git activity), rank, render, save.
+    pub stages: Vec<(&'static str, f64)>,
+}
+
+/// Time per stage of a map.
+struct Stages {
+    last: Instant,
+    stages: Vec<(&'static str, f64)>,
+}
+
+impl Stages {
+    fn new(started: Instant) -> Self {
+        Stages {
+            last: started,
+            stages: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, stage: &'static str) {
+        let now = Instant::now();
+        let ms = now.duration_since(self.last).as_secs_f64() * 1000.0;
+        self.stages.push((stage, ms));
+        self.last = now;
+    }
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -115,6 +139,8 @@ pub fn build(
     let query = Query::parse(request);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
+    let mut clock = Stages::new(started);
+    clock.mark("load");
     let mut g = gather::gather(
         ws,
         cached,
@@ -124,6 +150,7 @@ pub fn build(
             priority: &priority,
         },
     );
+    clock.mark("gather");
     let paths: Vec<String> = g.files.iter().map(|f| f.path.clone()).collect();
     let named = named::named_files(request, &paths);
     let head_before = g.store.recent.as_ref().map(|r| r.head.clone());
@@ -133,8 +160,10 @@ pub fn build(
         uncommitted: uncommitted(&g.files, &(activity.index)()),
         recent: recent(&mut g.store, activity),
     };
+    clock.mark("signals");
     let ranked = rank::rank(&g.files, &g.store.blobs, &g.store.names, &query, &signals);
     let text_of = |p: &str| ws.read_stamped(p, MAX_FILE_BYTES).map(|(t, _)| t);
+    clock.mark("rank");
     let (text, shown) = render::render(&render::Input {
         files: &g.files,
         ranked: &ranked,
@@ -144,13 +173,16 @@ pub fn build(
         budget: opts.budget_chars,
         text_of: &text_of,
     });
+    clock.mark("render");
     if let Some(l) = &location
         && (g.parsed > 0 || g.store.files.len() != g.files.len() || head_before != activity.head)
     {
         save_cache(l, &root, &mut g.store, &paths);
     }
+    clock.mark("save");
     let ranked = ranked
         .into_iter()
+        .take(SCORED_SHOWN)
         .filter(|r| r.score > 0.0)
         .map(|r| ScoredFile {
             path: g.files[r.file].path.clone(),
@@ -167,6 +199,7 @@ pub fn build(
         unparsed: g.unparsed,
         named,
         elapsed: started.elapsed(),
+        stages: clock.stages,
     }
 }
 

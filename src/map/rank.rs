@@ -28,7 +28,10 @@ const ALPHA: f32 = 0.15;
 /// Residual below which the walk stops pushing from a file.
 const EPSILON: f32 = 1e-4;
 /// A bound on the walk's work, whatever the graph.
-const MAX_PUSHES: usize = 20_000;
+const MAX_PUSHES: usize = 5_000;
+/// A name defined in more files than this (`__init__`, `new`, `render`) says nothing about
+/// which of them a reference means: it adds no edges.
+const MAX_DEFINERS: usize = 12;
 
 /// What the user is doing, beyond the request's words.
 #[derive(Debug, Clone, Default)]
@@ -55,7 +58,7 @@ pub struct Why {
     /// Files whose references lead here (the strongest few).
     pub referenced_by: Vec<String>,
     /// Other signals: named, last plan, uncommitted, recent, test or doc.
-    pub signals: Vec<String>,
+    pub signals: Vec<&'static str>,
     /// The parts of the score.
     pub text: f32,
     /// Path part.
@@ -64,7 +67,15 @@ pub struct Why {
     pub defs: f32,
     /// Graph part.
     pub graph: f32,
+    /// While scoring: indices of the query terms found in the text, in the path, and in
+    /// defined names (identifiers after the terms), turned into words only for the files
+    /// shown (common words hit most files).
+    #[serde(skip)]
+    hits: [Vec<u16>; 3],
 }
+
+/// Files whose reasons are spelled out (`pai map` shows 30).
+const WHY_FOR: usize = 200;
 
 /// One ranked file.
 #[derive(Debug, Clone)]
@@ -163,12 +174,36 @@ pub fn rank(
     let lexical: Vec<f32> = out.iter().map(|r| r.score).collect();
     score_graph(files, &facts, &ids, names, &lexical, &mut out);
     apply_signals(files, query, signals, &mut out);
-    out.sort_by(|a, b| {
+    out.sort_unstable_by(|a, b| {
         b.score
             .total_cmp(&a.score)
             .then_with(|| files[a.file].path.cmp(&files[b.file].path))
     });
+    for r in out.iter_mut().take(WHY_FOR) {
+        spell_out(&mut r.why, query, &ids);
+    }
     out
+}
+
+/// Turn a file's hits into the words a reader sees.
+fn spell_out(why: &mut Why, query: &Query, ids: &QueryIds) {
+    let [text, path, defs] = std::mem::take(&mut why.hits);
+    let term = |k: u16| ids.terms.get(k as usize).map(|(t, _)| t.clone());
+    why.words = text.into_iter().filter_map(term).collect();
+    why.path_words = path
+        .into_iter()
+        .filter_map(|k| query.terms.get(k as usize).cloned())
+        .collect();
+    why.symbols = defs
+        .into_iter()
+        .filter_map(|k| match term(k) {
+            Some(t) => Some(format!("~{t}")),
+            None => ids
+                .idents
+                .get(k as usize - ids.terms.len())
+                .map(|(i, _)| i.clone()),
+        })
+        .collect();
 }
 
 /// BM25 of the request's terms over the files' text.
@@ -181,7 +216,7 @@ fn score_text<'a>(
     let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
     let n = indexed.iter().flatten().count().max(1) as f32;
     let avg = indexed.iter().flatten().map(|f| f.len as f32).sum::<f32>() / n;
-    for (term, id) in &ids.terms {
+    for (k, (_, id)) in ids.terms.iter().enumerate() {
         let df = indexed.iter().flatten().filter(|f| f.tf(*id) > 0).count() as f32;
         if df == 0.0 {
             continue;
@@ -197,55 +232,66 @@ fn score_text<'a>(
             let s = idf * tf * (K1 + 1.0) / (tf + norm);
             r.score += s;
             r.why.text += s;
-            r.why.words.push(term.clone());
+            r.why.hits[0].push(k as u16);
         }
     }
 }
 
-/// The request's terms in the files' paths, weighted by how rare they are among paths.
+/// The request's terms in the files' paths, weighted by how rare they are among paths; the
+/// file's own name counts more than its folders'.
 fn score_paths(files: &[MapFile], query: &Query, out: &mut [Ranked]) {
     if query.terms.is_empty() {
         return;
     }
-    let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
-    let mut stems: HashMap<String, Vec<String>> = HashMap::new();
-    let mut hits: Vec<Vec<String>> = Vec::with_capacity(files.len());
-    let mut df: HashMap<String, f32> = HashMap::new();
+    let index: HashMap<&str, u16> = query
+        .terms
+        .iter()
+        .enumerate()
+        .map(|(k, t)| (t.as_str(), k as u16))
+        .collect();
+    // Each distinct folder or file name is split once, and only words that could match are
+    // stemmed.
+    let prefixes = terms::prefixes(&query.terms);
+    let mut parts: HashMap<&str, Vec<u16>> = HashMap::new();
+    let mut hits: Vec<Vec<(u16, bool)>> = Vec::with_capacity(files.len());
+    let mut df = vec![0.0_f32; query.terms.len()];
     for f in files {
-        let mut found: Vec<String> = Vec::new();
-        for part in f.path.split('/') {
-            let terms = stems.entry(part.to_string()).or_insert_with(|| {
-                let mut v: Vec<String> = terms::term_set(part).into_iter().collect();
-                v.retain(|t| wanted.contains(t.as_str()));
+        let mut found: Vec<(u16, bool)> = Vec::new();
+        let comps: Vec<&str> = f.path.split('/').collect();
+        for (i, part) in comps.iter().enumerate() {
+            let ks = parts.entry(part).or_insert_with(|| {
+                let mut v: Vec<u16> = Vec::new();
+                terms::for_each_term_like(part, &prefixes, |t| {
+                    if let Some(&k) = index.get(t)
+                        && !v.contains(&k)
+                    {
+                        v.push(k);
+                    }
+                });
                 v
             });
-            for t in terms.iter() {
-                if !found.contains(t) {
-                    found.push(t.clone());
+            let in_name = i + 1 == comps.len();
+            for &k in ks.iter() {
+                match found.iter_mut().find(|(x, _)| *x == k) {
+                    Some(hit) => hit.1 |= in_name,
+                    None => found.push((k, in_name)),
                 }
             }
         }
-        for t in &found {
-            *df.entry(t.clone()).or_default() += 1.0;
+        for (k, _) in &found {
+            df[*k as usize] += 1.0;
         }
         hits.push(found);
     }
     let n = files.len().max(1) as f32;
     for (r, found) in out.iter_mut().zip(hits) {
-        let name = files[r.file]
-            .path
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_string();
-        for t in found {
-            let idf = ((n - df[&t] + 0.5) / (df[&t] + 0.5) + 1.0).ln();
-            // The file's own name counts more than a folder's.
-            let in_name = terms::term_set(&name).contains(&t);
+        for (k, in_name) in found {
+            let d = df[k as usize];
+            let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
             let s = PATH_WEIGHT * idf * if in_name { 1.5 } else { 1.0 };
             r.score += s;
             r.why.path += s;
-            r.why.path_words.push(t);
+            r.why.hits[1].push(k);
         }
     }
 }
@@ -260,7 +306,7 @@ fn score_defs<'a>(
 ) {
     let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
     let n = indexed.iter().flatten().count().max(1) as f32;
-    for (term, id) in &ids.terms {
+    for (k, (_, id)) in ids.terms.iter().enumerate() {
         let df = indexed
             .iter()
             .flatten()
@@ -274,16 +320,16 @@ fn score_defs<'a>(
             if f.is_some_and(|f| f.def_terms.binary_search(id).is_ok()) {
                 r.score += DEF_WEIGHT * idf;
                 r.why.defs += DEF_WEIGHT * idf;
-                r.why.symbols.push(format!("~{term}"));
+                r.why.hits[2].push(k as u16);
             }
         }
     }
-    for (ident, id) in &ids.idents {
+    for (k, (_, id)) in ids.idents.iter().enumerate() {
         for (r, f) in out.iter_mut().zip(&indexed) {
             if f.is_some_and(|f| f.defs.iter().any(|d| d.name == *id)) {
                 r.score += IDENT_BONUS;
                 r.why.defs += IDENT_BONUS;
-                r.why.symbols.push(ident.clone());
+                r.why.hits[2].push((ids.terms.len() + k) as u16);
             }
         }
     }
@@ -329,6 +375,7 @@ fn score_graph<'a>(
     let mut queue: std::collections::VecDeque<usize> = seeds.iter().copied().collect();
     let mut rank: HashMap<usize, f32> = HashMap::new();
     let mut via: HashMap<usize, (f32, usize)> = HashMap::new();
+    let mut edges_of: HashMap<usize, Vec<(usize, f32)>> = HashMap::new();
     let mut pushes = 0;
     while let Some(u) = queue.pop_front() {
         let r = residual.remove(&u).unwrap_or(0.0);
@@ -338,12 +385,14 @@ fn score_graph<'a>(
             break;
         }
         let Some(x) = facts(&files[u]) else { continue };
-        let edges = out_edges(u, x, &definers, names, &wanted);
+        let edges = edges_of
+            .entry(u)
+            .or_insert_with(|| out_edges(u, x, &definers, names, &wanted));
         let sum: f32 = edges.iter().map(|(_, w)| w).sum();
         if sum <= 0.0 {
             continue;
         }
-        for (v, w) in edges {
+        for &(v, w) in edges.iter() {
             let share = (1.0 - ALPHA) * r * w / sum;
             let before = residual.get(&v).copied().unwrap_or(0.0);
             residual.insert(v, before + share);
@@ -383,7 +432,7 @@ fn out_edges(
 ) -> Vec<(usize, f32)> {
     let mut edges: HashMap<usize, f32> = HashMap::new();
     for (name, count) in &x.refs {
-        let Some(defs) = definers.get(name) else {
+        let Some(defs) = definers.get(name).filter(|d| d.len() <= MAX_DEFINERS) else {
             continue;
         };
         let text = names.get(*name);
@@ -415,9 +464,9 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
     let top = out.iter().map(|r| r.score).fold(1.0_f32, f32::max);
     for r in out.iter_mut() {
         let path = files[r.file].path.as_str();
-        let mut add = |why: &str, s: f32| {
+        let mut add = |why: &'static str, s: f32| {
             r.score += s;
-            r.why.signals.push(why.to_string());
+            r.why.signals.push(why);
         };
         if signals.named.iter().any(|n| n == path) {
             add("named in the request", 10.0 * top);
@@ -436,7 +485,7 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
         }
         if (is_test_path(path) && !query.about_tests) || (is_doc_path(path) && !query.about_docs) {
             r.score *= 0.5;
-            r.why.signals.push("test or doc: ranked down".into());
+            r.why.signals.push("test or doc: ranked down");
         }
     }
 }

@@ -8,23 +8,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use super::Workspace;
 use super::beneath::open_parent;
 use super::scan::{Scan, ScanDir, scan};
-use super::sys::{self, Kind};
+use super::sys::{self, Kind, Stamp};
 use super::walk::{Walker, join};
-
-/// What a file's stat says about its version: equal stamps mean the file was not rewritten
-/// (the test git's index uses, with the inode and the status-change time for renames and
-/// same-second edits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Stamp {
-    /// Size in bytes.
-    pub size: u64,
-    /// Inode number.
-    pub ino: u64,
-    /// Modification time, nanoseconds since the epoch.
-    pub mtime_ns: i64,
-    /// Status-change time, nanoseconds since the epoch.
-    pub ctime_ns: i64,
-}
 
 /// One project file as the map sees it.
 #[derive(Debug, Clone)]

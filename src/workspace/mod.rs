@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 pub use change::{ChangeKind, FileChange, Probe, ReadContent, ReadOutput};
 pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
-pub use corpus::{CorpusFile, Stamp};
+pub use corpus::CorpusFile;
 pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;
@@ -55,6 +55,7 @@ pub use inspect::StatSnapshot;
 pub use later::LaterState;
 pub use state::{STATE_DIR, StateDir};
 pub use status::{Later, StatusPass, Tracked};
+pub use sys::Stamp;
 pub use sys::{FileStat, SysCounts, counts as sys_counts};
 
 /// A callback run between the gate check and the use of a path (tests use it to swap in a

@@ -73,6 +73,21 @@ impl From<FileType> for Kind {
     }
 }
 
+/// What a file's stat says about its version: equal stamps mean the file was not rewritten
+/// (the test git's index uses, with the inode and the status-change time for renames and
+/// same-second edits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Status-change time, nanoseconds since the epoch.
+    pub ctime_ns: i64,
+}
+
 /// The parts of `struct stat` the workspace uses.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stat {
@@ -96,11 +111,11 @@ impl Stat {
         self.kind == other.kind && self.size == other.size && self.version == other.version
     }
 
-    /// The version parts the repository map's cache compares (see [`super::corpus::Stamp`]).
-    pub(crate) fn stamp(&self) -> super::corpus::Stamp {
+    /// The version parts the repository map's cache compares (see [`Stamp`]).
+    pub(crate) fn stamp(&self) -> Stamp {
         let (_, ino, m_s, m_ns, c_s, c_ns) = self.version;
         let ns = |s: i64, n: u64| s.saturating_mul(1_000_000_000).saturating_add(n as i64);
-        super::corpus::Stamp {
+        Stamp {
             size: self.size,
             ino,
             mtime_ns: ns(m_s, m_ns),

@@ -85,6 +85,12 @@ fn render(r: &MapReport, small: bool, tokens: usize) -> String {
         },
         ms(r.elapsed)
     );
+    let stages: Vec<String> = r
+        .stages
+        .iter()
+        .map(|(name, ms)| format!("{name} {ms:.1} ms"))
+        .collect();
+    let _ = writeln!(s, "({})", stages.join(", "));
     if small {
         let _ = writeln!(
             s,
@@ -149,6 +155,6 @@ fn why(w: &crate::map::rank::Why) -> String {
             .map_or(String::new(), |f| format!(" from {f}"));
         parts.push(format!("referenced{from} ({:.2})", w.graph));
     }
-    parts.extend(w.signals.iter().cloned());
+    parts.extend(w.signals.iter().map(|s| s.to_string()));
     parts.join("; ")
 }
