@@ -312,7 +312,12 @@ fn spawn(
         .arg(command)
         .current_dir(root)
         .env_clear()
-        .envs(env::child_environment(secrets))
+        .envs(
+            env::child_environment(secrets)
+                .into_iter()
+                // A confined command gets no channel to a process outside its confinement.
+                .filter(|(name, _)| ruleset.is_none() || !env::is_channel_variable(name)),
+        )
         .env(marker.0, marker.1)
         .stdin(Stdio::null())
         .stdout(writer)

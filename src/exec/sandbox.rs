@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, path_beneath_rules,
+    RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
 /// The Landlock ABI whose filesystem rights pai asks for (and was tested with): V5 controls file
@@ -119,6 +119,9 @@ pub(crate) fn build_ruleset(root: &Path, extra: &[PathBuf]) -> Result<OwnedFd, S
         // Best effort: on an older kernel, handle (and deny) the rights it knows.
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
+        // Landlock ABI 6 (Linux 6.12): no connecting to abstract sockets (X11, a session bus)
+        // or signalling processes outside the command's own domain.
+        .and_then(|r| r.scope(Scope::AbstractUnixSocket | Scope::Signal))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rule(PathBeneath::new(everything, read)))
         .and_then(|r| r.add_rule(PathBeneath::new(root_fd, all)))
