@@ -149,6 +149,27 @@ pub(crate) unsafe fn confine_current_process(ruleset: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Take `CAP_SYS_PTRACE` from the calling process for good (effective, permitted, inheritable,
+/// ambient and the bounding set, so no program it executes gets it back): a confined command
+/// running as root could otherwise read pai's environment and memory through
+/// `/proc/<pid>/environ` and `/proc/<pid>/mem`, which pai's non-dumpable flag closes only to
+/// processes without it. `CAP_DAC_OVERRIDE` stays: a root build writing files another user owns
+/// in the project needs it. Best effort (a process without the capability has nothing to
+/// drop).
+///
+/// Meant for the child between `fork` and `exec`: raw system calls on stack memory only.
+pub(crate) fn drop_ptrace_capability() {
+    use rustix::thread::CapabilitySet;
+    let _ = rustix::thread::remove_capability_from_bounding_set(CapabilitySet::SYS_PTRACE);
+    let _ = rustix::thread::configure_capability_in_ambient_set(CapabilitySet::SYS_PTRACE, false);
+    if let Ok(mut sets) = rustix::thread::capabilities(None) {
+        sets.effective.remove(CapabilitySet::SYS_PTRACE);
+        sets.permitted.remove(CapabilitySet::SYS_PTRACE);
+        sets.inheritable.remove(CapabilitySet::SYS_PTRACE);
+        let _ = rustix::thread::set_capabilities(None, sets);
+    }
+}
+
 /// The kernel's Landlock ABI version, or the `errno` saying why there is none.
 fn kernel_abi() -> io::Result<u32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;

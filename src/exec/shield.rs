@@ -43,8 +43,14 @@ impl Shield {
     /// to hide ([`channels`]) and whether `/tmp` is private.
     pub(crate) fn prepare(root: &Path) -> Option<Shield> {
         let mut binds = Vec::new();
-        // The same paths the detect-and-restore watches.
-        for rel in crate::layout::runs_later_tops() {
+        // The same paths the detect-and-restore watches, those the repository's configuration
+        // adds included (`core.hooksPath`, included config files, MCP servers' files).
+        let configured = crate::layout::configured_runs_later(root);
+        let tops = crate::layout::runs_later_tops()
+            .map(str::to_string)
+            .chain(configured.into_iter().map(|(p, _)| p));
+        for rel in tops {
+            let rel = rel.as_str();
             let path = root.join(rel);
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;

@@ -211,6 +211,9 @@ pub(crate) struct DenyList {
     /// The project is the user's home directory: the files that run when a shell starts or
     /// the user logs in are protected too (the startup paths of [`crate::layout::RUNS_LATER`]).
     home: bool,
+    /// Paths the repository's own configuration makes run later (folded, `/`-separated):
+    /// `core.hooksPath`, included git config files, files an MCP server's command names.
+    later: Vec<String>,
 }
 
 impl DenyList {
@@ -245,6 +248,7 @@ impl DenyList {
         Ok(DenyList {
             extra: out,
             home: false,
+            later: Vec::new(),
         })
     }
 
@@ -252,6 +256,34 @@ impl DenyList {
     pub(crate) fn at_home(mut self) -> Self {
         self.home = true;
         self
+    }
+
+    /// The same list protecting `paths` too: what the repository's configuration makes run
+    /// later ([`crate::layout::configured_runs_later`]).
+    pub(crate) fn with_later(mut self, paths: impl IntoIterator<Item = String>) -> Self {
+        self.later = paths
+            .into_iter()
+            .map(|p| {
+                p.split('/')
+                    .map(|s| skeleton(s).into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .collect();
+        self
+    }
+
+    /// A configured runs-later path that `rel` (folded) is or lies under.
+    fn configured_later(&self, folded: &str) -> Option<DenyClass> {
+        let hit = self.later.iter().any(|p| {
+            folded == p
+                || folded
+                    .strip_prefix(p.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        });
+        hit.then_some(DenyClass::Protected(
+            "(the repository's configuration runs it later: core.hooksPath, an included git config or an MCP server)",
+        ))
     }
 
     /// A home-directory startup path that `rel` is or lies under.
@@ -295,7 +327,9 @@ impl DenyList {
     /// Whether any configured pattern spans several segments (only then is the whole-path
     /// check needed).
     pub(crate) fn has_path_patterns(&self) -> bool {
-        self.home || self.extra.iter().any(|e| matches!(e, Extra::Path(_)))
+        self.home
+            || !self.later.is_empty()
+            || self.extra.iter().any(|e| matches!(e, Extra::Path(_)))
     }
 
     /// The class of a relative `/`-separated path: the first denied segment, pai's own
@@ -322,6 +356,9 @@ impl DenyList {
                 .map(|s| skeleton(s).into_owned())
                 .collect::<Vec<_>>()
                 .join("/");
+            if let Some(c) = self.configured_later(&folded) {
+                return Some(c);
+            }
             return self.path_patterns(&folded);
         }
         None

@@ -210,6 +210,13 @@ attacks! {
         }
     }
 
+    control_a_confined_command_still_writes_the_project: Ctx::repo() => |c| {
+        c.run(vec![plan(json!([run("id -u > uid.txt; mkdir -p build && touch build/out.o")]))], &["--yes", "--allow-run"]);
+        if exec_confines() {
+            assert!(c.p("build/out.o").exists(), "a confined command could not write the project");
+        }
+    }
+
     // ---- 4. approvals cover what the user saw ----------------------------------------------
     allow_saved_exact_find_rule_covers_no_exec: Ctx::repo() => |c| {
         allow(&c, "\"=find . -type f\"");
@@ -358,6 +365,50 @@ attacks! {
         assert!(c.p("b.txt").exists(), "the second session refused pai's own history");
         let out = c.cmd(&["undo"]);
         assert!(!c.p("b.txt").exists(), "undo in pai's own private history failed: {out}");
+    }
+
+    // ---- 3. what runs later is computed, not listed -----------------------------------------
+    modify_a_hook_under_core_hooks_path: Ctx::repo() => |c| {
+        fs::create_dir_all(c.p(".husky/_")).unwrap();
+        fs::write(c.p(".husky/_/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        fs::set_permissions(c.p(".husky/_/pre-commit"), fs::Permissions::from_mode(0o755)).unwrap();
+        git(&c.root, &["add", "-A"]);
+        git(&c.root, &["commit", "-q", "-m", "husky"]);
+        git(&c.root, &["config", "core.hooksPath", ".husky/_"]);
+        let payload = c.payload();
+        c.run(vec![plan(json!([{"action": "MODIFY", "path": ".husky/_/pre-commit",
+            "edits": [{"search": "exit 0", "replace": payload}]}]))], &["--yes"]);
+        c.run(vec![plan(json!([write(".husky/_/post-commit", &payload)]))], &["--yes"]);
+        assert_eq!(fs::read_to_string(c.p(".husky/_/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+    }
+    run_rewrites_a_hook_under_core_hooks_path: Ctx::repo() => |c| {
+        fs::create_dir_all(c.p(".githooks")).unwrap();
+        fs::write(c.p(".githooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        fs::set_permissions(c.p(".githooks/pre-commit"), fs::Permissions::from_mode(0o755)).unwrap();
+        git(&c.root, &["config", "core.hooksPath", ".githooks"]);
+        let cmd = format!("printf '#!/bin/sh\\ntouch {}/PWNED\\n' > .githooks/pre-commit; cp .githooks/pre-commit .githooks/post-commit; chmod +x .githooks/*", c.root.display());
+        c.run(vec![plan(json!([run(&cmd)]))], &["--yes", "--allow-run"]);
+        assert_eq!(fs::read_to_string(c.p(".githooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+    }
+    write_a_git_config_file_the_repository_includes: Ctx::repo() => |c| {
+        fs::write(c.p("gitconfig.inc"), "[user]\n\tname = x\n").unwrap();
+        git(&c.root, &["config", "include.path", "../gitconfig.inc"]);
+        c.run(vec![plan(json!([{"action": "MODIFY", "path": "gitconfig.inc", "content": "[core]\n\tfsmonitor = touch PWNED\n"}]))], &["--yes"]);
+        c.run(vec![plan(json!([run("printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > gitconfig.inc")]))], &["--yes", "--allow-run"]);
+        assert!(!fs::read_to_string(c.p("gitconfig.inc")).unwrap().contains("fsmonitor"));
+    }
+    rewrite_the_script_a_project_mcp_server_runs: Ctx::repo() => |c| {
+        fs::create_dir_all(c.p("tools")).unwrap();
+        fs::write(c.p("tools/mcp_server.py"), "print('server')\n").unwrap();
+        fs::write(c.p(".mcp.json"), r#"{"mcpServers": {"local": {"command": "python3", "args": ["tools/mcp_server.py"]}}}"#).unwrap();
+        let payload = c.py_payload();
+        c.run(vec![plan(json!([{"action": "MODIFY", "path": "tools/mcp_server.py", "content": payload}]))], &["--yes"]);
+        c.run(vec![plan(json!([run("cp app.py tools/mcp_server.py")]))], &["--yes", "--allow-run"]);
+        assert_eq!(fs::read_to_string(c.p("tools/mcp_server.py")).unwrap(), "print('server')\n");
+    }
+    control_a_hooks_folder_git_does_not_use_is_ordinary: Ctx::repo() => |c| {
+        c.run(vec![plan(json!([write(".githooks/pre-commit", "#!/bin/sh\necho lint\n")]))], &["--yes"]);
+        assert!(c.p(".githooks/pre-commit").exists(), "a folder git does not run was protected");
     }
 
     // ---- text from the repository or the model on the terminal -----------------------------
