@@ -144,8 +144,9 @@ fn git_config_values(path: &std::path::Path, pattern: &str) -> Vec<String> {
     values
 }
 
-/// The project files `.mcp.json`'s servers name in their command and arguments.
-fn mcp_files(root: &std::path::Path) -> Vec<(String, LaterKind)> {
+/// The project files `.mcp.json`'s servers name in their command and arguments (what a
+/// trusted server runs; its trust is pinned to their bytes too).
+pub fn mcp_files(root: &std::path::Path) -> Vec<(String, LaterKind)> {
     let path = root.join(".mcp.json");
     if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
         return Vec::new();

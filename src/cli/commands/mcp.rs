@@ -213,7 +213,7 @@ pub fn trust(settings: &Settings, out: &Output) -> Result<(), Error> {
     }
     out.text(&text);
     let mut store = TrustStore::load(&file).map_err(Error::config)?;
-    let hash = crate::mcp::trust::file_hash(&bytes);
+    let hash = crate::mcp::trust::pin(&root, &crate::mcp::trust::file_hash(&bytes));
     store.trust(&root, &hash);
     store.save(&file).map_err(Error::failed)?;
     out.line(&format!(
