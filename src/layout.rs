@@ -89,9 +89,157 @@ pub fn runs_later_tops() -> impl Iterator<Item = &'static str> {
     })
 }
 
+/// The paths inside the project at `root` that its own configuration makes run later, read at
+/// start (computed, not listed): the effective `core.hooksPath` of `.git/config` (a directory,
+/// husky's `.husky/_` or `.githooks`), the files its `include.path` and `includeIf.*.path`
+/// name (an included file can set `core.fsmonitor`), and the files and directories the
+/// commands and arguments of `.mcp.json`'s servers name (`python3 tools/mcp_server.py` runs
+/// that script at the next start). Root-relative, `/`-separated, each with what stands there.
+pub fn configured_runs_later(root: &std::path::Path) -> Vec<(String, LaterKind)> {
+    let mut out: Vec<(String, LaterKind)> = Vec::new();
+    let git_dir = root.join(".git");
+    if std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) {
+        let config = git_dir.join("config");
+        if let Some(hooks) = git_config_values(&config, "core.hookspath").pop() {
+            // git resolves a relative hooks path from the top of the work tree.
+            out.extend(inside(root, &hooks).map(|p| (p, LaterKind::Dir(3))));
+        }
+        for include in git_config_values(&config, "include.path")
+            .into_iter()
+            .chain(git_config_values(&config, "includeif\\..*\\.path"))
+        {
+            if include.starts_with('~') {
+                continue;
+            }
+            // Relative include paths are relative to the including file (`.git/`).
+            let target = git_dir.join(&include);
+            if let Ok(rel) = target.strip_prefix(root) {
+                out.extend(inside(root, &rel.to_string_lossy()).map(|p| (p, LaterKind::File)));
+            }
+        }
+    }
+    out.extend(mcp_files(root));
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+/// Every value of the variables matching `pattern` (a regular expression over lower-case
+/// names) in the one config file at `path`, in order.
+fn git_config_values(path: &std::path::Path, pattern: &str) -> Vec<String> {
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return Vec::new();
+    }
+    let Ok(config) = git2::Config::open(path) else {
+        return Vec::new();
+    };
+    let mut values = Vec::new();
+    if let Ok(mut entries) = config.entries(Some(pattern)) {
+        while let Some(Ok(entry)) = entries.next() {
+            if let Ok(v) = entry.value() {
+                values.push(v.to_string());
+            }
+        }
+    }
+    values
+}
+
+/// The project files `.mcp.json`'s servers name in their command and arguments (what a
+/// trusted server runs; its trust is pinned to their bytes too).
+pub fn mcp_files(root: &std::path::Path) -> Vec<(String, LaterKind)> {
+    let path = root.join(".mcp.json");
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let servers = json
+        .get("mcpServers")
+        .and_then(serde_json::Value::as_object);
+    let words = servers
+        .into_iter()
+        .flat_map(|m| m.values())
+        .flat_map(|server| {
+            let command = server.get("command").and_then(serde_json::Value::as_str);
+            let args = server.get("args").and_then(serde_json::Value::as_array);
+            command.into_iter().chain(
+                args.into_iter()
+                    .flatten()
+                    .filter_map(serde_json::Value::as_str),
+            )
+        });
+    let mut out = Vec::new();
+    for word in words {
+        // `--script=tools/x.py` names a file too.
+        let word = word.rsplit('=').next().unwrap_or(word);
+        let Some(rel) = inside(root, word) else {
+            continue;
+        };
+        match std::fs::symlink_metadata(root.join(&rel)) {
+            Ok(m) if m.is_file() => out.push((rel, LaterKind::File)),
+            Ok(m) if m.is_dir() => out.push((rel, LaterKind::Dir(3))),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `path` (relative to `root`, or absolute) as a root-relative path inside the project, or
+/// `None` when it is outside, the root itself, or not a plain path.
+fn inside(root: &std::path::Path, path: &str) -> Option<String> {
+    use std::path::Component;
+    let path = std::path::Path::new(path);
+    let rel = if path.is_absolute() {
+        path.strip_prefix(root).ok()?
+    } else {
+        path
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(p) => parts.push(p.to_str()?.to_string()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_repository_configures_to_run_later_is_computed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::write(root.join("tools/mcp_server.py"), "").unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\thooksPath = .husky/_\n[include]\n\tpath = ../gitconfig.inc\n\
+             [includeIf \"gitdir:/x/\"]\n\tpath = ../../outside.inc\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join(".mcp.json"),
+            r#"{"mcpServers": {"t": {"command": "python3", "args": ["tools/mcp_server.py", "--x=1"]}}}"#,
+        )
+        .unwrap();
+        let found = configured_runs_later(&root);
+        let names: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(names, [".husky/_", "gitconfig.inc", "tools/mcp_server.py"]);
+        assert_eq!(inside(&root, "../x"), None);
+        assert_eq!(inside(&root, "a/../b").as_deref(), Some("b"));
+    }
 
     #[test]
     fn the_state_dir_is_among_what_runs_later() {

@@ -21,8 +21,8 @@ use std::path::Path;
 /// The first character of the reserved block; byte `b` (0x80..=0xFF) is `BASE + b`.
 const BASE: u32 = 0x10_FF00;
 
-/// Whether `c` is one of the escape characters.
-fn is_escape(c: char) -> bool {
+/// Whether `c` is one of the escape characters (stands for a byte that is not UTF-8).
+pub(crate) fn is_escape(c: char) -> bool {
     (BASE + 0x80..=BASE + 0xFF).contains(&(c as u32))
 }
 

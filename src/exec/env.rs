@@ -84,6 +84,52 @@ fn is_sensitive(name: &OsStr, value: &OsStr, secrets: &[String]) -> bool {
         })
 }
 
+/// Variables that hand a command a channel to a process outside its confinement: a terminal
+/// multiplexer or terminal that runs commands on request (`tmux new-window`, kitty's remote
+/// control), an agent that signs with the user's keys, a container daemon that starts
+/// privileged containers, the desktop's session bus and display servers, an editor's server.
+/// A confined command gets none of them (the sockets themselves are hidden by the shield).
+pub const CHANNEL_VARIABLES: &[&str] = &[
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "KITTY_LISTEN_ON",
+    "KITTY_WINDOW_ID",
+    "WEZTERM_UNIX_SOCKET",
+    "ALACRITTY_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "EMACS_SOCKET_NAME",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "BUILDKIT_HOST",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "SWAYSOCK",
+    "I3SOCK",
+    "HYPRLAND_INSTANCE_SIGNATURE",
+    "PULSE_SERVER",
+    "XDG_RUNTIME_DIR",
+];
+
+/// Whether variable `name` opens a channel out of a confined command ([`CHANNEL_VARIABLES`]).
+pub fn is_channel_variable(name: &OsStr) -> bool {
+    CHANNEL_VARIABLES
+        .iter()
+        .any(|v| v.as_bytes() == name.as_bytes())
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -161,6 +207,22 @@ mod tests {
             &["secret-value-123".to_string()],
         );
         assert_eq!(names(&out), ["Y"]);
+    }
+
+    #[test]
+    fn channel_variables_are_recognised_and_ordinary_ones_are_not() {
+        for v in [
+            "TMUX",
+            "SSH_AUTH_SOCK",
+            "DOCKER_HOST",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "STY",
+        ] {
+            assert!(is_channel_variable(OsStr::new(v)), "{v}");
+        }
+        for v in ["PATH", "HOME", "TERM", "TMUXP_CONFIGDIR", "LANG"] {
+            assert!(!is_channel_variable(OsStr::new(v)), "{v}");
+        }
     }
 
     #[test]

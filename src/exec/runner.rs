@@ -312,7 +312,12 @@ fn spawn(
         .arg(command)
         .current_dir(root)
         .env_clear()
-        .envs(env::child_environment(secrets))
+        .envs(
+            env::child_environment(secrets)
+                .into_iter()
+                // A confined command gets no channel to a process outside its confinement.
+                .filter(|(name, _)| ruleset.is_none() || !env::is_channel_variable(name)),
+        )
         .env(marker.0, marker.1)
         .stdin(Stdio::null())
         .stdout(writer)
@@ -323,8 +328,8 @@ fn spawn(
     let shield = ruleset.and_then(|_| shield::Shield::prepare(root));
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
     // calls are sound: setsid, the shield's unshare/open/write/mount (on memory prepared before
-    // the fork, paths passed as C strings so rustix copies nothing), prctl and
-    // landlock_restrict_self are plain system calls (rustix's wrappers are raw system calls
+    // the fork, paths passed as C strings so rustix copies nothing), capget/capset on stack
+    // memory, prctl and landlock_restrict_self are plain system calls (rustix's wrappers are raw system calls
     // without allocation), and an io::Error made from an errno does not allocate. The ruleset
     // was built before the fork (see sandbox.rs for why); its descriptor stays open in the
     // parent until spawn returns.
@@ -335,7 +340,11 @@ fn spawn(
                 shield.apply();
             }
             match ruleset_fd {
-                Some(fd) => sandbox::confine_current_process(fd),
+                Some(fd) => {
+                    // After the mounts (which need CAP_SYS_ADMIN as root), before Landlock.
+                    sandbox::drop_ptrace_capability();
+                    sandbox::confine_current_process(fd)
+                }
                 None => Ok(()),
             }
         });

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, path_beneath_rules,
+    RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
 /// The Landlock ABI whose filesystem rights pai asks for (and was tested with): V5 controls file
@@ -119,6 +119,9 @@ pub(crate) fn build_ruleset(root: &Path, extra: &[PathBuf]) -> Result<OwnedFd, S
         // Best effort: on an older kernel, handle (and deny) the rights it knows.
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
+        // Landlock ABI 6 (Linux 6.12): no connecting to abstract sockets (X11, a session bus)
+        // or signalling processes outside the command's own domain.
+        .and_then(|r| r.scope(Scope::AbstractUnixSocket | Scope::Signal))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rule(PathBeneath::new(everything, read)))
         .and_then(|r| r.add_rule(PathBeneath::new(root_fd, all)))
@@ -144,6 +147,27 @@ pub(crate) unsafe fn confine_current_process(ruleset: RawFd) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Take `CAP_SYS_PTRACE` from the calling process for good (effective, permitted, inheritable,
+/// ambient and the bounding set, so no program it executes gets it back): a confined command
+/// running as root could otherwise read pai's environment and memory through
+/// `/proc/<pid>/environ` and `/proc/<pid>/mem`, which pai's non-dumpable flag closes only to
+/// processes without it. `CAP_DAC_OVERRIDE` stays: a root build writing files another user owns
+/// in the project needs it. Best effort (a process without the capability has nothing to
+/// drop).
+///
+/// Meant for the child between `fork` and `exec`: raw system calls on stack memory only.
+pub(crate) fn drop_ptrace_capability() {
+    use rustix::thread::CapabilitySet;
+    let _ = rustix::thread::remove_capability_from_bounding_set(CapabilitySet::SYS_PTRACE);
+    let _ = rustix::thread::configure_capability_in_ambient_set(CapabilitySet::SYS_PTRACE, false);
+    if let Ok(mut sets) = rustix::thread::capabilities(None) {
+        sets.effective.remove(CapabilitySet::SYS_PTRACE);
+        sets.permitted.remove(CapabilitySet::SYS_PTRACE);
+        sets.inheritable.remove(CapabilitySet::SYS_PTRACE);
+        let _ = rustix::thread::set_capabilities(None, sets);
+    }
 }
 
 /// The kernel's Landlock ABI version, or the `errno` saying why there is none.

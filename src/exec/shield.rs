@@ -11,7 +11,8 @@
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 use rustix::mount::{MountFlags, MountPropagationFlags};
@@ -23,21 +24,33 @@ struct Bind {
     keep: MountFlags,
 }
 
-/// What the child does to make the guarded paths read-only.
+/// What the child does to make the guarded paths read-only and the outside channels unreachable.
 pub(crate) struct Shield {
     binds: Vec<Bind>,
+    /// Directories of sockets to outside processes, covered by an empty read-only tmpfs.
+    hide_dirs: Vec<CString>,
+    /// Socket files, covered by `/dev/null`.
+    hide_files: Vec<CString>,
+    /// Give the command its own empty `/tmp` (only when the project is not under it).
+    private_tmp: bool,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
 
 impl Shield {
     /// The binds for the project at `root`: only real directories and files (a link is not
-    /// followed: binding through it would protect whatever it points at instead). `None` when
-    /// there is nothing to protect.
+    /// followed: binding through it would protect whatever it points at instead); the sockets
+    /// to hide ([`channels`]) and whether `/tmp` is private.
     pub(crate) fn prepare(root: &Path) -> Option<Shield> {
         let mut binds = Vec::new();
-        // The same paths the detect-and-restore watches.
-        for rel in crate::layout::runs_later_tops() {
+        // The same paths the detect-and-restore watches, those the repository's configuration
+        // adds included (`core.hooksPath`, included config files, MCP servers' files).
+        let configured = crate::layout::configured_runs_later(root);
+        let tops = crate::layout::runs_later_tops()
+            .map(str::to_string)
+            .chain(configured.into_iter().map(|(p, _)| p));
+        for rel in tops {
+            let rel = rel.as_str();
             let path = root.join(rel);
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;
@@ -69,13 +82,15 @@ impl Shield {
                 path: c,
             });
         }
-        if binds.is_empty() {
-            return None;
-        }
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
+        let (hide_dirs, hide_files) = channels(root, uid);
+        let private_tmp = !root.starts_with("/tmp") && std::env::temp_dir() == Path::new("/tmp");
         Some(Shield {
             binds,
+            hide_dirs,
+            hide_files,
+            private_tmp,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         })
@@ -114,6 +129,7 @@ impl Shield {
         {
             return;
         }
+        self.hide_channels();
         for b in &self.binds {
             let p = b.path.as_c_str();
             if rustix::mount::mount_bind(p, p).is_err() {
@@ -128,6 +144,94 @@ impl Shield {
             );
         }
     }
+}
+
+impl Shield {
+    /// Mount the private `/tmp`, then cover the sockets to outside processes. Best effort, raw
+    /// system calls only (see [`Shield::apply`]).
+    fn hide_channels(&self) {
+        let tmpfs = MountFlags::NOSUID | MountFlags::NODEV;
+        if self.private_tmp {
+            let _ = rustix::mount::mount(c"tmpfs", c"/tmp", c"tmpfs", tmpfs, c"mode=1777");
+        }
+        for dir in &self.hide_dirs {
+            let _ = rustix::mount::mount(
+                c"tmpfs",
+                dir.as_c_str(),
+                c"tmpfs",
+                tmpfs | MountFlags::RDONLY | MountFlags::NOEXEC,
+                c"size=4k,mode=755",
+            );
+        }
+        for file in &self.hide_files {
+            let _ = rustix::mount::mount_bind(c"/dev/null", file.as_c_str());
+        }
+    }
+}
+
+/// Where processes outside listen for commands: the user's runtime directory (session bus,
+/// ssh and gpg agents, Wayland, container sockets), tmux's and X11's socket directories, the
+/// container daemons' sockets, and every socket a [`super::env::CHANNEL_VARIABLES`] names.
+/// Directories and socket files separately; never the project or anything holding it.
+fn channels(root: &Path, uid: u32) -> (Vec<CString>, Vec<CString>) {
+    let mut dirs: Vec<PathBuf> = [
+        format!("/run/user/{uid}"),
+        format!("/tmp/tmux-{uid}"),
+        "/tmp/.X11-unix".into(),
+        "/run/screen".into(),
+        "/tmp/uscreens".into(),
+        "/run/podman".into(),
+        "/run/containerd".into(),
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .collect();
+    let mut files: Vec<PathBuf> = ["/run/docker.sock", "/var/run/docker.sock"]
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    for (name, value) in std::env::vars_os() {
+        if !super::env::is_channel_variable(&name) {
+            continue;
+        }
+        let Some(path) = socket_path(&value) else {
+            continue;
+        };
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => dirs.push(path),
+            Ok(_) => files.push(path),
+            Err(_) => {}
+        }
+    }
+    let usable = |p: &PathBuf, want_dir: bool| {
+        let outside = !root.starts_with(p) && !p.starts_with(root);
+        outside && std::fs::metadata(p).is_ok_and(|m| m.is_dir() == want_dir)
+    };
+    let to_c = |p: PathBuf| CString::new(p.into_os_string().into_vec()).ok();
+    let dirs = dirs
+        .into_iter()
+        .filter(|p| usable(p, true))
+        .filter_map(to_c);
+    let files = files
+        .into_iter()
+        .filter(|p| usable(p, false))
+        .filter_map(to_c);
+    (dirs.collect(), files.collect())
+}
+
+/// The absolute socket path in a channel variable's value: `TMUX=/tmp/tmux-0/default,12,0`,
+/// `DOCKER_HOST=unix:///run/docker.sock`, `KITTY_LISTEN_ON=unix:/tmp/kitty`,
+/// `DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/0/bus`, `SSH_AUTH_SOCK=/tmp/ssh-x/agent.1`.
+fn socket_path(value: &std::ffi::OsStr) -> Option<PathBuf> {
+    let text = value.to_str()?;
+    let text = text.split(',').next()?;
+    let text = text
+        .strip_prefix("unix:path=")
+        .or_else(|| text.strip_prefix("unix://"))
+        .or_else(|| text.strip_prefix("unix:"))
+        .unwrap_or(text);
+    let path = Path::new(text.split(';').next()?);
+    path.is_absolute().then(|| path.to_path_buf())
 }
 
 /// Write `bytes` to a `/proc` file; whether it worked. Async-signal-safe: open, write and
@@ -180,5 +284,25 @@ mod tests {
         assert!(bound.iter().any(|p| p.ends_with(".git/hooks")));
         assert!(bound.iter().any(|p| p.ends_with(".git/config")));
         assert!(!bound.iter().any(|p| p.ends_with(".ssh")), "{bound:?}");
+    }
+
+    #[test]
+    fn socket_paths_are_read_from_each_spelling() {
+        use std::ffi::OsStr;
+        let cases = [
+            ("/tmp/tmux-0/default,12,0", Some("/tmp/tmux-0/default")),
+            ("unix:///run/docker.sock", Some("/run/docker.sock")),
+            ("unix:/tmp/kitty", Some("/tmp/kitty")),
+            ("unix:path=/run/user/0/bus", Some("/run/user/0/bus")),
+            ("tcp://127.0.0.1:2375", None),
+            (":0", None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(
+                socket_path(OsStr::new(value)),
+                want.map(PathBuf::from),
+                "{value}"
+            );
+        }
     }
 }

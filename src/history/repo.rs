@@ -11,6 +11,14 @@ use super::store;
 /// The project root for a session started in `cwd`: the work tree's top level when `cwd` is
 /// inside a git work tree (linked worktrees included), else `cwd` itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
+    // A layout that would move the project elsewhere is refused (see `layout_blocker`); the
+    // project stays the directory holding `.git`, where the user started pai.
+    if !git_dir_from_env()
+        && let Some(holder) = cwd.ancestors().find(|d| d.join(".git").exists())
+        && layout_blocker(holder).is_some()
+    {
+        return holder.to_path_buf();
+    }
     match open_repo(cwd) {
         Ok(repo) => match linked_workdir(&repo, cwd).as_deref().or(repo.workdir()) {
             Some(dir) => dir.components().collect(),
@@ -30,11 +38,129 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 /// The repository for `dir`: found upward from it, or, when `GIT_DIR` is set, the one the
 /// environment names (`GIT_DIR`, `GIT_WORK_TREE`, as git reads them).
 fn open_repo(dir: &Path) -> Result<Repository, git2::Error> {
-    if std::env::var_os("GIT_DIR").is_some_and(|v| !v.is_empty()) {
+    if git_dir_from_env() {
         Repository::open_from_env()
     } else {
         Repository::discover(dir)
     }
+}
+
+/// Whether the user named the repository in the environment (`GIT_DIR`): then its layout is
+/// the user's choice, not the repository's.
+fn git_dir_from_env() -> bool {
+    std::env::var_os("GIT_DIR").is_some_and(|v| !v.is_empty())
+}
+
+/// Why the git layout at `holder` (the directory holding `.git`) must not be used: a setting
+/// shipped with the repository that would move the work tree, git directory or common
+/// directory somewhere else. Accepted: a linked worktree whose administrative directory points
+/// back at this `.git` file, a submodule (or any git directory) whose `core.worktree` points
+/// back at `holder`, and a separate git directory (`git init --separate-git-dir`) that is no
+/// other checkout's `.git`.
+fn layout_blocker(holder: &Path) -> Option<Blocker> {
+    let dot_git = holder.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    let holder = std::fs::canonicalize(holder).ok()?;
+    if meta.is_file() {
+        return git_file_blocker(&holder, &dot_git);
+    }
+    let git_dir = std::fs::canonicalize(&dot_git).ok()?;
+    git_dir_blocker(&holder, &git_dir, "core.worktree in .git/config")
+}
+
+/// The checks for a git directory `git_dir` serving the work tree `holder`: its `core.worktree`
+/// (relative to the git directory, as git reads it) must be `holder`, and a `commondir` (which
+/// makes git use another repository's refs and objects) is refused.
+fn git_dir_blocker(holder: &Path, git_dir: &Path, setting: &str) -> Option<Blocker> {
+    let named = |what: String| {
+        Some(Blocker::new(
+            what,
+            "pai works only in the directory you started it in; remove the setting (or start pai \
+             where it points, or name the repository yourself with GIT_DIR and GIT_WORK_TREE)",
+        ))
+    };
+    if let Some(worktree) = local_config_value(git_dir, "core", "worktree") {
+        let target = std::fs::canonicalize(git_dir.join(&worktree)).ok();
+        if target.as_deref() != Some(holder) {
+            return named(format!(
+                "the repository's {setting} is `{worktree}`, which moves the work tree out of {}",
+                holder.display()
+            ));
+        }
+    }
+    let commondir = git_dir.join("commondir");
+    if std::fs::symlink_metadata(&commondir).is_ok() {
+        let text = std::fs::read_to_string(&commondir).unwrap_or_default();
+        return named(format!(
+            "{} names `{}` as the common directory, which would make pai change another \
+             repository's refs and index",
+            commondir.display(),
+            text.trim()
+        ));
+    }
+    None
+}
+
+/// The checks for a `.git` file (`gitdir: <dir>`) at `dot_git` in `holder`.
+fn git_file_blocker(holder: &Path, dot_git: &Path) -> Option<Blocker> {
+    let text = std::fs::read_to_string(dot_git).ok()?;
+    let named = text
+        .lines()
+        .next()?
+        .strip_prefix("gitdir:")?
+        .trim()
+        .to_string();
+    let refuse = |why: String| {
+        Some(Blocker::new(
+            format!(
+                "the `.git` file in {} says `gitdir: {named}`: {why}",
+                holder.display()
+            ),
+            "pai works only in the directory you started it in; remove the `.git` file, or \
+             name the repository yourself with GIT_DIR and GIT_WORK_TREE",
+        ))
+    };
+    let Ok(git_dir) = std::fs::canonicalize(holder.join(&named)) else {
+        return None;
+    };
+    // A linked worktree: its administrative directory names this `.git` file.
+    let back = git_dir.join("gitdir");
+    if std::fs::symlink_metadata(&back).is_ok() {
+        let pointer = std::fs::read_to_string(&back).unwrap_or_default();
+        let pointer = git_dir.join(pointer.trim());
+        let verified = std::fs::canonicalize(pointer).ok() == std::fs::canonicalize(dot_git).ok();
+        return if verified {
+            None
+        } else {
+            refuse(
+                "it is a worktree of another checkout (its back-pointer names another `.git` file)"
+                    .into(),
+            )
+        };
+    }
+    if local_config_value(&git_dir, "core", "worktree").is_some() {
+        // A submodule's git directory names its work tree: it must be this one.
+        return git_dir_blocker(holder, &git_dir, "core.worktree");
+    }
+    if git_dir.file_name().is_some_and(|n| n == ".git")
+        && let Some(owner) = git_dir.parent()
+        && owner != holder
+    {
+        return refuse(format!(
+            "that is the git directory of another checkout ({})",
+            owner.display()
+        ));
+    }
+    git_dir_blocker(holder, &git_dir, "core.worktree")
+}
+
+/// A value of the repository's own `config` file (not the user's or the system's), read by
+/// libgit2 from that one file.
+fn local_config_value(git_dir: &Path, section: &str, key: &str) -> Option<String> {
+    let path = git_dir.join("config");
+    std::fs::symlink_metadata(&path).ok()?;
+    let config = git2::Config::open(&path).ok()?;
+    config.get_string(&format!("{section}.{key}")).ok()
 }
 
 /// The work tree of a repository reached through a `.git` file (`git init
@@ -166,6 +292,11 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
             ),
         )));
     }
+    if !git_dir_from_env()
+        && let Some(b) = layout_blocker(root)
+    {
+        return Ok(Found::Blocked(b));
+    }
     match open_repo(root) {
         Ok(repo) => {
             if let Some(dir) = linked_workdir(&repo, root) {
@@ -188,8 +319,11 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
         }
         Err(e) if e.code() == ErrorCode::NotFound => {
             let git_dir = store::private_git_dir(root);
-            if !git_dir.exists() {
+            if std::fs::symlink_metadata(&git_dir).is_err() {
                 return Ok(Found::Nothing);
+            }
+            if let Some(b) = unrecognised_private_history(root, &git_dir) {
+                return Ok(Found::Blocked(b));
             }
             let repo = Repository::open_bare(&git_dir)
                 .ctx(|| format!("cannot open pai's private history {}", git_dir.display()))?;
@@ -221,6 +355,75 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
     }
 }
 
+/// Where pai records the private histories it created: in the user's state directory
+/// (`$XDG_STATE_HOME/pai/private-history/`), which no repository can write, one file per
+/// project named by the hash of its path.
+fn private_history_record(root: &Path) -> Option<PathBuf> {
+    use sha2::Digest as _;
+    let root = std::fs::canonicalize(root).ok()?;
+    let digest = sha2::Sha256::digest(root.as_os_str().as_encoded_bytes());
+    let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Some(dirs::state_dir()?.join("pai/private-history").join(name))
+}
+
+/// What the record says of the private history at `git_dir`: the project's path and the
+/// identity (device and inode) of the directory pai created, so a directory unpacked later at
+/// the same path is not taken for it.
+fn private_history_identity(root: &Path, git_dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::symlink_metadata(git_dir).ok()?;
+    Some(format!(
+        "{}\n{}:{}\n",
+        root.display(),
+        meta.dev(),
+        meta.ino()
+    ))
+}
+
+/// Record that pai created the private history at `git_dir`.
+fn record_private_history(root: &Path, git_dir: &Path) -> std::io::Result<()> {
+    let missing = || std::io::Error::other("no state directory");
+    let path = private_history_record(root).ok_or_else(missing)?;
+    let identity = private_history_identity(root, git_dir).ok_or_else(missing)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, identity)
+}
+
+/// Why a `.pai_history/git` must not be adopted: pai did not create it here (a repository can
+/// ship one, with a `commondir` or `core.worktree` of its own), or it shares another
+/// repository's refs through a `commondir`.
+fn unrecognised_private_history(root: &Path, git_dir: &Path) -> Option<Blocker> {
+    let todo = format!(
+        "pai keeps its own history only in a `.pai_history/git` it created; move this one \
+         aside (`mv {} {}.shipped`) and start pai again",
+        git_dir.display(),
+        git_dir.display()
+    );
+    if std::fs::symlink_metadata(git_dir.join("commondir")).is_ok() {
+        return Some(Blocker::new(
+            format!(
+                "{} has a `commondir`, which would make pai change another repository",
+                git_dir.display()
+            ),
+            todo,
+        ));
+    }
+    let recorded = private_history_record(root).and_then(|p| std::fs::read_to_string(p).ok());
+    if recorded.is_some() && recorded == private_history_identity(root, git_dir) {
+        return None;
+    }
+    Some(Blocker::new(
+        format!(
+            "{} was not created by pai for this project on this machine (a copied or cloned \
+             project can ship one)",
+            git_dir.display()
+        ),
+        todo,
+    ))
+}
+
 /// Whether `repo` is pai's private history (`.pai_history/git`, used outside git).
 pub(crate) fn is_private(repo: &Repository) -> bool {
     let dir = repo.path();
@@ -248,6 +451,9 @@ pub(crate) fn find_or_create(root: &Path) -> Result<Found, HistoryError> {
             repo.set_workdir(root, false)
                 .ctx(|| format!("cannot use {} as the work tree", root.display()))?;
             detach_index(&repo)?;
+            // Best effort: without a state directory this session works, and the next one
+            // refuses the history it cannot recognise (saying so).
+            let _ = record_private_history(root, &git_dir);
             Ok(Found::Repo(HistoryRepo {
                 repo,
                 private: true,

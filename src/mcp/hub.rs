@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{CallError, Connection, ToolResult};
 use super::render::{TOOL_LIST_TOKENS, ToolInfo, check_tool, prompt_section};
-use super::trust::{TrustStore, file_hash};
+use super::trust::{TrustStore, file_hash, pin};
 use crate::config::mcp_servers::{Origin, PROJECT_FILE, ServerSpec, project_specs};
 
 /// A server's state, as `pai mcp list` shows it.
@@ -132,10 +132,9 @@ impl Hub {
                 None
             })
             .unwrap_or_default();
-        let trusted = project
-            .hash
-            .as_deref()
-            .is_some_and(|h| store.is_trusted(root, h));
+        // Pinned to the file and to what its servers run, as found now.
+        let pinned = project.hash.as_deref().map(|h| pin(root, h));
+        let trusted = pinned.as_deref().is_some_and(|h| store.is_trusted(root, h));
         let mut servers = BTreeMap::new();
         for spec in user {
             let status = if spec.enabled {
@@ -167,7 +166,7 @@ impl Hub {
             root: root.to_path_buf(),
             secrets,
             trust_file,
-            project_hash: project.hash,
+            project_hash: pinned,
             trust_pending,
             started: false,
             prompt: String::new(),

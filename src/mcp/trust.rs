@@ -25,6 +25,36 @@ pub fn file_hash(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The pin of a trust decision for the project at `root` whose `.mcp.json` hashes to
+/// `file_hash`: that hash alone when its servers name no file in the project, else a hash over
+/// it and the bytes of every file they name (`python3 tools/mcp_server.py`), so a changed
+/// script asks again like a changed `.mcp.json`. A directory counts by its name only.
+pub fn pin(root: &Path, file_hash: &str) -> String {
+    let files = crate::layout::mcp_files(root);
+    if files.is_empty() {
+        return file_hash.to_string();
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(file_hash.as_bytes());
+    for (rel, _) in files {
+        hasher.update(b"\0");
+        hasher.update(rel.as_bytes());
+        hasher.update(b"\0");
+        // Read without following a link (a link named by a server is pinned as unreadable).
+        let bytes = std::fs::symlink_metadata(root.join(&rel))
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .and_then(|_| std::fs::read(root.join(&rel)).ok())
+            .unwrap_or_default();
+        hasher.update(Sha256::digest(&bytes));
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 impl TrustStore {
     /// Read the store; a missing file trusts nothing. A corrupt file is an error (it is never
     /// silently replaced: the user may want to see what is in it).
@@ -85,6 +115,29 @@ impl TrustStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pin_covers_the_files_a_server_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let hash = file_hash(b"{}");
+        assert_eq!(
+            pin(root, &hash),
+            hash,
+            "no named file: the file's hash as before"
+        );
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::write(root.join("tools/s.py"), "print(1)\n").unwrap();
+        std::fs::write(
+            root.join(".mcp.json"),
+            r#"{"mcpServers": {"s": {"command": "python3", "args": ["tools/s.py"]}}}"#,
+        )
+        .unwrap();
+        let first = pin(root, &hash);
+        assert_ne!(first, hash);
+        std::fs::write(root.join("tools/s.py"), "import os\n").unwrap();
+        assert_ne!(pin(root, &hash), first, "a changed script keeps its pin");
+    }
 
     #[test]
     fn a_changed_file_is_no_longer_trusted() {

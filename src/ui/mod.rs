@@ -16,6 +16,7 @@ pub mod output;
 pub mod present;
 mod prompt;
 pub mod render;
+pub mod safe;
 mod terminal;
 pub mod text;
 

@@ -9,6 +9,8 @@ use console::style;
 use crate::config::Env;
 use crate::error::Error;
 
+use super::safe::terminal_text;
+
 /// Where non-interactive commands print.
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -31,13 +33,28 @@ impl Output {
         self.color_out
     }
 
-    /// One line of results on stdout.
+    /// One line of results on stdout (made safe for the terminal: [`terminal_text`]).
     pub fn line(&self, text: &str) {
         let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{text}");
+        let _ = writeln!(stdout, "{}", terminal_text(text));
     }
 
-    /// Bytes on stdout as they are (completion scripts).
+    /// One line of JSON on stdout: its encoding already escapes every control character, and
+    /// its strings must stay as they are.
+    pub fn json_line(&self, json: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{json}");
+    }
+
+    /// Text on stdout as it is, but made safe for the terminal ([`terminal_text`]): what came
+    /// from the repository or the model (`pai log`, a server's tool list).
+    pub fn text(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(terminal_text(text).as_bytes());
+        let _ = stdout.flush();
+    }
+
+    /// Bytes on stdout as they are (completion scripts, never text from a repository).
     pub fn raw(&self, bytes: &[u8]) {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(bytes);
@@ -51,7 +68,7 @@ impl Output {
         } else {
             "warning:".into()
         };
-        eprintln!("{label} {text}");
+        eprintln!("{label} {}", terminal_text(text));
     }
 
     /// Several warnings.
@@ -79,7 +96,7 @@ impl Output {
         } else {
             "note:".into()
         };
-        eprintln!("{label} {text}");
+        eprintln!("{label} {}", terminal_text(text));
     }
 
     /// An error and its hint on stderr.
@@ -89,14 +106,14 @@ impl Output {
         } else {
             "error:".into()
         };
-        eprintln!("{label} {}", err.message());
+        eprintln!("{label} {}", terminal_text(err.message()));
         if let Some(hint) = err.hint() {
             let label = if self.color_err {
                 style("hint:").cyan().to_string()
             } else {
                 "hint:".into()
             };
-            eprintln!("  {label} {hint}");
+            eprintln!("  {label} {}", terminal_text(hint));
         }
     }
 }

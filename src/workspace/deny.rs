@@ -58,6 +58,8 @@ fn fold(c: char) -> Option<char> {
         | '\u{1DC0}'..='\u{1DFF}'
         | '\u{20D0}'..='\u{20FF}'
         | '\u{FE20}'..='\u{FE2F}' => return None,
+        // A byte that is not UTF-8 (spelled by `rawname`): `.env\xE9` must stay `.env`.
+        c if crate::rawname::is_escape(c) => return None,
         '\u{24B6}'..='\u{24CF}' => return char::from_u32(u - 0x24B6 + 'a' as u32),
         '\u{24D0}'..='\u{24E9}' => return char::from_u32(u - 0x24D0 + 'a' as u32),
         '\u{1D400}'..='\u{1D6A3}' => {
@@ -123,14 +125,46 @@ pub(crate) fn skeleton(seg: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The built-in deny rules of SPEC section 5, on a skeleton.
+/// The built-in deny rules of SPEC section 5, on a skeleton, extended to the backups editors
+/// and tools leave of a protected file (`.env~`, `id_rsa.bak`, vim's `..env.swp`, emacs's
+/// `#.env#`): a backup holds the same secret.
 fn builtin(skel: &str) -> Option<DenyClass> {
+    if let Some(class) = builtin_exact(skel) {
+        return Some(class);
+    }
+    let original = backup_of(skel)?;
+    match builtin_exact(original) {
+        Some(class @ DenyClass::Protected(_)) => Some(class),
+        _ => None,
+    }
+}
+
+/// The name a backup or swap file named `skel` keeps a copy of, if it looks like one.
+fn backup_of(skel: &str) -> Option<&str> {
+    if let Some(inner) = skel.strip_prefix('#').and_then(|s| s.strip_suffix('#')) {
+        return Some(inner);
+    }
+    if let Some(name) = skel.strip_suffix('~') {
+        return Some(name.trim_end_matches('~'));
+    }
+    for suffix in [".bak", ".orig", ".old", ".save", ".tmp"] {
+        if let Some(name) = skel.strip_suffix(suffix) {
+            return Some(name);
+        }
+    }
+    // vim: `.name.swp` (then `.swo`, `.swn`, ...).
+    let swap = [".swp", ".swo", ".swn", ".swx"];
+    let name = swap.iter().find_map(|s| skel.strip_suffix(s))?;
+    Some(name.strip_prefix('.').unwrap_or(name))
+}
+
+/// The built-in rules on the name itself.
+fn builtin_exact(skel: &str) -> Option<DenyClass> {
     const GIT: DenyClass = DenyClass::Protected("(git internals)");
     const SECRETS: DenyClass = DenyClass::Protected("(secrets)");
     const KEYS: DenyClass = DenyClass::Protected("(key material or credentials)");
     match skel {
         ".git" => return Some(GIT),
-        ".env" => return Some(SECRETS),
         crate::layout::STATE_DIR => {
             return Some(DenyClass::Protected("(pai's session history)"));
         }
@@ -140,10 +174,10 @@ fn builtin(skel: &str) -> Option<DenyClass> {
         ".idea" | ".vscode" => return Some(DenyClass::Noise("(editor settings)")),
         ".netrc" | ".npmrc" | ".pypirc" | ".git-credentials" | ".pgpass" | "credentials.json"
         | ".aws" | ".ssh" | ".gnupg" | ".kube" | ".docker" => return Some(KEYS),
-        ".envrc" => return Some(SECRETS),
         _ => {}
     }
-    if skel.starts_with(".env.") || skel.starts_with(".env_") || skel.starts_with(".env-") {
+    // Every `.env*` name: `.env`, `.envrc`, `.env.production`, cookiecutter-django's `.envs/`.
+    if skel.starts_with(".env") {
         return Some(SECRETS);
     }
     let key_suffix = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"]
@@ -177,6 +211,9 @@ pub(crate) struct DenyList {
     /// The project is the user's home directory: the files that run when a shell starts or
     /// the user logs in are protected too (the startup paths of [`crate::layout::RUNS_LATER`]).
     home: bool,
+    /// Paths the repository's own configuration makes run later (folded, `/`-separated):
+    /// `core.hooksPath`, included git config files, files an MCP server's command names.
+    later: Vec<String>,
 }
 
 impl DenyList {
@@ -211,6 +248,7 @@ impl DenyList {
         Ok(DenyList {
             extra: out,
             home: false,
+            later: Vec::new(),
         })
     }
 
@@ -218,6 +256,34 @@ impl DenyList {
     pub(crate) fn at_home(mut self) -> Self {
         self.home = true;
         self
+    }
+
+    /// The same list protecting `paths` too: what the repository's configuration makes run
+    /// later ([`crate::layout::configured_runs_later`]).
+    pub(crate) fn with_later(mut self, paths: impl IntoIterator<Item = String>) -> Self {
+        self.later = paths
+            .into_iter()
+            .map(|p| {
+                p.split('/')
+                    .map(|s| skeleton(s).into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .collect();
+        self
+    }
+
+    /// A configured runs-later path that `rel` (folded) is or lies under.
+    fn configured_later(&self, folded: &str) -> Option<DenyClass> {
+        let hit = self.later.iter().any(|p| {
+            folded == p
+                || folded
+                    .strip_prefix(p.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        });
+        hit.then_some(DenyClass::Protected(
+            "(the repository's configuration runs it later: core.hooksPath, an included git config or an MCP server)",
+        ))
     }
 
     /// A home-directory startup path that `rel` is or lies under.
@@ -261,7 +327,9 @@ impl DenyList {
     /// Whether any configured pattern spans several segments (only then is the whole-path
     /// check needed).
     pub(crate) fn has_path_patterns(&self) -> bool {
-        self.home || self.extra.iter().any(|e| matches!(e, Extra::Path(_)))
+        self.home
+            || !self.later.is_empty()
+            || self.extra.iter().any(|e| matches!(e, Extra::Path(_)))
     }
 
     /// The class of a relative `/`-separated path: the first denied segment, pai's own
@@ -288,6 +356,9 @@ impl DenyList {
                 .map(|s| skeleton(s).into_owned())
                 .collect::<Vec<_>>()
                 .join("/");
+            if let Some(c) = self.configured_later(&folded) {
+                return Some(c);
+            }
             return self.path_patterns(&folded);
         }
         None
@@ -520,6 +591,47 @@ mod command_tests {
             "cargo test",
         ] {
             assert_eq!(d.protected_in_command(ok), None, "{ok}");
+        }
+    }
+
+    #[test]
+    fn every_env_name_backups_and_non_utf8_spellings_are_denied() {
+        let d = DenyList::default();
+        let e9 = crate::rawname::encode(b".env\xE9").into_owned();
+        let git_ff = crate::rawname::encode(b".git\xFF").into_owned();
+        for p in [
+            ".env~",
+            ".env~~",
+            ".env.bak",
+            ".envs/.production/.django",
+            ".environment",
+            e9.as_str(),
+            git_ff.as_str(),
+            "..env.swp",
+            ".id_rsa.swo",
+            "#.env#",
+            "server.key~",
+            "credentials.json.bak",
+            ".netrc.orig",
+            ".pgpass~",
+        ] {
+            assert!(d.path(p).is_some(), "{p:?}");
+        }
+        assert!(d.protected_in_command("cat .env~").is_some());
+        assert!(
+            d.protected_in_command("cat .envs/.production/.django")
+                .is_some()
+        );
+        for p in [
+            "app.py~",
+            "notes.txt.bak",
+            ".main.rs.swp",
+            "env.bak",
+            "environment.py",
+            "config.old",
+            ".gitignore~",
+        ] {
+            assert!(d.path(p).is_none(), "{p:?}");
         }
     }
 

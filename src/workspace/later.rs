@@ -11,11 +11,21 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::state::StateDir;
-use crate::layout::{LaterKind, RUNS_LATER, STATE_DIR};
+use crate::layout::{LaterKind, RUNS_LATER, STATE_DIR, configured_runs_later};
 
 /// A path split at its first `/`: the directory at the project root, and the rest.
-fn split_top(path: &'static str) -> (&'static str, &'static str) {
+fn split_top(path: &str) -> (&str, &str) {
     path.split_once('/').unwrap_or(("", path))
+}
+
+/// The fixed list of [`RUNS_LATER`] and what the repository's configuration adds
+/// ([`configured_runs_later`]).
+fn watched(root: &Path) -> Vec<(String, LaterKind)> {
+    RUNS_LATER
+        .iter()
+        .map(|r| (r.path.to_string(), r.kind))
+        .chain(configured_runs_later(root))
+        .collect()
 }
 
 type Key = (String, Vec<String>);
@@ -34,14 +44,15 @@ type Present<'a> = Option<&'a dyn Fn(&str) -> bool>;
 fn scan(root: &Path, present: Present<'_>) -> LaterState {
     let there = |name: &str| present.is_none_or(|p| p(name));
     let mut entries = BTreeMap::new();
-    for later in RUNS_LATER {
-        let LaterKind::Dir(depth) = later.kind else {
+    let watched = watched(root);
+    for (path, kind) in &watched {
+        let LaterKind::Dir(depth) = *kind else {
             continue;
         };
         // A directory at the root is its own top, looked at from inside.
-        let (top, inside) = match later.path.split_once('/') {
+        let (top, inside) = match path.split_once('/') {
             Some((top, rest)) => (top, rest.split('/').collect::<Vec<_>>()),
-            None => (later.path, Vec::new()),
+            None => (path.as_str(), Vec::new()),
         };
         if !there(top) {
             continue;
@@ -61,8 +72,8 @@ fn scan(root: &Path, present: Present<'_>) -> LaterState {
             }
         }
     }
-    for later in RUNS_LATER.iter().filter(|r| r.kind == LaterKind::File) {
-        let (top, name) = split_top(later.path);
+    for (path, _) in watched.iter().filter(|(_, kind)| *kind == LaterKind::File) {
+        let (top, name) = split_top(path);
         if !there(if top.is_empty() { name } else { top }) {
             continue;
         }

@@ -130,6 +130,8 @@ impl Workspace {
         if is_home(&canon) {
             deny = deny.at_home();
         }
+        let later = crate::layout::configured_runs_later(&canon);
+        deny = deny.with_later(later.into_iter().map(|(path, _)| path));
         // The sweep only removes temporaries whose writing process is gone, so it can run
         // while this process writes its own.
         let sweep_fd = sys::reopen_dir(fd.as_fd())

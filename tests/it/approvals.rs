@@ -9,12 +9,24 @@ use support::mock_llm::{MockLlm, Reply, Script};
 use support::project::{Project, TEST_KEY};
 use support::session::{PROMPT, exit_session, run_plan, start_session, task_plan};
 
-const COUNT: &str = "sh count.sh";
+/// The counting command. Run directly, not as `sh count.sh`: a rule for a program that runs
+/// what its arguments name (`sh`, `find`, `xargs`, ...) is exact, and these tests are about
+/// the prefix rule an answer saves.
+const COUNT: &str = "./count.sh";
 
 /// A project whose `count.sh` appends a line to `runs.log` each time it runs.
 fn project() -> Project {
     let p = Project::repo(None);
-    std::fs::write(p.root.join("count.sh"), "echo \"run $1\" >> runs.log\n").unwrap();
+    std::fs::write(
+        p.root.join("count.sh"),
+        "#!/bin/sh\necho \"run $1\" >> runs.log\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        p.root.join("count.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     support::project::git(&p.root, &["add", "count.sh"]);
     support::project::git(&p.root, &["commit", "-qm", "count"]);
     p
@@ -44,7 +56,7 @@ fn one_always_answer_covers_the_rest_of_the_sessions_identical_commands() {
         Script::with_replies([
             Reply::plan(twice(COUNT)),
             Reply::plan(run_plan(COUNT)),
-            Reply::plan(run_plan("sh count.sh other")),
+            Reply::plan(run_plan("./count.sh other")),
         ])
         .require_key(TEST_KEY),
     );
@@ -52,7 +64,7 @@ fn one_always_answer_covers_the_rest_of_the_sessions_identical_commands() {
     pty.send_line("count twice");
     pty.expect("Carry out this plan?");
     pty.send_line("y");
-    pty.expect("a: run `sh count.sh`");
+    pty.expect("a: run `./count.sh`");
     pty.expect("Run it? [y]es [n]o [a]lways [p]roject [u]ser [e]dit");
     pty.send_line("a");
     pty.expect("now runs without asking for the rest of this session");
@@ -144,7 +156,7 @@ fn a_project_rule_is_saved_to_the_users_config_and_used_by_the_next_session() {
     // `pai config show` lists it for this project.
     let show = p.pai().args(["config", "show"]).output().unwrap();
     let show = String::from_utf8_lossy(&show.stdout);
-    assert!(show.contains("`sh count.sh` (this project)"), "{show}");
+    assert!(show.contains("`./count.sh` (this project)"), "{show}");
     assert!(
         show.contains("RUN without asking nothing in every project"),
         "{show}"

@@ -431,6 +431,46 @@ fn a_trusted_project_file_starts_and_a_changed_one_asks_again() {
 }
 
 #[test]
+fn a_changed_script_a_trusted_project_server_names_is_not_started() {
+    // `.mcp.json` unchanged, but the file its server's arguments name was rewritten (by a pull,
+    // or a model in an earlier session): the trust was pinned to that file too.
+    let p = Project::repo(None);
+    let log = log_path(&p, "proj");
+    std::fs::create_dir_all(p.root.join("tools")).unwrap();
+    std::fs::write(p.root.join("tools/plugin.py"), "print('plugin')\n").unwrap();
+    let args = json!([
+        "--log",
+        log.display().to_string(),
+        "--plugin",
+        "tools/plugin.py"
+    ]);
+    let file = json!({"mcpServers": {"proj": {"command": server_exe().display().to_string(), "args": args}}});
+    std::fs::write(p.root.join(".mcp.json"), file.to_string()).unwrap();
+    let out = p.pai().args(["mcp", "trust"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mock = mock_with(chat_plan("hi"));
+    run(&p, &mock, &["--yes"]);
+    assert_eq!(events(&log, "start").len(), 1, "trusted: started");
+
+    std::fs::remove_file(&log).unwrap();
+    std::fs::write(
+        p.root.join("tools/plugin.py"),
+        "import os; os.system('id')\n",
+    )
+    .unwrap();
+    let r = run(&p, &mock, &["--yes"]);
+    assert!(
+        !log.exists(),
+        "started with a changed script:\n{}",
+        r.text()
+    );
+}
+
+#[test]
 fn a_symlinked_project_file_is_refused() {
     let p = Project::repo(None);
     let log = log_path(&p, "proj");

@@ -66,6 +66,8 @@ struct Ctx {
     requests: Vec<String>,
     runs: Vec<String>,
     git: bool,
+    /// Extra variables in pai's environment (a user's tmux, agent, ...).
+    env: Vec<(String, String)>,
 }
 
 fn canary(name: &str) -> String {
@@ -111,6 +113,8 @@ impl Ctx {
         )
         .unwrap();
         canaries.push(file_key);
+        // The user's state directory exists, as in a real home; pai's own part of it is pai's.
+        fs::create_dir_all(home.join(".local/state")).unwrap();
         let ssh = canary("sshkey");
         fs::create_dir_all(home.join(".ssh")).unwrap();
         fs::write(home.join(".ssh/id_ed25519"), format!("{ssh}\n")).unwrap();
@@ -152,6 +156,7 @@ impl Ctx {
             requests: Vec::new(),
             runs: Vec::new(),
             git: git_repo,
+            env: Vec::new(),
         };
         c.arm();
         c
@@ -213,6 +218,7 @@ impl Ctx {
             .env("OPENAI_API_KEY", format!("sk-{}", canary("otherkey")))
             .env("MY_SERVICE_TOKEN", canary("envtoken"))
             .env("DATABASE_PASSWORD", canary("dbpassword"))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.root);
         cmd
     }
@@ -345,7 +351,9 @@ fn outside_state(base: &Path, project: &Path) -> BTreeMap<PathBuf, String> {
         };
         for e in entries.flatten() {
             let path = e.path();
-            if path == project || path.starts_with(project) {
+            // pai's own state directory in the user's HOME (the records of the private
+            // histories it created) is pai's to write.
+            if path == project || path.starts_with(project) || path.ends_with(".local/state/pai") {
                 continue;
             }
             let Ok(meta) = fs::symlink_metadata(&path) else {
@@ -916,6 +924,10 @@ attacks! {
         ], &["--yes"]);
     }
 }
+
+// Attacks of the second review (git layout, what runs later, approvals' reach, secret names).
+#[path = "security_reach.rs"]
+mod reach;
 
 /// Session-log names pai may pick in the next minute (`session_<YYYYMMDD_HHMMSS>.log`).
 fn chrono_like_now() -> Vec<String> {

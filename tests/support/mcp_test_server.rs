@@ -222,6 +222,10 @@ async fn main() {
             "--ten" => ten = true,
             "--bad-schema" => bad = true,
             "--http" => http = args.next(),
+            // A file of the project the server would load (the trust is pinned to it).
+            "--plugin" => {
+                let _ = args.next();
+            }
             other => {
                 eprintln!("mcp-test-server: unknown argument {other}");
                 std::process::exit(2);

@@ -16,6 +16,29 @@ use crate::agent::side_effects;
 use crate::exec::{self, RunOptions, SandboxMode};
 use crate::mcp::{CallError, Origin};
 
+/// The first string among a TOOL call's arguments (at any depth, object keys included) that
+/// names a protected path, described.
+fn protected_in_arguments(
+    workspace: &crate::workspace::Workspace,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+) -> Option<String> {
+    let mut stack: Vec<&serde_json::Value> = arguments.values().collect();
+    let mut keys: Vec<&str> = arguments.keys().map(String::as_str).collect();
+    while let Some(value) = stack.pop() {
+        match value {
+            serde_json::Value::String(text) => keys.push(text),
+            serde_json::Value::Array(items) => stack.extend(items),
+            serde_json::Value::Object(map) => {
+                keys.extend(map.keys().map(String::as_str));
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    keys.into_iter()
+        .find_map(|text| workspace.protected_in_command(text))
+}
+
 impl Agent {
     /// Whether a TOOL call may be made: the server and tool exist, and the tool policy
     /// (the server's `auto_approve`, an earlier "always", or the user's answer) allows it.
@@ -37,6 +60,15 @@ impl Agent {
             fixable: true,
         };
         hub.check(server, tool).map_err(fixable)?;
+        // A tool reads and writes with the user's rights outside the gate, so every string it
+        // is given is screened like a RUN command's words: `{"path": ".env"}` is refused
+        // whatever the approval would say.
+        if let Some(why) = protected_in_arguments(&self.workspace, arguments) {
+            return Err(fixable(format!(
+                "TOOL refused: {why}; tools may not be given secrets, key material, git \
+                 internals or pai's own files"
+            )));
+        }
         let (auto_approve, from_project) = match hub.spec(server) {
             Some(spec) => (spec.auto_approve.clone(), spec.origin == Origin::Project),
             None => (Vec::new(), true),

@@ -19,9 +19,9 @@ pub fn log(
     if json {
         let text = history::render_json(&sessions)
             .map_err(|e| Error::failed(format!("cannot encode the log: {e}")))?;
-        out.line(&text);
+        out.json_line(&text);
     } else {
-        out.raw(history::render_text(&sessions).as_bytes());
+        out.text(&history::render_text(&sessions));
     }
     Ok(())
 }

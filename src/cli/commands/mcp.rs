@@ -109,7 +109,7 @@ pub fn list(settings: &Settings, out: &Output) -> Result<(), Error> {
                 out.warning(&n);
             }
         }
-        out.raw(text.as_bytes());
+        out.text(&text);
         hub.shutdown().await;
     });
     Ok(())
@@ -211,9 +211,9 @@ pub fn trust(settings: &Settings, out: &Output) -> Result<(), Error> {
     for spec in &servers.specs {
         text.push_str(&format!("  {}: {}\n", spec.name, spec.describe()));
     }
-    out.raw(text.as_bytes());
+    out.text(&text);
     let mut store = TrustStore::load(&file).map_err(Error::config)?;
-    let hash = crate::mcp::trust::file_hash(&bytes);
+    let hash = crate::mcp::trust::pin(&root, &crate::mcp::trust::file_hash(&bytes));
     store.trust(&root, &hash);
     store.save(&file).map_err(Error::failed)?;
     out.line(&format!(
