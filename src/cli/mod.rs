@@ -13,7 +13,7 @@ use crate::llm::ProviderKind;
 use crate::ui::output::Output;
 use assemble::Resume;
 use commands::{
-    config as config_cmd, discard, log, mcp as mcp_cmd, redo, run as run_cmd,
+    config as config_cmd, discard, gc, log, mcp as mcp_cmd, redo, run as run_cmd,
     session as session_cmd, sessions, undo,
 };
 
@@ -76,6 +76,15 @@ enum Command {
     /// Manage the MCP servers whose tools plans may call.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Prune what pai keeps only for redo and for discarded sessions (refs/pai/undone/*,
+    /// refs/pai/discarded/*) and session logs, once older than `history_days` in config.toml
+    /// (default 30); never anything still on a branch. A short pass also runs when a session
+    /// starts.
+    Gc {
+        /// Prune what is older than this many days instead of the setting.
+        #[arg(long, value_name = "N")]
+        days: Option<u32>,
+    },
     /// Print a shell completion script.
     ///
     /// Install it where your shell looks (the folder may not exist yet), e.g. for bash:
@@ -280,6 +289,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             json,
         }) => plan_log(session.as_deref(), patch, json, out),
         Some(Command::Mcp(cmd)) => mcp(cmd, env, out),
+        Some(Command::Gc { days }) => gc::gc(&resolve(&Flags::default(), env, out)?, out, days),
         Some(Command::Completions { shell }) => {
             completions(shell, out);
             Ok(())

@@ -24,6 +24,9 @@ pub struct FileSettings {
     pub modify_threshold: Option<i64>,
     /// Diff-guard ratio threshold for MODIFY.
     pub modify_max_ratio: Option<f64>,
+    /// Days pai keeps undone plans, discarded sessions and session logs before `pai gc`
+    /// prunes them (default 30).
+    pub history_days: Option<u32>,
     /// Extra deny-list patterns (added to the built-in list, which cannot be shrunk).
     #[serde(default)]
     pub deny: Vec<String>,

@@ -17,8 +17,10 @@
 mod commit;
 mod discard;
 mod error;
+mod gc;
 mod index_file;
 mod leftover;
+mod line;
 mod lock;
 mod log;
 mod message;
@@ -39,12 +41,14 @@ mod worktree;
 pub use commit::{CommitInfo, LeftOut};
 pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;
+pub use gc::{GcOptions, GcReport, gc};
 pub use leftover::LeftoverSnapshot;
 pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
 pub use message::{Kind, PlanRecord};
 pub use repo::project_root;
 pub use session::{Session, SessionSummary, StartOptions, head_session};
 pub use snapshot::RunBaseline;
+pub use store::note_once;
 pub use undo::{RedoReport, UndoReport, redo, undo};
 pub use worktree::{WorkEntry, WorkTree};
 

@@ -399,8 +399,7 @@ impl Writer {
     /// The session branch's tip, and the commit the next snapshot of the user's changes goes
     /// on: the newest pending snapshot, or the tip.
     fn snapshot_base(&mut self) -> Result<(Option<Oid>, Option<Oid>), HistoryError> {
-        let tip = names::target(&self.repo, &self.branch)
-            .ctx(|| "cannot read the session branch".into())?;
+        let tip = self.line.tip(&self.repo, &self.branch)?;
         if self.pending.as_ref().is_some_and(|p| p.base != tip) {
             // The branch moved under the plan (the user committed): those snapshots no longer
             // sit on the tip. They stay reachable at the pending ref until the next snapshot.
@@ -409,17 +408,9 @@ impl Writer {
         Ok((tip, self.pending.as_ref().map(|p| p.top).or(tip)))
     }
 
-    /// Refuse to record when HEAD no longer points at the session branch.
+    /// Refuse to record when HEAD is no longer where the session's plans go.
     pub(super) fn check_head(&self) -> Result<(), HistoryError> {
-        let head = names::head(&self.repo).ctx(|| "cannot read HEAD".into())?;
-        if head == names::Head::Branch(self.branch.clone()) {
-            Ok(())
-        } else {
-            Err(HistoryError::HeadMoved {
-                expected: names::short(&self.branch).to_string(),
-                found: head.describe(),
-            })
-        }
+        self.line.check_head(&self.repo, &self.branch)
     }
 }
 

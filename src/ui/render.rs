@@ -481,6 +481,7 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
         TurnStatus::Success => out.push_str(&status_panel(&marked("✓", "Done", theme), green())),
         TurnStatus::Failed => out.push_str(&status_panel(&marked("✗", "Failed", theme), red())),
         TurnStatus::Rejected => out.push_str(&status_panel("Not carried out", yellow())),
+        TurnStatus::NotApproved => out.push_str(&status_panel("Not approved", yellow())),
         TurnStatus::Planned => out.push_str(&status_panel("Plan only", cyan())),
         TurnStatus::Interrupted => out.push_str(&status_panel("Interrupted", yellow())),
     }

@@ -148,6 +148,10 @@ impl Frontend for TextFrontend {
         )
     }
 
+    fn can_ask(&self) -> bool {
+        !matches!(self.asker, Asker::Deny)
+    }
+
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool {
         self.settle();
         if !matches!(self.asker, Asker::Deny) {

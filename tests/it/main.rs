@@ -23,6 +23,7 @@ mod exec_allow;
 mod exec_run;
 mod exec_sandbox;
 mod git_fidelity;
+mod line_of_work;
 mod live_run;
 mod llm_providers;
 mod mcp;

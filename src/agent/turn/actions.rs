@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::steps::{StepError, StepKind};
 use super::{Agent, blocking};
-use crate::agent::approve::{RunPolicy, ToolPolicy};
+use crate::agent::approve::{self, RunPolicy, ToolPolicy};
 use crate::agent::context;
 use crate::agent::events::{Event, Frontend, StepReport, ToolQuestion};
 use crate::agent::live::LiveRun;
@@ -17,6 +17,36 @@ use crate::exec::{self, RunOptions, SandboxMode};
 use crate::mcp::{CallError, Origin};
 
 impl Agent {
+    /// The steps of `steps` that would need an approval nobody can give here (see
+    /// [`approve::unaskable`]), one line each.
+    pub(super) fn unaskable_steps(
+        &mut self,
+        steps: &[crate::agent::plan::PlannedStep],
+    ) -> Vec<(String, String)> {
+        let mode = if self.options.require_sandbox {
+            SandboxMode::Require
+        } else {
+            SandboxMode::Prefer
+        };
+        let confined = exec::unconfined_reason(mode).is_none();
+        let root = self.workspace.root().to_path_buf();
+        let policy = RunPolicy {
+            yes: self.options.yes,
+            allow_run: self.options.allow_run,
+            allow: &mut self.options.run_allow,
+            settings_file: self.options.settings_file.as_deref(),
+            root: &root,
+        };
+        let hub = self.mcp.as_ref();
+        let allowed = &self.tool_allow;
+        approve::unaskable(steps, &policy, confined, |server, tool| {
+            allowed.contains(&format!("{server}.{tool}"))
+                || hub
+                    .and_then(|h| h.spec(server))
+                    .is_some_and(|spec| spec.auto_approve.iter().any(|t| t == tool))
+        })
+    }
+
     /// Whether a TOOL call may be made: the server and tool exist, and the tool policy
     /// (the server's `auto_approve`, an earlier "always", or the user's answer) allows it.
     pub(super) fn admit_tool(
@@ -59,7 +89,11 @@ impl Agent {
             })
             .is_err()
         {
-            return Err(fixable(format!("the user denied calling {server}.{tool}")));
+            // Nobody may have been asked (no terminal): say what happened, not who.
+            return Err(StepError {
+                message: format!("calling {server}.{tool} was not approved"),
+                fixable: frontend.can_ask(),
+            });
         }
         Ok(())
     }
@@ -182,9 +216,10 @@ impl Agent {
             blocking(|| frontend.approve_run(q))
         });
         let Ok(approved) = approved else {
+            // Without a terminal nobody was asked: no repair call can change that.
             return Err(StepError {
-                message: "the user denied running this command".into(),
-                fixable: true,
+                message: "running this command was not approved".into(),
+                fixable: frontend.can_ask(),
             });
         };
         if approved != command {

@@ -242,7 +242,44 @@ impl Agent {
                 Approval::Amend(_) => return st.end(TurnStatus::Rejected, declined),
             }
         }
+        if let Some(flow) = self.nobody_to_ask(st, plan, frontend) {
+            return flow;
+        }
         self.save_users_versions(st, plan)
+    }
+
+    /// With `--yes` and nobody to ask (no terminal, or `--json`): a plan with a step that
+    /// needs approval is not carried out at all, and the turn says which flag would allow
+    /// it, instead of running half of it and spending calls on a repair that cannot help.
+    fn nobody_to_ask(
+        &mut self,
+        st: &mut TurnState,
+        plan: &Plan,
+        frontend: &dyn Frontend,
+    ) -> Option<Flow<()>> {
+        if frontend.can_ask() {
+            return None;
+        }
+        let blocked = self.unaskable_steps(&plan.steps);
+        if blocked.is_empty() {
+            return None;
+        }
+        let scope = if st.phase == 1 {
+            "nothing was carried out".to_string()
+        } else {
+            format!("the steps of phase {} were not carried out", st.phase)
+        };
+        let lines: Vec<String> = blocked.iter().map(|(w, r)| format!("{w}: {r}")).collect();
+        // The remedy doubles as the hint a script's author reads, and makes the exit code 2:
+        // the invocation lacks a flag, nothing failed.
+        st.config_hint = blocked.into_iter().next().map(|(_, remedy)| remedy);
+        Some(st.end(
+            TurnStatus::NotApproved,
+            format!(
+                "not approved: there is no terminal to ask at, so {scope}\n{}",
+                lines.join("\n")
+            ),
+        ))
     }
 
     /// Before a plan writes files, history records the user's uncommitted versions of them,

@@ -444,6 +444,10 @@ impl Frontend for Logged<'_> {
     fn trust_mcp(&self, question: &crate::mcp::TrustRequest) -> bool {
         self.inner.trust_mcp(question)
     }
+
+    fn can_ask(&self) -> bool {
+        self.inner.can_ask()
+    }
 }
 
 /// The workspace seen by the context builder and the plan validator, with the session's MCP

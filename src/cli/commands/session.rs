@@ -39,7 +39,15 @@ impl SessionDriver for Driver {
             .with_agent(|agent| {
                 let history = agent.history();
                 (
-                    history.and_then(|h| h.branch().map(str::to_string)),
+                    history.and_then(|h| {
+                        h.branch().map(|b| {
+                            if h.branch_created() {
+                                b.to_string()
+                            } else {
+                                format!("{b} (made at the first plan; git is untouched until then)")
+                            }
+                        })
+                    }),
                     history.and_then(|h| h.read_only_reason().map(str::to_string)),
                 )
             })
