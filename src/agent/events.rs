@@ -226,6 +226,8 @@ pub enum Approval {
     No,
     /// Start over with this amended request.
     Amend(String),
+    /// Carry it out without these steps (1-based numbers).
+    Drop(Vec<usize>),
 }
 
 /// A RUN command waiting for approval.

@@ -585,6 +585,7 @@ mod tests {
                     command: "make".into(),
                 },
                 purpose: String::new(),
+                preview: None,
             }],
             observe: false,
         });

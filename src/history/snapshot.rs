@@ -496,3 +496,41 @@ fn status_paths(w: &super::session::Writer) -> Result<Vec<String>, HistoryError>
     }
     Ok(out)
 }
+
+impl Session {
+    /// Which of `paths` (files) hold changes of the user's that the session branch does not:
+    /// what [`Session::prepare`] would commit as a snapshot before a plan touches them. Told
+    /// with the plan, before approval. Empty for a read-only session or when nothing can be
+    /// read.
+    pub fn user_edits_in(&self, wt: &dyn WorkTree, paths: &[String]) -> Vec<String> {
+        let super::session::State::Writable(w) = &self.state else {
+            return Vec::new();
+        };
+        let Ok(tip) = w.line.tip(&w.repo, &w.branch) else {
+            return Vec::new();
+        };
+        let tree = tip.and_then(|t| w.repo.find_commit(t).ok()?.tree().ok());
+        let Ok(index) = index_file::load(&w.repo) else {
+            return Vec::new();
+        };
+        paths
+            .iter()
+            .filter(|p| !wt.is_denied(p))
+            .filter(|p| {
+                let Ok(in_tree) = scope::tree_file(tree.as_ref(), p) else {
+                    return false;
+                };
+                let Ok(Ok(file)) = scope::work_file(wt, p) else {
+                    return false;
+                };
+                let class = scope::classify(&w.repo, wt, tree.as_ref(), &index, p);
+                if matches!(class, Class::Ignored | Class::Lfs | Class::Filtered) {
+                    return false;
+                }
+                let in_work = scope::entry_of(file.as_ref());
+                in_work != in_tree || index.get(p) != in_tree
+            })
+            .cloned()
+            .collect()
+    }
+}

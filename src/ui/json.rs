@@ -135,6 +135,7 @@ mod tests {
                 content: "print(1)\n".into(),
             },
             purpose: "make it".into(),
+            preview: None,
         }];
         front.event(&Event::Thinking { phase: 1 });
         front.event(&Event::Usage {

@@ -8,7 +8,7 @@ use console::Style;
 use super::SessionInfo;
 use super::highlight::highlight;
 use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_code, wrap_hard};
-use crate::agent::protocol::{Analysis, Complexity, PlannedStep};
+use crate::agent::protocol::{Analysis, Complexity, PlannedStep, StepPreview};
 use crate::agent::protocol::{CallUsage, Event, FileView, StepReport, Tally, TurnStatus};
 
 /// Lines of a file shown on screen; the rest is summarised ("… 12 more lines").
@@ -17,6 +17,8 @@ pub const FILE_VIEW_LINES: usize = 20;
 pub const OUTPUT_LINES: usize = 20;
 /// Lines of a diff shown on screen.
 pub const DIFF_LINES: usize = 60;
+/// Lines of each step's diff shown in the plan panel (`d` at the question shows them all).
+pub const PREVIEW_LINES: usize = 12;
 
 fn dim() -> Style {
     Style::new().dim()
@@ -204,6 +206,9 @@ pub fn plan(
                 .with(planned.purpose.trim(), dim());
             body.extend(wrap(&purpose, inner, indent));
         }
+        if let Some(preview) = &planned.preview {
+            body.extend(preview_lines(preview, indent, inner));
+        }
     }
     if !analysis.risks.trim().is_empty() {
         body.push(Line::new());
@@ -227,6 +232,100 @@ pub fn plan(
         ));
     }
     panel(&title, &body, theme, &Style::new().magenta())
+}
+
+/// A step's change as the plan panel shows it: the snapshot note, then the failure it would
+/// be, or the first [`PREVIEW_LINES`] lines of its diff (headers left out: the row names the
+/// file) and how many more there are.
+fn preview_lines(preview: &StepPreview, indent: usize, inner: usize) -> Vec<Line> {
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    if preview.snapshot {
+        out.extend(wrap(
+            &Line::new().text(&pad).with(
+                "your uncommitted edits to this file are committed first as a snapshot (undo gives them back)",
+                yellow(),
+            ),
+            inner,
+            indent,
+        ));
+    }
+    if let Some(why) = &preview.fails {
+        out.extend(wrap(
+            &Line::new().text(&pad).with("would fail: ", red()).text(why),
+            inner,
+            indent,
+        ));
+        return out;
+    }
+    let Some(diff) = &preview.diff else {
+        return out;
+    };
+    let lines: Vec<&str> = diff
+        .lines()
+        .filter(|l| !l.starts_with("+++") && !l.starts_with("---"))
+        .collect();
+    for raw in lines.iter().take(PREVIEW_LINES) {
+        let style = if raw.starts_with('+') {
+            green()
+        } else if raw.starts_with('-') {
+            red()
+        } else if raw.starts_with("@@") {
+            cyan()
+        } else {
+            dim()
+        };
+        out.extend(wrap(
+            &Line::new().text(&pad).with(raw, style),
+            inner,
+            indent,
+        ));
+    }
+    if lines.len() > PREVIEW_LINES {
+        out.push(Line::new().text(&pad).with(
+            &format!(
+                "… {} more diff lines (+{} -{} in all)",
+                lines.len() - PREVIEW_LINES,
+                preview.added,
+                preview.removed
+            ),
+            dim(),
+        ));
+    }
+    out
+}
+
+/// Every step's whole diff (or the failure it would be), for `d` at the plan's question.
+pub fn full_diffs(steps: &[PlannedStep], theme: &Theme) -> String {
+    let mut out = String::new();
+    for (i, s) in steps.iter().enumerate() {
+        let Some(p) = &s.preview else { continue };
+        out.push_str(&format!(
+            "{}. {} {}\n",
+            i + 1,
+            s.step.action(),
+            s.step.target()
+        ));
+        match (&p.fails, &p.diff) {
+            (Some(why), _) => out.push_str(&format!("    would fail: {why}\n")),
+            (None, Some(d)) => {
+                for line in d.lines() {
+                    out.push_str(&theme.paint(
+                        &format!("    {line}\n"),
+                        &if line.starts_with('+') && !line.starts_with("+++") {
+                            green()
+                        } else if line.starts_with('-') && !line.starts_with("---") {
+                            red()
+                        } else {
+                            Style::new()
+                        },
+                    ));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    out
 }
 
 /// The first line of a multi-line target (a RUN script), marked when there is more.

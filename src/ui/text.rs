@@ -114,9 +114,10 @@ impl Frontend for TextFrontend {
         self.write(&text);
     }
 
-    fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
+    fn approve_plan(&self, steps: &[PlannedStep]) -> Approval {
         self.settle();
-        self.asker.plan(None)
+        self.asker
+            .plan_showing(&render::full_diffs(steps, &self.theme()), None)
     }
 
     fn approve_run(&self, question: &RunQuestion) -> RunAnswer {

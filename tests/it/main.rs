@@ -27,6 +27,7 @@ mod line_of_work;
 mod live_run;
 mod llm_providers;
 mod mcp;
+mod plan_preview;
 mod resume;
 mod rough_edges;
 mod security_corpus;

@@ -33,18 +33,21 @@ fn plan_event() -> Event {
                     content: "x".into(),
                 },
                 purpose: "Create the calculator with get_bmi and get_bmi_category".into(),
+                preview: None,
             },
             PlannedStep {
                 step: Step::Run {
                     command: "python3 -m py_compile bmi.py".into(),
                 },
                 purpose: "Check that it compiles".into(),
+                preview: None,
             },
             PlannedStep {
                 step: Step::Finish {
                     message: "done".into(),
                 },
                 purpose: String::new(),
+                preview: None,
             },
         ],
         observe: false,
@@ -248,6 +251,7 @@ fn a_later_phase_that_observes() {
                 path: "main.py".into(),
             },
             purpose: "See the error".into(),
+            preview: None,
         }],
         observe: true,
     };

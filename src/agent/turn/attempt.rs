@@ -51,6 +51,8 @@ pub(super) struct TurnState {
     config_hint: Option<String>,
     /// The user amended the request at the plan's approval: start over with it.
     amended: Option<String>,
+    /// The user dropped steps at the plan's approval: the plan that runs instead.
+    reduced: Option<Plan>,
 }
 
 impl TurnState {
@@ -86,6 +88,7 @@ impl Agent {
             if let Some(amended) = st.amended.take() {
                 return Attempt::Amend(amended, st.tally);
             }
+            let plan = st.reduced.take().unwrap_or(plan);
             match self.run_phase(&mut st, &plan, frontend, cancel).await {
                 Flow::Again => continue,
                 Flow::Go(()) | Flow::Stop => break,
@@ -126,6 +129,7 @@ impl Agent {
             status: TurnStatus::Success,
             config_hint: None,
             amended: None,
+            reduced: None,
         }
     }
 
@@ -207,12 +211,15 @@ impl Agent {
             st.final_message = plan.reply.clone();
             return Flow::Stop;
         }
+        // Shown with what each WRITE and MODIFY would change, before anything is approved.
+        let mut shown = self.preview_steps(&plan.steps);
+        self.mark_snapshots(&mut shown);
         frontend.event(&Event::Plan {
             phase: st.phase,
             reply: plan.reply.clone(),
             analysis: plan.analysis.clone(),
             complexity: plan.analysis.complexity,
-            steps: plan.steps.clone(),
+            steps: shown.clone(),
             observe: plan.observe,
         });
         if let Some(message) = &self.options.dry_run {
@@ -232,7 +239,7 @@ impl Agent {
         }
         if (st.phase == 1 || mutating) && !self.options.yes {
             let declined = "plan declined; nothing was changed by it";
-            match blocking(|| frontend.approve_plan(&plan.steps)) {
+            match blocking(|| frontend.approve_plan(&shown)) {
                 Approval::Yes => {}
                 Approval::No => return st.end(TurnStatus::Rejected, declined),
                 Approval::Amend(text) if !text.trim().is_empty() && st.changes.is_empty() => {
@@ -240,12 +247,57 @@ impl Agent {
                     return Flow::Go(());
                 }
                 Approval::Amend(_) => return st.end(TurnStatus::Rejected, declined),
+                Approval::Drop(numbers) => return self.drop_steps(st, plan, &numbers, frontend),
             }
         }
         if let Some(flow) = self.nobody_to_ask(st, plan, frontend) {
             return flow;
         }
         self.save_users_versions(st, plan)
+    }
+
+    /// The user approved the plan without some of its steps: the rest runs (a FINISH is
+    /// kept), and nothing runs when every step that does something was dropped.
+    fn drop_steps(
+        &mut self,
+        st: &mut TurnState,
+        plan: &Plan,
+        numbers: &[usize],
+        frontend: &dyn Frontend,
+    ) -> Flow<()> {
+        let mut reduced = plan.clone();
+        reduced.steps = plan
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !numbers.contains(&(i + 1)))
+            .map(|(_, s)| s.clone())
+            .collect();
+        let mut listed: Vec<String> = numbers
+            .iter()
+            .filter(|n| **n <= plan.steps.len())
+            .map(usize::to_string)
+            .collect();
+        listed.dedup();
+        frontend.event(&Event::Notice {
+            text: format!("dropped step {} as asked", listed.join(", ")),
+        });
+        if !reduced
+            .steps
+            .iter()
+            .any(|s| !matches!(s.step, plan::Step::Finish { .. }))
+        {
+            return st.end(
+                TurnStatus::Rejected,
+                "every step was dropped; nothing was changed",
+            );
+        }
+        if let Some(flow) = self.nobody_to_ask(st, &reduced, frontend) {
+            return flow;
+        }
+        let flow = self.save_users_versions(st, &reduced);
+        st.reduced = Some(reduced);
+        flow
     }
 
     /// With `--yes` and nobody to ask (no terminal, or `--json`): a plan with a step that
