@@ -185,7 +185,8 @@ fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
         None => {
             let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
             let note = format!(
-                "Continuing the conversation of session {id} ({turns}{last}); it recorded no plans, so this session {} starts a new branch",
+                "Continuing the conversation of session {id} ({turns}{last}); it {}, so this session {} records its plans anew",
+                history::why_no_branch(root, &id),
                 session.id()
             );
             Ok(Opened {

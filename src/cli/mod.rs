@@ -32,7 +32,8 @@ pub struct Cli {
 enum Command {
     /// Start an interactive session in the current directory (the same as `pai`).
     Auto(SessionArgs),
-    /// Carry out one request without a terminal, then exit.
+    /// Carry out one request, then exit (it asks for approval at a terminal; without one,
+    /// pass --yes, or it only shows the plan).
     Run(RunArgs),
     /// Manage API keys and show the effective settings.
     #[command(subcommand)]
@@ -71,7 +72,7 @@ enum Command {
         /// The session to continue (e.g. 20261122_101500); omit to list them.
         session: Option<String>,
         #[command(flatten)]
-        args: SessionArgs,
+        args: ResumeArgs,
     },
     /// Manage the MCP servers whose tools plans may call.
     #[command(subcommand)]
@@ -131,6 +132,31 @@ pub struct SessionArgs {
     /// turns) instead of starting a new one.
     #[arg(long = "continue", short = 'c')]
     resume_latest: bool,
+}
+
+/// Flags of `pai resume SESSION`: a session's, without `--continue` (the session is named).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Approve plans without asking (RUN commands still ask unless --allow-run).
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Also approve RUN commands without asking.
+    #[arg(long)]
+    allow_run: bool,
+}
+
+impl ResumeArgs {
+    fn flags(&self) -> Flags {
+        SessionArgs {
+            model: self.model.clone(),
+            yes: self.yes,
+            allow_run: self.allow_run,
+            resume_latest: false,
+        }
+        .flags()
+    }
 }
 
 #[derive(Debug, Args)]

@@ -46,7 +46,7 @@ pub use leftover::LeftoverSnapshot;
 pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
 pub use message::{Kind, PlanRecord};
 pub use repo::project_root;
-pub use session::{Session, SessionSummary, StartOptions, head_session};
+pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_branch};
 pub use snapshot::RunBaseline;
 pub use store::note_once;
 pub use undo::{RedoReport, UndoReport, redo, undo};

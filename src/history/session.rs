@@ -357,6 +357,23 @@ impl Session {
     }
 }
 
+/// Why session `id` has no branch to continue, in words that follow "it ...": discarded,
+/// all its plans undone, or none recorded.
+pub fn why_no_branch(root: &Path, id: &str) -> String {
+    let Ok(Found::Repo(hr)) = repo::find(root) else {
+        return "recorded no plans".into();
+    };
+    let discarded = super::discard::discarded_ref(id);
+    if hr.repo.find_reference(&discarded).is_ok() {
+        return format!("was discarded (its plans are kept at {discarded})");
+    }
+    if has_undone(&hr.repo, id) {
+        return "had all its plans undone (`pai redo` from where it started brings them back)"
+            .into();
+    }
+    "recorded no plans".into()
+}
+
 /// The session whose plan is newest on the session branch HEAD is on in the project at
 /// `root`, if any: where `pai --continue` picks up first.
 pub fn head_session(root: &Path) -> Option<String> {

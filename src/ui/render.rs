@@ -275,11 +275,10 @@ fn preview_lines(preview: &StepPreview, indent: usize, inner: usize) -> Vec<Line
         } else {
             dim()
         };
-        out.extend(wrap(
-            &Line::new().text(&pad).with(raw, style),
-            inner,
-            indent,
-        ));
+        // Compact: one screen line per diff line (`d` shows them whole).
+        let room = inner.saturating_sub(indent).max(8);
+        let cut = super::layout::truncate(raw, room);
+        out.push(Line::new().text(&pad).with(&cut, style));
     }
     if lines.len() > PREVIEW_LINES {
         out.push(Line::new().text(&pad).with(
@@ -478,6 +477,9 @@ pub fn diff(text: &str, theme: &Theme) -> String {
 /// [`FILE_VIEW_LINES`] lines.
 pub fn file_view(view: &FileView, theme: &Theme) -> String {
     let total = view.text.lines().count();
+    if !theme.wrap_code {
+        return file_view_unwrapped(view, total, theme);
+    }
     let shown = highlight(&view.path, &view.text, FILE_VIEW_LINES, theme);
     let gutter_digits = shown.len().max(1).to_string().len();
     let separator = if theme.unicode { "│" } else { "|" };
@@ -504,6 +506,26 @@ pub fn file_view(view: &FileView, theme: &Theme) -> String {
         body.push(Line::styled("(empty file)", dim()));
     }
     panel(&view.path, &body, theme, &Style::new().blue())
+}
+
+/// [`file_view`] when stdout is not a terminal: the path, then the numbered lines whole (no
+/// panel, which would wrap them at its width), as a reader or a script wants them.
+fn file_view_unwrapped(view: &FileView, total: usize, theme: &Theme) -> String {
+    let digits = total.clamp(1, FILE_VIEW_LINES).to_string().len();
+    let bar = if theme.unicode { "│" } else { "|" };
+    let mut out = format!("    {}\n", view.path);
+    for (i, line) in view.text.lines().take(FILE_VIEW_LINES).enumerate() {
+        out.push_str(&format!(
+            "    {:>digits$} {bar} {}\n",
+            i + 1,
+            super::layout::clean(line)
+        ));
+    }
+    if total > FILE_VIEW_LINES {
+        out.push_str(&more_lines(total - FILE_VIEW_LINES, 4, theme).render(theme));
+        out.push('\n');
+    }
+    out
 }
 
 /// Something the user should know that is not a failure.
@@ -595,7 +617,10 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
         }
         out.push_str(&panel("Next steps", &body, theme, &cyan()));
     }
-    out.push_str(&turn_summary(&f.tally, theme));
+    // A chat answer from one call: its usage line already said exactly this.
+    if !(f.status == TurnStatus::Answered && f.tally.calls <= 1) {
+        out.push_str(&turn_summary(&f.tally, theme));
+    }
     out
 }
 

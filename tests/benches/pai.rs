@@ -63,12 +63,42 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The sections, in the order they run.
+const SECTIONS: &[&str] = &[
+    "startup",
+    "model",
+    "mcp",
+    "cache",
+    "edits",
+    "run",
+    "workspace",
+    "history",
+];
+
+/// What `cargo bench --bench pai -- --help` prints.
+fn usage() -> String {
+    format!(
+        "usage: cargo bench --bench pai [-- SECTION...]\n\
+         Runs every section (about ten minutes), or only the ones named: {}.\n\
+         Environment: PAI_BENCH_TREE, PAI_BENCH_FILES, PAI_BENCH_RUNS, PAI_BENCH_REPS,\n\
+         PAI_BENCH_SCENARIO, PAI_BENCH_REPLAY (see the comment at the top of tests/benches/pai.rs).",
+        SECTIONS.join(" ")
+    )
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Asking for help, or for a section that does not exist, must not start a ten-minute run.
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{}", usage());
+        return;
+    }
     // cargo passes `--bench`; other arguments name sections.
-    let picked: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let picked: Vec<String> = args.into_iter().filter(|a| !a.starts_with('-')).collect();
+    if let Some(unknown) = picked.iter().find(|p| !SECTIONS.contains(&p.as_str())) {
+        eprintln!("unknown section `{unknown}`\n{}", usage());
+        std::process::exit(2);
+    }
     let want = |s: &str| picked.is_empty() || picked.iter().any(|p| p == s);
     history_common::hermetic();
     // SAFETY: no other thread runs yet. Every child (pai, its RUN commands, the replays)

@@ -113,6 +113,11 @@ fn five_runs_are_one_line_that_undo_walks_back_to_the_base_and_redo_forward() {
         let (code, text) = pai(&p, &["undo"]);
         assert_eq!(code, Some(0), "{text}");
         assert!(text.contains(&format!("write f{n}")), "{text}");
+        // Undo's and redo's file lists line up in one column.
+        assert!(
+            text.contains(&format!("\n  removed   f{n}.txt\n")),
+            "{text}"
+        );
         assert!(!p.root.join(format!("f{n}.txt")).exists());
     }
     // Back at the base: HEAD on main, no pai branch, nothing to commit.
@@ -126,6 +131,7 @@ fn five_runs_are_one_line_that_undo_walks_back_to_the_base_and_redo_forward() {
         let (code, text) = pai(&p, &["redo"]);
         assert_eq!(code, Some(0), "{text}");
         assert!(text.contains(&format!("write f{n}")), "{text}");
+        assert!(text.contains(&format!("\n  wrote     f{n}.txt")), "{text}");
         assert_eq!(p.read(&format!("f{n}.txt")), format!("{n}\n"));
     }
     assert_eq!(head(&p), branch);

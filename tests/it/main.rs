@@ -30,6 +30,7 @@ mod mcp;
 mod plan_preview;
 mod resume;
 mod rough_edges;
+mod rough_edges_two;
 mod security_corpus;
 mod security_state;
 mod session_pty;

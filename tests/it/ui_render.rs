@@ -383,6 +383,16 @@ Turn: 2 calls, Tokens: 3000 -> 400
         plain(&finished_with(TurnStatus::Answered, "the answer")),
         "Turn: 2 calls, Tokens: 3000 -> 400\n"
     );
+    // From one call, the call's usage line already gave its tokens: not printed twice.
+    let mut one_call = finished_with(TurnStatus::Answered, "the answer");
+    if let Event::Finished { calls, .. } = &mut one_call {
+        *calls = 1;
+    }
+    assert_eq!(plain(&one_call), "");
+    assert!(
+        plain(&finished_with(TurnStatus::NotApproved, "not approved"))
+            .starts_with("+- Not approved -")
+    );
 }
 
 #[test]

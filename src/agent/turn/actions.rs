@@ -306,6 +306,10 @@ impl Agent {
         // The output goes to the screen, the session log and the model: a key a command
         // printed (from a file it read, say) is redacted before it goes anywhere.
         report.output = exec::redact(&outcome.summary_for_model(), &self.options.secrets);
-        Ok(StepKind::Verification(outcome.success()))
+        if exec::only_looks(command) {
+            Ok(StepKind::Command(outcome.success()))
+        } else {
+            Ok(StepKind::Verification(outcome.success()))
+        }
     }
 }
