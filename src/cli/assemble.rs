@@ -200,11 +200,14 @@ fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
 }
 
 /// Build the agent for a session in the current project (continuing `resume` when given).
+/// `housekeeping`: run the bounded pruning pass (not for a dry run, which touches nothing in
+/// `.git`).
 pub fn assemble(
     settings: &Settings,
     out: &Output,
     stream: bool,
     resume: Option<Resume>,
+    housekeeping: bool,
 ) -> Result<Assembled, Error> {
     let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
     let Project {
@@ -225,7 +228,9 @@ pub fn assemble(
         note,
     } = open_session(&root, resume)?;
     announce_session(out, &session, note.as_deref());
-    tidy(out, &root, &session, settings.history_days);
+    if housekeeping {
+        tidy(out, &root, &session, settings.history_days);
+    }
     let secrets = secrets(settings);
     let journal = open_journal(&root, &session, secrets.clone(), out);
     let options = agent_options(settings, &root, stream, secrets, subdir);

@@ -30,20 +30,38 @@ pub fn is_preapproved(command: &str, allow_prefixes: &[String]) -> bool {
     })
 }
 
-/// Programs that execute their arguments (as code, or as another command).
+/// Programs that run their arguments as another command, whatever the flags.
 const RUNS_ARGUMENTS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "env", "xargs", "eval", "exec", "python", "python3", "node",
-    "perl", "ruby", "php", "find", "nohup", "timeout", "nice", "sudo", "su",
+    "env", "xargs", "eval", "exec", "nohup", "timeout", "nice", "sudo", "su",
 ];
 
-/// Whether the words' program runs its arguments (see [`RUNS_ARGUMENTS`]).
+/// Interpreters and the flags that make them run their next argument as code.
+const CODE_FLAGS: &[(&str, &[&str])] = &[
+    ("sh", &["-c"]),
+    ("bash", &["-c"]),
+    ("zsh", &["-c"]),
+    ("dash", &["-c"]),
+    ("python", &["-c"]),
+    ("node", &["-e", "-p", "--eval", "--print"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("php", &["-r"]),
+    ("find", &["-exec", "-execdir", "-ok", "-okdir"]),
+];
+
+/// Whether the words run their arguments as code or as another command (`python3 -c ...`,
+/// `sh -c ...`, `find -exec`, `env ...`): then a rule covers only the exact command.
 fn runs_its_arguments(words: &[&str]) -> bool {
-    words.first().is_some_and(|w| {
-        let program = w.rsplit('/').next().unwrap_or(w);
-        RUNS_ARGUMENTS.contains(&program)
-            || (program.starts_with("python")
-                && program[6..].chars().all(|c| c.is_ascii_digit() || c == '.'))
-    })
+    let Some(first) = words.first() else {
+        return false;
+    };
+    let program = first.rsplit('/').next().unwrap_or(first);
+    // `python3`, `python3.12`: the interpreter's name without its version.
+    let family = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    RUNS_ARGUMENTS.contains(&program)
+        || CODE_FLAGS
+            .iter()
+            .any(|(p, flags)| *p == family && words[1..].iter().any(|w| flags.contains(w)))
 }
 
 /// Whether `command` could chain, substitute or redirect: one of [`SHELL_METACHARACTERS`]

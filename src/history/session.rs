@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::line::{self, Line};
 use super::lock::WorkTreeLock;
+use super::message::Kind;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
 use super::repo::{self, Found};
@@ -328,7 +329,10 @@ impl Session {
             State::Writable(w) => {
                 let plans = count_plans(&w.repo, &self.id, &w.branch, w.meta.base);
                 let exists = w.repo.find_reference(&w.branch).is_ok();
-                summary_for(&self.id, &w.meta, plans, w.private, exists)
+                SessionSummary {
+                    snapshots: count_of(&w.repo, &self.id, &w.branch, w.meta.base, Kind::User),
+                    ..summary_for(&self.id, &w.meta, plans, w.private, exists)
+                }
             }
         }
     }
@@ -468,6 +472,17 @@ pub(super) fn count_plans(
     branch: &str,
     base: Option<Oid>,
 ) -> usize {
+    count_of(repo, session, branch, base, Kind::Plan)
+}
+
+/// Commits of `kind` made by `session` on `branch` above `base`.
+fn count_of(
+    repo: &Repository,
+    session: &str,
+    branch: &str,
+    base: Option<Oid>,
+    kind: Kind,
+) -> usize {
     let Ok(Some(tip)) = names::target(repo, branch) else {
         return 0;
     };
@@ -484,7 +499,7 @@ pub(super) fn count_plans(
         .filter_map(|oid| repo.find_commit(oid).ok())
         .filter(|c| {
             let t = message::parse(c.message().unwrap_or_default());
-            t.kind == Some(message::Kind::Plan) && t.session.as_deref() == Some(session)
+            t.kind == Some(kind) && t.session.as_deref() == Some(session)
         })
         .count()
 }
@@ -504,6 +519,9 @@ pub struct SessionSummary {
     pub base_branch: Option<String>,
     /// Plan commits on the session branch.
     pub plans: usize,
+    /// Snapshots of the user's uncommitted edits this session committed below its plans: the
+    /// branch's review diff and merge include them.
+    pub snapshots: usize,
     /// Whether history lives in the private `.pai_history/git`.
     pub private: bool,
     /// Why the session could not record history.
@@ -570,6 +588,7 @@ pub(super) fn summary_for(
         base_commit: base_short,
         base_branch,
         plans,
+        snapshots: 0,
         private,
         read_only: None,
         review,
@@ -606,6 +625,12 @@ impl SessionSummary {
             (None, None) => {}
         }
         out.push('\n');
+        if self.snapshots > 0 {
+            out.push_str(&format!(
+                "  the branch also holds {} of your uncommitted edits, taken before the plans that changed those files: the review and the merge include them; `pai discard` gives them back uncommitted\n",
+                plural(self.snapshots, "snapshot", "snapshots")
+            ));
+        }
         for (label, cmd) in [
             ("review ", &self.review),
             ("merge  ", &self.merge),
@@ -618,7 +643,7 @@ impl SessionSummary {
         if let Some(branch) = &self.branch {
             if self.private {
                 out.push_str(
-                    "The next `pai` here starts a new session; `pai --continue` continues this one.\n",
+                    "The next `pai` here continues this line of work (`pai undo` walks back across sessions); `pai --continue` also brings back this session's memory.\n",
                 );
             } else {
                 out.push_str(&format!(

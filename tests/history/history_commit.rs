@@ -793,3 +793,25 @@ fn paths_escaping_the_project_are_refused() {
         );
     }
 }
+
+#[test]
+fn the_summary_says_the_branch_holds_a_snapshot_of_the_users_edits() {
+    let p = Project::repo();
+    p.write("a.txt", "the user's own edit\n");
+    let mut s = p.start();
+    let info = run_plan(&mut s, &p.wt(), "edit a", &[Op::Write("a.txt", b"agent\n")]).unwrap();
+    assert!(info.snapshot.is_some());
+    let summary = s.summary();
+    assert_eq!((summary.plans, summary.snapshots), (1, 1));
+    let text = summary.render();
+    assert!(
+        text.contains("1 snapshot of your uncommitted edits"),
+        "{text}"
+    );
+    // Without one, nothing is said.
+    let p = Project::repo();
+    let mut s = p.start();
+    run_plan(&mut s, &p.wt(), "edit a", &[Op::Write("a.txt", b"agent\n")]).unwrap();
+    assert_eq!(s.summary().snapshots, 0);
+    assert!(!s.summary().render().contains("snapshot"));
+}

@@ -92,7 +92,7 @@ impl Agent {
             // Nobody may have been asked (no terminal): say what happened, not who.
             return Err(StepError {
                 message: format!("calling {server}.{tool} was not approved"),
-                fixable: frontend.can_ask(),
+                fixable: !self.options.yes || frontend.can_ask(),
             });
         }
         Ok(())
@@ -219,7 +219,7 @@ impl Agent {
             // Without a terminal nobody was asked: no repair call can change that.
             return Err(StepError {
                 message: "running this command was not approved".into(),
-                fixable: frontend.can_ask(),
+                fixable: !self.options.yes || frontend.can_ask(),
             });
         };
         if approved != command {

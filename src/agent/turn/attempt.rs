@@ -309,11 +309,13 @@ impl Agent {
         plan: &Plan,
         frontend: &dyn Frontend,
     ) -> Option<Flow<()>> {
-        if frontend.can_ask() {
+        // Without --yes the plan itself was approved by someone, or not carried out. The
+        // frontend is asked last: across the task that is a question of the protocol.
+        if !self.options.yes {
             return None;
         }
         let blocked = self.unaskable_steps(&plan.steps);
-        if blocked.is_empty() {
+        if blocked.is_empty() || frontend.can_ask() {
             return None;
         }
         let scope = if st.phase == 1 {

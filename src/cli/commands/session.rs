@@ -182,7 +182,7 @@ pub fn interactive(
     resume: Option<Resume>,
 ) -> Result<i32, Error> {
     let rt = runtime()?;
-    let assembled = assemble(settings, out, true, resume)?;
+    let assembled = assemble(settings, out, true, resume, true)?;
     let root = assembled.agent.workspace().root().to_path_buf();
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
