@@ -158,3 +158,48 @@ impl ToolPolicy<'_> {
         }
     }
 }
+
+/// What the plan's steps would need approved when nobody can be asked (`pai run --yes`
+/// without a terminal, or `--json`): per step, what needs approval and the flag or setting
+/// that would allow it; empty when the plan runs through. Checked before anything is carried out, so a
+/// plan is never half done because an approval could not be asked.
+pub(super) fn unaskable(
+    steps: &[super::plan::PlannedStep],
+    run: &RunPolicy<'_>,
+    confined: bool,
+    tool_allowed: impl Fn(&str, &str) -> bool,
+) -> Vec<(String, String)> {
+    use super::plan::Step;
+    let mut out = Vec::new();
+    let mut wrote = false;
+    for (i, s) in steps.iter().enumerate() {
+        match &s.step {
+            Step::Run { command } => {
+                let covered = exec::is_preapproved(command, run.allow) && (!run.yes || !wrote);
+                let runs = confined && ((run.yes && run.allow_run) || covered);
+                if !runs {
+                    let remedy = if confined {
+                        "pass --allow-run (with --yes) to run it"
+                    } else {
+                        "commands cannot be confined on this system, so each one needs approval at a terminal"
+                    };
+                    out.push((
+                        format!("step {}: RUN `{command}` needs approval", i + 1),
+                        remedy.to_string(),
+                    ));
+                }
+            }
+            Step::Tool { server, tool, .. } if !tool_allowed(server, tool) => {
+                out.push((
+                    format!("step {}: TOOL {server}.{tool} needs approval", i + 1),
+                    format!(
+                        "add `{tool}` to `auto_approve` of [mcp_servers.{server}] in config.toml, or run at a terminal"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        wrote |= s.step.mutates() && !matches!(s.step, Step::Run { .. } | Step::Tool { .. });
+    }
+    out
+}

@@ -35,6 +35,9 @@ pub enum TurnStatus {
     Failed,
     /// The user declined the plan.
     Rejected,
+    /// A step needs an approval nobody could give (no terminal to ask at, and no flag or
+    /// setting covering it): nothing of the plan was carried out.
+    NotApproved,
     /// A dry run (`pai run --plan`): the plan was shown and not carried out.
     Planned,
     /// The user interrupted the turn.
@@ -268,6 +271,8 @@ pub enum Approval {
     No,
     /// Start over with this amended request.
     Amend(String),
+    /// Carry it out without these steps (1-based numbers).
+    Drop(Vec<usize>),
 }
 
 /// A RUN command waiting for approval.
@@ -347,6 +352,11 @@ pub trait Frontend: Send + Sync {
     fn approve_run(&self, question: &RunQuestion) -> RunAnswer;
     /// Confirm an RM (`recursive`: a non-empty directory).
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool;
+    /// Whether this frontend can ask the user at all (a terminal to ask at); when it cannot,
+    /// every question is declined, and the agent says so before carrying out anything.
+    fn can_ask(&self) -> bool {
+        true
+    }
     /// Approve one TOOL call (`y` / `n` / `a`lways for this tool). Frontends that cannot ask
     /// decline.
     fn approve_tool(&self, question: &ToolQuestion) -> ToolAnswer {

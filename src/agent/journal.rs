@@ -453,8 +453,11 @@ pub struct SessionEntry {
     pub requests: Vec<String>,
 }
 
-/// The sessions of the project at `root` that have a JSON session log, oldest first (ids are
-/// start times, so their order is the order they started in).
+/// The sessions of the project at `root` worth resuming, oldest first (ids are start times,
+/// so their order is the order they started in): those whose JSON session log holds a turn
+/// that was carried out, answered or declined. A session that only showed plans (`--plan`,
+/// a dry run without a terminal), or that ended before its first request, is left out; its
+/// logs stay in `.pai_history` (they are what it showed) until `pai gc` prunes them.
 pub fn list_sessions(root: &Path) -> Vec<SessionEntry> {
     let Ok(state) = crate::workspace::StateDir::open(root, false) else {
         return Vec::new();
@@ -474,13 +477,30 @@ pub fn list_sessions(root: &Path) -> Vec<SessionEntry> {
         .collect();
     ids.sort();
     ids.into_iter()
-        .map(|id| {
-            let requests = records(&state, &id)
+        .filter_map(|id| {
+            let records = records(&state, &id);
+            let finished: Vec<&str> = records
+                .iter()
+                .filter(|v| v["kind"] == "finished")
+                .filter_map(|v| v["status"].as_str())
+                .collect();
+            // Older logs without `finished` records: any request counts.
+            let worth = if finished.is_empty() {
+                records.iter().any(|v| v["kind"] == "user")
+            } else {
+                finished
+                    .iter()
+                    .any(|s| !matches!(*s, "planned" | "not_approved"))
+            };
+            if !worth {
+                return None;
+            }
+            let requests = records
                 .into_iter()
                 .filter(|v| v["kind"] == "user")
                 .filter_map(|v| v["request"].as_str().map(str::to_string))
                 .collect();
-            SessionEntry { id, requests }
+            Some(SessionEntry { id, requests })
         })
         .collect()
 }
@@ -612,6 +632,7 @@ mod tests {
                     command: "make".into(),
                 },
                 purpose: String::new(),
+                preview: None,
             }],
             observe: false,
         });

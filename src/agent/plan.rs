@@ -322,6 +322,30 @@ pub struct PlannedStep {
     pub step: Step,
     /// Why (shown in the plan table).
     pub purpose: String,
+    /// What a WRITE or MODIFY would change, computed before approval (`--json`: the fields
+    /// `diff`, `added`, `removed`, or `fails`).
+    #[serde(flatten)]
+    pub preview: Option<StepPreview>,
+}
+
+/// A WRITE's or MODIFY's change computed before approval, by applying it in memory with the
+/// matcher the real run uses; nothing is written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepPreview {
+    /// The unified diff; `None` when the step would fail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// Why the step would fail (an edit whose search is not found, say), as it would say it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fails: Option<String>,
+    /// The file holds the user's uncommitted edits, which history commits first as a
+    /// snapshot (the session branch then includes them; undo gives them back).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub snapshot: bool,
 }
 
 /// A whole reply, validated.
@@ -759,7 +783,11 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
     {
         check_path(path, "path", &action)?;
     }
-    Ok(PlannedStep { step, purpose })
+    Ok(PlannedStep {
+        step,
+        purpose,
+        preview: None,
+    })
 }
 
 /// The step's action, and its name normalised (`list path` is `LIST_PATH`) for the messages

@@ -9,5 +9,5 @@ pub use super::events::{
     Approval, CallUsage, Event, FailedStep, FileView, Frontend, RuleScope, RunAnswer, RunQuestion,
     StepReport, Tally, ToolAnswer, ToolQuestion, TrustRequest, TurnOutcome, TurnResult, TurnStatus,
 };
-pub use super::plan::{Analysis, Complexity, Edit, PlannedStep, Step};
+pub use super::plan::{Analysis, Complexity, Edit, PlannedStep, Step, StepPreview};
 pub use super::task::{Answer, Op, Output, Question, answer_with};

@@ -78,6 +78,8 @@ pub enum Question {
     Tool(ToolQuestion),
     /// Trust a project's `.mcp.json`.
     Trust(TrustRequest),
+    /// Whether the frontend can ask the user at all (a terminal to ask at).
+    CanAsk,
 }
 
 /// A frontend's answer to a [`Question`] of the same kind.
@@ -93,6 +95,8 @@ pub enum Answer {
     Tool(ToolAnswer),
     /// To [`Question::Trust`].
     Trust(bool),
+    /// To [`Question::CanAsk`].
+    CanAsk(bool),
 }
 
 /// What the agent task emits, in order.
@@ -291,6 +295,10 @@ impl Frontend for ChannelFrontend {
             Some(Answer::Trust(true))
         )
     }
+
+    fn can_ask(&self) -> bool {
+        matches!(self.ask(Question::CanAsk), Some(Answer::CanAsk(true)))
+    }
 }
 
 /// Render a task's outputs with `frontend` and answer its questions through it, until the
@@ -318,5 +326,6 @@ pub fn answer_with(frontend: &dyn Frontend, question: Question) -> Answer {
         Question::Rm { path, recursive } => Answer::Rm(frontend.confirm_rm(&path, recursive)),
         Question::Tool(q) => Answer::Tool(frontend.approve_tool(&q)),
         Question::Trust(q) => Answer::Trust(frontend.trust_mcp(&q)),
+        Question::CanAsk => Answer::CanAsk(frontend.can_ask()),
     }
 }

@@ -66,7 +66,12 @@ pub fn workspace_error(e: WorkspaceError) -> Error {
 /// Convert a history failure for the user (refusals carry a hint).
 pub fn history_error(e: HistoryError) -> Error {
     let hint = e.hint().map(str::to_string);
-    let err = Error::failed(e.to_string());
+    // Undo where there is no session to undo in is a usage error (exit 2), like any command
+    // given where it does not apply; a refusal of a real undo (files changed) exits 1.
+    let err = match &e {
+        HistoryError::NoSession { .. } => Error::usage(e.to_string()),
+        _ => Error::failed(e.to_string()),
+    };
     match hint {
         Some(h) => err.with_hint(h),
         None => err,
@@ -110,7 +115,7 @@ pub enum Resume {
 }
 
 /// The git session to work in, the memory to restore, and the text saying which session
-/// continues (or that a new one is stacked on the previous one).
+/// continues (or that a new one continues the line of work HEAD is on).
 struct Opened {
     session: Session,
     memory: Vec<TurnMemo>,
@@ -122,10 +127,9 @@ struct Opened {
 fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
     let Some(resume) = resume else {
         let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
-        let note = session.stacked_on().map(|prev| {
+        let note = session.continues_line().map(|line| {
             format!(
-                "HEAD was on pai/{prev}, so this new session {} starts on top of session {prev}'s plans; `pai --continue` continues session {prev} instead",
-                session.id()
+                "HEAD is on {line}: this session's plans go on it too (one line of work; `pai undo` walks back across sessions); `pai --continue` also brings back the last session's memory"
             )
         });
         return Ok(Opened {
@@ -181,7 +185,8 @@ fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
         None => {
             let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
             let note = format!(
-                "Continuing the conversation of session {id} ({turns}{last}); it recorded no plans, so this session {} starts a new branch",
+                "Continuing the conversation of session {id} ({turns}{last}); it {}, so this session {} records its plans anew",
+                history::why_no_branch(root, &id),
                 session.id()
             );
             Ok(Opened {
@@ -195,11 +200,14 @@ fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
 }
 
 /// Build the agent for a session in the current project (continuing `resume` when given).
+/// `housekeeping`: run the bounded pruning pass (not for a dry run, which touches nothing in
+/// `.git`).
 pub fn assemble(
     settings: &Settings,
     out: &Output,
     stream: bool,
     resume: Option<Resume>,
+    housekeeping: bool,
 ) -> Result<Assembled, Error> {
     let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
     let Project {
@@ -220,6 +228,9 @@ pub fn assemble(
         note,
     } = open_session(&root, resume)?;
     announce_session(out, &session, note.as_deref());
+    if housekeeping {
+        tidy(out, &root, &session, settings.history_days);
+    }
     let secrets = secrets(settings);
     let journal = open_journal(&root, &session, secrets.clone(), out);
     let options = agent_options(settings, &root, stream, secrets, subdir);
@@ -241,6 +252,29 @@ fn announce_session(out: &Output, session: &Session, note: Option<&str>) {
     }
     for leftover in session.leftover_snapshots() {
         out.warning(&leftover.describe());
+    }
+}
+
+/// At a writable session's start: a short pruning pass (bounded in time, so a big backlog
+/// never holds the session up; `pai gc` does the rest), and, once per project, the note that
+/// no git identity is set.
+fn tidy(out: &Output, root: &Path, session: &Session, days: u32) {
+    if session.read_only_reason().is_some() {
+        return;
+    }
+    // Pruning is housekeeping: a failure here must not stop the session.
+    let _ = history::gc(
+        root,
+        history::GcOptions {
+            days,
+            budget: Some(std::time::Duration::from_millis(200)),
+            now: chrono::Local::now(),
+        },
+    );
+    if session.lacks_identity() && history::note_once(root, "identity-noted") {
+        out.note(
+            "no git identity is set, so pai's commits are authored `pai <pai@localhost>`; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com` and pai uses it",
+        );
     }
 }
 
@@ -324,7 +358,10 @@ pub fn turn_exit_code(outcome: &TurnOutcome) -> i32 {
     }
     match outcome.status {
         TurnStatus::Answered | TurnStatus::Success | TurnStatus::Planned => 0,
-        TurnStatus::Failed | TurnStatus::Rejected | TurnStatus::Interrupted => 1,
+        TurnStatus::Failed
+        | TurnStatus::Rejected
+        | TurnStatus::NotApproved
+        | TurnStatus::Interrupted => 1,
     }
 }
 

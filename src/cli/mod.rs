@@ -13,7 +13,7 @@ use crate::llm::ProviderKind;
 use crate::ui::output::Output;
 use assemble::Resume;
 use commands::{
-    config as config_cmd, discard, log, map as map_cmd, mcp as mcp_cmd, redo, run as run_cmd,
+    config as config_cmd, discard, gc, log, map as map_cmd, mcp as mcp_cmd, redo, run as run_cmd,
     session as session_cmd, sessions, undo,
 };
 
@@ -32,7 +32,8 @@ pub struct Cli {
 enum Command {
     /// Start an interactive session in the current directory (the same as `pai`).
     Auto(SessionArgs),
-    /// Carry out one request without a terminal, then exit.
+    /// Carry out one request, then exit (it asks for approval at a terminal; without one,
+    /// pass --yes, or it only shows the plan).
     Run(RunArgs),
     /// Manage API keys and show the effective settings.
     #[command(subcommand)]
@@ -80,11 +81,20 @@ enum Command {
         /// The session to continue (e.g. 20261122_101500); omit to list them.
         session: Option<String>,
         #[command(flatten)]
-        args: SessionArgs,
+        args: ResumeArgs,
     },
     /// Manage the MCP servers whose tools plans may call.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Prune what pai keeps only for redo and for discarded sessions (refs/pai/undone/*,
+    /// refs/pai/discarded/*) and session logs, once older than `history_days` in config.toml
+    /// (default 30); never anything still on a branch. A short pass also runs when a session
+    /// starts.
+    Gc {
+        /// Prune what is older than this many days instead of the setting.
+        #[arg(long, value_name = "N")]
+        days: Option<u32>,
+    },
     /// Print a shell completion script.
     ///
     /// Install it where your shell looks (the folder may not exist yet), e.g. for bash:
@@ -131,6 +141,31 @@ pub struct SessionArgs {
     /// turns) instead of starting a new one.
     #[arg(long = "continue", short = 'c')]
     resume_latest: bool,
+}
+
+/// Flags of `pai resume SESSION`: a session's, without `--continue` (the session is named).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Approve plans without asking (RUN commands still ask unless --allow-run).
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Also approve RUN commands without asking.
+    #[arg(long)]
+    allow_run: bool,
+}
+
+impl ResumeArgs {
+    fn flags(&self) -> Flags {
+        SessionArgs {
+            model: self.model.clone(),
+            yes: self.yes,
+            allow_run: self.allow_run,
+            resume_latest: false,
+        }
+        .flags()
+    }
 }
 
 #[derive(Debug, Args)]
@@ -294,6 +329,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             let project = assemble::open_project(&settings)?;
             map_cmd::map(&settings, &project, out, &request, json)
         }
+        Some(Command::Gc { days }) => gc::gc(&resolve(&Flags::default(), env, out)?, out, days),
         Some(Command::Completions { shell }) => {
             completions(shell, out);
             Ok(())

@@ -26,6 +26,9 @@ pub struct FileSettings {
     pub modify_max_ratio: Option<f64>,
     /// Tokens the first call of a turn may carry in a big project (the repository map).
     pub context_tokens: Option<i64>,
+    /// Days pai keeps undone plans, discarded sessions and session logs before `pai gc`
+    /// prunes them (default 30).
+    pub history_days: Option<u32>,
     /// Extra deny-list patterns (added to the built-in list, which cannot be shrunk).
     #[serde(default)]
     pub deny: Vec<String>,

@@ -62,6 +62,9 @@ impl fmt::Display for Source {
     }
 }
 
+/// How long `pai gc` keeps what it prunes, unless `history_days` says otherwise.
+pub const DEFAULT_HISTORY_DAYS: u32 = 30;
+
 /// The effective settings the rest of the program receives. Nothing else reads the
 /// environment or the config file.
 #[derive(Debug, Clone)]
@@ -88,6 +91,8 @@ pub struct Settings {
     pub extra_deny: Vec<String>,
     /// RUN timeout.
     pub run_timeout: Duration,
+    /// Days `pai gc` keeps undone plans, discarded sessions and session logs.
+    pub history_days: u32,
     /// RUN command prefixes approved without asking.
     pub run_allow: Vec<String>,
     /// RUN prefixes approved in one project only, by project root (`[projects."<root>"]`).
@@ -184,6 +189,7 @@ impl Settings {
             allow_run: flags.allow_run,
             extra_deny: file.deny.clone(),
             run_timeout,
+            history_days: file.history_days.unwrap_or(DEFAULT_HISTORY_DAYS),
             run_allow: file.run.allow.clone(),
             project_run_allow: file
                 .projects

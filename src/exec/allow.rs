@@ -138,7 +138,7 @@ fn runs_its_arguments(program: &str) -> bool {
 /// words; words beyond a prefix that make the program run code (`-exec`, `--output`,
 /// `git -c`) are never covered.
 pub fn is_preapproved(command: &str, allow_prefixes: &[String]) -> bool {
-    if SHELL_METACHARACTERS.iter().any(|m| command.contains(m)) {
+    if chains(command) {
         return false;
     }
     let words: Vec<&str> = shell_words(command).collect();
@@ -159,6 +159,34 @@ pub fn is_preapproved(command: &str, allow_prefixes: &[String]) -> bool {
     })
 }
 
+/// Whether `command` could chain, substitute or redirect: one of [`SHELL_METACHARACTERS`]
+/// outside quotes. Inside single quotes nothing is special; inside double quotes `$(` and
+/// `` ` `` still are. A backslash outside single quotes, an unterminated quote or a
+/// line break anywhere counts as chaining: unusual means ask.
+fn chains(command: &str) -> bool {
+    if command.contains(['\n', '\r', '\\']) {
+        return true;
+    }
+    let mut quote: Option<char> = None;
+    let mut rest = command;
+    while let Some(c) = rest.chars().next() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (Some('"'), '`') => return true,
+            (Some('"'), '$') if rest.starts_with("$(") => return true,
+            (Some(_), _) => {}
+            (None, _) => {
+                if SHELL_METACHARACTERS.iter().any(|m| rest.starts_with(m)) {
+                    return true;
+                }
+            }
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    quote.is_some()
+}
+
 /// The allow-list rule an "always" answer to `command` adds: its words, normalised to single
 /// spaces. As a prefix it covers the same command and the same command with more arguments
 /// (`pytest tests` also covers `pytest tests -x`), never another program or subcommand. For a
@@ -168,7 +196,7 @@ pub fn is_preapproved(command: &str, allow_prefixes: &[String]) -> bool {
 /// when no rule could ever match the command (it chains, substitutes or redirects), so
 /// "always" cannot be offered for it.
 pub fn rule_for(command: &str) -> Option<String> {
-    if SHELL_METACHARACTERS.iter().any(|m| command.contains(m)) {
+    if chains(command) {
         return None;
     }
     let words: Vec<&str> = shell_words(command).collect();
@@ -184,6 +212,30 @@ pub fn rule_for(command: &str) -> Option<String> {
 /// are part of a word to `sh`, so they must be to us too).
 fn shell_words(s: &str) -> impl Iterator<Item = &str> {
     s.split([' ', '\t']).filter(|w| !w.is_empty())
+}
+
+/// Programs that only show something (files, counts, text) and so check nothing.
+const LOOKERS: &[&str] = &[
+    "ls", "wc", "cat", "echo", "printf", "pwd", "head", "tail", "tree", "du", "df", "date",
+    "whoami", "which", "file", "stat", "grep", "rg", "find", "sort", "uniq", "true", "env",
+    "printenv", "uname", "id",
+];
+
+/// Whether every command of `command` (a pipeline or list) only looks at things
+/// (`ls | wc -l`), so its success verifies nothing about the work.
+pub fn only_looks(command: &str) -> bool {
+    let parts: Vec<&str> = command
+        .split(['|', ';', '&', '\n'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect();
+    !parts.is_empty()
+        && parts.iter().all(|part| {
+            shell_words(part).next().is_some_and(|w| {
+                let program = w.rsplit('/').next().unwrap_or(w);
+                LOOKERS.contains(&program)
+            })
+        })
 }
 
 #[cfg(test)]
@@ -230,5 +282,36 @@ mod tests {
         assert!(is_preapproved("git status --short", &allow));
         assert!(is_preapproved("cargo test --lib", &allow));
         assert!(!is_preapproved("cargo test --config-env x", &allow));
+    }
+
+    #[test]
+    fn a_quoted_semicolon_is_not_chaining_and_the_rule_is_the_exact_command() {
+        let cmd = "python3 -c 'import sys; print(sys.version)'";
+        let rule = rule_for(cmd).unwrap();
+        assert!(is_preapproved(cmd, std::slice::from_ref(&rule)));
+        // A program that runs its arguments: nothing more rides on the rule.
+        assert!(!is_preapproved(
+            &format!("{cmd} extra"),
+            std::slice::from_ref(&rule)
+        ));
+        for chained in [
+            "python3 -c 'x'; rm -rf ~",
+            "echo \"$(id)\"",
+            "echo \"`id`\"",
+            "echo 'unterminated",
+            "cat a > b",
+        ] {
+            assert_eq!(rule_for(chained), None, "{chained}");
+        }
+        assert!(rule_for("echo \"a; b\"").is_some());
+    }
+
+    #[test]
+    fn listing_and_counting_check_nothing() {
+        assert!(only_looks("ls | wc -l"));
+        assert!(only_looks("cat notes.txt"));
+        assert!(!only_looks("python3 -m py_compile calc.py"));
+        assert!(!only_looks("ls && cargo test"));
+        assert!(!only_looks(""));
     }
 }

@@ -23,7 +23,7 @@ mod shield;
 use std::io;
 use std::path::PathBuf;
 
-pub use allow::{is_preapproved, rule_for};
+pub use allow::{is_preapproved, only_looks, rule_for};
 pub use env::{carries_secret, child_environment, scrub_environment};
 pub use redact::{LineRedactor, REDACTED, redact};
 pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};

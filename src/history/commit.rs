@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
+use super::line::Advance;
 use super::message::{self, PlanRecord};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
@@ -60,8 +61,7 @@ impl Session {
         let session = self.id.clone();
         let w = self.writer()?;
         w.check_head()?;
-        let tip =
-            names::target(&w.repo, &w.branch).ctx(|| "cannot read the session branch".into())?;
+        let tip = w.line.tip(&w.repo, &w.branch)?;
         // What preparing this plan gathered. A plan that cannot be recorded gives it back, so
         // the next plan's commit still sits on the snapshots of the user's versions and holds
         // the trash copies: a busy index or an interrupted commit must not make them
@@ -159,7 +159,15 @@ fn record_plan(
     // Prepared (under index.lock) before the branch moves, put in place after: a failure
     // on either side leaves branch and index consistent.
     let new_index = index.stage(&synced_entries(&tree, &changes, pending))?;
-    move_to_plan(repo, &w.branch, tip, commit, number, plan)?;
+    let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
+    Advance {
+        repo,
+        session,
+        branch: &mut w.branch,
+        line: &mut w.line,
+        meta: &mut w.meta,
+    }
+    .to(tip, commit, &reflog)?;
     // The plan is on the branch: its number is taken whatever happens to the index.
     w.next_plan += 1;
     let repo = &w.repo;
@@ -340,31 +348,6 @@ fn synced_entries(
         .into_iter()
         .map(|p| (p.clone(), scope::tree_file(Some(tree), p).ok().flatten()))
         .collect()
-}
-
-/// Move the session branch from `tip` to the plan commit; a branch that moved meanwhile (or
-/// appeared, when it was unborn) is an error, never overwritten.
-fn move_to_plan(
-    repo: &Repository,
-    branch: &str,
-    tip: Option<Oid>,
-    commit: Oid,
-    number: u32,
-    plan: &PlanRecord,
-) -> Result<(), HistoryError> {
-    let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
-    let moved = match tip {
-        Some(old) => repo.reference_matching(branch, commit, true, old, &reflog),
-        None => repo.reference(branch, commit, false, &reflog),
-    };
-    moved.ctx(|| {
-        format!(
-            "cannot move {} to the plan commit {} (did it change meanwhile?)",
-            names::short(branch),
-            names::short_id(commit)
-        )
-    })?;
-    Ok(())
 }
 
 /// Drop the pending-snapshot ref: the snapshots are now below the plan commit, or no longer

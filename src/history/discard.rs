@@ -53,8 +53,10 @@ pub fn discard(
     let id = names::session_of_branch(&branch)
         .unwrap_or_default()
         .to_string();
+    // A session that continued this line of work discards the line with it.
     if let Some(want) = session
         && want != id
+        && meta::branch_of(repo, want) != branch
     {
         return Err(HistoryError::Refused {
             message: format!("HEAD is on session {id}, not {want}"),
@@ -63,12 +65,13 @@ pub fn discard(
     }
     let info = meta::read(repo, &id).unwrap_or_default();
     let start = names::target(repo, &branch).ctx(|| "cannot read the session branch".into())?;
-    check_only_pai_commits(repo, start, info.base, &id)?;
+    check_only_pai_commits(repo, start, info.base, &id, &branch)?;
 
     let mut undone = Vec::new();
     loop {
         let tip = names::target(repo, &branch).ctx(|| "cannot read the session branch".into())?;
-        if tip == info.base {
+        // Undoing the line's last plan removes the branch and puts HEAD back itself.
+        if tip == info.base || repo.find_reference(&branch).is_err() {
             break;
         }
         let report = undo::undo_in(repo, root, wt, force, None)?;
@@ -123,6 +126,7 @@ fn check_only_pai_commits(
     tip: Option<Oid>,
     base: Option<Oid>,
     session: &str,
+    branch: &str,
 ) -> Result<(), HistoryError> {
     let mut at = tip;
     while let Some(id) = at {
@@ -134,7 +138,9 @@ fn check_only_pai_commits(
             .ctx(|| format!("cannot read commit {id}"))?;
         let t = message::parse(c.message().unwrap_or_default());
         let ours = matches!(t.kind, Some(Kind::Plan) | Some(Kind::User))
-            && t.session.as_deref() == Some(session);
+            && t.session
+                .as_deref()
+                .is_some_and(|s| s == session || meta::branch_of(repo, s) == branch);
         if !ours {
             let short = names::short_id(id);
             return Err(HistoryError::Refused {

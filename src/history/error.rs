@@ -33,6 +33,15 @@ pub enum HistoryError {
         /// What the user can do instead.
         hint: String,
     },
+    /// `pai undo` / `redo` / `discard` where HEAD is not on a session branch: the command
+    /// does not apply here (a usage error), nothing was changed.
+    #[error("{message}")]
+    NoSession {
+        /// What was asked and where HEAD is.
+        message: String,
+        /// Where the user can find a session.
+        hint: String,
+    },
     /// HEAD no longer points at the session branch (the user switched branches mid-session).
     #[error(
         "HEAD moved from {expected} to {found} during the session; the plan's changes are left uncommitted in the work tree"
@@ -95,7 +104,7 @@ impl HistoryError {
     /// What the user can do about this error, when pai knows.
     pub fn hint(&self) -> Option<&str> {
         match self {
-            HistoryError::Refused { hint, .. } => Some(hint),
+            HistoryError::Refused { hint, .. } | HistoryError::NoSession { hint, .. } => Some(hint),
             HistoryError::Busy { .. } => {
                 Some("use /undo inside that session, or wait until it ends")
             }
@@ -114,6 +123,7 @@ impl HistoryError {
         matches!(
             self,
             HistoryError::Refused { .. }
+                | HistoryError::NoSession { .. }
                 | HistoryError::ReadOnly { .. }
                 | HistoryError::Busy { .. }
         )

@@ -165,8 +165,10 @@ fn session_log(
     with_patch: bool,
     private: bool,
 ) -> Result<SessionLog, HistoryError> {
-    let branch = names::branch_ref(session);
-    let tip = names::target(repo, &branch).ctx(|| format!("cannot read pai/{session}"))?;
+    // A session that continued another's line of work has its plans on that branch.
+    let branch = meta::branch_of(repo, session);
+    let tip =
+        names::target(repo, &branch).ctx(|| format!("cannot read {}", names::short(&branch)))?;
     let meta = meta::read(repo, session);
     let mut plans = Vec::new();
     if let Some(tip) = tip {

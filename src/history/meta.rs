@@ -5,6 +5,7 @@
 use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
+use super::names;
 
 /// Where a session started.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -13,6 +14,9 @@ pub(crate) struct Meta {
     pub base: Option<Oid>,
     /// The branch HEAD was on (`refs/heads/...`); `None` when detached.
     pub base_branch: Option<String>,
+    /// The branch the session's plans went on when it is not `pai/<id>`: a session started
+    /// on HEAD of another session's branch continues that line of work on it.
+    pub branch: Option<String>,
 }
 
 /// The ref holding a session's metadata.
@@ -22,13 +26,16 @@ pub(crate) fn ref_name(session: &str) -> String {
 
 /// Record `meta` for `session`.
 pub(crate) fn write(repo: &Repository, session: &str, meta: &Meta) -> Result<(), HistoryError> {
-    let text = format!(
+    let mut text = format!(
         "session {session}\nbase {}\nbase-branch {}\n",
         meta.base
             .map(|o| o.to_string())
             .unwrap_or_else(|| "-".into()),
         meta.base_branch.as_deref().unwrap_or("-")
     );
+    if let Some(branch) = &meta.branch {
+        text.push_str(&format!("branch {branch}\n"));
+    }
     let blob = repo
         .blob(text.as_bytes())
         .ctx(|| format!("cannot record session {session}"))?;
@@ -48,15 +55,17 @@ pub(crate) fn read(repo: &Repository, session: &str) -> Option<Meta> {
             meta.base = Oid::from_str(v).ok();
         } else if let Some(v) = line.strip_prefix("base-branch ") {
             meta.base_branch = (v != "-").then(|| v.to_string());
+        } else if let Some(v) = line.strip_prefix("branch ") {
+            // Only a session branch: anything else is not a line of pai's work.
+            meta.branch = names::session_of_branch(v).map(|_| v.to_string());
         }
     }
     Some(meta)
 }
 
-/// Forget `session`'s metadata (a session that recorded nothing).
-pub(crate) fn remove(repo: &Repository, session: &str) {
-    if let Ok(mut r) = repo.find_reference(&ref_name(session)) {
-        // Leftover metadata is harmless: log skips sessions without plans.
-        let _ = r.delete();
-    }
+/// The branch holding `session`'s plans: the line it continued, else `refs/heads/pai/<id>`.
+pub(crate) fn branch_of(repo: &Repository, session: &str) -> String {
+    read(repo, session)
+        .and_then(|m| m.branch)
+        .unwrap_or_else(|| names::branch_ref(session))
 }

@@ -110,12 +110,12 @@ pub(crate) fn session_branch(repo: &Repository, action: &str) -> Result<String, 
     let newest = session_branches(repo).into_iter().next_back();
     if super::repo::is_private(repo) {
         // Outside git: no git branch names or git commands the user has no use for.
-        return Err(HistoryError::Refused {
+        return Err(HistoryError::NoSession {
             message: format!("cannot {action}: no pai session with plans is current here"),
             hint: "`pai log` lists the sessions and their plans; `pai resume <SESSION>` continues one with plans, where /undo works".into(),
         });
     }
-    Err(HistoryError::Refused {
+    Err(HistoryError::NoSession {
         message: format!(
             "cannot {action}: HEAD is on {}, not a pai session branch",
             head.describe()

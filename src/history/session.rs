@@ -1,6 +1,7 @@
-//! Starting a session: the branch `pai/<id>` at HEAD with HEAD pointed at it (index and work
-//! tree untouched), the read-only fallback with its reason, the work-tree lock, and the
-//! end-of-session summary with the review, merge and discard commands.
+//! Starting a session: where its plans will go (a new line of work whose branch `pai/<id>`
+//! is created at the first plan commit, or the session branch HEAD is on), the read-only
+//! fallback with its reason, the work-tree lock, and the end-of-session summary with the
+//! review, merge and discard commands.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -10,7 +11,9 @@ use git2::{Oid, Repository};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
+use super::line::{self, Line};
 use super::lock::WorkTreeLock;
+use super::message::Kind;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
 use super::repo::{self, Found};
@@ -51,8 +54,11 @@ pub(super) enum State {
 pub(super) struct Writer {
     pub repo: Repository,
     pub private: bool,
-    /// `refs/heads/pai/<id>`.
+    /// Where the plans go: `refs/heads/pai/<id>`, or the session branch HEAD was on when
+    /// the session started (it continues that line of work).
     pub branch: String,
+    /// Whether that branch exists yet, and where HEAD must be until it does.
+    pub line: Line,
     pub meta: Meta,
     pub identity: Option<(String, String)>,
     /// The number the next plan commit gets (plan numbers only grow within a session).
@@ -81,10 +87,12 @@ pub(super) struct Pending {
 impl Session {
     /// Start a session for the project at `root` (from [`super::project_root`]).
     ///
-    /// Inside a repository: branch `pai/<id>` at HEAD, HEAD attached to it; detached HEAD and
-    /// unborn branches work. Outside one: the private repository `.pai_history/git`. When pai
-    /// must not write (operation in progress, conflicts, bare or unopenable repository,
-    /// another session holding the lock) the session is read-only and says why.
+    /// Nothing in git changes here: the branch `pai/<id>` is created at the first plan
+    /// commit, from where HEAD is then (detached HEAD and unborn branches work), and HEAD is
+    /// attached to it; when HEAD is on a session branch already, the session continues that
+    /// line of work on it. Outside a repository: the private repository `.pai_history/git`.
+    /// When pai must not write (operation in progress, conflicts, bare or unopenable
+    /// repository, another session holding the lock) the session is read-only and says why.
     pub fn start(root: &Path, opts: StartOptions) -> Result<Session, HistoryError> {
         let stamp = opts.now.format("%Y%m%d_%H%M%S").to_string();
         let read_only = |reason: String, repo: Option<&Repository>| Session {
@@ -115,7 +123,16 @@ impl Session {
                 Some(&repo),
             ));
         }
-        let (id, branch, meta) = start_branch(&repo, root, &stamp)?;
+        let head = names::head(&repo).ctx(|| "cannot read HEAD".into())?;
+        let id = unique_id(root, Some(&repo), &stamp);
+        let (branch, meta, created) = match line::at_head(&repo, &head) {
+            Some((branch, meta)) => (branch, meta, true),
+            None => (
+                names::branch_ref(&id),
+                line::start_point(&repo, &head)?,
+                false,
+            ),
+        };
         Ok(Session {
             id,
             root: root.to_path_buf(),
@@ -123,6 +140,11 @@ impl Session {
                 repo,
                 private: hr.private,
                 branch,
+                line: Line {
+                    created,
+                    start_head: head,
+                    recorded: false,
+                },
                 meta,
                 identity: opts.identity,
                 next_plan: 1,
@@ -169,7 +191,7 @@ impl Session {
             ));
         }
         let repo = hr.repo;
-        let branch = names::branch_ref(id);
+        let branch = meta::branch_of(&repo, id);
         let Some(tip) = names::target(&repo, &branch).ctx(|| format!("cannot read pai/{id}"))?
         else {
             return Ok(None);
@@ -189,9 +211,13 @@ impl Session {
                     Head::Detached(oid) => format!("HEAD is detached at {}", names::short_id(*oid)),
                 };
                 return Err(refused(
-                    format!("cannot continue session {id}: {now}, not on its branch pai/{id}"),
+                    format!(
+                        "cannot continue session {id}: {now}, not on its branch {}",
+                        names::short(&branch)
+                    ),
                     &format!(
-                        "commit or stash your changes, `git switch pai/{id}`, then continue; or start a new session with `pai`"
+                        "commit or stash your changes, `git switch {}`, then continue; or start a new session with `pai`",
+                        names::short(&branch)
                     ),
                 ));
             }
@@ -206,6 +232,11 @@ impl Session {
             state: State::Writable(Box::new(Writer {
                 repo,
                 private: hr.private,
+                line: Line {
+                    created: true,
+                    start_head: Head::Branch(branch.clone()),
+                    recorded: true,
+                },
                 branch,
                 meta,
                 identity: opts.identity,
@@ -218,17 +249,12 @@ impl Session {
         }))
     }
 
-    /// The session this one was started on top of: the id of the `pai/<id>` branch HEAD was
-    /// on when it started (the next `pai` after a session with plans starts there).
-    pub fn stacked_on(&self) -> Option<String> {
+    /// The line of work this session continues: the session branch (`pai/<id>`) HEAD was on
+    /// when it started, where this session's plans go too.
+    pub fn continues_line(&self) -> Option<&str> {
         match &self.state {
-            State::Writable(w) => w
-                .meta
-                .base_branch
-                .as_deref()
-                .and_then(names::session_of_branch)
-                .map(str::to_string),
-            State::ReadOnly(_) => None,
+            State::Writable(w) if w.meta.branch.is_some() => Some(names::short(&w.branch)),
+            _ => None,
         }
     }
 
@@ -243,7 +269,8 @@ impl Session {
         &self.root
     }
 
-    /// The session branch (`pai/<id>`), `None` for a read-only session.
+    /// The branch the session's plans go on (`pai/<id>`, or the line it continues; created
+    /// at the first plan), `None` for a read-only session.
     pub fn branch(&self) -> Option<&str> {
         match &self.state {
             State::Writable(w) => Some(names::short(&w.branch)),
@@ -251,11 +278,29 @@ impl Session {
         }
     }
 
+    /// Whether the session's branch exists (it is created at the first plan commit).
+    pub fn branch_created(&self) -> bool {
+        matches!(&self.state, State::Writable(w) if w.line.created)
+    }
+
     /// Why this session cannot record history, and what to do; `None` when it can.
     pub fn read_only_reason(&self) -> Option<&str> {
         match &self.state {
             State::ReadOnly(reason) => Some(reason),
             State::Writable(_) => None,
+        }
+    }
+
+    /// Whether plan commits will fall back to `pai <pai@localhost>` because no git identity
+    /// is configured (`user.name` / `user.email`, or git's `GIT_AUTHOR_*` variables).
+    pub fn lacks_identity(&self) -> bool {
+        match &self.state {
+            State::Writable(w) => {
+                !w.private
+                    && w.identity.is_none()
+                    && (w.repo.author_from_env().is_err() || w.repo.committer_from_env().is_err())
+            }
+            State::ReadOnly(_) => false,
         }
     }
 
@@ -283,79 +328,67 @@ impl Session {
             },
             State::Writable(w) => {
                 let plans = count_plans(&w.repo, &self.id, &w.branch, w.meta.base);
-                summary_for(&self.id, &w.meta, plans, w.private, true)
+                let exists = w.repo.find_reference(&w.branch).is_ok();
+                SessionSummary {
+                    snapshots: count_of(&w.repo, &self.id, &w.branch, w.meta.base, Kind::User),
+                    ..summary_for(&self.id, &w.meta, plans, w.private, exists)
+                }
             }
         }
     }
 
-    /// End the session. A session that recorded nothing removes its empty branch and puts HEAD
-    /// back where it was (only when that changes neither index nor work tree); the lock is
-    /// released either way.
+    /// End the session and release the lock. A session that carried out nothing changed
+    /// nothing in git (its branch is made only at its first plan commit), so there is nothing
+    /// to put back.
     pub fn finish(self) -> SessionSummary {
-        let summary = self.summary();
-        let State::Writable(w) = &self.state else {
-            return summary;
-        };
-        if summary.plans > 0 || has_undone(&w.repo, &self.id) || w.pending.is_some() {
-            return summary;
+        self.summary()
+    }
+
+    /// After an undo or redo inside the session: where the session's plans go follows HEAD
+    /// (undo may have left the line for the branch it started from, redo come back to it).
+    pub(super) fn follow_head(&mut self) {
+        let id = self.id.clone();
+        if let State::Writable(w) = &mut self.state {
+            let Writer {
+                repo,
+                line,
+                branch,
+                meta,
+                ..
+            } = w.as_mut();
+            line.follow_head(repo, &id, branch, meta);
         }
-        if restore_head(&w.repo, &w.branch, &w.meta).unwrap_or(false) {
-            meta::remove(&w.repo, &self.id);
-            let restored = w
-                .meta
-                .base_branch
-                .as_deref()
-                .map(|b| names::short(b).to_string())
-                .or_else(|| {
-                    w.meta
-                        .base
-                        .map(|o| format!("detached HEAD at {}", names::short_id(o)))
-                });
-            return SessionSummary {
-                session: self.id.clone(),
-                restored_head: restored,
-                ..SessionSummary::default()
-            };
-        }
-        summary
     }
 }
 
-/// Put HEAD back on the base and delete the empty session branch. `Ok(false)` when anything
-/// moved in between, in which case nothing is touched.
-fn restore_head(repo: &Repository, branch: &str, meta: &Meta) -> Result<bool, git2::Error> {
-    if names::head(repo)? != Head::Branch(branch.to_string()) {
-        return Ok(false);
+/// Why session `id` has no branch to continue, in words that follow "it ...": discarded,
+/// all its plans undone, or none recorded.
+pub fn why_no_branch(root: &Path, id: &str) -> String {
+    let Ok(Found::Repo(hr)) = repo::find(root) else {
+        return "recorded no plans".into();
+    };
+    let discarded = super::discard::discarded_ref(id);
+    if hr.repo.find_reference(&discarded).is_ok() {
+        return format!("was discarded (its plans are kept at {discarded})");
     }
-    if names::target(repo, branch)? != meta.base {
-        return Ok(false);
+    if has_undone(&hr.repo, id) {
+        return "had all its plans undone (`pai redo` from where it started brings them back)"
+            .into();
     }
-    match &meta.base_branch {
-        Some(base_branch) => {
-            if names::target(repo, base_branch)? != meta.base {
-                return Ok(false);
-            }
-            repo.set_head(base_branch)?;
-        }
-        None => match meta.base {
-            Some(base) => repo.set_head_detached(base)?,
-            None => return Ok(false),
-        },
-    }
-    if let Ok(mut r) = repo.find_reference(branch) {
-        r.delete()?;
-    }
-    Ok(true)
+    "recorded no plans".into()
 }
 
-/// The session whose branch `pai/<id>` HEAD is on in the project at `root`, if any: where
-/// `pai --continue` picks up first.
+/// The session whose plan is newest on the session branch HEAD is on in the project at
+/// `root`, if any: where `pai --continue` picks up first.
 pub fn head_session(root: &Path) -> Option<String> {
     let Ok(Found::Repo(hr)) = repo::find(root) else {
         return None;
     };
     match names::head(&hr.repo).ok()? {
-        Head::Branch(name) => names::session_of_branch(&name).map(str::to_string),
+        Head::Branch(name) => names::session_of_branch(&name)
+            .is_some()
+            .then(|| line::newest_session(&hr.repo, &name))
+            .flatten(),
         Head::Detached(_) => None,
     }
 }
@@ -375,47 +408,6 @@ fn lock_work_tree(root: &Path) -> Result<Result<WorkTreeLock, String>, HistoryEr
     }
 }
 
-/// Create the session: its id (unique among the sessions pai knows of), its metadata (where
-/// it started), and its branch `pai/<id>` at HEAD's commit (still unborn when HEAD's branch
-/// is) with HEAD attached to it, which changes neither index nor work tree. The id, the
-/// branch's full ref name, and the metadata.
-fn start_branch(
-    repo: &Repository,
-    root: &Path,
-    stamp: &str,
-) -> Result<(String, String, Meta), HistoryError> {
-    let head = names::head(repo).ctx(|| "cannot read HEAD".into())?;
-    let (base, base_branch) = match &head {
-        Head::Branch(name) => (
-            names::target(repo, name).ctx(|| format!("cannot read {name}"))?,
-            Some(name.clone()),
-        ),
-        Head::Detached(oid) => (Some(*oid), None),
-    };
-    let id = unique_id(root, Some(repo), stamp);
-    let branch = names::branch_ref(&id);
-    let meta = Meta { base, base_branch };
-    meta::write(repo, &id, &meta)?;
-    let from = match &head {
-        Head::Branch(name) => names::short(name).to_string(),
-        Head::Detached(oid) => names::short_id(*oid),
-    };
-    if let Some(base) = base {
-        repo.reference(
-            &branch,
-            base,
-            false,
-            &format!("pai: session {id} started from {from}"),
-        )
-        .ctx(|| format!("cannot create branch {}", names::short(&branch)))?;
-    }
-    // Attaching HEAD to a branch at the same commit changes neither index nor work tree;
-    // on an unborn branch HEAD simply names the new (still unborn) branch.
-    repo.set_head(&branch)
-        .ctx(|| format!("cannot point HEAD at {}", names::short(&branch)))?;
-    Ok((id, branch, meta))
-}
-
 /// A session id not yet used by a branch, undone plans, a session log or trash.
 fn unique_id(root: &Path, repo: Option<&Repository>, stamp: &str) -> String {
     let taken = |id: &str| {
@@ -424,6 +416,7 @@ fn unique_id(root: &Path, repo: Option<&Repository>, stamp: &str) -> String {
             || repo.is_some_and(|r| {
                 r.find_reference(&names::branch_ref(id)).is_ok()
                     || r.find_reference(&meta::ref_name(id)).is_ok()
+                    || r.find_reference(&names::pending_ref(id)).is_ok()
                     || has_undone(r, id)
             })
     };
@@ -479,6 +472,17 @@ pub(super) fn count_plans(
     branch: &str,
     base: Option<Oid>,
 ) -> usize {
+    count_of(repo, session, branch, base, Kind::Plan)
+}
+
+/// Commits of `kind` made by `session` on `branch` above `base`.
+fn count_of(
+    repo: &Repository,
+    session: &str,
+    branch: &str,
+    base: Option<Oid>,
+    kind: Kind,
+) -> usize {
     let Ok(Some(tip)) = names::target(repo, branch) else {
         return 0;
     };
@@ -495,7 +499,7 @@ pub(super) fn count_plans(
         .filter_map(|oid| repo.find_commit(oid).ok())
         .filter(|c| {
             let t = message::parse(c.message().unwrap_or_default());
-            t.kind == Some(message::Kind::Plan) && t.session.as_deref() == Some(session)
+            t.kind == Some(kind) && t.session.as_deref() == Some(session)
         })
         .count()
 }
@@ -505,7 +509,9 @@ pub(super) fn count_plans(
 pub struct SessionSummary {
     /// Session id.
     pub session: String,
-    /// `pai/<id>`; `None` when read-only or when an empty session removed its branch.
+    /// The session branch (`pai/<id>`, or the line the session continued); `None` when
+    /// read-only or when no branch exists (the session carried out nothing, or its plans
+    /// were all undone).
     pub branch: Option<String>,
     /// Short id of the commit the session started from (`None` on an unborn branch).
     pub base_commit: Option<String>,
@@ -513,12 +519,13 @@ pub struct SessionSummary {
     pub base_branch: Option<String>,
     /// Plan commits on the session branch.
     pub plans: usize,
+    /// Snapshots of the user's uncommitted edits this session committed below its plans: the
+    /// branch's review diff and merge include them.
+    pub snapshots: usize,
     /// Whether history lives in the private `.pai_history/git`.
     pub private: bool,
     /// Why the session could not record history.
     pub read_only: Option<String>,
-    /// Where HEAD went back to when an empty session removed its branch.
-    pub restored_head: Option<String>,
     /// Command to review the session's changes.
     pub review: Option<String>,
     /// Command to merge them into the base branch.
@@ -534,7 +541,10 @@ pub(super) fn summary_for(
     private: bool,
     branch_exists: bool,
 ) -> SessionSummary {
-    let branch = format!("pai/{session}");
+    let branch = meta
+        .branch
+        .as_deref()
+        .map_or_else(|| format!("pai/{session}"), |b| names::short(b).to_string());
     // Outside git the private repository's own branch (an unborn `master`) and commits mean
     // nothing to the user: only the session branch is named.
     let base_short = meta.base.filter(|_| !private).map(names::short_id);
@@ -578,9 +588,9 @@ pub(super) fn summary_for(
         base_commit: base_short,
         base_branch,
         plans,
+        snapshots: 0,
         private,
         read_only: None,
-        restored_head: None,
         review,
         merge,
         discard,
@@ -596,16 +606,16 @@ impl SessionSummary {
                 self.session
             );
         }
-        if let Some(head) = &self.restored_head {
+        if self.plans == 0 && self.branch.is_none() {
             return format!(
-                "Session {}: no plans recorded; back on {head}.\n",
+                "Session {}: no plans recorded; nothing changed in git.\n",
                 self.session
             );
         }
         let mut out = format!(
-            "Session {}: {} plan(s) on {}",
+            "Session {}: {} on {}",
             self.session,
-            self.plans,
+            plural(self.plans, "plan", "plans"),
             self.branch.as_deref().unwrap_or("(no branch)")
         );
         match (&self.base_branch, &self.base_commit) {
@@ -615,6 +625,12 @@ impl SessionSummary {
             (None, None) => {}
         }
         out.push('\n');
+        if self.snapshots > 0 {
+            out.push_str(&format!(
+                "  the branch also holds {} of your uncommitted edits, taken before the plans that changed those files: the review and the merge include them; `pai discard` gives them back uncommitted\n",
+                plural(self.snapshots, "snapshot", "snapshots")
+            ));
+        }
         for (label, cmd) in [
             ("review ", &self.review),
             ("merge  ", &self.merge),
@@ -627,14 +643,19 @@ impl SessionSummary {
         if let Some(branch) = &self.branch {
             if self.private {
                 out.push_str(
-                    "The next `pai` here starts a new session; `pai --continue` continues this one.\n",
+                    "The next `pai` here continues this line of work (`pai undo` walks back across sessions); `pai --continue` also brings back this session's memory.\n",
                 );
             } else {
                 out.push_str(&format!(
-                    "HEAD stays on {branch}: the next `pai` here starts a new session on top of it; `pai --continue` continues this one.\n"
+                    "HEAD stays on {branch}: the next `pai` here continues this line of work on it (`pai undo` walks back across sessions); `pai --continue` also brings back this session's memory.\n"
                 ));
             }
         }
         out
     }
+}
+
+/// `1 plan`, `2 plans`.
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -487,8 +487,7 @@ impl Writer {
     /// The session branch's tip, and the commit the next snapshot of the user's changes goes
     /// on: the newest pending snapshot, or the tip.
     fn snapshot_base(&mut self) -> Result<(Option<Oid>, Option<Oid>), HistoryError> {
-        let tip = names::target(&self.repo, &self.branch)
-            .ctx(|| "cannot read the session branch".into())?;
+        let tip = self.line.tip(&self.repo, &self.branch)?;
         if self.pending.as_ref().is_some_and(|p| p.base != tip) {
             // The branch moved under the plan (the user committed): those snapshots no longer
             // sit on the tip. They stay reachable at the pending ref until the next snapshot.
@@ -497,17 +496,9 @@ impl Writer {
         Ok((tip, self.pending.as_ref().map(|p| p.top).or(tip)))
     }
 
-    /// Refuse to record when HEAD no longer points at the session branch.
+    /// Refuse to record when HEAD is no longer where the session's plans go.
     pub(super) fn check_head(&self) -> Result<(), HistoryError> {
-        let head = names::head(&self.repo).ctx(|| "cannot read HEAD".into())?;
-        if head == names::Head::Branch(self.branch.clone()) {
-            Ok(())
-        } else {
-            Err(HistoryError::HeadMoved {
-                expected: names::short(&self.branch).to_string(),
-                found: head.describe(),
-            })
-        }
+        self.line.check_head(&self.repo, &self.branch)
     }
 }
 
@@ -561,4 +552,42 @@ pub(super) fn commit_changes(
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
     repo.commit(None, &sigs.0, &sigs.1, msg, &tree, &parents)
         .ctx(|| "cannot create a commit".into())
+}
+
+impl Session {
+    /// Which of `paths` (files) hold changes of the user's that the session branch does not:
+    /// what [`Session::prepare`] would commit as a snapshot before a plan touches them. Told
+    /// with the plan, before approval. Empty for a read-only session or when nothing can be
+    /// read.
+    pub fn user_edits_in(&self, wt: &dyn WorkTree, paths: &[String]) -> Vec<String> {
+        let super::session::State::Writable(w) = &self.state else {
+            return Vec::new();
+        };
+        let Ok(tip) = w.line.tip(&w.repo, &w.branch) else {
+            return Vec::new();
+        };
+        let tree = tip.and_then(|t| w.repo.find_commit(t).ok()?.tree().ok());
+        let Ok(index) = index_file::load(&w.repo) else {
+            return Vec::new();
+        };
+        paths
+            .iter()
+            .filter(|p| !wt.is_denied(p))
+            .filter(|p| {
+                let Ok(in_tree) = scope::tree_file(tree.as_ref(), p) else {
+                    return false;
+                };
+                let Ok(Ok(file)) = scope::work_file(wt, p) else {
+                    return false;
+                };
+                let class = scope::classify(&w.repo, wt, tree.as_ref(), &index, p);
+                if matches!(class, Class::Ignored | Class::Lfs | Class::Filtered) {
+                    return false;
+                }
+                let in_work = scope::entry_of(file.as_ref());
+                in_work != in_tree || index.get(p) != in_tree
+            })
+            .cloned()
+            .collect()
+    }
 }

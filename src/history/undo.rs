@@ -14,12 +14,14 @@ use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
 use super::lock::WorkTreeLock;
 use super::message::{self, Kind};
+use super::meta;
+use super::names::Head;
 use super::revert::{self, PathChange};
 use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
 use super::snapshot::commit_changes;
 use super::worktree::WorkTree;
-use super::{names, repo, trash};
+use super::{line, names, repo, trash};
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,6 +46,9 @@ pub struct UndoReport {
     pub saved: Option<String>,
     /// The ref keeping the undone commit for `pai redo`.
     pub undone_ref: String,
+    /// Where HEAD went when this was the line's last plan: the branch (or commit) the line
+    /// started from; the empty session branch is gone.
+    pub head_back: Option<String>,
 }
 
 /// What `redo` did.
@@ -68,6 +73,8 @@ pub struct RedoReport {
     /// Files the plan removes that undo had brought back from the trash and the user changed
     /// since: kept as the user left them, not removed again.
     pub kept: Vec<String>,
+    /// The line redo came back to: its branch was created again and HEAD put on it.
+    pub reentered: bool,
 }
 
 /// Undo the newest plan of the checked-out session branch of the project at `root`, from any
@@ -93,14 +100,18 @@ impl Session {
     pub fn undo(&mut self, wt: &dyn WorkTree, force: bool) -> Result<UndoReport, HistoryError> {
         let root = self.root.clone();
         let w = self.writer()?;
-        undo_in(&w.repo, &root, wt, force, w.identity.as_ref())
+        let report = undo_in(&w.repo, &root, wt, force, w.identity.as_ref());
+        self.follow_head();
+        report
     }
 
     /// `/redo` inside a session: [`redo`] with this session's lock.
     pub fn redo(&mut self, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
         let root = self.root.clone();
         let w = self.writer()?;
-        redo_in(&w.repo, &root, wt)
+        let report = redo_in(&w.repo, &root, wt);
+        self.follow_head();
+        report
     }
 }
 
@@ -136,6 +147,9 @@ fn read_commit<'r>(repo: &'r Repository, id: Oid) -> Result<Commit<'r>, HistoryE
 
 /// The checked-out session branch an undo or redo moves, as read before anything is touched.
 struct SessionBranch {
+    /// Redo comes back to a line whose last plan undo took off: the branch does not exist
+    /// and HEAD is on the branch (or commit) the line started from.
+    reenter: bool,
     /// The full ref name (`refs/heads/pai/<id>`).
     name: String,
     /// `pai/<id>`, as messages name it.
@@ -153,7 +167,39 @@ fn checked_out_branch(repo: &Repository, action: &str) -> Result<SessionBranch, 
     let name = revert::session_branch(repo, action)?;
     let short = names::short(&name).to_string();
     let tip = names::target(repo, &name).ctx(|| format!("cannot read {short}"))?;
-    Ok(SessionBranch { name, short, tip })
+    Ok(SessionBranch {
+        reenter: false,
+        name,
+        short,
+        tip,
+    })
+}
+
+/// The branch redo moves: the checked-out session branch, or, when HEAD is where a line
+/// whose plans were all undone started, that line (created again by the redo).
+fn redo_branch(repo: &Repository) -> Result<SessionBranch, HistoryError> {
+    let refusal = match checked_out_branch(repo, "redo") {
+        Ok(branch) => return Ok(branch),
+        Err(e) => e,
+    };
+    if repo::state_blocker(repo).is_some() {
+        return Err(refusal);
+    }
+    let head = names::head(repo).ctx(|| "cannot read HEAD".into())?;
+    let tip = match &head {
+        Head::Branch(b) => names::target(repo, b).ctx(|| format!("cannot read {b}"))?,
+        Head::Detached(oid) => Some(*oid),
+    };
+    let lands = |id: Oid| repo.find_commit(id).is_ok_and(|c| lands_on(&c, tip));
+    let Some(name) = line::to_reenter(repo, &head, lands) else {
+        return Err(refusal);
+    };
+    Ok(SessionBranch {
+        reenter: true,
+        short: names::short(&name).to_string(),
+        name,
+        tip,
+    })
 }
 
 /// The paths `plan` changed (with their entries before and after it), and the tree below it
@@ -452,15 +498,19 @@ fn recorded_permissions(
 
 /// Move the branch back from `tip` to `base`, below the plan's own snapshots too: they were
 /// taken for the plan, and the work tree and index hold the user's changes again (the undone
-/// ref keeps them reachable). Without a `base` the plan was the first commit of an unborn
-/// branch, and the branch is deleted.
+/// ref keeps them reachable). When that empties the line, HEAD goes back to the branch it
+/// started from and the branch is removed (returned: where HEAD went). Without a `base` the
+/// plan was the first commit of an unborn branch, and the branch is deleted.
 fn move_branch_back(
     repo: &Repository,
     branch: &SessionBranch,
     tip: Oid,
     base: Option<&Commit<'_>>,
     plan: &PlanToUndo<'_>,
-) -> Result<(), HistoryError> {
+) -> Result<Option<String>, HistoryError> {
+    if let Some(back) = line::leave_if_empty(repo, &branch.name, base.map(Commit::id))? {
+        return Ok(Some(back));
+    }
     let reflog = format!("pai: undo plan {} ({})", plan.number, plan.short);
     match base {
         Some(base) => repo
@@ -470,7 +520,8 @@ fn move_branch_back(
             .find_reference(&branch.name)
             .and_then(|mut r| r.delete()),
     }
-    .ctx(|| format!("cannot move {} back", branch.short))
+    .ctx(|| format!("cannot move {} back", branch.short))?;
+    Ok(None)
 }
 
 /// [`undo`] and [`Session::undo`], under the work-tree lock. Every check comes before the
@@ -527,7 +578,7 @@ pub(crate) fn undo_in(
         recorded_trash,
     )?;
 
-    move_branch_back(repo, &branch, tip, base_commit.as_ref(), &plan)?;
+    let head_back = move_branch_back(repo, &branch, tip, base_commit.as_ref(), &plan)?;
     if let Some(index) = new_index {
         index.commit()?;
     }
@@ -543,6 +594,7 @@ pub(crate) fn undo_in(
         from_trash,
         saved,
         undone_ref,
+        head_back,
     })
 }
 
@@ -692,7 +744,10 @@ fn newest_undone(
             continue;
         };
         let own = session == branch_session;
-        if !own && repo.find_reference(&names::branch_ref(session)).is_ok() {
+        // Another session's undone plan is redone here when its plans went on this line,
+        // or when its own branch is gone (this branch was started from theirs).
+        let line = meta::branch_of(repo, session);
+        if !own && line != branch.name && repo.find_reference(&line).is_ok() {
             continue;
         }
         let commit = read_commit(repo, id)?;
@@ -905,10 +960,18 @@ fn move_branch_forward(
 ) -> Result<(), HistoryError> {
     let reflog = format!("pai: redo plan {number} ({short})");
     match branch.tip {
-        Some(old) => repo.reference_matching(&branch.name, id, true, old, &reflog),
-        None => repo.reference(&branch.name, id, false, &reflog),
+        Some(old) if !branch.reenter => {
+            repo.reference_matching(&branch.name, id, true, old, &reflog)
+        }
+        _ => repo.reference(&branch.name, id, false, &reflog),
     }
     .ctx(|| format!("cannot move {} forward", branch.short))?;
+    if branch.reenter {
+        // HEAD's commit is the plan's parent: attaching HEAD to the branch changes neither
+        // index nor work tree beyond what redo wrote.
+        repo.set_head(&branch.name)
+            .ctx(|| format!("cannot point HEAD at {}", branch.short))?;
+    }
     Ok(())
 }
 
@@ -916,7 +979,7 @@ fn move_branch_forward(
 /// every check before the first write, then the work tree, the branch, the index, and last
 /// the undone ref.
 fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
-    let branch = checked_out_branch(repo, "redo")?;
+    let branch = redo_branch(repo)?;
     let branch_session = names::session_of_branch(&branch.name)
         .unwrap_or_default()
         .to_string();
@@ -975,6 +1038,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         removed,
         from_trash,
         kept,
+        reentered: branch.reenter,
     })
 }
 

@@ -81,6 +81,10 @@ impl Frontend for JsonFrontend {
         ToolAnswer::No
     }
 
+    fn can_ask(&self) -> bool {
+        false
+    }
+
     fn confirm_rm(&self, path: &str, _recursive: bool) -> bool {
         self.declined(&format!(
             "RM {path} was not confirmed: removing a directory always needs a terminal to confirm at; --yes covers single files"
@@ -131,6 +135,7 @@ mod tests {
                 content: "print(1)\n".into(),
             },
             purpose: "make it".into(),
+            preview: None,
         }];
         front.event(&Event::Thinking { phase: 1 });
         front.event(&Event::Usage {

@@ -53,6 +53,7 @@ fn parse_plan_answer(text: &str) -> Option<PlanChoice> {
         "" | "y" | "yes" => Some(PlanChoice::Yes),
         "n" | "no" => Some(PlanChoice::No),
         "e" | "edit" | "a" | "amend" => Some(PlanChoice::Edit),
+        "d" | "diff" => Some(PlanChoice::Diff),
         _ => None,
     }
 }
@@ -105,9 +106,10 @@ enum PlanChoice {
     Yes,
     No,
     Edit,
+    Diff,
 }
 
-const PLAN_QUESTION: &str = "Carry out this plan? [y]es [n]o [e]dit";
+const PLAN_QUESTION: &str = "Carry out this plan? [y]es [n]o [e]dit [d]iff";
 const MAX_TRIES: usize = 3;
 
 impl Asker {
@@ -122,64 +124,99 @@ impl Asker {
 
     /// Ask whether to carry out a plan. `cancel` is the turn's token: a Ctrl+C while asking
     /// cancels the turn and declines.
+    #[cfg(test)]
     pub(crate) fn plan(&self, cancel: Option<&CancellationToken>) -> Approval {
-        match self {
-            Asker::Deny => {
-                print_err(
-                    "The plan was not carried out: it needs approval. Pass --yes to approve plans (and --allow-run to allow RUN commands), or run pai in a terminal.\n",
-                );
-                Approval::No
+        self.plan_showing("", cancel)
+    }
+
+    /// [`Asker::plan`], where `d` prints `diffs` (every step's whole diff) and asks again, and
+    /// `e` asks for an amended request or, left empty, which steps to drop.
+    pub(crate) fn plan_showing(&self, diffs: &str, cancel: Option<&CancellationToken>) -> Approval {
+        if let Asker::Deny = self {
+            print_err(
+                "The plan was not carried out: it needs approval. Pass --yes to approve plans (and --allow-run to allow RUN commands), or run pai in a terminal.\n",
+            );
+            return Approval::No;
+        }
+        let mut tries = 0;
+        while tries < MAX_TRIES {
+            let Some(text) = self.ask_line(PLAN_QUESTION, Some("y"), cancel) else {
+                return interrupted(cancel);
+            };
+            match parse_plan_answer(&text) {
+                Some(PlanChoice::Yes) => return Approval::Yes,
+                Some(PlanChoice::No) => return Approval::No,
+                Some(PlanChoice::Diff) => {
+                    let shown = if diffs.is_empty() {
+                        "(no file changes to show)\n"
+                    } else {
+                        diffs
+                    };
+                    self.say(shown);
+                }
+                Some(PlanChoice::Edit) => return self.amend(cancel),
+                None => {
+                    tries += 1;
+                    self.say("Please answer y, n, e or d.\n");
+                }
             }
+        }
+        Approval::No
+    }
+
+    /// After `e`: a new request, or (left empty) the numbers of the steps to drop.
+    fn amend(&self, cancel: Option<&CancellationToken>) -> Approval {
+        let Some(text) = self.ask_line(
+            "New request (Enter keeps it and drops steps instead)",
+            None,
+            cancel,
+        ) else {
+            return interrupted(cancel);
+        };
+        if !text.trim().is_empty() {
+            return Approval::Amend(text);
+        }
+        let Some(text) = self.ask_line("Steps to drop (numbers, e.g. 2 3)", None, cancel) else {
+            return interrupted(cancel);
+        };
+        let numbers: Option<Vec<usize>> = text
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .map(|t| t.parse().ok().filter(|n| *n > 0))
+            .collect();
+        match numbers {
+            Some(n) if !n.is_empty() => Approval::Drop(n),
+            _ => Approval::No,
+        }
+    }
+
+    /// One line typed at `prompt` (with `default` for a bare Enter in the dialog); `None`
+    /// when the input ended or was interrupted.
+    fn ask_line(
+        &self,
+        prompt: &str,
+        default: Option<&str>,
+        cancel: Option<&CancellationToken>,
+    ) -> Option<String> {
+        match self {
+            Asker::Deny => None,
             Asker::Dialog => {
                 let theme = ColorfulTheme::default();
-                let answer = Input::<String>::with_theme(&theme)
-                    .with_prompt(PLAN_QUESTION)
-                    .default("y".into())
-                    .validate_with(|s: &String| -> Result<(), &str> {
-                        parse_plan_answer(s).map(|_| ()).ok_or("answer y, n or e")
-                    })
-                    .interact_text();
-                let choice = match answer {
-                    Ok(text) => parse_plan_answer(&text).unwrap_or(PlanChoice::No),
-                    Err(_) => return interrupted(cancel),
-                };
-                match choice {
-                    PlanChoice::Yes => Approval::Yes,
-                    PlanChoice::No => Approval::No,
-                    PlanChoice::Edit => {
-                        match Input::<String>::with_theme(&theme)
-                            .with_prompt("New request")
-                            .allow_empty(true)
-                            .interact_text()
-                        {
-                            Ok(text) if !text.trim().is_empty() => Approval::Amend(text),
-                            Ok(_) => Approval::No,
-                            Err(_) => interrupted(cancel),
-                        }
-                    }
+                let mut input = Input::<String>::with_theme(&theme)
+                    .with_prompt(prompt)
+                    .allow_empty(true);
+                if let Some(d) = default {
+                    input = input.default(d.into());
                 }
+                input.interact_text().ok()
             }
             Asker::Lines { source, .. } => {
-                for _ in 0..MAX_TRIES {
-                    self.say(&format!("{PLAN_QUESTION} "));
-                    let Some(text) = source.read_line(cancel) else {
-                        self.say("\n");
-                        return Approval::No;
-                    };
-                    match parse_plan_answer(&text) {
-                        Some(PlanChoice::Yes) => return Approval::Yes,
-                        Some(PlanChoice::No) => return Approval::No,
-                        Some(PlanChoice::Edit) => {
-                            self.say("New request: ");
-                            return match source.read_line(cancel) {
-                                Some(text) if !text.trim().is_empty() => Approval::Amend(text),
-                                _ => Approval::No,
-                            };
-                        }
-                        None => self.say("Please answer y, n or e.\n"),
-                    }
+                self.say(&format!("{prompt} "));
+                let line = source.read_line(cancel);
+                if line.is_none() {
+                    self.say("\n");
                 }
-                Approval::No
+                line
             }
         }
     }

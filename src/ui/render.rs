@@ -8,7 +8,7 @@ use console::Style;
 use super::SessionInfo;
 use super::highlight::highlight;
 use super::layout::{Line, Theme, join, panel, paragraphs, wrap, wrap_code, wrap_hard};
-use crate::agent::protocol::{Analysis, Complexity, PlannedStep};
+use crate::agent::protocol::{Analysis, Complexity, PlannedStep, StepPreview};
 use crate::agent::protocol::{
     CallUsage, Event, FailedStep, FileView, StepReport, Tally, TurnResult, TurnStatus,
 };
@@ -19,6 +19,8 @@ pub const FILE_VIEW_LINES: usize = 20;
 pub const OUTPUT_LINES: usize = 20;
 /// Lines of a diff shown on screen.
 pub const DIFF_LINES: usize = 60;
+/// Lines of each step's diff shown in the plan panel (`d` at the question shows them all).
+pub const PREVIEW_LINES: usize = 12;
 
 fn dim() -> Style {
     Style::new().dim()
@@ -209,6 +211,9 @@ pub fn plan(
                 .with(planned.purpose.trim(), dim());
             body.extend(wrap(&purpose, inner, indent));
         }
+        if let Some(preview) = &planned.preview {
+            body.extend(preview_lines(preview, indent, inner));
+        }
     }
     if !analysis.risks.trim().is_empty() {
         body.push(Line::new());
@@ -232,6 +237,99 @@ pub fn plan(
         ));
     }
     panel(&title, &body, theme, &Style::new().magenta())
+}
+
+/// A step's change as the plan panel shows it: the snapshot note, then the failure it would
+/// be, or the first [`PREVIEW_LINES`] lines of its diff (headers left out: the row names the
+/// file) and how many more there are.
+fn preview_lines(preview: &StepPreview, indent: usize, inner: usize) -> Vec<Line> {
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    if preview.snapshot {
+        out.extend(wrap(
+            &Line::new().text(&pad).with(
+                "your uncommitted edits to this file are committed first as a snapshot (undo gives them back)",
+                yellow(),
+            ),
+            inner,
+            indent,
+        ));
+    }
+    if let Some(why) = &preview.fails {
+        out.extend(wrap(
+            &Line::new().text(&pad).with("would fail: ", red()).text(why),
+            inner,
+            indent,
+        ));
+        return out;
+    }
+    let Some(diff) = &preview.diff else {
+        return out;
+    };
+    let lines: Vec<&str> = diff
+        .lines()
+        .filter(|l| !l.starts_with("+++") && !l.starts_with("---"))
+        .collect();
+    for raw in lines.iter().take(PREVIEW_LINES) {
+        let style = if raw.starts_with('+') {
+            green()
+        } else if raw.starts_with('-') {
+            red()
+        } else if raw.starts_with("@@") {
+            cyan()
+        } else {
+            dim()
+        };
+        // Compact: one screen line per diff line (`d` shows them whole).
+        let room = inner.saturating_sub(indent).max(8);
+        let cut = super::layout::truncate(raw, room);
+        out.push(Line::new().text(&pad).with(&cut, style));
+    }
+    if lines.len() > PREVIEW_LINES {
+        out.push(Line::new().text(&pad).with(
+            &format!(
+                "… {} more diff lines (+{} -{} in all)",
+                lines.len() - PREVIEW_LINES,
+                preview.added,
+                preview.removed
+            ),
+            dim(),
+        ));
+    }
+    out
+}
+
+/// Every step's whole diff (or the failure it would be), for `d` at the plan's question.
+pub fn full_diffs(steps: &[PlannedStep], theme: &Theme) -> String {
+    let mut out = String::new();
+    for (i, s) in steps.iter().enumerate() {
+        let Some(p) = &s.preview else { continue };
+        out.push_str(&format!(
+            "{}. {} {}\n",
+            i + 1,
+            s.step.action(),
+            s.step.target()
+        ));
+        match (&p.fails, &p.diff) {
+            (Some(why), _) => out.push_str(&format!("    would fail: {why}\n")),
+            (None, Some(d)) => {
+                for line in d.lines() {
+                    out.push_str(&theme.paint(
+                        &format!("    {line}\n"),
+                        &if line.starts_with('+') && !line.starts_with("+++") {
+                            green()
+                        } else if line.starts_with('-') && !line.starts_with("---") {
+                            red()
+                        } else {
+                            Style::new()
+                        },
+                    ));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    out
 }
 
 /// The first line of a multi-line target (a RUN script), marked when there is more.
@@ -384,6 +482,9 @@ pub fn diff(text: &str, theme: &Theme) -> String {
 /// [`FILE_VIEW_LINES`] lines.
 pub fn file_view(view: &FileView, theme: &Theme) -> String {
     let total = view.text.lines().count();
+    if !theme.wrap_code {
+        return file_view_unwrapped(view, total, theme);
+    }
     let shown = highlight(&view.path, &view.text, FILE_VIEW_LINES, theme);
     let gutter_digits = shown.len().max(1).to_string().len();
     let separator = if theme.unicode { "│" } else { "|" };
@@ -410,6 +511,26 @@ pub fn file_view(view: &FileView, theme: &Theme) -> String {
         body.push(Line::styled("(empty file)", dim()));
     }
     panel(&view.path, &body, theme, &Style::new().blue())
+}
+
+/// [`file_view`] when stdout is not a terminal: the path, then the numbered lines whole (no
+/// panel, which would wrap them at its width), as a reader or a script wants them.
+fn file_view_unwrapped(view: &FileView, total: usize, theme: &Theme) -> String {
+    let digits = total.clamp(1, FILE_VIEW_LINES).to_string().len();
+    let bar = if theme.unicode { "│" } else { "|" };
+    let mut out = format!("    {}\n", view.path);
+    for (i, line) in view.text.lines().take(FILE_VIEW_LINES).enumerate() {
+        out.push_str(&format!(
+            "    {:>digits$} {bar} {}\n",
+            i + 1,
+            super::layout::clean(line)
+        ));
+    }
+    if total > FILE_VIEW_LINES {
+        out.push_str(&more_lines(total - FILE_VIEW_LINES, 4, theme).render(theme));
+        out.push('\n');
+    }
+    out
 }
 
 /// Something the user should know that is not a failure.
@@ -499,6 +620,7 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
         TurnStatus::Success => out.push_str(&status_panel(&marked("✓", "Done", theme), green())),
         TurnStatus::Failed => out.push_str(&status_panel(&marked("✗", "Failed", theme), red())),
         TurnStatus::Rejected => out.push_str(&status_panel("Not carried out", yellow())),
+        TurnStatus::NotApproved => out.push_str(&status_panel("Not approved", yellow())),
         TurnStatus::Planned => out.push_str(&status_panel("Plan only", cyan())),
         TurnStatus::Interrupted => out.push_str(&status_panel("Interrupted", yellow())),
     }
@@ -513,7 +635,10 @@ pub fn finished(f: &Finished<'_>, theme: &Theme) -> String {
         }
         out.push_str(&panel("Next steps", &body, theme, &cyan()));
     }
-    out.push_str(&turn_summary(&f.tally, theme));
+    // A chat answer from one call: its usage line already said exactly this.
+    if !(f.status == TurnStatus::Answered && f.tally.calls <= 1) {
+        out.push_str(&turn_summary(&f.tally, theme));
+    }
     out
 }
 

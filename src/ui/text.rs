@@ -114,9 +114,10 @@ impl Frontend for TextFrontend {
         self.write(&text);
     }
 
-    fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
+    fn approve_plan(&self, steps: &[PlannedStep]) -> Approval {
         self.settle();
-        self.asker.plan(None)
+        self.asker
+            .plan_showing(&render::full_diffs(steps, &self.theme()), None)
     }
 
     fn approve_run(&self, question: &RunQuestion) -> RunAnswer {
@@ -146,6 +147,10 @@ impl Frontend for TextFrontend {
             ),
             None,
         )
+    }
+
+    fn can_ask(&self) -> bool {
+        !matches!(self.asker, Asker::Deny)
     }
 
     fn confirm_rm(&self, path: &str, recursive: bool) -> bool {
@@ -205,6 +210,15 @@ mod tests {
         front.event(&Event::Answer {
             text: "Sure, here it is.".into(),
         });
+        front.event(&Event::Usage {
+            call: 1,
+            usage: crate::agent::protocol::CallUsage {
+                input: 100,
+                output: 20,
+                cached: 0,
+                reasoning: 0,
+            },
+        });
         front.event(&Event::Finished {
             status: TurnStatus::Answered,
             message: String::new(),
@@ -221,9 +235,10 @@ mod tests {
         assert_eq!(front.approve_run(&question("ls", true)), RunAnswer::No);
         assert!(!front.confirm_rm("a", false));
         let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        // A one-call answer gives its tokens once, on the call's line.
         assert_eq!(
             out,
-            "... thinking\nSure, here it is.\nTurn: 1 call, Tokens: 100 -> 20\n"
+            "... thinking\nSure, here it is.\nTokens: 100 -> 20 (call 1)\n"
         );
     }
 

@@ -175,3 +175,16 @@ pub enum Probe {
     /// A symbolic link, FIFO, socket or device (never followed or opened).
     Other,
 }
+
+/// A WRITE's or MODIFY's change computed before it runs (see `Workspace::preview_modify`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditPreview {
+    /// The unified diff.
+    pub diff: String,
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// The file's text after the step (line endings normalised).
+    pub text: String,
+}

@@ -45,7 +45,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use change::{ChangeKind, FileChange, Probe, ReadContent, ReadOutput};
+pub use change::{ChangeKind, EditPreview, FileChange, Probe, ReadContent, ReadOutput};
 pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
 pub use corpus::CorpusFile;
 pub use edits::{Edit, Modification, edit_text};

@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use super::Workspace;
 use super::atomic::{self, Mode};
 use super::beneath::{self, open_parent};
-use super::change::{ChangeKind, FileChange, Probe, ReadContent, ReadOutput};
+use super::change::{ChangeKind, EditPreview, FileChange, Probe, ReadContent, ReadOutput};
 use super::deny::DenyClass;
 use super::diff::LineDiff;
 use super::edits::{self, Modification};
@@ -387,6 +387,69 @@ impl Workspace {
             removed: d.removed,
             diff: d.unified(rel.resolved(), self.cfg.max_diff_lines),
             ..FileChange::new(rel.resolved(), ChangeKind::Modified)
+        })
+    }
+
+    /// What MODIFY would do, computed in memory with the same matcher and nothing written:
+    /// the unified diff, its line counts and the new text (line endings normalised). `earlier`
+    /// is the file's text as earlier steps of the same plan would leave it (`None`: as it is
+    /// on disk). `Err` is why the step would fail, as the step itself would say it.
+    pub fn preview_modify(
+        &self,
+        path: &str,
+        m: &Modification,
+        earlier: Option<&str>,
+    ) -> Result<EditPreview, String> {
+        let rel = self.gate_write(path, true).map_err(|e| e.to_string())?;
+        Self::require_file_target(&rel, "modify").map_err(|e| e.to_string())?;
+        let shown = rel.display();
+        let body = match earlier {
+            Some(text) => text.to_string(),
+            None => {
+                let missing = "use WRITE to create a new file";
+                let (dir, name) = open_parent(&self.gate, &rel, false, "modify")
+                    .map_err(|e| match e {
+                        WorkspaceError::NotFound { .. } => {
+                            WorkspaceError::not_found("modify", shown, missing)
+                        }
+                        other => other,
+                    })
+                    .map_err(|e| e.to_string())?;
+                let (fd, st) = Self::open_file(&dir, &name, &rel, "modify", missing)
+                    .map_err(|e| e.to_string())?;
+                let old = self
+                    .read_text_for_edit(fd, &st, shown)
+                    .map_err(|e| e.to_string())?;
+                normalise(&old).body.into_owned()
+            }
+        };
+        let new_body = match m {
+            Modification::Edits(list) => edits::apply(&body, list)
+                .map_err(|reason| WorkspaceError::failed("modify", shown, reason).to_string())?,
+            Modification::Content(c) => text::to_lf(c).into_owned(),
+        };
+        let d = guard::guard(&self.cfg, &body, &new_body, rel.resolved())
+            .map_err(|r| guard::refusal_error(&self.cfg, shown, r).to_string())?;
+        Ok(EditPreview {
+            diff: d.unified(rel.resolved(), self.cfg.max_diff_lines),
+            added: d.added,
+            removed: d.removed,
+            text: new_body.clone(),
+        })
+    }
+
+    /// What WRITE would create, in memory: the whole content as added lines. `Err` when the
+    /// path is refused or something is there already.
+    pub fn preview_write(&self, path: &str, content: &str) -> Result<EditPreview, String> {
+        let rel = self.gate_write(path, true).map_err(|e| e.to_string())?;
+        Self::require_file_target(&rel, "write").map_err(|e| e.to_string())?;
+        let body = text::to_lf(content).into_owned();
+        let d = LineDiff::whole("", &body);
+        Ok(EditPreview {
+            diff: d.unified(rel.resolved(), self.cfg.max_diff_lines),
+            added: d.added,
+            removed: 0,
+            text: body.clone(),
         })
     }
 

@@ -12,8 +12,9 @@ fn clean_tree_plan_becomes_one_commit_on_the_session_branch() {
     let mut s = p.start();
     let branch = s.branch().unwrap().to_string();
     assert!(branch.starts_with("pai/"));
-    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
-    assert_eq!(p.rev(&branch), base);
+    // Nothing moves before the first plan commit: no branch yet, HEAD where it was.
+    assert_eq!(p.head_ref(), "refs/heads/main");
+    assert!(!p.git_try(&["rev-parse", "--verify", "-q", &branch]).0);
     assert_eq!(p.status(), "");
 
     let wt = p.wt();
@@ -32,6 +33,9 @@ fn clean_tree_plan_becomes_one_commit_on_the_session_branch() {
     assert_eq!(info.snapshot, None);
     assert_eq!(p.rev(&branch), info.id);
     assert_eq!(p.rev(&format!("{branch}^")), base);
+    // The first plan commit created the branch and attached HEAD to it.
+    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
+    assert_eq!(p.rev("main"), base);
     assert_eq!(
         p.git(&["log", "-1", "--format=%s", &branch]).trim(),
         "pai: add a power operation"
@@ -259,8 +263,10 @@ fn detached_head_session_branches_from_the_commit() {
     p.git(&["checkout", "-q", "--detach"]);
     let mut s = p.start();
     let branch = s.branch().unwrap().to_string();
-    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
+    assert_eq!(p.rev("HEAD"), base);
+    assert!(!p.git_try(&["symbolic-ref", "-q", "HEAD"]).0);
     let info = run_plan(&mut s, &p.wt(), "edit", &[Op::Write("a.txt", b"z\n")]).unwrap();
+    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
     assert_eq!(p.rev(&format!("{}^", info.id)), base);
     let summary = s.summary();
     assert_eq!(summary.base_branch, None);
@@ -277,7 +283,7 @@ fn unborn_branch_first_commit_has_no_parent() {
     let p = Project::unborn();
     let mut s = p.start();
     let branch = s.branch().unwrap().to_string();
-    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
+    assert_eq!(p.head_ref(), "refs/heads/main");
     let info = run_plan(
         &mut s,
         &p.wt(),
@@ -285,6 +291,7 @@ fn unborn_branch_first_commit_has_no_parent() {
         &[Op::Write("calc.py", b"print(2+2)\n")],
     )
     .unwrap();
+    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
     assert_eq!(p.git(&["log", "--format=%P", &branch]).trim(), "");
     assert_eq!(p.git(&["rev-list", "--count", &branch]).trim(), "1");
     assert_eq!(p.changed(&info.id), ["A calc.py"]);
@@ -321,25 +328,39 @@ fn not_a_repository_uses_a_private_history_of_touched_paths_only() {
 }
 
 #[test]
-fn second_session_started_from_a_pai_branch() {
+fn second_session_started_on_a_pai_branch_continues_that_line() {
     let p = Project::repo();
     let mut first = p.start();
     let first_branch = first.branch().unwrap().to_string();
     let one = run_plan(&mut first, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
     drop(first);
     let mut second = p.start();
-    let second_branch = second.branch().unwrap().to_string();
-    assert_ne!(first_branch, second_branch);
-    assert_eq!(p.rev(&second_branch), one.id);
-    assert_eq!(
-        second.summary().base_branch.as_deref(),
-        Some(first_branch.as_str())
-    );
+    assert_ne!(second.id(), one.session);
+    assert_eq!(second.branch(), Some(first_branch.as_str()));
+    assert_eq!(second.continues_line(), Some(first_branch.as_str()));
     let two = run_plan(&mut second, &p.wt(), "two", &[Op::Write("b.txt", b"two\n")]).unwrap();
     assert_eq!(two.plan, 1);
-    assert_eq!(p.rev(&first_branch), one.id);
+    assert_eq!(two.session, second.id());
+    assert_eq!(two.branch, first_branch);
+    assert_eq!(p.rev(&first_branch), two.id);
     assert_eq!(p.rev(&format!("{}^", two.id)), one.id);
-    assert_eq!(second.summary().plans, 1);
+    assert_eq!(p.git(&["branch", "--list", "pai/*"]).lines().count(), 1);
+    // Merges are suggested into the branch the line started from, never another pai branch.
+    let summary = second.summary();
+    assert_eq!(summary.plans, 1);
+    assert_eq!(summary.base_branch.as_deref(), Some("main"));
+    assert_eq!(
+        summary.merge.as_deref(),
+        Some(format!("git switch main && git merge {first_branch}").as_str())
+    );
+    // `pai log` finds the second session's plan on the line.
+    drop(second);
+    let logs = pai::history::log(&p.root, None, false).unwrap();
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    assert!(
+        logs.iter()
+            .all(|l| l.branch.as_deref() == Some(first_branch.as_str()))
+    );
 }
 
 #[test]
@@ -474,7 +495,18 @@ fn linked_worktree_is_its_own_project_with_its_own_lock() {
     .unwrap();
     let branch = linked_session.branch().unwrap().to_string();
     assert_eq!(p.rev(&branch), info.id);
-    assert_ne!(main_session.branch(), linked_session.branch());
+    // The main checkout's session, started in the same second, gets a branch of its own.
+    let mut main_session = main_session;
+    let other = run_plan(
+        &mut main_session,
+        &p.wt(),
+        "in main",
+        &[Op::Write("a.txt", b"main\n")],
+    )
+    .unwrap();
+    assert_ne!(other.branch, branch);
+    assert_eq!(p.rev(&other.branch), other.id);
+    assert_eq!(p.head_ref(), format!("refs/heads/{}", other.branch));
     let status = p.git(&["-C", linked.to_str().unwrap(), "status", "--porcelain"]);
     assert_eq!(status, "");
 }
@@ -612,7 +644,7 @@ fn plan_without_changes_makes_no_commit_and_drops_its_snapshot() {
     p.write("a.txt", "user edit\n");
     let mut s = p.start();
     let branch = s.branch().unwrap().to_string();
-    let tip = p.rev(&branch);
+    let tip = p.rev("main");
     let wt = p.wt();
     s.prepare(&wt, &["a.txt".into()]).unwrap();
     let record = PlanRecord {
@@ -621,7 +653,10 @@ fn plan_without_changes_makes_no_commit_and_drops_its_snapshot() {
         ..PlanRecord::default()
     };
     assert_eq!(s.commit_plan(&wt, &record).unwrap(), None);
-    assert_eq!(p.rev(&branch), tip);
+    // No plan recorded: no branch, HEAD and main where they were.
+    assert!(!p.git_try(&["rev-parse", "--verify", "-q", &branch]).0);
+    assert_eq!(p.head_ref(), "refs/heads/main");
+    assert_eq!(p.rev("main"), tip);
     assert_eq!(p.status(), " M a.txt\n");
     assert_eq!(p.git(&["for-each-ref", "refs/pai/pending"]), "");
     // The next plan is still plan 1.
@@ -647,14 +682,23 @@ fn session_ids_get_a_suffix_when_taken() {
 }
 
 #[test]
-fn empty_session_finish_puts_head_back_and_removes_its_branch() {
+fn a_session_that_carries_out_nothing_changes_nothing_in_git() {
     let p = Project::repo();
+    let before = p.git(&["for-each-ref"]);
+    let head = std::fs::read(p.root.join(".git/HEAD")).unwrap();
     let s = p.start();
-    let summary = s.finish();
-    assert_eq!(summary.restored_head.as_deref(), Some("main"));
+    // Nothing moves at the start: the branch is created at the first plan commit.
     assert_eq!(p.head_ref(), "refs/heads/main");
-    assert_eq!(p.git(&["branch", "--list", "pai/*"]), "");
-    assert_eq!(p.git(&["for-each-ref", "refs/pai/"]), "");
+    let summary = s.finish();
+    assert_eq!(summary.plans, 0);
+    assert_eq!(summary.branch, None);
+    assert!(
+        summary.render().contains("nothing changed in git"),
+        "{}",
+        summary.render()
+    );
+    assert_eq!(std::fs::read(p.root.join(".git/HEAD")).unwrap(), head);
+    assert_eq!(p.git(&["for-each-ref"]), before);
     assert_eq!(p.status(), "");
 }
 
@@ -683,7 +727,7 @@ fn summary_lists_review_merge_and_discard_commands() {
     );
     let text = summary.render();
     assert!(
-        text.contains("1 plan(s)") && text.contains("git merge"),
+        text.contains("1 plan on") && text.contains("git merge"),
         "{text}"
     );
     // The review command works as printed.
@@ -728,6 +772,7 @@ fn merging_the_session_branch_fast_forwards_to_exactly_the_agents_files() {
 fn commit_refuses_when_head_moved_away_mid_session() {
     let p = Project::repo();
     let mut s = p.start();
+    run_plan(&mut s, &p.wt(), "one", &[Op::Write("b.txt", b"one\n")]).unwrap();
     p.git(&["switch", "-q", "main"]);
     let wt = p.wt();
     let err = s.prepare(&wt, &["a.txt".into()]).unwrap_err();
@@ -747,4 +792,26 @@ fn paths_escaping_the_project_are_refused() {
             "{bad}: {err}"
         );
     }
+}
+
+#[test]
+fn the_summary_says_the_branch_holds_a_snapshot_of_the_users_edits() {
+    let p = Project::repo();
+    p.write("a.txt", "the user's own edit\n");
+    let mut s = p.start();
+    let info = run_plan(&mut s, &p.wt(), "edit a", &[Op::Write("a.txt", b"agent\n")]).unwrap();
+    assert!(info.snapshot.is_some());
+    let summary = s.summary();
+    assert_eq!((summary.plans, summary.snapshots), (1, 1));
+    let text = summary.render();
+    assert!(
+        text.contains("1 snapshot of your uncommitted edits"),
+        "{text}"
+    );
+    // Without one, nothing is said.
+    let p = Project::repo();
+    let mut s = p.start();
+    run_plan(&mut s, &p.wt(), "edit a", &[Op::Write("a.txt", b"agent\n")]).unwrap();
+    assert_eq!(s.summary().snapshots, 0);
+    assert!(!s.summary().render().contains("snapshot"));
 }

@@ -155,7 +155,7 @@ fn a_held_index_lock_stops_the_commit_before_the_branch_moves() {
     let p = Project::repo();
     let mut s = p.start();
     let branch = s.branch().unwrap().to_string();
-    let tip = p.rev(&branch);
+    let tip = p.rev("main");
     let wt = p.wt();
     s.prepare(&wt, &["a.txt".into()]).unwrap();
     p.write("a.txt", "agent\n");
@@ -168,7 +168,9 @@ fn a_held_index_lock_stops_the_commit_before_the_branch_moves() {
     let err = s.commit_plan(&wt, &record).unwrap_err();
     assert!(matches!(err, HistoryError::Index { .. }), "{err}");
     assert!(err.to_string().contains("index.lock exists"), "{err}");
-    assert_eq!(p.rev(&branch), tip);
+    assert_eq!(p.rev("main"), tip);
+    assert!(!p.git_try(&["rev-parse", "--verify", "-q", &branch]).0);
+    assert_eq!(p.head_ref(), "refs/heads/main");
     // The other process's lock is left alone.
     assert_eq!(p.read(".git/index.lock"), "held by another git");
     std::fs::remove_file(p.path(".git/index.lock")).unwrap();

@@ -8,7 +8,9 @@ use pai::history::{HistoryError, redo, undo};
 
 fn refused(err: HistoryError) -> (String, String) {
     match err {
-        HistoryError::Refused { message, hint } => (message, hint),
+        HistoryError::Refused { message, hint } | HistoryError::NoSession { message, hint } => {
+            (message, hint)
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -28,13 +30,12 @@ fn undo_restores_the_previous_contents_and_moves_the_branch_back() {
     assert_eq!(report.restored, ["a.txt"]);
     assert_eq!(report.request, "edit a");
     assert_eq!(p.read("a.txt"), "alpha\n");
-    assert_eq!(p.rev(&branch), base);
     assert_eq!(p.rev(&format!("refs/pai/undone/{id}/1")), info.id);
-    assert!(
-        p.git(&["reflog", "show", &branch])
-            .contains("pai: undo plan 1")
-    );
-    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
+    // That was the line's last plan: HEAD is back on main and the empty branch is gone.
+    assert_eq!(report.head_back.as_deref(), Some("main"));
+    assert_eq!(p.head_ref(), "refs/heads/main");
+    assert_eq!(p.rev("main"), base);
+    assert!(!p.git_try(&["rev-parse", "--verify", "-q", &branch]).0);
     assert_eq!(p.status(), "");
 }
 
@@ -293,13 +294,22 @@ fn undo_twice_then_redo_twice_walks_the_plans_in_order() {
     let one = run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"1\n")]).unwrap();
     let two = run_plan(&mut s, &p.wt(), "two", &[Op::Write("a.txt", b"2\n")]).unwrap();
     drop(s);
-    assert_eq!(undo(&p.root, &p.wt(), false).unwrap().plan, 2);
+    let report = undo(&p.root, &p.wt(), false).unwrap();
+    assert_eq!((report.plan, report.head_back), (2, None));
+    assert_eq!(p.rev(&branch), one.id);
+    assert!(
+        p.git(&["reflog", "show", &branch])
+            .contains("pai: undo plan 2")
+    );
     assert_eq!(undo(&p.root, &p.wt(), false).unwrap().plan, 1);
-    assert_eq!(p.rev(&branch), base);
+    assert_eq!(p.head_ref(), "refs/heads/main");
+    assert_eq!(p.rev("main"), base);
     assert_eq!(p.read("a.txt"), "alpha\n");
     let (message, _) = refused(undo(&p.root, &p.wt(), false).unwrap_err());
-    assert!(message.contains("nothing to undo"), "{message}");
-    assert_eq!(redo(&p.root, &p.wt()).unwrap().plan, 1);
+    assert!(message.contains("not a pai session branch"), "{message}");
+    let report = redo(&p.root, &p.wt()).unwrap();
+    assert_eq!((report.plan, report.reentered), (1, true));
+    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
     assert_eq!(p.rev(&branch), one.id);
     assert_eq!(redo(&p.root, &p.wt()).unwrap().plan, 2);
     assert_eq!(p.rev(&branch), two.id);
@@ -376,7 +386,8 @@ fn undo_over_a_users_snapshot_leaves_their_edit_uncommitted() {
     );
     let report = undo(&p.root, &p.wt(), false).unwrap();
     assert_eq!(report.plan, 1);
-    assert_eq!(p.rev(&branch), base);
+    assert_eq!(p.head_ref(), "refs/heads/main");
+    assert_eq!(p.rev("HEAD"), base);
     assert_eq!(p.read("a.txt"), "alpha\n");
     assert_eq!(p.read("b.txt"), "user's b\n");
     assert_eq!(p.status(), " M b.txt\n");
@@ -390,23 +401,39 @@ fn undo_over_a_users_snapshot_leaves_their_edit_uncommitted() {
 }
 
 #[test]
-fn second_session_undo_stops_at_the_first_sessions_plans() {
+fn undo_and_redo_walk_the_line_across_sessions() {
     let p = Project::repo();
+    let base = p.rev("HEAD");
+    let b_before = p.read("b.txt");
     let mut first = p.start();
     let first_branch = first.branch().unwrap().to_string();
     let one = run_plan(&mut first, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
     drop(first);
     let mut second = p.start();
-    run_plan(&mut second, &p.wt(), "two", &[Op::Write("b.txt", b"two\n")]).unwrap();
+    let two = run_plan(&mut second, &p.wt(), "two", &[Op::Write("b.txt", b"two\n")]).unwrap();
     drop(second);
-    assert_eq!(undo(&p.root, &p.wt(), false).unwrap().request, "two");
-    let (message, _) = refused(undo(&p.root, &p.wt(), false).unwrap_err());
-    assert!(
-        message.contains(&format!("already on {first_branch}")),
-        "{message}"
+    let undone = undo(&p.root, &p.wt(), false).unwrap();
+    assert_eq!(
+        (undone.request.as_str(), undone.session.as_str()),
+        ("two", two.session.as_str())
     );
     assert_eq!(p.rev(&first_branch), one.id);
-    assert_eq!(p.read("a.txt"), "one\n");
+    let undone = undo(&p.root, &p.wt(), false).unwrap();
+    assert_eq!(undone.request, "one");
+    assert_eq!(undone.head_back.as_deref(), Some("main"));
+    assert_eq!(p.head_ref(), "refs/heads/main");
+    assert_eq!(p.rev("main"), base);
+    assert_eq!(
+        (p.read("a.txt"), p.read("b.txt")),
+        ("alpha\n".to_string(), b_before)
+    );
+    assert_eq!(p.status(), "");
+    assert_eq!(redo(&p.root, &p.wt()).unwrap().request, "one");
+    assert_eq!(redo(&p.root, &p.wt()).unwrap().request, "two");
+    assert_eq!(p.head_ref(), format!("refs/heads/{first_branch}"));
+    assert_eq!(p.rev(&first_branch), two.id);
+    assert_eq!(p.read("b.txt"), "two\n");
+    assert_eq!(p.status(), "");
 }
 
 #[test]
@@ -449,10 +476,11 @@ fn unborn_branch_undo_and_redo() {
     drop(s);
     undo(&p.root, &p.wt(), false).unwrap();
     assert!(!p.exists("calc.py"));
-    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
+    assert_eq!(p.head_ref(), "refs/heads/main");
     let (exists, _, _) = p.git_try(&["rev-parse", "--verify", "-q", &branch]);
     assert!(!exists);
     redo(&p.root, &p.wt()).unwrap();
+    assert_eq!(p.head_ref(), format!("refs/heads/{branch}"));
     assert_eq!(p.rev(&branch), info.id);
     assert_eq!(p.read("calc.py"), "1\n");
 }
@@ -552,9 +580,9 @@ fn undo_and_redo_a_plan_inherited_from_a_deleted_session_branch() {
     let first_id = first.id().to_string();
     let one = run_plan(&mut first, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
     drop(first);
-    let second = p.start();
-    let second_branch = second.branch().unwrap().to_string();
-    drop(second);
+    // A session branch stacked on the first one, as earlier versions of pai made them.
+    let second_branch = "pai/19990101_000000".to_string();
+    p.git(&["switch", "-q", "-c", &second_branch]);
     p.git(&["branch", "-D", &first_branch]);
     let report = undo(&p.root, &p.wt(), false).unwrap();
     assert_eq!(
@@ -572,17 +600,68 @@ fn undo_and_redo_a_plan_inherited_from_a_deleted_session_branch() {
 }
 
 #[test]
-fn redo_ignores_plans_undone_on_another_live_session_branch() {
+fn redo_after_a_new_session_on_the_line_re_applies_the_earlier_sessions_plan() {
     let p = Project::repo();
     let mut first = p.start();
     run_plan(&mut first, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
     run_plan(&mut first, &p.wt(), "two", &[Op::Write("a.txt", b"two\n")]).unwrap();
     first.undo(&p.wt(), false).unwrap();
     drop(first);
-    // A new session starts where the first one's undo left it; its redo is its own.
+    // A new session continues the line where the first one's undo left it.
     let second = p.start();
     drop(second);
-    let (message, _) = refused(redo(&p.root, &p.wt()).unwrap_err());
-    assert!(message.contains("nothing to redo"), "{message}");
+    assert_eq!(redo(&p.root, &p.wt()).unwrap().request, "two");
+    assert_eq!(p.read("a.txt"), "two\n");
+}
+
+#[test]
+fn undo_of_the_only_plan_inside_the_session_lets_the_next_plan_start_a_new_line() {
+    let p = Project::repo();
+    let base = p.rev("HEAD");
+    let mut s = p.start();
+    let one = run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
+    s.undo(&p.wt(), false).unwrap();
+    assert_eq!(p.head_ref(), "refs/heads/main");
+    let two = run_plan(&mut s, &p.wt(), "two", &[Op::Write("b.txt", b"two\n")]).unwrap();
+    assert_eq!(two.plan, 2);
+    assert_eq!(p.rev(&format!("{}^", two.id)), base);
+    assert_eq!(p.head_ref(), format!("refs/heads/{}", two.branch));
+    assert_ne!(two.id, one.id);
+}
+
+#[test]
+fn gc_prunes_old_undone_and_discarded_refs_but_nothing_on_a_branch() {
+    use pai::history::{GcOptions, gc};
+    let p = Project::repo();
+    let mut s = p.start();
+    let id = s.id().to_string();
+    run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"one\n")]).unwrap();
+    let two = run_plan(&mut s, &p.wt(), "two", &[Op::Write("a.txt", b"two\n")]).unwrap();
+    s.undo(&p.wt(), false).unwrap();
+    drop(s);
+    // A discarded session someone branched from is on a branch: kept.
+    p.git(&["update-ref", "refs/pai/discarded/19990101_000000", &two.id]);
+    p.git(&["branch", "keep", &two.id]);
+    let undone = format!("refs/pai/undone/{id}/2");
+    assert_eq!(p.rev(&undone), two.id);
+    let now = chrono::Local::now();
+    let opts = |days_later: i64| GcOptions {
+        days: 30,
+        budget: None,
+        now: now + chrono::Duration::days(days_later),
+    };
+    // Younger than 30 days: nothing goes.
+    assert!(gc(&p.root, opts(0)).unwrap().refs.is_empty());
+    p.git(&["branch", "-D", "keep"]);
+    p.git(&["branch", "keep", &format!("{}^", two.id)]);
+    let report = gc(&p.root, opts(31)).unwrap();
+    assert!(report.refs.contains(&undone), "{report:?}");
+    assert!(
+        report.refs.iter().any(|r| r.ends_with("19990101_000000")),
+        "{report:?}"
+    );
+    assert!(!p.git_try(&["rev-parse", "--verify", "-q", &undone]).0);
+    // The plan still on the session branch, and its branch, are untouched.
     assert_eq!(p.read("a.txt"), "one\n");
+    assert!(p.git(&["for-each-ref", "refs/heads/pai"]).contains("pai/"));
 }

@@ -228,7 +228,7 @@ fn a_refused_command_never_runs_and_the_model_is_told_so() {
     let told = &requests[1].messages.last().unwrap().text;
     assert!(
         told.contains("RUN touch ran.txt: FAILED")
-            && told.contains("the user denied running this command"),
+            && told.contains("running this command was not approved"),
         "{told}"
     );
     // The model took the refusal and gave the step up with its reason (a bare FINISH would

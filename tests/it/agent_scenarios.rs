@@ -773,26 +773,75 @@ fn unsafe_kill_int(pid: u32) {
     assert!(ok.success());
 }
 
+/// `pai run --yes` without `--allow-run` and without a terminal: the RUN cannot be
+/// approved, so nothing of the plan is carried out (not even its WRITE), no repair call is
+/// spent, and the turn says which flag would allow it; it is "not approved", never "the user
+/// denied" (nobody was asked).
 #[test]
-fn run_denied_is_reported_to_the_model_as_denied() {
+fn a_plan_needing_an_approval_nobody_can_give_is_not_carried_out_in_one_call() {
     use serde_json::json;
     let p = Project::repo(Some("util"));
-    let run_step = Reply::plan(
-        json!({"intent": "task", "reply": "Running it.", "observe": true,
-        "steps": [{"action": "RUN", "command": "python3 util.py"}]}),
-    );
+    let run_step = || {
+        Reply::plan(json!({"intent": "task", "reply": "Writing and running it.",
+        "steps": [
+            {"action": "WRITE", "path": "hello.py", "content": "print('hi')\n"},
+            {"action": "RUN", "command": "python3 hello.py"}
+        ]}))
+    };
     let done = Reply::plan(json!({"intent": "chat", "reply": "Understood, I will not run it."}));
-    let mock = MockLlm::start(Script::with_replies([run_step, done]).require_key(TEST_KEY));
-    // --yes approves plans but never RUN without --allow-run.
-    let run = p.run(&mock, ProviderKind::Anthropic, "run util.py", &["--yes"]);
-    assert_eq!(mock.calls(), 2, "{}", run.text());
-    let results = mock.generation_requests()[1]
-        .last_user_text()
-        .unwrap()
-        .to_string();
-    assert!(results.contains("denied"), "{results}");
-    let step = &run.events_of("step")[0];
-    assert_eq!(step["ok"], false);
+    let mock =
+        MockLlm::start(Script::with_replies([run_step(), run_step(), done]).require_key(TEST_KEY));
+    let head = std::fs::read(p.root.join(".git/HEAD")).unwrap();
+    for json in [true, false] {
+        let (code, text, finished) = if json {
+            let run = p.run(&mock, ProviderKind::Anthropic, "run util.py", &["--yes"]);
+            assert!(run.events_of("step").is_empty(), "{}", run.text());
+            let f = run.finished().clone();
+            (run.output.status.code(), run.text(), Some(f))
+        } else {
+            let out = p
+                .pai()
+                .env(ProviderKind::Anthropic.key_env_var(), TEST_KEY)
+                .args([
+                    "run",
+                    "run util.py",
+                    "--yes",
+                    "--provider",
+                    "anthropic",
+                    "--base-url",
+                ])
+                .arg(mock.base_url(ProviderKind::Anthropic))
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.code(), text, None)
+        };
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("--allow-run"), "{text}");
+        assert!(!text.contains("user denied"), "{text}");
+        if let Some(f) = finished {
+            assert_eq!(f["status"], "not_approved", "{f}");
+            let message = f["message"].as_str().unwrap();
+            assert!(message.contains("not approved"), "{message}");
+            assert!(message.contains("RUN `python3 hello.py`"), "{message}");
+        } else {
+            assert!(text.contains("Not approved"), "{text}");
+        }
+        assert!(!p.root.join("hello.py").exists(), "{text}");
+    }
+    // One call per run: no repair call after the refusal.
+    assert_eq!(mock.calls(), 2);
+    // Nothing was carried out, so nothing in git moved.
+    assert_eq!(std::fs::read(p.root.join(".git/HEAD")).unwrap(), head);
+    assert_eq!(
+        git(&p.root, &["for-each-ref", "refs/heads/pai", "refs/pai"]),
+        ""
+    );
 }
 
 #[test]

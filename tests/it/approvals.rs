@@ -157,10 +157,7 @@ fn a_project_rule_is_saved_to_the_users_config_and_used_by_the_next_session() {
     let show = p.pai().args(["config", "show"]).output().unwrap();
     let show = String::from_utf8_lossy(&show.stdout);
     assert!(show.contains("`./count.sh` (this project)"), "{show}");
-    assert!(
-        show.contains("RUN without asking nothing in every project"),
-        "{show}"
-    );
+    assert!(show.contains("RUN without asking no command"), "{show}");
 
     let mut pty = start_session(&p, &mock, true, &[]);
     pty.send_line("count");

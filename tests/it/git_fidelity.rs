@@ -491,15 +491,21 @@ situations! {
         r.commit_all("tool");
         round_trip(&mut r, json!([run("chmod +x tool.sh")]));
     }
-    second_session_undo_stops_at_the_first_sessions_plan => |r| {
+    second_session_undo_walks_back_into_the_first_sessions_plan => |r| {
+        let before = r.state();
         assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
         let after_one = r.state();
         assert!(r.plan(json!([modify("one.py", "1", "2")])), "{}", r.shown());
         let after_two = r.state();
         assert!(r.cmd(&["undo"]), "{}", r.shown());
         assert_eq!(r.state(), after_one, "{}", r.shown());
-        // The first session's plan is on its own branch: undo refuses and changes nothing.
+        // Both plans are one line of work: undo goes on into the first session's plan,
+        // back to the base, and stops there.
+        assert!(r.cmd(&["undo"]), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
         assert!(!r.cmd(&["undo"]), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        assert!(r.cmd(&["redo"]), "{}", r.shown());
         assert_eq!(r.state(), after_one, "{}", r.shown());
         assert!(r.cmd(&["redo"]), "{}", r.shown());
         assert_eq!(r.state().files, after_two.files, "{}", r.shown());

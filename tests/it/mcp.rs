@@ -179,19 +179,19 @@ fn without_approval_a_tool_is_refused_and_never_called() {
         "Calling.",
         json!([tool_step("echo", json!({"text": "x"}))]),
     ));
-    // --yes --allow-run do not approve tools: only the user's list or an answer does.
+    // --yes --allow-run do not approve tools: only the user's list or an answer does. With
+    // nobody to ask, the plan is not carried out, and the turn says what would allow it.
     let r = run(&p, &mock, &["--yes", "--allow-run"]);
     assert!(events(&log, "call").is_empty(), "{}", r.text());
-    assert_eq!(events(&log, "start").len(), 1);
-    let step = &steps(&r)[0];
-    assert_eq!(step["ok"], false);
-    assert!(
-        step["output"].as_str().unwrap().contains("denied"),
-        "{step}"
-    );
-    // The refusal went back to the model, which answered.
-    let reqs = mock.generation_requests();
-    assert!(reqs[1].last_user_text().unwrap().contains("denied"));
+    assert!(steps(&r).is_empty(), "{}", r.text());
+    let finished = r.finished();
+    assert_eq!(finished["status"], "not_approved", "{finished}");
+    let message = finished["message"].as_str().unwrap();
+    assert!(message.contains("TOOL t.echo needs approval"), "{message}");
+    assert!(message.contains("auto_approve"), "{message}");
+    assert_eq!(r.output.status.code(), Some(2));
+    // No repair call: nothing the model could do changes that.
+    assert_eq!(mock.generation_requests().len(), 1);
 }
 
 #[test]

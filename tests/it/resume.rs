@@ -52,7 +52,7 @@ fn first_session(p: &Project, mock: &MockLlm) -> String {
     assert!(branch.starts_with("pai/"), "{branch}");
     // Where HEAD is left, and what the next `pai` does, are said at the end.
     assert!(text.contains(&format!("HEAD stays on {branch}")), "{text}");
-    assert!(text.contains("continues this one."), "{text}");
+    assert!(text.contains("continues this line of work"), "{text}");
     branch
 }
 
@@ -159,23 +159,35 @@ fn resume_lists_the_sessions_and_continues_a_named_one() {
 }
 
 #[test]
-fn a_new_session_after_one_with_plans_says_it_is_stacked_on_it() {
+fn a_new_session_after_one_with_plans_says_it_continues_that_line() {
     let p = Project::repo(None);
-    let mock =
-        MockLlm::start(Script::with_replies([Reply::plan(write_notes())]).require_key(TEST_KEY));
+    let mock = MockLlm::start(
+        Script::with_replies([Reply::plan(write_notes()), Reply::plan(second_line())])
+            .require_key(TEST_KEY),
+    );
     let branch = first_session(&p, &mock);
-    let id = branch.trim_start_matches("pai/").to_string();
     let mut pty = start_session(&p, &mock, false, &[]);
     let shown = pty.text();
     assert!(
-        shown.contains(&format!("HEAD was on {branch}, so this new session")),
+        shown.contains(&format!(
+            "HEAD is on {branch}: this session's plans go on it too"
+        )),
         "{shown}"
     );
     assert!(
-        shown.contains(&format!("`pai --continue` continues session {id} instead")),
+        shown.contains("`pai --continue` also brings back"),
         "{shown}"
     );
+    pty.send_line("add a second line");
+    pty.expect("Carry out this plan?");
+    pty.send_line("y");
+    pty.expect("Committed");
+    pty.expect(PROMPT);
     exit_session(&mut pty);
+    // Both sessions' plans are on the one branch.
+    assert_eq!(pai_branches(&p), vec![branch.clone()]);
+    let subjects = git(&p.root, &["log", "--format=%s", &format!("main..{branch}")]);
+    assert_eq!(subjects.lines().count(), 2, "{subjects}");
 }
 
 #[test]

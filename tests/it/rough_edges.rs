@@ -93,9 +93,10 @@ fn non_terminal_output_keeps_long_diff_lines_whole() {
     let out = run_text(&p, &mock, "write a long line", &["--yes"]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // The step's diff, after the plan panel's compact preview of it.
     let diff_line = stdout
         .lines()
-        .find(|l| l.contains("+value = "))
+        .rfind(|l| l.contains("+value = "))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(
         diff_line.ends_with(&format!("{}\"", "x".repeat(150))),

@@ -373,7 +373,9 @@ fn attack_allow_listed_command_shadowed_by_a_module_the_model_wrote() {
         "model-written code ran: {}",
         run.text()
     );
-    assert!(run.text().contains("not allowed"), "{}", run.text());
+    // Said before anything ran: the RUN needs an approval nobody could give here.
+    assert!(run.text().contains("needs approval"), "{}", run.text());
+    assert_eq!(run.status(), "not_approved", "{}", run.text());
 
     let confined = !matches!(
         pai::exec::sandbox_support(),

@@ -362,7 +362,8 @@ fn nothing_overflows_a_sixty_column_terminal() {
     pty.expect("Committed abc1234");
     pty.expect(PROMPT);
     pty.send_line("what is python");
-    pty.expect("Turn: 1 call");
+    // A one-call answer shows its tokens once, on the call's usage line.
+    pty.expect("(call 1)");
     pty.expect(PROMPT);
     pty.send_line("/help");
     pty.expect(PROMPT);

@@ -35,18 +35,21 @@ fn plan_event() -> Event {
                     content: "x".into(),
                 },
                 purpose: "Create the calculator with get_bmi and get_bmi_category".into(),
+                preview: None,
             },
             PlannedStep {
                 step: Step::Run {
                     command: "python3 -m py_compile bmi.py".into(),
                 },
                 purpose: "Check that it compiles".into(),
+                preview: None,
             },
             PlannedStep {
                 step: Step::Finish {
                     message: "done".into(),
                 },
                 purpose: String::new(),
+                preview: None,
             },
         ],
         observe: false,
@@ -251,6 +254,7 @@ fn a_later_phase_that_observes() {
                 path: "main.py".into(),
             },
             purpose: "See the error".into(),
+            preview: None,
         }],
         observe: true,
     };
@@ -427,6 +431,16 @@ Turn: 2 calls, Tokens: 3000 -> 400
     assert_eq!(
         plain(&finished_with(TurnStatus::Answered, "the answer")),
         "Turn: 2 calls, Tokens: 3000 -> 400\n"
+    );
+    // From one call, the call's usage line already gave its tokens: not printed twice.
+    let mut one_call = finished_with(TurnStatus::Answered, "the answer");
+    if let Event::Finished { calls, .. } = &mut one_call {
+        *calls = 1;
+    }
+    assert_eq!(plain(&one_call), "");
+    assert!(
+        plain(&finished_with(TurnStatus::NotApproved, "not approved"))
+            .starts_with("+- Not approved -")
     );
 }
 

@@ -218,6 +218,15 @@ impl Demo {
                     tally,
                 );
             }
+            Approval::Drop(numbers) => {
+                self.record("drop", &format!("{numbers:?}"));
+                return self.finished(
+                    frontend,
+                    TurnStatus::Rejected,
+                    "Steps dropped; the demo does not run a reduced plan.",
+                    tally,
+                );
+            }
             Approval::Amend(text) => {
                 self.record("amend", &text);
                 return self.finished(
@@ -258,12 +267,14 @@ fn hello_steps(content: &str) -> Vec<PlannedStep> {
                 content: content.to_string(),
             },
             purpose: "Create the greeting script".into(),
+            preview: None,
         },
         PlannedStep {
             step: Step::Read {
                 path: "hello.py".into(),
             },
             purpose: "Show the result".into(),
+            preview: None,
         },
     ]
 }

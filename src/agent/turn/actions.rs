@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::steps::{StepError, StepKind};
 use super::{Agent, blocking};
-use crate::agent::approve::{RunPolicy, ToolPolicy};
+use crate::agent::approve::{self, RunPolicy, ToolPolicy};
 use crate::agent::context;
 use crate::agent::events::{Event, Frontend, StepReport, ToolQuestion};
 use crate::agent::live::LiveRun;
@@ -40,6 +40,36 @@ fn protected_in_arguments(
 }
 
 impl Agent {
+    /// The steps of `steps` that would need an approval nobody can give here (see
+    /// [`approve::unaskable`]), one line each.
+    pub(super) fn unaskable_steps(
+        &mut self,
+        steps: &[crate::agent::plan::PlannedStep],
+    ) -> Vec<(String, String)> {
+        let mode = if self.options.require_sandbox {
+            SandboxMode::Require
+        } else {
+            SandboxMode::Prefer
+        };
+        let confined = exec::unconfined_reason(mode).is_none();
+        let root = self.workspace.root().to_path_buf();
+        let policy = RunPolicy {
+            yes: self.options.yes,
+            allow_run: self.options.allow_run,
+            allow: &mut self.options.run_allow,
+            settings_file: self.options.settings_file.as_deref(),
+            root: &root,
+        };
+        let hub = self.mcp.as_ref();
+        let allowed = &self.tool_allow;
+        approve::unaskable(steps, &policy, confined, |server, tool| {
+            allowed.contains(&format!("{server}.{tool}"))
+                || hub
+                    .and_then(|h| h.spec(server))
+                    .is_some_and(|spec| spec.auto_approve.iter().any(|t| t == tool))
+        })
+    }
+
     /// Whether a TOOL call may be made: the server and tool exist, and the tool policy
     /// (the server's `auto_approve`, an earlier "always", or the user's answer) allows it.
     pub(super) fn admit_tool(
@@ -91,7 +121,11 @@ impl Agent {
             })
             .is_err()
         {
-            return Err(fixable(format!("the user denied calling {server}.{tool}")));
+            // Nobody may have been asked (no terminal): say what happened, not who.
+            return Err(StepError {
+                message: format!("calling {server}.{tool} was not approved"),
+                fixable: !self.options.yes || frontend.can_ask(),
+            });
         }
         Ok(())
     }
@@ -214,9 +248,10 @@ impl Agent {
             blocking(|| frontend.approve_run(q))
         });
         let Ok(approved) = approved else {
+            // Without a terminal nobody was asked: no repair call can change that.
             return Err(StepError {
-                message: "the user denied running this command".into(),
-                fixable: true,
+                message: "running this command was not approved".into(),
+                fixable: !self.options.yes || frontend.can_ask(),
             });
         };
         if approved != command {
@@ -303,6 +338,10 @@ impl Agent {
         // The output goes to the screen, the session log and the model: a key a command
         // printed (from a file it read, say) is redacted before it goes anywhere.
         report.output = exec::redact(&outcome.summary_for_model(), &self.options.secrets);
-        Ok(StepKind::Verification(outcome.success()))
+        if exec::only_looks(command) {
+            Ok(StepKind::Command(outcome.success()))
+        } else {
+            Ok(StepKind::Verification(outcome.success()))
+        }
     }
 }

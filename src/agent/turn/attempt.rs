@@ -55,6 +55,8 @@ pub(super) struct TurnState {
     config_hint: Option<String>,
     /// The user amended the request at the plan's approval: start over with it.
     amended: Option<String>,
+    /// The user dropped steps at the plan's approval: the plan that runs instead.
+    reduced: Option<Plan>,
 }
 
 impl TurnState {
@@ -90,6 +92,7 @@ impl Agent {
             if let Some(amended) = st.amended.take() {
                 return Attempt::Amend(amended, st.tally);
             }
+            let plan = st.reduced.take().unwrap_or(plan);
             match self.run_phase(&mut st, &plan, frontend, cancel).await {
                 Flow::Again => continue,
                 Flow::Go(()) | Flow::Stop => break,
@@ -135,6 +138,7 @@ impl Agent {
             status: TurnStatus::Success,
             config_hint: None,
             amended: None,
+            reduced: None,
         }
     }
 
@@ -218,12 +222,15 @@ impl Agent {
             st.final_message = plan.reply.clone();
             return Flow::Stop;
         }
+        // Shown with what each WRITE and MODIFY would change, before anything is approved.
+        let mut shown = self.preview_steps(&plan.steps);
+        self.mark_snapshots(&mut shown);
         frontend.event(&Event::Plan {
             phase: st.phase,
             reply: plan.reply.clone(),
             analysis: plan.analysis.clone(),
             complexity: plan.analysis.complexity,
-            steps: plan.steps.clone(),
+            steps: shown.clone(),
             observe: plan.observe,
         });
         if let Some(message) = &self.options.dry_run {
@@ -243,7 +250,7 @@ impl Agent {
         }
         if (st.phase == 1 || mutating) && !self.options.yes {
             let declined = "plan declined; nothing was changed by it";
-            match blocking(|| frontend.approve_plan(&plan.steps)) {
+            match blocking(|| frontend.approve_plan(&shown)) {
                 Approval::Yes => {}
                 Approval::No => return st.end(TurnStatus::Rejected, declined),
                 Approval::Amend(text) if !text.trim().is_empty() && st.changes.is_empty() => {
@@ -251,9 +258,93 @@ impl Agent {
                     return Flow::Go(());
                 }
                 Approval::Amend(_) => return st.end(TurnStatus::Rejected, declined),
+                Approval::Drop(numbers) => return self.drop_steps(st, plan, &numbers, frontend),
             }
         }
+        if let Some(flow) = self.nobody_to_ask(st, plan, frontend) {
+            return flow;
+        }
         self.save_users_versions(st, plan)
+    }
+
+    /// The user approved the plan without some of its steps: the rest runs (a FINISH is
+    /// kept), and nothing runs when every step that does something was dropped.
+    fn drop_steps(
+        &mut self,
+        st: &mut TurnState,
+        plan: &Plan,
+        numbers: &[usize],
+        frontend: &dyn Frontend,
+    ) -> Flow<()> {
+        let mut reduced = plan.clone();
+        reduced.steps = plan
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !numbers.contains(&(i + 1)))
+            .map(|(_, s)| s.clone())
+            .collect();
+        let mut listed: Vec<String> = numbers
+            .iter()
+            .filter(|n| **n <= plan.steps.len())
+            .map(usize::to_string)
+            .collect();
+        listed.dedup();
+        frontend.event(&Event::Notice {
+            text: format!("dropped step {} as asked", listed.join(", ")),
+        });
+        if !reduced
+            .steps
+            .iter()
+            .any(|s| !matches!(s.step, plan::Step::Finish { .. }))
+        {
+            return st.end(
+                TurnStatus::Rejected,
+                "every step was dropped; nothing was changed",
+            );
+        }
+        if let Some(flow) = self.nobody_to_ask(st, &reduced, frontend) {
+            return flow;
+        }
+        let flow = self.save_users_versions(st, &reduced);
+        st.reduced = Some(reduced);
+        flow
+    }
+
+    /// With `--yes` and nobody to ask (no terminal, or `--json`): a plan with a step that
+    /// needs approval is not carried out at all, and the turn says which flag would allow
+    /// it, instead of running half of it and spending calls on a repair that cannot help.
+    fn nobody_to_ask(
+        &mut self,
+        st: &mut TurnState,
+        plan: &Plan,
+        frontend: &dyn Frontend,
+    ) -> Option<Flow<()>> {
+        // Without --yes the plan itself was approved by someone, or not carried out. The
+        // frontend is asked last: across the task that is a question of the protocol.
+        if !self.options.yes {
+            return None;
+        }
+        let blocked = self.unaskable_steps(&plan.steps);
+        if blocked.is_empty() || frontend.can_ask() {
+            return None;
+        }
+        let scope = if st.phase == 1 {
+            "nothing was carried out".to_string()
+        } else {
+            format!("the steps of phase {} were not carried out", st.phase)
+        };
+        let lines: Vec<String> = blocked.iter().map(|(w, r)| format!("{w}: {r}")).collect();
+        // The remedy doubles as the hint a script's author reads, and makes the exit code 2:
+        // the invocation lacks a flag, nothing failed.
+        st.config_hint = blocked.into_iter().next().map(|(_, remedy)| remedy);
+        Some(st.end(
+            TurnStatus::NotApproved,
+            format!(
+                "not approved: there is no terminal to ask at, so {scope}\n{}",
+                lines.join("\n")
+            ),
+        ))
     }
 
     /// Before a plan writes files, history records the user's uncommitted versions of them,

@@ -13,6 +13,7 @@ mod actions;
 mod attempt;
 mod call;
 mod outcome;
+mod preview;
 mod steps;
 
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
@@ -321,10 +322,19 @@ impl Agent {
                     frontend.event(&Event::Notice { text: w.clone() });
                 }
                 let short = info.short_id.clone();
+                let snapshot = info.snapshot.as_ref().map(|id| {
+                    format!(
+                        "{branch} also holds a snapshot of your uncommitted edits made just before this plan ({}): the branch's review diff and merge include them; `pai undo` gives them back uncommitted",
+                        id.get(..7).unwrap_or(id)
+                    )
+                });
                 frontend.event(&Event::Committed {
                     commit: short.clone(),
                     branch,
                 });
+                if let Some(text) = snapshot {
+                    frontend.event(&Event::Notice { text });
+                }
                 Ok(Some(short))
             }
             Ok(None) => Ok(None),
@@ -466,6 +476,10 @@ impl Frontend for Logged<'_> {
 
     fn trust_mcp(&self, question: &crate::mcp::TrustRequest) -> bool {
         self.inner.trust_mcp(question)
+    }
+
+    fn can_ask(&self) -> bool {
+        self.inner.can_ask()
     }
 }
 

@@ -58,24 +58,7 @@ impl Agent {
                 )
                 .await
             {
-                Ok(kind) => {
-                    if let StepKind::Verification(ok) = kind {
-                        outcome.verified = Some(ok);
-                        if !ok {
-                            report.ok = false;
-                            outcome.failed = true;
-                            outcome.fixable_failure = true;
-                            outcome.failed_verification = true;
-                            outcome.failure_message = Some(format!(
-                                "verification failed: {}",
-                                first_line(&planned.step.target())
-                            ));
-                        }
-                    }
-                    if let StepKind::Finish(msg) = kind {
-                        outcome.finish_message = Some(msg);
-                    }
-                }
+                Ok(kind) => outcome.note(kind, &planned.step.target(), &mut report),
                 Err(StepError { message, fixable }) => {
                     report.ok = false;
                     report.output = message.clone();
@@ -209,9 +192,40 @@ impl Agent {
     }
 }
 
+impl PhaseOutcome {
+    /// What a step that ran says about the phase: a failed command or check fails it (the
+    /// model may fix it), a check records whether the work passed, a FINISH its message.
+    fn note(&mut self, kind: StepKind, target: &str, report: &mut StepReport) {
+        match kind {
+            StepKind::Command(false) => {
+                report.ok = false;
+                self.failed = true;
+                self.fixable_failure = true;
+                self.failure_message = Some(format!("the command failed: {}", first_line(target)));
+            }
+            StepKind::Verification(ok) => {
+                self.verified = Some(ok);
+                if !ok {
+                    report.ok = false;
+                    self.failed = true;
+                    self.fixable_failure = true;
+                    self.failed_verification = true;
+                    self.failure_message =
+                        Some(format!("verification failed: {}", first_line(target)));
+                }
+            }
+            StepKind::Finish(msg) => self.finish_message = Some(msg),
+            StepKind::Plain | StepKind::Command(true) => {}
+        }
+    }
+}
+
 pub(super) enum StepKind {
     Plain,
+    /// A RUN that checks the work (compiles, tests, lints, runs the program): passed or not.
     Verification(bool),
+    /// A RUN that only looks (`ls | wc -l`): succeeded or not, but it verifies nothing.
+    Command(bool),
     Finish(String),
 }
 

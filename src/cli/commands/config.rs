@@ -260,7 +260,7 @@ fn show_run_allow(out: &Output, settings: &Settings) {
     out.line(&format!(
         "  RUN without asking {}",
         if settings.run_allow.is_empty() {
-            "nothing in every project".to_string()
+            "no command (every RUN asks; add rules to run.allow in config.toml)".to_string()
         } else {
             format!("{} (every project)", quoted(&settings.run_allow))
         }

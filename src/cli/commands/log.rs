@@ -15,7 +15,12 @@ pub fn log(
     patch: bool,
     json: bool,
 ) -> Result<(), Error> {
-    let sessions = history::log(root, session, patch).map_err(history_error)?;
+    // No history here at all (not a repository, nothing pai recorded) is the same answer as
+    // a repository without plans: nothing to list, which is no failure.
+    let sessions = match history::log(root, session, patch) {
+        Err(history::HistoryError::NoHistory { .. }) if session.is_none() => Vec::new(),
+        other => other.map_err(history_error)?,
+    };
     if json {
         let text = history::render_json(&sessions)
             .map_err(|e| Error::failed(format!("cannot encode the log: {e}")))?;

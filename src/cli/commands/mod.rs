@@ -4,6 +4,7 @@
 
 pub(crate) mod config;
 pub(crate) mod discard;
+pub(crate) mod gc;
 pub(crate) mod log;
 pub(crate) mod map;
 pub(crate) mod mcp;

@@ -27,10 +27,12 @@ pub fn run_once(
             .with_hint("pai run \"add a power operation to calculator.py\""));
     }
     let rt = runtime()?;
-    let mut assembled = assemble(settings, out, false, resume)?;
     // Without --yes a plan needs someone to approve it; with no terminal to ask at (or
     // --json, which never asks) the turn is a dry run: the plan is shown, nothing carried out.
     let nobody_to_ask = json || !std::io::stdin().is_terminal();
+    // A dry run touches nothing in .git, not even pai's own pruning pass.
+    let dry = plan_only || (!settings.yes && nobody_to_ask);
+    let mut assembled = assemble(settings, out, false, resume, !dry)?;
     let dry_run = if plan_only {
         Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
     } else if !settings.yes && nobody_to_ask {

@@ -39,7 +39,15 @@ impl SessionDriver for Driver {
             .with_agent(|agent| {
                 let history = agent.history();
                 (
-                    history.and_then(|h| h.branch().map(str::to_string)),
+                    history.and_then(|h| {
+                        h.branch().map(|b| {
+                            if h.branch_created() {
+                                b.to_string()
+                            } else {
+                                format!("{b} (made at the first plan; git is untouched until then)")
+                            }
+                        })
+                    }),
                     history.and_then(|h| h.read_only_reason().map(str::to_string)),
                 )
             })
@@ -174,7 +182,7 @@ pub fn interactive(
     resume: Option<Resume>,
 ) -> Result<i32, Error> {
     let rt = runtime()?;
-    let assembled = assemble(settings, out, true, resume)?;
+    let assembled = assemble(settings, out, true, resume, true)?;
     let root = assembled.agent.workspace().root().to_path_buf();
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),

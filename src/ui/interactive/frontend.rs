@@ -194,13 +194,14 @@ impl Frontend for InteractiveFrontend {
         }
     }
 
-    fn approve_plan(&self, _steps: &[PlannedStep]) -> Approval {
+    fn approve_plan(&self, steps: &[PlannedStep]) -> Approval {
         self.settle();
         let token = self.token();
         if token.as_ref().is_some_and(CancellationToken::is_cancelled) {
             return Approval::No;
         }
-        self.asker.plan(token.as_ref())
+        let diffs = super::super::render::full_diffs(steps, &self.theme());
+        self.asker.plan_showing(&diffs, token.as_ref())
     }
 
     fn approve_run(&self, question: &RunQuestion) -> RunAnswer {

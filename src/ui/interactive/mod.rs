@@ -302,7 +302,9 @@ async fn run_turn(
         let status = match outcome.status {
             TurnStatus::Interrupted => "Turn interrupted.",
             TurnStatus::Failed => "The turn failed.",
-            TurnStatus::Rejected | TurnStatus::Planned => "The plan was not carried out.",
+            TurnStatus::Rejected | TurnStatus::Planned | TurnStatus::NotApproved => {
+                "The plan was not carried out."
+            }
             TurnStatus::Success | TurnStatus::Answered => "",
         };
         if !status.is_empty() {

@@ -1,0 +1,174 @@
+//! `pai gc` (and a short automatic pass when a session starts): prune what pai keeps only so
+//! an undo can be redone or a discarded session recovered — `refs/pai/undone/*` (with the
+//! trash refs of those plans) and `refs/pai/discarded/*` — and the session logs in
+//! `.pai_history`, once they are older than a setting (default 30 days). Never anything still
+//! on a branch: a ref whose commit a branch or a remote-tracking ref holds is kept, and so is
+//! the log of a session whose branch still exists.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Local, NaiveDateTime, TimeZone};
+use git2::Repository;
+use serde::Serialize;
+
+use super::error::HistoryError;
+use super::repo::{self, Found};
+use super::{meta, names, revert, store};
+
+/// What `gc` removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GcReport {
+    /// Refs deleted (`refs/pai/undone/<session>/<n>`, `refs/pai/discarded/<session>`, ...).
+    pub refs: Vec<String>,
+    /// Session log files removed from `.pai_history`.
+    pub logs: Vec<String>,
+    /// The pass stopped at its time budget before looking at everything.
+    pub stopped_early: bool,
+}
+
+/// How far `gc` goes.
+#[derive(Debug, Clone, Copy)]
+pub struct GcOptions {
+    /// Prune what is older than this many days.
+    pub days: u32,
+    /// Stop after this long (the automatic pass at session start); `None`: no limit.
+    pub budget: Option<Duration>,
+    /// Now (tests pass a later time instead of waiting).
+    pub now: DateTime<Local>,
+}
+
+/// Prune the project at `root` (see the module documentation). A project without history has
+/// nothing to prune.
+pub fn gc(root: &Path, opts: GcOptions) -> Result<GcReport, HistoryError> {
+    let started = Instant::now();
+    let over = || opts.budget.is_some_and(|b| started.elapsed() > b);
+    let cutoff = opts.now.timestamp() - i64::from(opts.days) * 86_400;
+    let mut report = GcReport::default();
+    let repo = match repo::find(root)? {
+        Found::Repo(hr) => Some(hr.repo),
+        Found::Nothing | Found::Blocked(_) => None,
+    };
+    if let Some(repo) = &repo {
+        prune_refs(repo, cutoff, &mut report, &over)?;
+    }
+    if !report.stopped_early {
+        prune_logs(root, repo.as_ref(), cutoff, &mut report, &over);
+    }
+    Ok(report)
+}
+
+/// Delete the undone and discarded refs whose commit is older than `cutoff` and on no branch.
+fn prune_refs(
+    repo: &Repository,
+    cutoff: i64,
+    report: &mut GcReport,
+    over: &dyn Fn() -> bool,
+) -> Result<(), HistoryError> {
+    let mut names_found = Vec::new();
+    for glob in ["refs/pai/undone/*", "refs/pai/discarded/*"] {
+        if let Ok(refs) = repo.references_glob(glob) {
+            for r in refs.flatten() {
+                if let (Ok(name), Some(id)) = (r.name(), r.target()) {
+                    names_found.push((name.to_string(), id));
+                }
+            }
+        }
+    }
+    for (name, id) in names_found {
+        if over() {
+            report.stopped_early = true;
+            return Ok(());
+        }
+        let Ok(commit) = repo.find_commit(id) else {
+            continue;
+        };
+        if commit.time().seconds() >= cutoff {
+            continue;
+        }
+        if !revert::refs_containing(repo, id, "")?.is_empty() {
+            continue;
+        }
+        let mut doomed = vec![name.clone()];
+        // An undone plan's trash copies are kept only for its redo.
+        if let Some(rest) = name.strip_prefix("refs/pai/undone/") {
+            doomed.push(format!("refs/pai/trash/{rest}"));
+        }
+        for n in doomed {
+            if let Ok(mut r) = repo.find_reference(&n)
+                && r.delete().is_ok()
+            {
+                report.refs.push(n);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Remove `session_<id>.log` / `.jsonl` files whose session started before `cutoff` and whose
+/// branch no longer exists.
+fn prune_logs(
+    root: &Path,
+    repo: Option<&Repository>,
+    cutoff: i64,
+    report: &mut GcReport,
+    over: &dyn Fn() -> bool,
+) {
+    let Ok(state) = store::open(root) else {
+        return;
+    };
+    let Ok(entries) = state.entries(&[]) else {
+        return;
+    };
+    for (name, is_dir) in entries {
+        if over() {
+            report.stopped_early = true;
+            return;
+        }
+        if is_dir {
+            continue;
+        }
+        let Some(id) = name
+            .strip_prefix("session_")
+            .and_then(|n| n.strip_suffix(".log").or_else(|| n.strip_suffix(".jsonl")))
+        else {
+            continue;
+        };
+        let Some(started) = started_at(id) else {
+            continue;
+        };
+        if started >= cutoff {
+            continue;
+        }
+        let on_branch = repo.is_some_and(|r| {
+            r.find_reference(&meta::branch_of(r, id)).is_ok()
+                || r.find_reference(&names::branch_ref(id)).is_ok()
+        });
+        if !on_branch && state.remove(&[&name]).is_ok() {
+            report.logs.push(name);
+        }
+    }
+}
+
+/// The start time of session `id` (`YYYYMMDD_HHMMSS`, maybe with `-n`), as a Unix time.
+fn started_at(id: &str) -> Option<i64> {
+    let stamp = id.get(..15)?;
+    let naive = NaiveDateTime::parse_from_str(stamp, "%Y%m%d_%H%M%S").ok()?;
+    Local
+        .from_local_datetime(&naive)
+        .earliest()
+        .map(|t| t.timestamp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_give_their_start_time() {
+        let t = started_at("20240102_030405-2").unwrap();
+        let back = Local.timestamp_opt(t, 0).unwrap();
+        assert_eq!(back.format("%Y%m%d_%H%M%S").to_string(), "20240102_030405");
+        assert_eq!(started_at("notes"), None);
+    }
+}
