@@ -17,6 +17,10 @@ use crate::workspace::{Stamp, Workspace};
 /// Files larger than this are listed by path only (generated code, data, bundles).
 pub const MAX_FILE_BYTES: usize = 512 * 1024;
 
+/// Time kept, per project file, for what comes after parsing (about 8 µs a file measured at
+/// 100,000 files: ranking, rendering, saving the cache).
+const RESERVE_PER_FILE: Duration = Duration::from_micros(8);
+
 /// The blob id of files that are not text or too large: they have no facts.
 const NO_FACTS: BlobId = [0; 20];
 
@@ -91,7 +95,10 @@ pub fn gather(ws: &Workspace, mut store: Store, opts: &GatherOptions<'_>) -> Gat
         });
     }
     todo.sort_by_key(|&i| ((opts.priority)(&files[i].path), i));
-    let deadline = started + opts.time_budget;
+    // What follows parsing (ranking, rendering, saving the cache) grows with the project:
+    // parsing stops early enough that the whole map keeps to the budget.
+    let reserve = RESERVE_PER_FILE.saturating_mul(u32::try_from(files.len()).unwrap_or(u32::MAX));
+    let deadline = started + opts.time_budget.saturating_sub(reserve);
     let total = todo.len();
     let mut parsed = 0;
     let jobs: Vec<(usize, String)> = todo.iter().map(|&i| (i, files[i].path.clone())).collect();

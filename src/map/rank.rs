@@ -90,38 +90,62 @@ pub struct Ranked {
 
 /// Whether a path is a test, fixture, doc or example rather than source.
 pub fn is_test_path(path: &str) -> bool {
-    let lower = path.to_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
-    lower.split('/').any(|c| {
-        matches!(
+    let is = |s: &str, list: &[&str]| list.iter().any(|w| s.eq_ignore_ascii_case(w));
+    let folders = path.split('/').take(path.matches('/').count());
+    let ends = |s: &str, suffix: &str| {
+        s.len() >= suffix.len()
+            && s.is_char_boundary(s.len() - suffix.len())
+            && s[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+    };
+    let starts = |s: &str, prefix: &str| {
+        s.len() >= prefix.len()
+            && s.is_char_boundary(prefix.len())
+            && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+    };
+    let mut folders = folders;
+    folders.any(|c| {
+        is(
             c,
-            "test" | "tests" | "testing" | "__tests__" | "spec" | "specs" | "fixtures" | "testdata"
+            &[
+                "test",
+                "tests",
+                "testing",
+                "__tests__",
+                "spec",
+                "specs",
+                "fixtures",
+                "testdata",
+            ],
         )
-    }) || stem.starts_with("test_")
-        || stem.ends_with("_test")
-        || stem.ends_with("_spec")
-        || stem.ends_with("test") && name.ends_with(".java")
+    }) || starts(stem, "test_")
+        || ends(stem, "_test")
+        || ends(stem, "_spec")
+        || (ends(stem, "test") && ends(name, ".java"))
         || name.contains(".test.")
         || name.contains(".spec.")
 }
 
 /// Whether a path is documentation or an example.
 pub fn is_doc_path(path: &str) -> bool {
-    let lower = path.to_lowercase();
-    let ext = lower.rsplit('.').next().unwrap_or("");
-    matches!(ext, "md" | "rst" | "txt" | "adoc")
-        || lower.split('/').any(|c| {
-            matches!(
+    let ext = path.rsplit('.').next().unwrap_or("");
+    let is = |s: &str, list: &[&str]| list.iter().any(|w| s.eq_ignore_ascii_case(w));
+    let folders = path.split('/').take(path.matches('/').count());
+    is(ext, &["md", "rst", "txt", "adoc"])
+        || folders.into_iter().any(|c| {
+            is(
                 c,
-                "doc"
-                    | "docs"
-                    | "documentation"
-                    | "example"
-                    | "examples"
-                    | "benches"
-                    | "bench"
-                    | "benchmarks"
+                &[
+                    "doc",
+                    "docs",
+                    "documentation",
+                    "example",
+                    "examples",
+                    "benches",
+                    "bench",
+                    "benchmarks",
+                ],
             )
         })
 }
@@ -487,5 +511,36 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
             r.score *= 0.5;
             r.why.signals.push("test or doc: ranked down");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_and_docs_are_told_from_source() {
+        for p in [
+            "tests/test_app.py",
+            "src/__tests__/a.js",
+            "pkg/handler_test.go",
+            "lib/x.spec.ts",
+            "src/test/java/FooTest.java",
+            "Spec/models_spec.rb",
+        ] {
+            assert!(is_test_path(p), "{p}");
+        }
+        for p in [
+            "src/app.py",
+            "contest/main.go",
+            "src/latest.rs",
+            "testament.py",
+        ] {
+            assert!(!is_test_path(p), "{p}");
+        }
+        for p in ["README.md", "docs/index.html", "Examples/demo.py"] {
+            assert!(is_doc_path(p), "{p}");
+        }
+        assert!(!is_doc_path("src/docstring.py"));
     }
 }
