@@ -125,3 +125,42 @@ fn a_small_project_still_gets_its_whole_file_list() {
     assert!(user.starts_with("Project files ("), "{user}");
     assert!(!user.contains("Repository map"), "{user}");
 }
+
+/// Issue 28, point 7: a file the request names is found by its path whatever the project's
+/// size — here the 99,999th of 100,000 files, which no bounded walk reaches — and its text is
+/// in the first call.
+#[test]
+fn a_named_file_is_found_among_100000_files() {
+    let p = Project::plain();
+    for t in 0..10 {
+        for m in 0..100 {
+            let dir = p.root.join(format!("t{t:02}/m{m:03}"));
+            fs::create_dir_all(&dir).unwrap();
+            for f in 0..100 {
+                fs::write(dir.join(format!("f{f:03}.txt")), b"").unwrap();
+            }
+        }
+    }
+    fs::write(p.root.join("t09/m099/f099.txt"), "the needle is here\n").unwrap();
+    let mock = MockLlm::start(
+        Script::with_replies([Reply::chat("It holds a needle.")]).require_key(TEST_KEY),
+    );
+    let run = p.run(
+        &mock,
+        ProviderKind::Gemini,
+        "what is in t09/m099/f099.txt?",
+        &[],
+    );
+    assert_eq!(run.status(), "answered", "{}", run.text());
+    let user = &mock.requests()[0].messages[0].1;
+    assert!(
+        user.contains("Repository map: 100000 files"),
+        "{}",
+        &user[..user.len().min(400)]
+    );
+    assert!(
+        user.contains("Current contents of t09/m099/f099.txt:\n```\nthe needle is here\n"),
+        "{}",
+        &user[..user.len().min(2000)]
+    );
+}
