@@ -68,6 +68,12 @@ fn pai_map_ranks_the_file_a_request_is_about_and_says_why() {
     );
     assert_eq!(v["files"], 251);
 
+    // A file whose name and text carry terminal escapes (an OSC 52 clipboard write).
+    fs::write(
+        p.root.join("app/billing/tax_\x1b]52;c;ZXZpbA==\x07.py"),
+        "RATE = '\x1b[2J invoice tax'\n",
+    )
+    .unwrap();
     let text = p
         .pai()
         .args(["map", "the tax on an invoice uses the wrong rate"])
@@ -75,7 +81,9 @@ fn pai_map_ranks_the_file_a_request_is_about_and_says_why() {
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("  1. app/billing/invoice.py"), "{text}");
-    assert!(text.contains("Repository map: 251 files"), "{text}");
+    assert!(text.contains("Repository map: 252 files"), "{text}");
+    assert!(text.contains("tax_?]52;c;ZXZpbA==?.py"), "{text}");
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
 }
 
 #[test]

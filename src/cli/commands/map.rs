@@ -63,7 +63,9 @@ pub fn map(
         out.line(&value.to_string());
         return Ok(());
     }
-    out.raw(render(&report, small, budget.context_tokens).as_bytes());
+    // Paths and file text are the repository's: no control character reaches the terminal.
+    let text = crate::ui::layout::clean(&render(&report, small, budget.context_tokens));
+    out.raw(text.as_bytes());
     Ok(())
 }
 
