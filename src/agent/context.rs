@@ -148,7 +148,7 @@ pub fn build_in(
 
 /// Whether the whole file list fits its budget (a small project: it is sent whole, with the
 /// files the request names, as always).
-fn fits(files: &[String], more: usize, budget: &Budget) -> bool {
+pub fn fits(files: &[String], more: usize, budget: &Budget) -> bool {
     more == 0 && files.iter().map(|f| f.len() + 1).sum::<usize>() <= budget.file_list_chars
 }
 

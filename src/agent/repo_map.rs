@@ -2,14 +2,14 @@
 //! parsing progress sent to the frontend as events, and the map handed to the context
 //! builder. `pai map` shows the same map.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::context::ProjectView;
 use super::protocol::{Event, Frontend};
 use crate::map::{self, Activity, MapOptions, MapReport};
-use crate::workspace::Workspace;
+use crate::workspace::{CorpusFile, Workspace};
 
 /// How often progress is reported while a cold map parses.
 const PROGRESS_EVERY: Duration = Duration::from_millis(300);
@@ -19,6 +19,7 @@ const PROGRESS_FROM: usize = 300;
 /// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
 pub fn build(
     ws: &Workspace,
+    corpus: &[CorpusFile],
     request: &str,
     last_files: &[String],
     budget_chars: usize,
@@ -36,6 +37,7 @@ pub fn build(
     };
     map::build(
         ws,
+        corpus,
         request,
         &activity,
         &MapOptions {
@@ -47,19 +49,37 @@ pub fn build(
     )
 }
 
-/// The project as the context builder sees it, with the map, for one turn.
+/// The project as the context builder sees it, with the map, for one turn. The project's
+/// files are walked once: the file list and the map share the walk.
 pub struct MapView<'a> {
-    /// The workspace.
-    pub ws: &'a Workspace,
-    /// Where progress goes.
-    pub frontend: &'a dyn Frontend,
-    /// How long a cold map may parse.
-    pub time_budget: Duration,
+    ws: &'a Workspace,
+    frontend: &'a dyn Frontend,
+    time_budget: Duration,
+    corpus: OnceCell<Vec<CorpusFile>>,
+}
+
+impl<'a> MapView<'a> {
+    /// A view of `ws` for one turn; progress of a cold map goes to `frontend`, which may
+    /// parse for `time_budget`.
+    pub fn new(ws: &'a Workspace, frontend: &'a dyn Frontend, time_budget: Duration) -> Self {
+        MapView {
+            ws,
+            frontend,
+            time_budget,
+            corpus: OnceCell::new(),
+        }
+    }
+
+    fn corpus(&self) -> &[CorpusFile] {
+        self.corpus.get_or_init(|| self.ws.corpus())
+    }
 }
 
 impl ProjectView for MapView<'_> {
     fn files(&self, max: usize) -> (Vec<String>, usize) {
-        self.ws.project_files(max)
+        let all = self.corpus();
+        let listed = all.iter().take(max).map(|f| f.path.clone()).collect();
+        (listed, all.len().saturating_sub(max))
     }
 
     fn text(&self, path: &str) -> Option<String> {
@@ -77,6 +97,7 @@ impl ProjectView for MapView<'_> {
         };
         let report = build(
             self.ws,
+            self.corpus(),
             request,
             last_files,
             budget_chars,

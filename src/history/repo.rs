@@ -90,7 +90,7 @@ fn git_dir_blocker(holder: &Path, git_dir: &Path, setting: &str) -> Option<Block
     }
     let commondir = git_dir.join("commondir");
     if std::fs::symlink_metadata(&commondir).is_ok() {
-        let text = std::fs::read_to_string(&commondir).unwrap_or_default();
+        let text = read_small_file(&commondir).unwrap_or_default();
         return named(format!(
             "{} names `{}` as the common directory, which would make pai change another \
              repository's refs and index",
@@ -101,9 +101,29 @@ fn git_dir_blocker(holder: &Path, git_dir: &Path, setting: &str) -> Option<Block
     None
 }
 
+/// The text of a small regular file git keeps a pointer in (`.git`, `commondir`, `gitdir`),
+/// or `None`. Opened without following a symlink and without blocking, and read only when it
+/// is a regular file: a FIFO planted at one of these names must not hang pai.
+fn read_small_file(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const MAX: u64 = 64 * 1024;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 /// The checks for a `.git` file (`gitdir: <dir>`) at `dot_git` in `holder`.
 fn git_file_blocker(holder: &Path, dot_git: &Path) -> Option<Blocker> {
-    let text = std::fs::read_to_string(dot_git).ok()?;
+    let text = read_small_file(dot_git)?;
     let named = text
         .lines()
         .next()?
@@ -126,7 +146,7 @@ fn git_file_blocker(holder: &Path, dot_git: &Path) -> Option<Blocker> {
     // A linked worktree: its administrative directory names this `.git` file.
     let back = git_dir.join("gitdir");
     if std::fs::symlink_metadata(&back).is_ok() {
-        let pointer = std::fs::read_to_string(&back).unwrap_or_default();
+        let pointer = read_small_file(&back).unwrap_or_default();
         let pointer = git_dir.join(pointer.trim());
         let verified = std::fs::canonicalize(pointer).ok() == std::fs::canonicalize(dot_git).ok();
         return if verified {
@@ -410,7 +430,7 @@ fn unrecognised_private_history(root: &Path, git_dir: &Path) -> Option<Blocker> 
             todo,
         ));
     }
-    let recorded = private_history_record(root).and_then(|p| std::fs::read_to_string(p).ok());
+    let recorded = private_history_record(root).and_then(|p| read_small_file(&p));
     if recorded.is_some() && recorded == private_history_identity(root, git_dir) {
         return None;
     }

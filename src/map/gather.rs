@@ -12,7 +12,7 @@ use sha1::{Digest, Sha1};
 use super::facts::{Facts, RawFacts};
 use super::store::{BlobId, Store};
 use super::symbols::Extractor;
-use crate::workspace::{Stamp, Workspace};
+use crate::workspace::{CorpusFile, Stamp, Workspace};
 
 /// Files larger than this are listed by path only (generated code, data, bundles).
 pub const MAX_FILE_BYTES: usize = 512 * 1024;
@@ -74,9 +74,14 @@ struct Parsed {
 }
 
 /// Bring `store` up to date with the project.
-pub fn gather(ws: &Workspace, mut store: Store, opts: &GatherOptions<'_>) -> Gathered {
+/// `corpus` is the project's files as [`Workspace::corpus`] took them.
+pub fn gather(
+    ws: &Workspace,
+    corpus: &[CorpusFile],
+    mut store: Store,
+    opts: &GatherOptions<'_>,
+) -> Gathered {
     let started = Instant::now();
-    let corpus = ws.corpus();
     let mut files = Vec::with_capacity(corpus.len());
     let mut todo = Vec::new();
     for (i, f) in corpus.iter().enumerate() {

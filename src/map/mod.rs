@@ -17,7 +17,7 @@ pub mod terms;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use crate::workspace::Workspace;
+use crate::workspace::{CorpusFile, Workspace};
 use gather::{GatherOptions, MAX_FILE_BYTES};
 use rank::Signals;
 use render::Shown;
@@ -119,9 +119,11 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
-/// Build the map of the project in `ws` for `request`.
+/// Build the map of the project in `ws` for `request`; `corpus` is its files as
+/// [`Workspace::corpus`] took them (the caller may already have needed them).
 pub fn build(
     ws: &Workspace,
+    corpus: &[CorpusFile],
     request: &str,
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
@@ -143,6 +145,7 @@ pub fn build(
     clock.mark("load");
     let mut g = gather::gather(
         ws,
+        corpus,
         cached,
         &GatherOptions {
             time_budget: opts.time_budget,
@@ -311,6 +314,7 @@ mod tests {
         };
         build(
             &ws,
+            &ws.corpus(),
             request,
             &activity,
             &MapOptions {

@@ -122,6 +122,7 @@ impl ProjectView for BenchView<'_> {
     fn map(&self, request: &str, budget_chars: usize, last: &[String]) -> Option<String> {
         let r = pai::agent::repo_map::build(
             self.ws,
+            &self.ws.corpus(),
             request,
             last,
             budget_chars,
@@ -370,6 +371,7 @@ pub fn scale_rows() -> Vec<Row> {
         let build = || {
             pai::agent::repo_map::build(
                 &ws,
+                &ws.corpus(),
                 request,
                 &[],
                 30_000,

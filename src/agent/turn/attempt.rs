@@ -110,11 +110,7 @@ impl Agent {
             request: request.to_string(),
             amended,
         });
-        let project = MapView {
-            ws: &self.workspace,
-            frontend,
-            time_budget: crate::map::DEFAULT_TIME_BUDGET,
-        };
+        let project = MapView::new(&self.workspace, frontend, crate::map::DEFAULT_TIME_BUDGET);
         let first = context::build_in(
             request,
             &project,

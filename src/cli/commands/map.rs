@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::agent::context::Budget;
+use crate::agent::context::{self, Budget};
 use crate::agent::repo_map;
 use crate::cli::assemble::Project;
 use crate::config::Settings;
@@ -33,9 +33,9 @@ pub fn map(
         context_tokens: settings.context_tokens,
         ..Budget::default()
     };
-    let (files, more) = project.workspace.project_files(2_000);
-    let small =
-        more == 0 && files.iter().map(|f| f.len() + 1).sum::<usize>() <= budget.file_list_chars;
+    let corpus = project.workspace.corpus();
+    let paths: Vec<String> = corpus.iter().map(|f| f.path.clone()).collect();
+    let small = context::fits(&paths, 0, &budget);
     let chars = budget
         .context_tokens
         .saturating_mul(4)
@@ -49,6 +49,7 @@ pub fn map(
     };
     let report = repo_map::build(
         &project.workspace,
+        &corpus,
         request,
         &[],
         chars,
