@@ -16,6 +16,12 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(300);
 /// Maps with fewer files than this to parse finish too soon to need progress.
 const PROGRESS_FROM: usize = 300;
 
+/// Wait for the map's cache, written while the first call goes out, to reach the disk; the
+/// process calls this before it exits.
+pub fn finish() {
+    map::store::wait_for_save();
+}
+
 /// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
 pub fn build(
     ws: &Workspace,

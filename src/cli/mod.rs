@@ -282,7 +282,9 @@ pub fn main() -> i32 {
     };
     let env = Env::from_process();
     let out = Output::new(&env);
-    match run(cli, &env, &out) {
+    let result = run(cli, &env, &out);
+    crate::agent::repo_map::finish();
+    match result {
         Ok(()) => 0,
         Err(err) => {
             if !err.is_silent() {

@@ -12,54 +12,110 @@ use super::terms;
 const MAX_TERMS: usize = 4_000;
 
 /// Interned strings: identifiers (case kept) and terms (lower case, stemmed).
+///
+/// A warm map loads tens of thousands of names and interns a few new ones: building a hash
+/// table of every name for that would cost more than the rest of the map, so the names the
+/// cache stored are found by binary search in `sorted` (their ids in string order, written
+/// with the cache), and only names added since are in the hash table.
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Names {
-    list: Vec<String>,
+    /// Every name, one after another (one allocation to load, not one per name).
+    text: String,
+    /// Where each name ends in `text`.
+    ends: Vec<u32>,
+    /// Ids of the names in string order, as of the last [`Names::reindex`].
+    sorted: Vec<u32>,
+    /// Names added since the last [`Names::reindex`].
     #[serde(skip)]
-    ids: HashMap<String, u32>,
+    added: HashMap<String, u32>,
 }
 
 impl Names {
     /// The id of `s`, adding it when new.
     pub fn intern(&mut self, s: &str) -> u32 {
-        if self.ids.len() != self.list.len() {
-            self.ids = self.list.iter().cloned().zip(0..).collect();
-        }
-        if let Some(&id) = self.ids.get(s) {
+        if let Some(id) = self.lookup(s) {
             return id;
         }
-        let id = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
-        self.list.push(s.to_string());
-        self.ids.insert(s.to_string(), id);
+        let id = u32::try_from(self.ends.len()).unwrap_or(u32::MAX);
+        self.text.push_str(s);
+        self.ends
+            .push(u32::try_from(self.text.len()).unwrap_or(u32::MAX));
+        self.added.insert(s.to_string(), id);
         id
+    }
+
+    /// The id of `s`, when known.
+    pub fn lookup(&self, s: &str) -> Option<u32> {
+        if let Some(&id) = self.added.get(s) {
+            return Some(id);
+        }
+        self.sorted
+            .binary_search_by(|&id| self.get(id).cmp(s))
+            .ok()
+            .and_then(|k| self.sorted.get(k).copied())
+    }
+
+    /// Sort the index over every name (before the names are stored).
+    pub fn reindex(&mut self) {
+        let mut sorted: Vec<u32> =
+            (0..u32::try_from(self.ends.len()).unwrap_or(u32::MAX)).collect();
+        sorted.sort_unstable_by(|&a, &b| self.get(a).cmp(self.get(b)));
+        self.sorted = sorted;
+        self.added.clear();
+    }
+
+    /// Whether the stored names are whole (every name a slice of `text` on character
+    /// boundaries) and the index covers each exactly once, in order. A cache whose names are
+    /// not whole is dropped; one whose index is not is reindexed.
+    pub fn is_whole(&self) -> bool {
+        let mut start = 0usize;
+        self.ends.iter().all(|&end| {
+            let end = end as usize;
+            let ok = start <= end && self.text.get(start..end).is_some();
+            start = end;
+            ok
+        }) && start == self.text.len()
+    }
+
+    /// Whether the index covers every name exactly once, in string order.
+    pub fn index_is_sound(&self) -> bool {
+        self.sorted.len() == self.ends.len()
+            && self
+                .sorted
+                .iter()
+                .all(|&id| (id as usize) < self.ends.len())
+            && self
+                .sorted
+                .windows(2)
+                .all(|w| self.get(w[0]) < self.get(w[1]))
     }
 
     /// The string of `id` (empty for an unknown id).
     pub fn get(&self, id: u32) -> &str {
-        self.list.get(id as usize).map_or("", String::as_str)
+        let i = id as usize;
+        let Some(&end) = self.ends.get(i) else {
+            return "";
+        };
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.text.get(start..end as usize).unwrap_or("")
     }
 
     /// How many names there are.
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.ends.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.ends.is_empty()
     }
 
-    /// The ids of those of `wanted` that are known, without building the lookup table (a
-    /// query needs a handful of ids out of a cache of 100,000 names).
+    /// The ids of those of `wanted` that are known.
     pub fn find_all(&self, wanted: &[&str]) -> HashMap<String, u32> {
-        let set: std::collections::HashSet<&str> = wanted.iter().copied().collect();
-        let mut out = HashMap::new();
-        for (s, id) in self.list.iter().zip(0u32..) {
-            if set.contains(s.as_str()) {
-                out.insert(s.clone(), id);
-            }
-        }
-        out
+        wanted
+            .iter()
+            .filter_map(|w| Some((w.to_string(), self.lookup(w)?)))
+            .collect()
     }
 }
 
@@ -74,8 +130,9 @@ pub struct DefRec {
     pub line: u32,
     /// 1-based last line of the definition.
     pub end: u32,
-    /// Its first line, trimmed.
-    pub signature: String,
+    /// Its first line, trimmed, as a name id (interned like names, so loading a cache does
+    /// not allocate a string per definition).
+    pub signature: u32,
 }
 
 /// What one file version holds.
@@ -109,7 +166,7 @@ impl Facts {
     /// corrupt file fails this and is dropped).
     pub fn ids_below(&self, names: usize) -> bool {
         let ok = |id: u32| (id as usize) < names;
-        self.defs.iter().all(|d| ok(d.name))
+        self.defs.iter().all(|d| ok(d.name) && ok(d.signature))
             && self.refs.iter().all(|(id, _)| ok(*id))
             && self.terms.iter().all(|(id, _)| ok(*id))
             && self.def_terms.iter().all(|id| ok(*id))
@@ -169,7 +226,7 @@ impl RawFacts {
                 kind: d.kind,
                 line: d.line,
                 end: d.end_line.max(d.line),
-                signature: d.signature,
+                signature: names.intern(&d.signature),
             })
             .collect();
         let mut refs: HashMap<u32, u16> = HashMap::new();

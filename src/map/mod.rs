@@ -37,8 +37,9 @@ pub struct Activity<'a> {
     /// The files recent commits changed, with counts; called only when HEAD moved since the
     /// cache read them.
     pub recent: &'a dyn Fn() -> Vec<(String, u32)>,
-    /// The blob each tracked file has in the index.
-    pub index: &'a dyn Fn() -> Vec<(String, [u8; 20])>,
+    /// The blob each tracked file has in the index (read on a thread of its own while the
+    /// cache loads).
+    pub index: &'a (dyn Fn() -> Vec<(String, [u8; 20])> + Sync),
 }
 
 /// How to build a map.
@@ -89,7 +90,7 @@ pub struct MapReport {
     #[serde(serialize_with = "millis")]
     pub elapsed: Duration,
     /// Milliseconds of each stage: load (the cache), gather (walk, stat, parse), signals
-    /// (git activity), rank, render, save.
+    /// (git activity), rank, render, save (handing the cache to the thread that writes it).
     pub stages: Vec<(&'static str, f64)>,
 }
 
@@ -128,7 +129,51 @@ pub fn build(
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
 ) -> MapReport {
+    std::thread::scope(|s| {
+        let index = Background::start(s, activity.index);
+        build_with(ws, corpus, request, activity, opts, index)
+    })
+}
+
+/// A value computed on a scoped thread (or here, when no thread can be started).
+enum Background<'scope, T> {
+    Running(std::thread::ScopedJoinHandle<'scope, T>),
+    Later(&'scope (dyn Fn() -> T + Sync)),
+}
+
+impl<'scope, T: Send + Default> Background<'scope, T> {
+    fn start<'env>(
+        s: &'scope std::thread::Scope<'scope, 'env>,
+        f: &'scope (dyn Fn() -> T + Sync),
+    ) -> Self {
+        match std::thread::Builder::new()
+            .name("pai-map-git".into())
+            .spawn_scoped(s, f)
+        {
+            Ok(handle) => Background::Running(handle),
+            Err(_) => Background::Later(f),
+        }
+    }
+
+    /// The value (the default when its thread panicked).
+    fn value(self) -> T {
+        match self {
+            Background::Running(handle) => handle.join().unwrap_or_default(),
+            Background::Later(f) => f(),
+        }
+    }
+}
+
+fn build_with(
+    ws: &Workspace,
+    corpus: &[CorpusFile],
+    request: &str,
+    activity: &Activity<'_>,
+    opts: &MapOptions<'_>,
+    index: Background<'_, Vec<(String, [u8; 20])>>,
+) -> MapReport {
     let started = Instant::now();
+    prepare_languages(corpus);
     let root = ws.root().to_path_buf();
     let location = opts
         .cache
@@ -160,7 +205,7 @@ pub fn build(
     let signals = Signals {
         named: named.clone(),
         last_plan: activity.last_plan.to_vec(),
-        uncommitted: uncommitted(&g.files, &(activity.index)()),
+        uncommitted: uncommitted(&g.files, &index.value()),
         recent: recent(&mut g.store, activity),
     };
     clock.mark("signals");
@@ -177,10 +222,10 @@ pub fn build(
         text_of: &text_of,
     });
     clock.mark("render");
-    if let Some(l) = &location
+    if let Some(l) = location
         && (g.parsed > 0 || g.store.files.len() != g.files.len() || head_before != activity.head)
     {
-        save_cache(l, &root, &mut g.store, &paths);
+        store::save_in_background(l, root, std::mem::take(&mut g.store), paths);
     }
     clock.mark("save");
     let ranked = ranked
@@ -206,6 +251,39 @@ pub fn build(
     }
 }
 
+/// Start compiling the tags configurations of the project's main languages on a thread of
+/// their own, while the cache loads: compiling one costs about as much as the rest of a warm
+/// map, and the few files that changed since the last map are most likely in those languages.
+/// Judged from a sample of the paths; a language needed but not guessed is compiled when
+/// first parsed, as before.
+fn prepare_languages(corpus: &[CorpusFile]) {
+    const SAMPLE_EVERY: usize = 16;
+    const SHARE: usize = 10;
+    let sample: Vec<String> = corpus
+        .iter()
+        .step_by(SAMPLE_EVERY)
+        .map(|f| f.path.clone())
+        .collect();
+    let _ = std::thread::Builder::new()
+        .name("pai-map-langs".into())
+        .spawn(move || {
+            let mut counts: HashMap<symbols::Lang, usize> = HashMap::new();
+            for path in &sample {
+                if let Some(lang) = symbols::Lang::from_path(path) {
+                    *counts.entry(lang).or_default() += 1;
+                }
+            }
+            let mut main: Vec<(symbols::Lang, usize)> = counts
+                .into_iter()
+                .filter(|(_, n)| n * SHARE >= sample.len())
+                .collect();
+            main.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+            for (lang, _) in main.into_iter().take(2) {
+                lang.prepare();
+            }
+        });
+}
+
 /// Which files a cold map parses first (lower is sooner): those whose path has the request's
 /// words, then source, then other text, then tests and docs; shallow before deep.
 fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
@@ -223,19 +301,6 @@ fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
         (false, false, _) => 3,
     };
     class * 64 + depth.min(63)
-}
-
-/// Keep only what the project still has, and write the cache (failing to is not an error:
-/// the next map is cold).
-fn save_cache(
-    location: &std::path::Path,
-    root: &std::path::Path,
-    store: &mut store::Store,
-    paths: &[String],
-) {
-    let live: HashSet<&str> = paths.iter().map(String::as_str).collect();
-    store.compact(&live);
-    let _ = store::save(location, root, store);
 }
 
 /// Tracked files whose content differs from their index blob.
@@ -406,7 +471,7 @@ mod tests {
         }
         let loc = base.join("pai/map").join(store::file_name(&root));
         fs::create_dir_all(loc.parent().unwrap()).unwrap();
-        store::save(&loc, &root, &planted).unwrap();
+        store::save(&loc, &root, &mut planted).unwrap();
         assert!(store::location(&base, &root).is_none());
         let r = build_in(&root, Some(&base), "invoice tax forged_symbol");
         assert!(!r.text.contains("forged_symbol"), "{}", r.text);

@@ -90,10 +90,59 @@ pub struct Ranked {
 
 /// Whether a path is a test, fixture, doc or example rather than source.
 pub fn is_test_path(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
+    let (dir, name) = split_dir(path);
+    dir.split('/').any(is_test_folder) || is_test_name(name)
+}
+
+/// Whether a path is documentation or an example.
+pub fn is_doc_path(path: &str) -> bool {
+    let (dir, name) = split_dir(path);
+    dir.split('/').any(is_doc_folder) || is_doc_name(name)
+}
+
+/// A path's folder (`""` at the root) and file name.
+fn split_dir(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
+
+fn is_one_of(s: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| s.eq_ignore_ascii_case(w))
+}
+
+fn is_test_folder(c: &str) -> bool {
+    is_one_of(
+        c,
+        &[
+            "test",
+            "tests",
+            "testing",
+            "__tests__",
+            "spec",
+            "specs",
+            "fixtures",
+            "testdata",
+        ],
+    )
+}
+
+fn is_doc_folder(c: &str) -> bool {
+    is_one_of(
+        c,
+        &[
+            "doc",
+            "docs",
+            "documentation",
+            "example",
+            "examples",
+            "benches",
+            "bench",
+            "benchmarks",
+        ],
+    )
+}
+
+fn is_test_name(name: &str) -> bool {
     let stem = name.split('.').next().unwrap_or(name);
-    let is = |s: &str, list: &[&str]| list.iter().any(|w| s.eq_ignore_ascii_case(w));
-    let folders = path.split('/').take(path.matches('/').count());
     let ends = |s: &str, suffix: &str| {
         s.len() >= suffix.len()
             && s.is_char_boundary(s.len() - suffix.len())
@@ -104,22 +153,7 @@ pub fn is_test_path(path: &str) -> bool {
             && s.is_char_boundary(prefix.len())
             && s[..prefix.len()].eq_ignore_ascii_case(prefix)
     };
-    let mut folders = folders;
-    folders.any(|c| {
-        is(
-            c,
-            &[
-                "test",
-                "tests",
-                "testing",
-                "__tests__",
-                "spec",
-                "specs",
-                "fixtures",
-                "testdata",
-            ],
-        )
-    }) || starts(stem, "test_")
+    starts(stem, "test_")
         || ends(stem, "_test")
         || ends(stem, "_spec")
         || (ends(stem, "test") && ends(name, ".java"))
@@ -127,27 +161,30 @@ pub fn is_test_path(path: &str) -> bool {
         || name.contains(".spec.")
 }
 
-/// Whether a path is documentation or an example.
-pub fn is_doc_path(path: &str) -> bool {
-    let ext = path.rsplit('.').next().unwrap_or("");
-    let is = |s: &str, list: &[&str]| list.iter().any(|w| s.eq_ignore_ascii_case(w));
-    let folders = path.split('/').take(path.matches('/').count());
-    is(ext, &["md", "rst", "txt", "adoc"])
-        || folders.into_iter().any(|c| {
-            is(
-                c,
-                &[
-                    "doc",
-                    "docs",
-                    "documentation",
-                    "example",
-                    "examples",
-                    "benches",
-                    "bench",
-                    "benchmarks",
-                ],
+fn is_doc_name(name: &str) -> bool {
+    name.rsplit_once('.')
+        .is_some_and(|(_, ext)| is_one_of(ext, &["md", "rst", "txt", "adoc"]))
+}
+
+/// Test-or-doc for many paths, each folder judged once (a project has a few hundred folders
+/// and tens of thousands of files).
+#[derive(Default)]
+struct MinorPaths<'a> {
+    folders: HashMap<&'a str, (bool, bool)>,
+}
+
+impl<'a> MinorPaths<'a> {
+    /// Whether `path` is a test, and whether it is a doc or example.
+    fn of(&mut self, path: &'a str) -> (bool, bool) {
+        let (dir, name) = split_dir(path);
+        let (test_dir, doc_dir) = *self.folders.entry(dir).or_insert_with(|| {
+            (
+                dir.split('/').any(is_test_folder),
+                dir.split('/').any(is_doc_folder),
             )
-        })
+        });
+        (test_dir || is_test_name(name), doc_dir || is_doc_name(name))
+    }
 }
 
 /// The query's terms and identifiers as ids of `names` (those the cache knows).
@@ -198,15 +235,33 @@ pub fn rank(
     let lexical: Vec<f32> = out.iter().map(|r| r.score).collect();
     score_graph(files, &facts, &ids, names, &lexical, &mut out);
     apply_signals(files, query, signals, &mut out);
-    out.sort_unstable_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| files[a.file].path.cmp(&files[b.file].path))
-    });
+    sort_best_first(files, &mut out);
     for r in out.iter_mut().take(WHY_FOR) {
         spell_out(&mut r.why, query, &ids);
     }
     out
+}
+
+/// Best score first, ties by path. A ranked file is a few hundred bytes: the order is worked
+/// out on indices and each file moved once. Most files of a big project score nothing and
+/// come in path order already, which the stable sort of that part finds in one pass.
+fn sort_best_first(files: &[MapFile], out: &mut Vec<Ranked>) {
+    let by_path = |a: usize, b: usize| files[out[a].file].path.cmp(&files[out[b].file].path);
+    let (mut scored, mut rest): (Vec<usize>, Vec<usize>) =
+        (0..out.len()).partition(|&i| out[i].score > 0.0);
+    scored.sort_unstable_by(|&a, &b| {
+        out[b]
+            .score
+            .total_cmp(&out[a].score)
+            .then_with(|| by_path(a, b))
+    });
+    rest.sort_by(|&a, &b| by_path(a, b));
+    let mut slots: Vec<Option<Ranked>> = std::mem::take(out).into_iter().map(Some).collect();
+    *out = scored
+        .into_iter()
+        .chain(rest)
+        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+        .collect();
 }
 
 /// Turn a file's hits into the words a reader sees.
@@ -285,6 +340,9 @@ fn score_paths(files: &[MapFile], query: &Query, out: &mut [Ranked]) {
         for (i, part) in comps.iter().enumerate() {
             let ks = parts.entry(part).or_insert_with(|| {
                 let mut v: Vec<u16> = Vec::new();
+                if !terms::may_hold_prefix(part, &prefixes) {
+                    return v;
+                }
                 terms::for_each_term_like(part, &prefixes, |t| {
                     if let Some(&k) = index.get(t)
                         && !v.contains(&k)
@@ -376,17 +434,7 @@ fn score_graph<'a>(
     seeds.truncate(SEEDS);
     let Some(&best) = seeds.first() else { return };
     let top = lexical[best];
-    let mut definers: HashMap<u32, Vec<u32>> = HashMap::new();
-    for (i, f) in files.iter().enumerate() {
-        if let Some(x) = facts(f) {
-            for d in &x.defs {
-                let v = definers.entry(d.name).or_default();
-                if v.last() != Some(&(i as u32)) {
-                    v.push(i as u32);
-                }
-            }
-        }
-    }
+    let definers = Definers::of(files, facts);
     let wanted: HashSet<u32> = ids
         .idents
         .iter()
@@ -394,54 +442,84 @@ fn score_graph<'a>(
         .map(|(_, id)| *id)
         .collect();
     let total: f32 = seeds.iter().map(|&s| lexical[s]).sum();
-    let mut residual: HashMap<usize, f32> =
-        seeds.iter().map(|&s| (s, lexical[s] / total)).collect();
+    // Dense per-file arrays: a walk touches thousands of files, and tables keyed by file
+    // cost more than the walk itself.
+    let n = files.len();
+    let mut residual = vec![0.0_f32; n];
+    for &s in &seeds {
+        residual[s] = lexical[s] / total;
+    }
     let mut queue: std::collections::VecDeque<usize> = seeds.iter().copied().collect();
-    let mut rank: HashMap<usize, f32> = HashMap::new();
-    let mut via: HashMap<usize, (f32, usize)> = HashMap::new();
-    let mut edges_of: HashMap<usize, Vec<(usize, f32)>> = HashMap::new();
+    let mut rank: Vec<Option<f32>> = vec![None; n];
+    let mut via: Vec<Option<(f32, usize)>> = vec![None; n];
+    let mut edges_of: Vec<Option<Vec<(usize, f32)>>> = vec![None; n];
     let mut pushes = 0;
     while let Some(u) = queue.pop_front() {
-        let r = residual.remove(&u).unwrap_or(0.0);
-        *rank.entry(u).or_default() += ALPHA * r;
+        let r = std::mem::take(&mut residual[u]);
+        *rank[u].get_or_insert(0.0) += ALPHA * r;
         pushes += 1;
         if pushes > MAX_PUSHES {
             break;
         }
         let Some(x) = facts(&files[u]) else { continue };
-        let edges = edges_of
-            .entry(u)
-            .or_insert_with(|| out_edges(u, x, &definers, names, &wanted));
+        let edges = edges_of[u].get_or_insert_with(|| out_edges(u, x, &definers, names, &wanted));
         let sum: f32 = edges.iter().map(|(_, w)| w).sum();
         if sum <= 0.0 {
             continue;
         }
         for &(v, w) in edges.iter() {
             let share = (1.0 - ALPHA) * r * w / sum;
-            let before = residual.get(&v).copied().unwrap_or(0.0);
-            residual.insert(v, before + share);
+            let before = residual[v];
+            residual[v] = before + share;
             if before <= EPSILON && before + share > EPSILON {
                 queue.push_back(v);
             }
-            let best = via.entry(v).or_insert((0.0, u));
+            let best = via[v].get_or_insert((0.0, u));
             if share > best.0 {
                 *best = (share, u);
             }
         }
     }
-    let max = rank.values().copied().fold(0.0_f32, f32::max);
+    let max = rank.iter().flatten().copied().fold(0.0_f32, f32::max);
     if max <= 0.0 {
         return;
     }
-    for (i, p) in rank {
+    for (i, p) in rank.into_iter().enumerate() {
+        let Some(p) = p else { continue };
         let s = GRAPH_WEIGHT * top * p / max;
         out[i].score += s;
         out[i].why.graph += s;
-        if let Some((_, from)) = via.get(&i)
-            && *from != i
+        if let Some((_, from)) = via[i]
+            && from != i
         {
-            out[i].why.referenced_by.push(files[*from].path.clone());
+            out[i].why.referenced_by.push(files[from].path.clone());
         }
+    }
+}
+
+/// Which files define each name: (name, file) pairs sorted, so a name's definers are a slice
+/// found by binary search (one sort of plain pairs instead of a table of lists).
+struct Definers(Vec<(u32, u32)>);
+
+impl Definers {
+    fn of<'a>(files: &'a [MapFile], facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>) -> Self {
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for (i, f) in files.iter().enumerate() {
+            if let Some(x) = facts(f) {
+                let file = u32::try_from(i).unwrap_or(u32::MAX);
+                pairs.extend(x.defs.iter().map(|d| (d.name, file)));
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        Definers(pairs)
+    }
+
+    /// The files defining `name`, in file order.
+    fn get(&self, name: u32) -> impl ExactSizeIterator<Item = u32> + '_ {
+        let from = self.0.partition_point(|(n, _)| *n < name);
+        let to = from + self.0[from..].partition_point(|(n, _)| *n == name);
+        self.0[from..to].iter().map(|(_, f)| *f)
     }
 }
 
@@ -450,15 +528,16 @@ fn score_graph<'a>(
 fn out_edges(
     u: usize,
     x: &Facts,
-    definers: &HashMap<u32, Vec<u32>>,
+    definers: &Definers,
     names: &Names,
     wanted: &HashSet<u32>,
 ) -> Vec<(usize, f32)> {
-    let mut edges: HashMap<usize, f32> = HashMap::new();
+    let mut edges: Vec<(usize, f32)> = Vec::new();
     for (name, count) in &x.refs {
-        let Some(defs) = definers.get(name).filter(|d| d.len() <= MAX_DEFINERS) else {
+        let defs = definers.get(*name);
+        if defs.len() == 0 || defs.len() > MAX_DEFINERS {
             continue;
-        };
+        }
         let text = names.get(*name);
         let mut mul = 1.0;
         if wanted.contains(name) {
@@ -474,18 +553,24 @@ fn out_edges(
             mul *= 2.0;
         }
         let w = mul * f32::from(*count).sqrt() / defs.len() as f32;
-        for &v in defs {
-            if v as usize != u {
-                *edges.entry(v as usize).or_default() += w;
-            }
-        }
+        edges.extend(defs.filter(|&v| v as usize != u).map(|v| (v as usize, w)));
     }
-    edges.into_iter().collect()
+    // One edge per file, in file order (so the walk is the same on every run).
+    edges.sort_by_key(|(v, _)| *v);
+    edges.dedup_by(|next, kept| {
+        let same = next.0 == kept.0;
+        if same {
+            kept.1 += next.1;
+        }
+        same
+    });
+    edges
 }
 
 /// Named files first, then the user's recent work; tests and docs below source.
 fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut [Ranked]) {
     let top = out.iter().map(|r| r.score).fold(1.0_f32, f32::max);
+    let mut minor = MinorPaths::default();
     for r in out.iter_mut() {
         let path = files[r.file].path.as_str();
         let mut add = |why: &'static str, s: f32| {
@@ -507,7 +592,8 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
                 0.05 * top * (1.0 + n as f32).ln(),
             );
         }
-        if (is_test_path(path) && !query.about_tests) || (is_doc_path(path) && !query.about_docs) {
+        let (test, doc) = minor.of(path);
+        if (test && !query.about_tests) || (doc && !query.about_docs) {
             r.score *= 0.5;
             r.why.signals.push("test or doc: ranked down");
         }

@@ -85,7 +85,11 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
         if !bare && rank < FILES_WITH_DEFS && r.score > 0.0 {
             let limit = if rank < 10 { DEFS_FIRST } else { DEFS_NEXT };
             for d in key_defs(input, r.file, limit) {
-                entry.push_str(&format!("  {}: {}\n", d.line, one_line(&d.signature)));
+                entry.push_str(&format!(
+                    "  {}: {}\n",
+                    d.line,
+                    one_line(input.names.get(d.signature))
+                ));
             }
         }
         if out.len() + entry.len() + footer_room > budget {

@@ -14,7 +14,7 @@ use super::facts::{Facts, Names};
 use crate::workspace::Stamp;
 
 /// Bumped whenever the stored shape or what the facts mean changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 3;
 
 /// A git blob id: the content's identity.
 pub type BlobId = [u8; 20];
@@ -61,12 +61,26 @@ pub struct Store {
     /// Recent history.
     pub recent: Option<Recent>,
     by_id: HashMap<BlobId, u32>,
+    scans: u32,
 }
+
+/// Blob lookups answered by a scan before the store builds a table of its blobs.
+const LOOKUPS_BEFORE_TABLE: u32 = 64;
 
 impl Store {
     /// The facts of a blob already known by its id.
     pub fn blob_index(&mut self, id: &BlobId) -> Option<u32> {
         if self.by_id.len() != self.blobs.len() {
+            // A warm map looks up the few files that changed: scanning is cheaper than a
+            // table of every blob, until there are many.
+            if self.scans < LOOKUPS_BEFORE_TABLE {
+                self.scans += 1;
+                return self
+                    .blobs
+                    .iter()
+                    .position(|(b, _)| b == id)
+                    .and_then(|i| u32::try_from(i).ok());
+            }
             self.by_id = self.blobs.iter().map(|(b, _)| *b).zip(0u32..).collect();
         }
         self.by_id.get(id).copied()
@@ -78,8 +92,11 @@ impl Store {
             return i;
         }
         let i = u32::try_from(self.blobs.len()).unwrap_or(u32::MAX);
+        let indexed = self.by_id.len() == self.blobs.len();
         self.blobs.push((id, facts));
-        self.by_id.insert(id, i);
+        if indexed {
+            self.by_id.insert(id, i);
+        }
         i
     }
 
@@ -100,7 +117,10 @@ impl Store {
             };
             let mut f = facts.clone();
             let mut re = |id: &mut u32| *id = names.intern(self.names.get(*id));
-            f.defs.iter_mut().for_each(|d| re(&mut d.name));
+            f.defs.iter_mut().for_each(|d| {
+                re(&mut d.name);
+                re(&mut d.signature);
+            });
             f.refs.iter_mut().for_each(|(id, _)| re(id));
             f.terms.iter_mut().for_each(|(id, _)| re(id));
             f.def_terms.iter_mut().for_each(&mut re);
@@ -143,6 +163,7 @@ pub fn file_name(root: &Path) -> String {
 
 /// Load the cache for `root` from `file`; anything unusable gives an empty store.
 pub fn load(file: &Path, root: &Path) -> Store {
+    wait_for_save();
     let Ok(bytes) = std::fs::read(file) else {
         return Store::default();
     };
@@ -151,6 +172,13 @@ pub fn load(file: &Path, root: &Path) -> Store {
     };
     if stored.format != FORMAT || stored.root != root.to_string_lossy() {
         return Store::default();
+    }
+    let mut stored = stored;
+    if !stored.names.is_whole() {
+        return Store::default();
+    }
+    if !stored.names.index_is_sound() {
+        stored.names.reindex();
     }
     let names = stored.names.len();
     let blobs = stored.blobs.len();
@@ -169,15 +197,17 @@ pub fn load(file: &Path, root: &Path) -> Store {
         blobs: stored.blobs,
         recent: stored.recent,
         by_id: HashMap::new(),
+        scans: 0,
     }
 }
 
 /// Write the cache atomically (a temporary file renamed over the old one), private to the
 /// user. Failing to write a cache is not an error worth reporting: the next map rebuilds.
-pub fn save(file: &Path, root: &Path, store: &Store) -> std::io::Result<()> {
+pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> {
     let Some(dir) = file.parent() else {
         return Ok(());
     };
+    store.names.reindex();
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -204,4 +234,34 @@ pub fn save(file: &Path, root: &Path, store: &Store) -> std::io::Result<()> {
     tmp.write_all(&bytes)?;
     tmp.persist(file).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// The cache being written after the last map, if any.
+static SAVING: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
+
+/// Keep only the files in `live` and write the cache on a thread of its own: the first call
+/// of a turn does not wait for it (it overlaps the model's answer). [`wait_for_save`] joins
+/// it; [`load`] does so first, so a later map in the same process reads what this one
+/// learned. A cache that cannot be written, or a thread that cannot be started, only makes
+/// the next map cold.
+pub fn save_in_background(file: PathBuf, root: PathBuf, mut store: Store, live: Vec<String>) {
+    wait_for_save();
+    let spawned = std::thread::Builder::new()
+        .name("pai-map-save".into())
+        .spawn(move || {
+            let live: std::collections::HashSet<&str> = live.iter().map(String::as_str).collect();
+            store.compact(&live);
+            let _ = save(&file, &root, &mut store);
+        });
+    if let (Ok(handle), Ok(mut slot)) = (spawned, SAVING.lock()) {
+        *slot = Some(handle);
+    }
+}
+
+/// Wait until the cache the last map is writing is on disk (before the process exits).
+pub fn wait_for_save() {
+    let handle = SAVING.lock().ok().and_then(|mut slot| slot.take());
+    if let Some(handle) = handle {
+        let _ = handle.join();
+    }
 }

@@ -182,6 +182,23 @@ pub fn prefixes(terms: &[String]) -> Vec<String> {
     out
 }
 
+/// Whether `text` could hold a word [`for_each_term_like`] passes for `prefixes`: one of them
+/// occurs in it, case and underscores aside. A cheap test before splitting and stemming (a
+/// project has tens of thousands of file names; a request matches few).
+pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
+    if !text.is_ascii() {
+        return true;
+    }
+    let folded: Vec<u8> = text
+        .bytes()
+        .filter(|b| *b != b'_')
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    prefixes
+        .iter()
+        .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
+}
+
 /// The distinct terms of a text, sorted.
 pub fn term_set(text: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -269,6 +286,24 @@ fn code_identifiers(request: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::map::terms;
+
+    #[test]
+    fn the_prefix_test_never_drops_a_word_the_full_test_keeps() {
+        let prefixes = prefixes(&["render".to_string(), "ledger".to_string()]);
+        for text in [
+            "mod_000123.py",
+            "LedgerView.tsx",
+            "re_nder.py",
+            "x_Rend.go",
+            "ünï_rend",
+        ] {
+            let mut found = false;
+            for_each_term_like(text, &prefixes, |_| found = true);
+            assert!(!found || may_hold_prefix(text, &prefixes), "{text}");
+        }
+        assert!(!may_hold_prefix("mod_000123.py", &prefixes));
+        assert!(may_hold_prefix("LedgerView.tsx", &prefixes));
+    }
 
     #[test]
     fn identifiers_split_at_case_and_underscores() {

@@ -97,6 +97,12 @@ impl Lang {
             .map_err(Clone::clone)
     }
 
+    /// Compile this language's tags configuration now (on the calling thread), so that a
+    /// later parse finds it ready.
+    pub fn prepare(self) {
+        let _ = self.config();
+    }
+
     fn build(self) -> Result<TagsConfiguration, String> {
         let (language, locals, parts) = self.sources();
         TagsConfiguration::new(language, &parts.join("\n"), &locals.join("\n"))
