@@ -11,6 +11,7 @@ use crate::config::{Env, Flags, Settings};
 use crate::error::Error;
 use crate::llm::ProviderKind;
 use crate::ui::output::Output;
+use crate::ui::stream::{self, Stream};
 use assemble::Resume;
 use commands::{
     config as config_cmd, discard, gc, log, map as map_cmd, mcp as mcp_cmd, redo, run as run_cmd,
@@ -276,13 +277,20 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             // clap knows whether this is --help/--version (exit 0) or a usage error (exit 2).
-            let _ = e.print();
-            return e.exit_code();
+            if let Err(failure) = e.print() {
+                let stream = if e.use_stderr() {
+                    Stream::Err
+                } else {
+                    Stream::Out
+                };
+                stream::failed(stream, &failure);
+            }
+            return stream::finish(e.exit_code());
         }
     };
     let env = Env::from_process();
     let out = Output::new(&env);
-    match run(cli, &env, &out) {
+    let code = match run(cli, &env, &out) {
         Ok(()) => 0,
         Err(err) => {
             if !err.is_silent() {
@@ -290,7 +298,8 @@ pub fn main() -> i32 {
             }
             err.exit_code()
         }
-    }
+    };
+    stream::finish(code)
 }
 
 /// Dispatch: one arm per command, each handing its arguments to the command's function.
