@@ -27,6 +27,7 @@ mod log;
 mod message;
 mod meta;
 mod names;
+mod own_snapshots;
 mod paths;
 mod repo;
 mod revert;

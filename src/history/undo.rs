@@ -21,7 +21,7 @@ use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
 use super::snapshot::commit_changes;
 use super::worktree::WorkTree;
-use super::{line, names, repo, trash};
+use super::{line, names, own_snapshots, repo, trash};
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -551,7 +551,7 @@ pub(crate) fn undo_in(
     let saved = refuse_or_save(repo, tip, &plan, &drift, force, identity)?;
 
     let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
-    let entries = undo_index_entries(
+    let mut entries = undo_index_entries(
         repo,
         &plan,
         &index,
@@ -559,6 +559,19 @@ pub(crate) fn undo_in(
         index_before.as_ref(),
         before_tree.as_ref(),
     )?;
+    // Snapshotted for the plan, left alone by it (a failed step): unstaged again.
+    for (path, entry) in own_snapshots::index_entries(
+        repo,
+        &index,
+        base_commit.as_ref(),
+        before_tree.as_ref(),
+        index_before.as_ref(),
+        &changes,
+    )? {
+        if !entries.iter().any(|(p, _)| *p == path) {
+            entries.push((path, entry));
+        }
+    }
     // Prepared (holding index.lock) before any file is written; put in place once the
     // branch has moved.
     let new_index = index.stage(&entries.into_iter().collect())?;
