@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
 use super::line::Advance;
+use super::made::Made;
 use super::message::{self, PlanRecord};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
@@ -70,6 +71,7 @@ impl Session {
             pending: w.pending.take(),
             prepared: std::mem::take(&mut w.prepared),
             trash: std::mem::take(&mut w.trash),
+            made: std::mem::take(&mut w.made),
         };
         match record_plan(w, wt, plan, &session, tip, &gathered) {
             Ok(info) => Ok(info),
@@ -81,6 +83,7 @@ impl Session {
                     w.pending = gathered.pending;
                     w.prepared = gathered.prepared;
                     w.trash = gathered.trash;
+                    w.made = gathered.made;
                 }
                 Err(error)
             }
@@ -93,6 +96,7 @@ struct Gathered {
     pending: Option<Pending>,
     prepared: BTreeSet<String>,
     trash: BTreeMap<String, (Oid, u32)>,
+    made: Made,
 }
 
 /// Why a plan was not (wholly) recorded, and whether its commit is on the branch all the
@@ -139,10 +143,12 @@ fn record_plan(
         left_out,
         warnings,
     } = record_files(repo, wt, parent_tree.as_ref(), &index, files)?;
+    let mut made = gathered.made.clone();
+    made.note_ignored(repo, wt, &left_out, trash)?;
     // A plan that changed only ignored (or LFS) files still gets its commit when it saved
-    // trash copies: it changed something of the user's, and undo must find that plan to
-    // put it back, not take the previous one.
-    if changes.is_empty() && trash.is_empty() {
+    // trash copies or created one: it changed something of the user's, and undo must find
+    // that plan to put it back, not take the previous one.
+    if changes.is_empty() && trash.is_empty() && made.ignored.is_empty() {
         if pending.is_some() {
             forget_pending(repo, session);
         }
@@ -151,7 +157,8 @@ fn record_plan(
     let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
     let trash_tree = trash::record(repo, session, number, trash)?;
-    let msg = message::plan_message(session, number, plan, trash_tree);
+    let mut msg = message::plan_message(session, number, plan, trash_tree);
+    msg.push_str(&made.trailer());
     let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
     let commit = repo
         .commit(None, &author, &committer, &msg, &tree, &parents)

@@ -24,6 +24,7 @@ mod leftover;
 mod line;
 mod lock;
 mod log;
+mod made;
 mod message;
 mod meta;
 mod names;

@@ -237,6 +237,7 @@ impl Session {
     /// commit; until then the snapshots are kept at `refs/pai/pending/<session>`.
     pub fn prepare(&mut self, wt: &dyn WorkTree, paths: &[String]) -> Result<(), HistoryError> {
         if let Ok(w) = self.writer() {
+            w.made.note_before(wt, paths);
             for path in paths {
                 if let Ok(Ok(Some(file))) = scope::work_file(wt, path).map(|r| r.map_err(drop))
                     && scope::git_would_convert(&w.repo, path, &file.bytes)

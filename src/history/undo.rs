@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
 use super::lock::WorkTreeLock;
+use super::made::Made;
 use super::message::{self, Kind};
 use super::meta;
 use super::names::Head;
@@ -547,7 +548,9 @@ pub(crate) fn undo_in(
     if let Some(b) = repo::index_blocker(&index) {
         return Err(b.refusal("undo"));
     }
-    let drift = drift_since_plan(repo, wt, &index, &changes)?;
+    let mut drift = drift_since_plan(repo, wt, &index, &changes)?;
+    let made = Made::of_message(plan.commit.message().unwrap_or_default());
+    drift.changed.extend(made.drift(wt)?);
     let saved = refuse_or_save(repo, tip, &plan, &drift, force, identity)?;
 
     let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
@@ -578,7 +581,8 @@ pub(crate) fn undo_in(
     let undone_ref = keep_undone(repo, &plan)?;
 
     // Removals first: a directory the plan created may stand where a file comes back.
-    let removed = remove_paths(wt, changes.iter().filter(|c| c.before.is_none()))?;
+    let mut removed = made.remove_created(wt, changes.iter().filter(|c| c.before.is_none()))?;
+    removed.extend(made.remove_ignored(root, wt, &plan.session, plan.number)?);
     let recorded_trash = message::parse(plan.commit.message().unwrap_or_default()).trash;
     let restored = restore_before(repo, wt, &changes, recorded_trash)?;
     let from_trash = restore_trash(

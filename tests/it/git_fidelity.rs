@@ -730,4 +730,60 @@ situations! {
         assert!(r.git(&["cat-file", "-t", user_commit.trim()]).contains("commit"));
         r.fsck();
     }
+    ignored_file_the_plan_creates_is_removed_by_undo => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        round_trip(&mut r, json!([write("build/out.txt", "made\n"), modify("app.py", "'hi'", "'hello'")]));
+    }
+    ignored_file_the_plan_creates_beside_the_users_own_is_removed_by_undo => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        r.put("build/keep.o", "mine\n");
+        round_trip(&mut r, json!([write("build/out.txt", "made\n"), modify("app.py", "'hi'", "'hello'")]));
+        assert!(r.p("build/keep.o").exists());
+    }
+    plan_creating_only_an_ignored_file_undoes_itself_not_the_previous_plan => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
+        round_trip(&mut r, json!([write("build/out.txt", "made\n")]));
+        assert!(r.p("one.py").exists(), "{}", r.shown());
+    }
+    ignored_file_changed_since_the_plan_stops_undo => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        assert!(r.plan(json!([write("build/out.txt", "made\n"), modify("app.py", "'hi'", "'hello'")])), "{}", r.shown());
+        r.put("build/out.txt", "the user's now\n");
+        let before = r.state();
+        assert!(!r.cmd(&["undo"]), "{}", r.shown());
+        assert!(r.shown().contains("build/out.txt (changed since the plan)"), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        // Forced, undo takes the plan back and leaves the user's file alone.
+        assert!(r.cmd(&["undo", "--force"]), "{}", r.shown());
+        assert_eq!(fs::read_to_string(r.p("build/out.txt")).unwrap(), "the user's now\n");
+        assert_eq!(fs::read_to_string(r.p("app.py")).unwrap(), "def main():\n    print('hi')\n");
+    }
+    users_empty_folder_stays_after_undo => |r| {
+        fs::create_dir_all(r.p("mine")).unwrap();
+        // The state before holds `mine` as an empty folder: undo keeps it, and takes away
+        // `mine/new`, which the plan made.
+        round_trip(&mut r, json!([write("mine/new/d.txt", "d\n"), write("mine/e.txt", "e\n")]));
+    }
+    failed_step_leaves_the_users_edit_unstaged_after_undo => |r| {
+        r.put("b.txt", "b\n");
+        r.commit_all("b");
+        r.put("b.txt", "b\nmine\n");
+        let before = r.state();
+        assert_eq!(before.status, " M b.txt\n");
+        // The MODIFY of b.txt fails after its file was snapshotted; the WRITE succeeds.
+        let _ = r.plan(json!([write("new.txt", "n\n"), modify("b.txt", "no such text", "x")]));
+        r.fsck();
+        assert!(r.shown().contains("no such text") || r.shown().contains("failed"), "{}", r.shown());
+        let after = r.state();
+        assert!(r.cmd(&["undo"]), "undo failed\n{}", r.shown());
+        r.fsck();
+        assert_eq!(r.state(), before, "undo is not exact\n{}", r.shown());
+        assert!(r.cmd(&["redo"]), "redo failed\n{}", r.shown());
+        assert_eq!(r.state(), after, "redo is not exact\n{}", r.shown());
+    }
 }
