@@ -16,7 +16,7 @@ use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{names, repo, trash};
+use super::{convert, names, repo, trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -233,7 +233,7 @@ struct Recorded {
 }
 
 /// Sort `files` into [`Recorded`]. A file pai must not record (deny-listed, ignored) or
-/// cannot record as git would (LFS, a filter driver, converted line endings), or that is not
+/// cannot record as git would (LFS, a filter driver), or that is not
 /// a regular file, is left out with its reason; an unchanged one is skipped. Each recorded
 /// file's blob is stored on the way, so the tree built from the entries is complete.
 fn record_files(
@@ -265,24 +265,14 @@ fn record_files(
             });
             continue;
         };
+        // What git stores (its line-ending and ident conversions run), written on the way.
+        let file = match file {
+            Some(f) => Some(convert::as_stored(repo, &path, f, index.get(&path))?),
+            None => None,
+        };
         let after = scope::entry_of(file.as_ref());
         if after == before {
             continue;
-        }
-        if let Some(f) = &file
-            && scope::git_would_convert(repo, &path, &f.bytes)
-        {
-            warnings.push(format!(
-                "git would store {path} with converted line endings (core.autocrlf or .gitattributes); pai left it out of the commit: add it with `git add {path}`"
-            ));
-            left_out.push(LeftOut {
-                path,
-                reason: "converted by git",
-            });
-            continue;
-        }
-        if let Some(f) = &file {
-            repo.blob(&f.bytes).ctx(|| format!("cannot store {path}"))?;
         }
         changes.insert(path, after);
     }

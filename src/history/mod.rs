@@ -16,6 +16,7 @@
 
 mod activity;
 mod commit;
+mod convert;
 mod discard;
 mod error;
 mod gc;

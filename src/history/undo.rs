@@ -22,7 +22,7 @@ use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
 use super::snapshot::commit_changes;
 use super::worktree::WorkTree;
-use super::{line, names, own_snapshots, repo, trash};
+use super::{convert, line, names, own_snapshots, repo, trash};
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -308,7 +308,7 @@ fn drift_since_plan(
     let mut staged_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     let mut work_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     for c in changes {
-        let Ok(file) = scope::work_file(wt, &c.path)? else {
+        let Ok(file) = convert::work_file(repo, wt, &c.path, index.get(&c.path))? else {
             changed.push(format!("{} (no longer a regular file)", c.path));
             continue;
         };
@@ -454,9 +454,30 @@ fn restore_before(
     recorded_trash: Option<Oid>,
 ) -> Result<Vec<String>, HistoryError> {
     let recorded_perms = recorded_permissions(repo, recorded_trash)?;
+    let copies = match recorded_trash {
+        Some(tree) => trash::recorded(repo, tree)?,
+        None => Vec::new(),
+    };
     let mut restored = Vec::new();
     for c in changes {
         if let Some((id, mode)) = c.before {
+            // A file git converts: the user's exact bytes, not git's checkout of the blob.
+            let converted = match recorded_perms.get(&c.path) {
+                Some((copy, _)) if *copy != id => {
+                    convert::replaced_bytes(repo, &copies, &c.path, id)?
+                }
+                _ => None,
+            };
+            if let Some((_, bytes, perm)) = converted {
+                wt.write_with_mode(&c.path, bytes, *perm)
+                    .map_err(|source| HistoryError::WorkTree {
+                        action: "write",
+                        path: c.path.clone(),
+                        source,
+                    })?;
+                restored.push(c.path.clone());
+                continue;
+            }
             match recorded_perms.get(&c.path) {
                 Some((copy, perm)) if *copy == id => {
                     let blob = repo
@@ -552,6 +573,7 @@ pub(crate) fn undo_in(
     let made = Made::of_message(plan.commit.message().unwrap_or_default());
     drift.changed.extend(made.drift(wt)?);
     let saved = refuse_or_save(repo, tip, &plan, &drift, force, identity)?;
+    convert::keep_for_redo(repo, root, wt, &plan.session, plan.number, &changes, &index)?;
 
     let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
     let mut entries = undo_index_entries(
@@ -664,7 +686,10 @@ fn write_blob(
     let blob = repo
         .find_blob(id)
         .ctx(|| format!("cannot read {path} from git"))?;
-    wt.write(path, blob.content(), mode == MODE_EXEC)
+    // As git's checkout writes it (line endings, ident), for a file git converts.
+    let checked_out = convert::checked_out(repo, path, id, mode)?;
+    let bytes = checked_out.as_deref().unwrap_or(blob.content());
+    wt.write(path, bytes, mode == MODE_EXEC)
         .map_err(|source| HistoryError::WorkTree {
             action: "write",
             path: path.to_string(),
@@ -800,6 +825,7 @@ fn newest_undone(
 /// parent's, the tip's, or the one `before_plan` finds). What differs, as the refusal names
 /// it.
 fn drift_since_undo(
+    repo: &Repository,
     wt: &dyn WorkTree,
     index: &IndexFile,
     changes: &[PathChange],
@@ -808,7 +834,7 @@ fn drift_since_undo(
 ) -> Result<Vec<String>, HistoryError> {
     let mut changed = Vec::new();
     for c in changes {
-        let Ok(file) = scope::work_file(wt, &c.path)? else {
+        let Ok(file) = convert::work_file(repo, wt, &c.path, index.get(&c.path))? else {
             changed.push(format!("{} (no longer a regular file)", c.path));
             continue;
         };
@@ -1013,6 +1039,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     // What undo left in the index for the plan's paths (see `before_plan`).
     let (_, index_before) = before_plan(&commit, number)?;
     let changed = drift_since_undo(
+        repo,
         wt,
         &index,
         &changes,

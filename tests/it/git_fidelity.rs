@@ -275,6 +275,49 @@ fn round_trip(r: &mut Repo, steps: Value) {
     );
 }
 
+/// Files git converts on the way in: the plan's result is held to the same edit made by hand
+/// with plain git in a twin repository (`setup` run in both; the bytes pai left at `path`
+/// written there and `git add`ed and committed): the same tree, the same index (`git ls-files
+/// -s`, so the same blobs), the same `git status`, and no `git diff`. Then undo gives back the
+/// exact state before (the user's bytes, whatever git's checkout would make of the blob), and
+/// redo the state after.
+fn converted_round_trip(setup: fn(&Repo), steps: Value, path: &str) {
+    let mut r = Repo::new();
+    setup(&r);
+    let twin = Repo::new();
+    setup(&twin);
+    let before = r.state();
+    assert_eq!(before, twin.state(), "the twin differs before the plan");
+    assert!(r.plan(steps), "the plan failed\n{}", r.shown());
+    r.fsck();
+    let after = r.state();
+    assert_ne!(
+        before.files,
+        after.files,
+        "the plan changed nothing\n{}",
+        r.shown()
+    );
+    fs::write(twin.p(path), fs::read(r.p(path)).unwrap()).unwrap();
+    twin.git(&["add", path]);
+    twin.git(&["commit", "-q", "-m", "the same edit by hand"]);
+    let by_hand = twin.state();
+    assert_eq!(
+        r.git(&["rev-parse", "HEAD^{tree}"]),
+        twin.git(&["rev-parse", "HEAD^{tree}"]),
+        "pai committed other blobs than git would\n{}",
+        r.shown()
+    );
+    assert_eq!(after.staged, by_hand.staged, "{}", r.shown());
+    assert_eq!(after.status, by_hand.status, "{}", r.shown());
+    assert_eq!(r.git(&["diff", "--stat"]), "", "{}", r.shown());
+    assert!(r.cmd(&["undo"]), "undo failed\n{}", r.shown());
+    r.fsck();
+    assert_eq!(r.state(), before, "undo is not exact\n{}", r.shown());
+    assert!(r.cmd(&["redo"]), "redo failed\n{}", r.shown());
+    r.fsck();
+    assert_eq!(r.state(), after, "redo is not exact\n{}", r.shown());
+}
+
 macro_rules! situations {
     ($($name:ident => |$r:ident| $body:block)*) => {
         $(
@@ -393,20 +436,78 @@ situations! {
         round_trip(&mut r, json!([write("inside/c.py", "c\n")]));
         assert!(r.git(&["ls-files"]).contains("outside/b.py"));
     }
-    eol_attribute_file_git_would_convert_is_refused => |r| {
-        r.put(".gitattributes", "*.txt text eol=crlf\n");
-        r.put("notes.txt", "one\ntwo\n");
-        r.commit_all("attrs");
-        r.git(&["rm", "-q", "--cached", "notes.txt"]);
-        r.git(&["reset", "-q", "--hard"]);
-        // Checked out with CRLF, stored by git with LF: pai would commit the CRLF bytes, so it
-        // refuses, changing nothing.
-        assert_eq!(fs::read(r.p("notes.txt")).unwrap(), b"one\r\ntwo\r\n");
-        let before = r.state();
-        assert!(!r.plan(json!([modify("notes.txt", "two", "three")])), "{}", r.shown());
-        assert!(r.shown().contains("line endings"), "{}", r.shown());
-        assert_eq!(r.state(), before, "{}", r.shown());
-        r.fsck();
+    eol_crlf_attribute_file_modified_as_git_would => |_r| {
+        // Stored with LF, checked out with CRLF (`gradlew.bat`).
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.bat text eol=crlf\n");
+            r.put("run.bat", "@echo off\necho hi\n");
+            r.commit_all("attrs");
+            r.git(&["rm", "-q", "--cached", "run.bat"]);
+            r.git(&["reset", "-q", "--hard"]);
+            assert_eq!(fs::read(r.p("run.bat")).unwrap(), b"@echo off\r\necho hi\r\n");
+        }, json!([modify("run.bat", "echo hi", "echo hello")]), "run.bat");
+    }
+    eol_crlf_attribute_new_file_written_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.bat text eol=crlf\n");
+            r.commit_all("attrs");
+        }, json!([write("build.bat", "@echo off\r\necho built\r\n")]), "build.bat");
+    }
+    eol_lf_attribute_file_with_crlf_bytes_comes_back_exactly => |_r| {
+        // git's checkout of the stored blob gives LF: only the kept copy gives back CRLF.
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.txt text eol=lf\n");
+            r.put("notes.txt", "one\ntwo\n");
+            r.commit_all("attrs");
+            // CRLF bytes git stores as the same LF blob: `git add` changes only the stat.
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.git(&["add", "notes.txt"]);
+            assert_eq!(r.git(&["status", "--porcelain"]), "");
+        }, json!([modify("notes.txt", "two", "three")]), "notes.txt");
+    }
+    autocrlf_file_modified_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+        }, json!([modify("notes.txt", "two", "three")]), "notes.txt");
+    }
+    autocrlf_file_a_command_rewrites_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+        }, json!([run("printf 'one\\r\\nthree\\r\\n' > notes.txt")]), "notes.txt");
+    }
+    autocrlf_file_with_the_users_edit_comes_back_unstaged_and_exact => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+            r.put("notes.txt", "one\r\ntwo\r\nmine\r\n");
+            assert_eq!(r.git(&["status", "--porcelain"]), " M notes.txt\n");
+        }, json!([modify("notes.txt", "two", "three")]), "notes.txt");
+    }
+    text_auto_with_crlf_in_the_index_is_kept_as_git_keeps_it => |_r| {
+        // Committed with CRLF before `text=auto`: git does not normalise a file whose indexed
+        // blob has CRLF, and neither does pai.
+        converted_round_trip(|r| {
+            r.put("win.txt", "one\r\ntwo\r\n");
+            r.commit_all("crlf");
+            r.put(".gitattributes", "* text=auto\n");
+            r.commit_all("text=auto");
+            assert!(r.git(&["ls-files", "--eol", "win.txt"]).contains("i/crlf"));
+        }, json!([modify("win.txt", "two", "three")]), "win.txt");
+    }
+    ident_file_modified_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.c ident\n");
+            r.put("id.c", "/* $Id$ */\nint x;\n");
+            r.commit_all("ident");
+            r.git(&["rm", "-q", "--cached", "id.c"]);
+            r.git(&["reset", "-q", "--hard"]);
+            assert!(fs::read_to_string(r.p("id.c")).unwrap().starts_with("/* $Id: "));
+        }, json!([modify("id.c", "int x;", "int y;")]), "id.c");
     }
     file_mode_false_ignores_a_chmod => |r| {
         r.git(&["config", "core.fileMode", "false"]);
@@ -700,16 +801,12 @@ situations! {
         assert_eq!(fs::read_to_string(r.p(".env")).unwrap(), "TOKEN=abc\n");
         assert!(!r.git(&["log", "--all", "-p"]).contains("TOKEN=abc"), "the secret was committed");
     }
-    autocrlf_file_git_would_convert_is_refused => |r| {
+    autocrlf_file_and_a_plain_file_in_one_plan => |r| {
         r.git(&["config", "core.autocrlf", "true"]);
         r.put("notes.txt", "one\r\ntwo\r\n");
         r.commit_all("notes");
-        let before = r.state();
-        assert!(!r.plan(json!([modify("notes.txt", "two", "three")])), "{}", r.shown());
-        assert!(r.shown().contains("line endings"), "{}", r.shown());
-        assert_eq!(r.state(), before, "{}", r.shown());
-        // A file git stores as it is still works under the same setting.
-        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+        round_trip(&mut r, json!([modify("notes.txt", "two", "three"), modify("app.py", "'hi'", "'hello'")]));
+        assert_eq!(r.git(&["status", "--porcelain"]), "", "{}", r.shown());
     }
     run_changes_a_dirty_file_again => |r| {
         r.put("README.md", "# demo\nmy notes\n");
