@@ -144,7 +144,8 @@ fn record_plan(
         warnings,
     } = record_files(repo, wt, parent_tree.as_ref(), &index, files)?;
     let mut made = gathered.made.clone();
-    made.note_ignored(repo, wt, &left_out, trash)?;
+    let ignored = left_out.iter().filter(|o| o.reason == "ignored");
+    made.note_ignored(repo, wt, ignored.map(|o| o.path.as_str()), trash)?;
     // A plan that changed only ignored (or LFS) files still gets its commit when it saved
     // trash copies or created one: it changed something of the user's, and undo must find
     // that plan to put it back, not take the previous one.

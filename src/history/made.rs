@@ -10,7 +10,6 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::commit::LeftOut;
 use super::error::{Context, HistoryError};
 use super::revert::PathChange;
 use super::scope::{self, MODE_EXEC};
@@ -54,28 +53,28 @@ impl Made {
         }
     }
 
-    /// At the plan commit: the ignored files the plan touched (`left_out`) that stand in the
+    /// At the plan commit: the ignored files the plan touched (`ignored`) that stand in the
     /// work tree although the plan saved no trash copy of them (`trash`: what stood there
     /// before), with what the plan left there. Their blobs are stored, so that the ids name
     /// what undo compares against.
-    pub(crate) fn note_ignored(
+    pub(crate) fn note_ignored<'p>(
         &mut self,
         repo: &Repository,
         wt: &dyn WorkTree,
-        left_out: &[LeftOut],
+        ignored: impl Iterator<Item = &'p str>,
         trash: &BTreeMap<String, (Oid, u32)>,
     ) -> Result<(), HistoryError> {
-        for out in left_out.iter().filter(|o| o.reason == "ignored") {
-            if trash.contains_key(&out.path) {
+        for path in ignored {
+            if trash.contains_key(path) {
                 continue;
             }
-            let Ok(Some(file)) = scope::work_file(wt, &out.path)? else {
+            let Ok(Some(file)) = scope::work_file(wt, path)? else {
                 continue;
             };
             let id = repo
                 .blob(&file.bytes)
-                .ctx(|| format!("cannot store {}", out.path))?;
-            self.ignored.insert(out.path.clone(), id.to_string());
+                .ctx(|| format!("cannot store {path}"))?;
+            self.ignored.insert(path.to_string(), id.to_string());
         }
         Ok(())
     }
