@@ -266,7 +266,8 @@ fn record_files(
             });
             continue;
         };
-        // What git stores (its line-ending and ident conversions run), written on the way.
+        // What git stores (its line-ending and ident conversions run): a converted blob is
+        // written on the way, any other just below.
         let file = match file {
             Some(f) => Some(convert::as_stored(repo, &path, f, index.get(&path))?),
             None => None,
@@ -274,6 +275,11 @@ fn record_files(
         let after = scope::entry_of(file.as_ref());
         if after == before {
             continue;
+        }
+        if let Some(f) = &file
+            && !convert::is_converted(f)
+        {
+            repo.blob(&f.bytes).ctx(|| format!("cannot store {path}"))?;
         }
         changes.insert(path, after);
     }

@@ -23,8 +23,9 @@ use super::trash;
 use super::worktree::WorkTree;
 use crate::rawname;
 
-/// The blob git stores for `bytes` at `path` (written to the object store on the way, as
-/// `git add` would); the bytes' own id when git converts nothing. `in_index` is the user's
+/// The blob git stores for `bytes` at `path`: the bytes' own id (nothing written) when no
+/// conversion applies to the path, else the converted blob, written to the object store on
+/// the way as `git add` would. `in_index` is the user's
 /// index entry for the path: git leaves line endings alone under `text=auto` (or
 /// `core.autocrlf` without attributes) when the indexed blob has a CR, and libgit2 asks its
 /// own index for that, which pai keeps empty (`repo::detach_index`), so the entry is shown to
@@ -37,6 +38,10 @@ pub(crate) fn stored_id(
 ) -> Result<Oid, HistoryError> {
     use std::io::Write as _;
     let what = || format!("cannot run git's conversion of {path}");
+    if !may_convert(repo, path) {
+        // The common case, without a scratch blob per file.
+        return Oid::hash_object(ObjectType::Blob, bytes).ctx(what);
+    }
     let _shown = Shown::new(repo, path, in_index).ctx(what)?;
     let mut writer = repo.blob_writer(Some(&rawname::path(path))).ctx(what)?;
     writer.write_all(bytes).map_err(|source| HistoryError::Io {
