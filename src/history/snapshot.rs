@@ -575,7 +575,8 @@ impl Session {
                 let Ok(in_tree) = scope::tree_file(tree.as_ref(), p) else {
                     return false;
                 };
-                let Ok(Ok(file)) = scope::work_file(wt, p) else {
+                // Compared as git stores it: a CRLF file git keeps as LF is no edit.
+                let Ok(Ok(file)) = convert::work_file(&w.repo, wt, p, index.get(p)) else {
                     return false;
                 };
                 let class = scope::classify(&w.repo, wt, tree.as_ref(), &index, p);

@@ -297,6 +297,13 @@ fn converted_round_trip(setup: fn(&Repo), steps: Value, path: &str) {
         "the plan changed nothing\n{}",
         r.shown()
     );
+    // The plan's preview announces a snapshot of the user's edits only where git sees one.
+    assert_eq!(
+        r.shown().contains("\"snapshot\":true"),
+        before.status.contains(&format!(" M {path}")),
+        "{}",
+        r.shown()
+    );
     fs::write(twin.p(path), fs::read(r.p(path)).unwrap()).unwrap();
     twin.git(&["add", path]);
     twin.git(&["commit", "-q", "-m", "the same edit by hand"]);
