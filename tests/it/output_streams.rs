@@ -247,3 +247,60 @@ fn a_closed_pipe_ends_the_output_quietly() {
         assert!(out.stderr.is_empty(), "pai {args:?}\n{}", shown(&out));
     }
 }
+
+/// `pai run --yes` of a plan that writes a file, its standard streams set by `streams`.
+fn run_plan(p: &Project, json: bool, streams: impl FnOnce(&mut Command)) -> Output {
+    use crate::support::mock_llm::{MockLlm, Reply, Script};
+    use pai::llm::ProviderKind;
+    let kind = ProviderKind::Gemini;
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(serde_json::json!({
+        "intent": "task", "reply": "On it.", "observe": false,
+        "steps": [{"action": "WRITE", "path": "new.txt", "content": "x\n"},
+                  {"action": "FINISH", "message": "done"}]
+    }))]));
+    let mut cmd = p.pai(&["run", "do the task", "--yes"]);
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.args([
+        "--provider",
+        kind.name(),
+        "--base-url",
+        &mock.base_url(kind),
+    ])
+    .env(kind.key_env_var(), crate::support::project::TEST_KEY);
+    streams(&mut cmd);
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_turn_whose_output_cannot_be_written_still_does_its_work() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    for json in [false, true] {
+        let p = Project::new();
+        let out = run_plan(&p, json, |c| {
+            c.stdout(full()).stderr(Stdio::piped());
+        });
+        assert_eq!(out.status.code(), Some(1), "json {json}\n{}", shown(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("cannot write").count(), 1, "{}", shown(&out));
+        assert!(
+            p.root.join("new.txt").exists(),
+            "json {json}\n{}",
+            shown(&out)
+        );
+
+        let p = Project::new();
+        let out = run_plan(&p, json, |c| {
+            c.stdout(Stdio::piped()).stderr(full());
+        });
+        assert_eq!(out.status.code(), Some(0), "json {json}\n{}", shown(&out));
+        assert!(
+            p.root.join("new.txt").exists(),
+            "json {json}\n{}",
+            shown(&out)
+        );
+    }
+}
