@@ -118,12 +118,13 @@ pub(crate) fn checked_out(
     })?;
     let mut index = git2::Index::new().ctx(what)?;
     index.add(&index_entry(path, id, mode)).ctx(what)?;
+    // The index holds this one entry, so no pathspec is needed (a name with `*` or `[` would
+    // be taken for a pattern).
     let mut opts = git2::build::CheckoutBuilder::new();
     opts.target_dir(scratch.path())
         .force()
         .update_index(false)
-        .refresh(false)
-        .path(rawname::path(path).as_ref());
+        .refresh(false);
     repo.checkout_index(Some(&mut index), Some(&mut opts))
         .ctx(what)?;
     let bytes =

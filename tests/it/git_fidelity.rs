@@ -479,6 +479,13 @@ situations! {
             r.commit_all("notes");
         }, json!([modify("notes.txt", "two", "three")]), "notes.txt");
     }
+    autocrlf_file_with_a_pattern_in_its_name_a_command_rewrites => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes[1]*.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+        }, json!([run("printf 'one\\r\\nthree\\r\\n' > 'notes[1]*.txt'")]), "notes[1]*.txt");
+    }
     autocrlf_file_a_command_rewrites_as_git_would => |_r| {
         converted_round_trip(|r| {
             r.git(&["config", "core.autocrlf", "true"]);
