@@ -18,11 +18,12 @@ fn io_error(e: WorkspaceError) -> io::Error {
 /// Remove the directories above `rel` that are left empty, deepest first, never the root, as
 /// git does when it removes a file: an undone plan that created `pkg/util/x.py` leaves no
 /// `pkg/util/` behind. Each directory passes the gate, and removing one that is not empty
-/// fails, so nothing but empty directories can go; the first one that stays ends the walk.
-fn remove_empty_parents(ws: &Workspace, rel: &str) {
+/// fails, so nothing but empty directories can go; the first one that stays (or that `keep`
+/// names: the user's own) ends the walk.
+fn remove_empty_parents(ws: &Workspace, rel: &str, keep: &dyn Fn(&str) -> bool) {
     let mut dir = rel;
     while let Some((parent, _)) = dir.rsplit_once('/') {
-        if !ws.remove_empty_dir(parent) {
+        if keep(parent) || !ws.remove_empty_dir(parent) {
             return;
         }
         dir = parent;
@@ -75,11 +76,15 @@ impl WorkTree for Workspace {
     }
 
     fn remove(&self, rel: &str) -> io::Result<()> {
+        self.remove_up_to(rel, &|_| false)
+    }
+
+    fn remove_up_to(&self, rel: &str, keep: &dyn Fn(&str) -> bool) -> io::Result<()> {
         match self.remove_file(rel) {
             Ok(()) | Err(WorkspaceError::NotFound { .. }) => {}
             Err(e) => return Err(io_error(e)),
         }
-        remove_empty_parents(self, rel);
+        remove_empty_parents(self, rel, keep);
         Ok(())
     }
 

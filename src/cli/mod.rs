@@ -11,6 +11,7 @@ use crate::config::{Env, Flags, Settings};
 use crate::error::Error;
 use crate::llm::ProviderKind;
 use crate::ui::output::Output;
+use crate::ui::stream::{self, Stream};
 use assemble::Resume;
 use commands::{
     config as config_cmd, discard, gc, log, map as map_cmd, mcp as mcp_cmd, redo, run as run_cmd,
@@ -276,15 +277,22 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             // clap knows whether this is --help/--version (exit 0) or a usage error (exit 2).
-            let _ = e.print();
-            return e.exit_code();
+            if let Err(failure) = e.print() {
+                let stream = if e.use_stderr() {
+                    Stream::Err
+                } else {
+                    Stream::Out
+                };
+                stream::failed(stream, &failure);
+            }
+            return stream::finish(e.exit_code());
         }
     };
     let env = Env::from_process();
     let out = Output::new(&env);
     let result = run(cli, &env, &out);
     crate::agent::repo_map::finish();
-    match result {
+    let code = match result {
         Ok(()) => 0,
         Err(err) => {
             if !err.is_silent() {
@@ -292,7 +300,8 @@ pub fn main() -> i32 {
             }
             err.exit_code()
         }
-    }
+    };
+    stream::finish(code)
 }
 
 /// Dispatch: one arm per command, each handing its arguments to the command's function.

@@ -10,12 +10,13 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
 use super::line::Advance;
+use super::made::Made;
 use super::message::{self, PlanRecord};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{names, repo, trash};
+use super::{convert, names, repo, trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,6 +71,7 @@ impl Session {
             pending: w.pending.take(),
             prepared: std::mem::take(&mut w.prepared),
             trash: std::mem::take(&mut w.trash),
+            made: std::mem::take(&mut w.made),
         };
         match record_plan(w, wt, plan, &session, tip, &gathered) {
             Ok(info) => Ok(info),
@@ -81,6 +83,7 @@ impl Session {
                     w.pending = gathered.pending;
                     w.prepared = gathered.prepared;
                     w.trash = gathered.trash;
+                    w.made = gathered.made;
                 }
                 Err(error)
             }
@@ -93,6 +96,7 @@ struct Gathered {
     pending: Option<Pending>,
     prepared: BTreeSet<String>,
     trash: BTreeMap<String, (Oid, u32)>,
+    made: Made,
 }
 
 /// Why a plan was not (wholly) recorded, and whether its commit is on the branch all the
@@ -139,10 +143,13 @@ fn record_plan(
         left_out,
         warnings,
     } = record_files(repo, wt, parent_tree.as_ref(), &index, files)?;
+    let mut made = gathered.made.clone();
+    let ignored = left_out.iter().filter(|o| o.reason == "ignored");
+    made.note_ignored(repo, wt, ignored.map(|o| o.path.as_str()), trash)?;
     // A plan that changed only ignored (or LFS) files still gets its commit when it saved
-    // trash copies: it changed something of the user's, and undo must find that plan to
-    // put it back, not take the previous one.
-    if changes.is_empty() && trash.is_empty() {
+    // trash copies or created one: it changed something of the user's, and undo must find
+    // that plan to put it back, not take the previous one.
+    if changes.is_empty() && trash.is_empty() && made.ignored.is_empty() {
         if pending.is_some() {
             forget_pending(repo, session);
         }
@@ -151,7 +158,8 @@ fn record_plan(
     let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
     let trash_tree = trash::record(repo, session, number, trash)?;
-    let msg = message::plan_message(session, number, plan, trash_tree);
+    let mut msg = message::plan_message(session, number, plan, trash_tree);
+    msg.push_str(&made.trailer());
     let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
     let commit = repo
         .commit(None, &author, &committer, &msg, &tree, &parents)
@@ -226,7 +234,7 @@ struct Recorded {
 }
 
 /// Sort `files` into [`Recorded`]. A file pai must not record (deny-listed, ignored) or
-/// cannot record as git would (LFS, a filter driver, converted line endings), or that is not
+/// cannot record as git would (LFS, a filter driver), or that is not
 /// a regular file, is left out with its reason; an unchanged one is skipped. Each recorded
 /// file's blob is stored on the way, so the tree built from the entries is complete.
 fn record_files(
@@ -258,23 +266,19 @@ fn record_files(
             });
             continue;
         };
+        // What git stores (its line-ending and ident conversions run): a converted blob is
+        // written on the way, any other just below.
+        let file = match file {
+            Some(f) => Some(convert::as_stored(repo, &path, f, index.get(&path))?),
+            None => None,
+        };
         let after = scope::entry_of(file.as_ref());
         if after == before {
             continue;
         }
         if let Some(f) = &file
-            && scope::git_would_convert(repo, &path, &f.bytes)
+            && !convert::is_converted(f)
         {
-            warnings.push(format!(
-                "git would store {path} with converted line endings (core.autocrlf or .gitattributes); pai left it out of the commit: add it with `git add {path}`"
-            ));
-            left_out.push(LeftOut {
-                path,
-                reason: "converted by git",
-            });
-            continue;
-        }
-        if let Some(f) = &file {
             repo.blob(&f.bytes).ctx(|| format!("cannot store {path}"))?;
         }
         changes.insert(path, after);

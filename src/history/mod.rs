@@ -16,6 +16,7 @@
 
 mod activity;
 mod commit;
+mod convert;
 mod discard;
 mod error;
 mod gc;
@@ -24,9 +25,11 @@ mod leftover;
 mod line;
 mod lock;
 mod log;
+mod made;
 mod message;
 mod meta;
 mod names;
+mod own_snapshots;
 mod paths;
 mod repo;
 mod revert;

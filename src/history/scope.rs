@@ -264,21 +264,3 @@ pub(crate) fn filter_driver(repo: &Repository, path: &str) -> Option<String> {
         .flatten()?;
     (!attr.is_empty() && !matches!(attr, "lfs" | "false" | "true")).then(|| attr.to_string())
 }
-
-/// Whether git would store `bytes` at `path` as different bytes: line endings converted
-/// (`core.autocrlf`, the `text` and `eol` attributes) or `ident` expanded. pai records work-tree
-/// bytes as they are, so such a file is refused rather than recorded as git would not (libgit2
-/// runs the same conversions git does; the result is compared, not guessed).
-pub(crate) fn git_would_convert(repo: &Repository, path: &str, bytes: &[u8]) -> bool {
-    use std::io::Write as _;
-    let Ok(mut writer) = repo.blob_writer(Some(&rawname::path(path))) else {
-        return false;
-    };
-    if writer.write_all(bytes).is_err() {
-        return false;
-    }
-    let Ok(clean) = writer.commit() else {
-        return false;
-    };
-    Oid::hash_object(ObjectType::Blob, bytes).is_ok_and(|raw| raw != clean)
-}

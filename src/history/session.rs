@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::line::{self, Line};
 use super::lock::WorkTreeLock;
+use super::made::Made;
 use super::message::Kind;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
@@ -69,6 +70,8 @@ pub(super) struct Writer {
     /// Trash copies made for the plan under way: path, the copy's blob in the object store,
     /// permission bits. Recorded in the plan commit so undo restores only what pai saved.
     pub trash: BTreeMap<String, (Oid, u32)>,
+    /// What the plan under way made that its tree will not say (see [`Made`]).
+    pub made: Made,
     /// Snapshot commits of the user's changes made for the plan under way.
     pub pending: Option<Pending>,
     pub _lock: WorkTreeLock,
@@ -150,6 +153,7 @@ impl Session {
                 next_plan: 1,
                 prepared: BTreeSet::new(),
                 trash: BTreeMap::new(),
+                made: Made::default(),
                 pending: None,
                 _lock: lock,
             })),
@@ -243,6 +247,7 @@ impl Session {
                 next_plan,
                 prepared: BTreeSet::new(),
                 trash: BTreeMap::new(),
+                made: Made::default(),
                 pending: None,
                 _lock: lock,
             })),

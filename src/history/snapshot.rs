@@ -14,7 +14,7 @@ use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
-use super::{message, names, repo, trash};
+use super::{convert, message, names, repo, trash};
 use crate::workspace::{StatusPass, Tracked};
 
 /// What the work tree holds at a path: a file (`None`: nothing), or `Err` for what pai does
@@ -237,19 +237,8 @@ impl Session {
     /// commit; until then the snapshots are kept at `refs/pai/pending/<session>`.
     pub fn prepare(&mut self, wt: &dyn WorkTree, paths: &[String]) -> Result<(), HistoryError> {
         if let Ok(w) = self.writer() {
+            w.made.note_before(wt, paths);
             for path in paths {
-                if let Ok(Ok(Some(file))) = scope::work_file(wt, path).map(|r| r.map_err(drop))
-                    && scope::git_would_convert(&w.repo, path, &file.bytes)
-                {
-                    return Err(HistoryError::Refused {
-                        message: format!(
-                            "git would store {path} with different bytes than it has (line endings from core.autocrlf or the text/eol attributes, or ident): pai records files as they are and would record it wrongly"
-                        ),
-                        hint: format!(
-                            "change {path} with your own tools, or normalise it first (`git add --renormalize {path}` and commit)"
-                        ),
-                    });
-                }
                 if let Some(driver) = scope::filter_driver(&w.repo, path) {
                     return Err(HistoryError::Refused {
                         message: format!(
@@ -363,6 +352,15 @@ impl Preparing<'_, '_> {
                     };
                     (file, self.wt.permissions(&path))
                 }
+            };
+            // Compared with git's trees as git stores it; its exact bytes kept besides.
+            let file = match file {
+                Some(f) if matches!(class, Class::Tracked | Class::Untracked) => {
+                    let f = convert::as_stored(self.repo, &path, f, self.index.get(&path))?;
+                    convert::keep_replaced(self.repo, &path, &f, known_perm, trash)?;
+                    Some(f)
+                }
+                other => other,
             };
             if matches!(
                 class,
@@ -577,7 +575,8 @@ impl Session {
                 let Ok(in_tree) = scope::tree_file(tree.as_ref(), p) else {
                     return false;
                 };
-                let Ok(Ok(file)) = scope::work_file(wt, p) else {
+                // Compared as git stores it: a CRLF file git keeps as LF is no edit.
+                let Ok(Ok(file)) = convert::work_file(&w.repo, wt, p, index.get(p)) else {
                     return false;
                 };
                 let class = scope::classify(&w.repo, wt, tree.as_ref(), &index, p);

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
 use super::lock::WorkTreeLock;
+use super::made::Made;
 use super::message::{self, Kind};
 use super::meta;
 use super::names::Head;
@@ -21,7 +22,7 @@ use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
 use super::snapshot::commit_changes;
 use super::worktree::WorkTree;
-use super::{line, names, repo, trash};
+use super::{convert, line, names, own_snapshots, repo, trash};
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -307,7 +308,7 @@ fn drift_since_plan(
     let mut staged_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     let mut work_now: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     for c in changes {
-        let Ok(file) = scope::work_file(wt, &c.path)? else {
+        let Ok(file) = convert::work_file(repo, wt, &c.path, index.get(&c.path))? else {
             changed.push(format!("{} (no longer a regular file)", c.path));
             continue;
         };
@@ -453,9 +454,30 @@ fn restore_before(
     recorded_trash: Option<Oid>,
 ) -> Result<Vec<String>, HistoryError> {
     let recorded_perms = recorded_permissions(repo, recorded_trash)?;
+    let copies = match recorded_trash {
+        Some(tree) => trash::recorded(repo, tree)?,
+        None => Vec::new(),
+    };
     let mut restored = Vec::new();
     for c in changes {
         if let Some((id, mode)) = c.before {
+            // A file git converts: the user's exact bytes, not git's checkout of the blob.
+            let converted = match recorded_perms.get(&c.path) {
+                Some((copy, _)) if *copy != id => {
+                    convert::replaced_bytes(repo, &copies, &c.path, id)?
+                }
+                _ => None,
+            };
+            if let Some((_, bytes, perm)) = converted {
+                wt.write_with_mode(&c.path, bytes, *perm)
+                    .map_err(|source| HistoryError::WorkTree {
+                        action: "write",
+                        path: c.path.clone(),
+                        source,
+                    })?;
+                restored.push(c.path.clone());
+                continue;
+            }
             match recorded_perms.get(&c.path) {
                 Some((copy, perm)) if *copy == id => {
                     let blob = repo
@@ -547,11 +569,14 @@ pub(crate) fn undo_in(
     if let Some(b) = repo::index_blocker(&index) {
         return Err(b.refusal("undo"));
     }
-    let drift = drift_since_plan(repo, wt, &index, &changes)?;
+    let mut drift = drift_since_plan(repo, wt, &index, &changes)?;
+    let made = Made::of_message(plan.commit.message().unwrap_or_default());
+    drift.changed.extend(made.drift(wt)?);
     let saved = refuse_or_save(repo, tip, &plan, &drift, force, identity)?;
+    convert::keep_for_redo(repo, root, wt, &plan.session, plan.number, &changes, &index)?;
 
     let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
-    let entries = undo_index_entries(
+    let mut entries = undo_index_entries(
         repo,
         &plan,
         &index,
@@ -559,13 +584,27 @@ pub(crate) fn undo_in(
         index_before.as_ref(),
         before_tree.as_ref(),
     )?;
+    // Snapshotted for the plan, left alone by it (a failed step): unstaged again.
+    for (path, entry) in own_snapshots::index_entries(
+        repo,
+        &index,
+        base_commit.as_ref(),
+        before_tree.as_ref(),
+        index_before.as_ref(),
+        &changes,
+    )? {
+        if !entries.iter().any(|(p, _)| *p == path) {
+            entries.push((path, entry));
+        }
+    }
     // Prepared (holding index.lock) before any file is written; put in place once the
     // branch has moved.
     let new_index = index.stage(&entries.into_iter().collect())?;
     let undone_ref = keep_undone(repo, &plan)?;
 
     // Removals first: a directory the plan created may stand where a file comes back.
-    let removed = remove_paths(wt, changes.iter().filter(|c| c.before.is_none()))?;
+    let mut removed = made.remove_created(wt, changes.iter().filter(|c| c.before.is_none()))?;
+    removed.extend(made.remove_ignored(root, wt, &plan.session, plan.number)?);
     let recorded_trash = message::parse(plan.commit.message().unwrap_or_default()).trash;
     let restored = restore_before(repo, wt, &changes, recorded_trash)?;
     let from_trash = restore_trash(
@@ -647,7 +686,10 @@ fn write_blob(
     let blob = repo
         .find_blob(id)
         .ctx(|| format!("cannot read {path} from git"))?;
-    wt.write(path, blob.content(), mode == MODE_EXEC)
+    // As git's checkout writes it (line endings, ident), for a file git converts.
+    let checked_out = convert::checked_out(repo, path, id, mode)?;
+    let bytes = checked_out.as_deref().unwrap_or(blob.content());
+    wt.write(path, bytes, mode == MODE_EXEC)
         .map_err(|source| HistoryError::WorkTree {
             action: "write",
             path: path.to_string(),
@@ -783,6 +825,7 @@ fn newest_undone(
 /// parent's, the tip's, or the one `before_plan` finds). What differs, as the refusal names
 /// it.
 fn drift_since_undo(
+    repo: &Repository,
     wt: &dyn WorkTree,
     index: &IndexFile,
     changes: &[PathChange],
@@ -791,7 +834,7 @@ fn drift_since_undo(
 ) -> Result<Vec<String>, HistoryError> {
     let mut changed = Vec::new();
     for c in changes {
-        let Ok(file) = scope::work_file(wt, &c.path)? else {
+        let Ok(file) = convert::work_file(repo, wt, &c.path, index.get(&c.path))? else {
             changed.push(format!("{} (no longer a regular file)", c.path));
             continue;
         };
@@ -996,6 +1039,7 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
     // What undo left in the index for the plan's paths (see `before_plan`).
     let (_, index_before) = before_plan(&commit, number)?;
     let changed = drift_since_undo(
+        repo,
         wt,
         &index,
         &changes,

@@ -43,6 +43,13 @@ pub trait WorkTree {
     /// Remove the file at `rel`, then the parent directories it leaves empty (never the
     /// project root), as git does; an absent file is not an error.
     fn remove(&self, rel: &str) -> io::Result<()>;
+    /// Like [`WorkTree::remove`], but the walk up the parent directories stops below the
+    /// first one `keep` names (a folder the user had before a plan wrote into it), which
+    /// stays even when left empty. The default removes as [`WorkTree::remove`] does.
+    fn remove_up_to(&self, rel: &str, keep: &dyn Fn(&str) -> bool) -> io::Result<()> {
+        let _ = keep;
+        self.remove(rel)
+    }
     /// Whether `rel` is on the deny-list (`.env`, `.git`, key material, ...): never committed.
     fn is_denied(&self, rel: &str) -> bool;
 }

@@ -20,7 +20,7 @@ impl JsonFrontend {
     /// Print to stdout. It never prompts: a question the agent's policy could not settle from
     /// the flags is declined, and the decline reported as a notice.
     pub fn new() -> Self {
-        Self::with_writer(Box::new(std::io::stdout()))
+        Self::with_writer(Box::new(super::stream::Stdout))
     }
 
     /// Print to any writer (tests).

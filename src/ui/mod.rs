@@ -6,7 +6,6 @@
 //! interactive session ([`interactive::run_interactive`], `pai` / `pai auto`), which drives a
 //! session through the [`interactive::SessionDriver`] trait. All of them draw with the pure
 //! functions of [`render`].
-#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod highlight;
 pub mod interactive;
@@ -17,10 +16,10 @@ pub mod present;
 mod prompt;
 pub mod render;
 pub mod safe;
+pub mod stream;
 mod terminal;
 pub mod text;
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use crate::config::Env;
@@ -66,22 +65,12 @@ impl Appearance {
 /// Write text to stdout and flush it; a closed stdout (a pipe whose reader left) is not an
 /// error worth stopping a turn for.
 fn print_out(text: &str) {
-    if text.is_empty() {
-        return;
-    }
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+    stream::out(text);
 }
 
 /// The same for stderr.
 fn print_err(text: &str) {
-    if text.is_empty() {
-        return;
-    }
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes());
-    let _ = stderr.flush();
+    stream::err(text);
 }
 
 /// The width of the terminal on stdout, if it is one. Asked before each rendering so a

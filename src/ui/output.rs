@@ -1,8 +1,8 @@
 //! Plain line output for non-interactive commands: results on stdout, warnings and errors on
 //! stderr, colour only on a terminal without `NO_COLOR`. A closed pipe (`pai log | head`) is
-//! not an error.
+//! not an error, and no write can panic: everything goes through [`super::stream`].
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use console::style;
 
@@ -10,6 +10,7 @@ use crate::config::Env;
 use crate::error::Error;
 
 use super::safe::terminal_text;
+use super::stream;
 
 /// Where non-interactive commands print.
 #[derive(Debug, Clone)]
@@ -35,30 +36,24 @@ impl Output {
 
     /// One line of results on stdout (made safe for the terminal: [`terminal_text`]).
     pub fn line(&self, text: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{}", terminal_text(text));
+        stream::out(&format!("{}\n", terminal_text(text)));
     }
 
     /// One line of JSON on stdout: its encoding already escapes every control character, and
     /// its strings must stay as they are.
     pub fn json_line(&self, json: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{json}");
+        stream::out(&format!("{json}\n"));
     }
 
     /// Text on stdout as it is, but made safe for the terminal ([`terminal_text`]): what came
     /// from the repository or the model (`pai log`, a server's tool list).
     pub fn text(&self, text: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(terminal_text(text).as_bytes());
-        let _ = stdout.flush();
+        stream::out(&terminal_text(text));
     }
 
     /// Bytes on stdout as they are (completion scripts, never text from a repository).
     pub fn raw(&self, bytes: &[u8]) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(bytes);
-        let _ = stdout.flush();
+        stream::write(stream::Stream::Out, bytes);
     }
 
     /// A warning on stderr.
@@ -68,7 +63,7 @@ impl Output {
         } else {
             "warning:".into()
         };
-        eprintln!("{label} {}", terminal_text(text));
+        stream::err(&format!("{label} {}\n", terminal_text(text)));
     }
 
     /// Several warnings.
@@ -84,9 +79,7 @@ impl Output {
         if !std::io::stderr().is_terminal() {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{}", crate::ui::layout::clean(text));
-        let _ = err.flush();
+        stream::err(&format!("\r\x1b[2K{}", crate::ui::layout::clean(text)));
     }
 
     /// An informational note on stderr.
@@ -96,7 +89,7 @@ impl Output {
         } else {
             "note:".into()
         };
-        eprintln!("{label} {}", terminal_text(text));
+        stream::err(&format!("{label} {}\n", terminal_text(text)));
     }
 
     /// An error and its hint on stderr.
@@ -106,14 +99,14 @@ impl Output {
         } else {
             "error:".into()
         };
-        eprintln!("{label} {}", terminal_text(err.message()));
+        stream::err(&format!("{label} {}\n", terminal_text(err.message())));
         if let Some(hint) = err.hint() {
             let label = if self.color_err {
                 style("hint:").cyan().to_string()
             } else {
                 "hint:".into()
             };
-            eprintln!("  {label} {}", terminal_text(hint));
+            stream::err(&format!("  {label} {}\n", terminal_text(hint)));
         }
     }
 }

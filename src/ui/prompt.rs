@@ -3,7 +3,7 @@
 //! sequences) answered from a line source; without a terminal to ask on they are declined with
 //! a message saying which flag approves them.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::sync::Arc;
 
 use dialoguer::theme::ColorfulTheme;
@@ -402,7 +402,7 @@ fn interrupted(cancel: Option<&CancellationToken>) -> Approval {
     // dialoguer may leave the cursor hidden or mid-line.
     let term = console::Term::stderr();
     let _ = term.show_cursor();
-    let _ = std::io::stderr().write_all(b"\n");
+    super::stream::err("\n");
     Approval::No
 }
 

@@ -4,7 +4,7 @@
 //! In rich mode the cursor is also shown again and bracketed paste switched off, in case a
 //! prompt or the line editor was interrupted halfway.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
@@ -60,9 +60,7 @@ fn restore() {
         let _ = tcsetattr(std::io::stdin().as_fd(), OptionalActions::Drain, modes);
     }
     if RICH.load(Ordering::SeqCst) && std::io::stdout().is_terminal() {
-        let mut out = std::io::stdout();
-        let _ = out.write_all(b"\x1b[?25h\x1b[?2004l");
-        let _ = out.flush();
+        super::stream::write(super::stream::Stream::Out, b"\x1b[?25h\x1b[?2004l");
     }
 }
 

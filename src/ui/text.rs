@@ -52,7 +52,7 @@ impl TextFrontend {
             }
         };
         Self {
-            out: Mutex::new(Box::new(std::io::stdout())),
+            out: Mutex::new(Box::new(super::stream::Stdout)),
             presenter: Mutex::new(Presenter::new(true)),
             theme,
             track_width: tty,

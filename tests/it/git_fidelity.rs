@@ -275,6 +275,56 @@ fn round_trip(r: &mut Repo, steps: Value) {
     );
 }
 
+/// Files git converts on the way in: the plan's result is held to the same edit made by hand
+/// with plain git in a twin repository (`setup` run in both; the bytes pai left at `path`
+/// written there and `git add`ed and committed): the same tree, the same index (`git ls-files
+/// -s`, so the same blobs), the same `git status`, and no `git diff`. Then undo gives back the
+/// exact state before (the user's bytes, whatever git's checkout would make of the blob), and
+/// redo the state after.
+fn converted_round_trip(setup: fn(&Repo), steps: Value, path: &str) {
+    let mut r = Repo::new();
+    setup(&r);
+    let twin = Repo::new();
+    setup(&twin);
+    let before = r.state();
+    assert_eq!(before, twin.state(), "the twin differs before the plan");
+    assert!(r.plan(steps), "the plan failed\n{}", r.shown());
+    r.fsck();
+    let after = r.state();
+    assert_ne!(
+        before.files,
+        after.files,
+        "the plan changed nothing\n{}",
+        r.shown()
+    );
+    // The plan's preview announces a snapshot of the user's edits only where git sees one.
+    assert_eq!(
+        r.shown().contains("\"snapshot\":true"),
+        before.status.contains(&format!(" M {path}")),
+        "{}",
+        r.shown()
+    );
+    fs::write(twin.p(path), fs::read(r.p(path)).unwrap()).unwrap();
+    twin.git(&["add", path]);
+    twin.git(&["commit", "-q", "-m", "the same edit by hand"]);
+    let by_hand = twin.state();
+    assert_eq!(
+        r.git(&["rev-parse", "HEAD^{tree}"]),
+        twin.git(&["rev-parse", "HEAD^{tree}"]),
+        "pai committed other blobs than git would\n{}",
+        r.shown()
+    );
+    assert_eq!(after.staged, by_hand.staged, "{}", r.shown());
+    assert_eq!(after.status, by_hand.status, "{}", r.shown());
+    assert_eq!(r.git(&["diff", "--stat"]), "", "{}", r.shown());
+    assert!(r.cmd(&["undo"]), "undo failed\n{}", r.shown());
+    r.fsck();
+    assert_eq!(r.state(), before, "undo is not exact\n{}", r.shown());
+    assert!(r.cmd(&["redo"]), "redo failed\n{}", r.shown());
+    r.fsck();
+    assert_eq!(r.state(), after, "redo is not exact\n{}", r.shown());
+}
+
 macro_rules! situations {
     ($($name:ident => |$r:ident| $body:block)*) => {
         $(
@@ -393,20 +443,85 @@ situations! {
         round_trip(&mut r, json!([write("inside/c.py", "c\n")]));
         assert!(r.git(&["ls-files"]).contains("outside/b.py"));
     }
-    eol_attribute_file_git_would_convert_is_refused => |r| {
-        r.put(".gitattributes", "*.txt text eol=crlf\n");
-        r.put("notes.txt", "one\ntwo\n");
-        r.commit_all("attrs");
-        r.git(&["rm", "-q", "--cached", "notes.txt"]);
-        r.git(&["reset", "-q", "--hard"]);
-        // Checked out with CRLF, stored by git with LF: pai would commit the CRLF bytes, so it
-        // refuses, changing nothing.
-        assert_eq!(fs::read(r.p("notes.txt")).unwrap(), b"one\r\ntwo\r\n");
-        let before = r.state();
-        assert!(!r.plan(json!([modify("notes.txt", "two", "three")])), "{}", r.shown());
-        assert!(r.shown().contains("line endings"), "{}", r.shown());
-        assert_eq!(r.state(), before, "{}", r.shown());
-        r.fsck();
+    eol_crlf_attribute_file_modified_as_git_would => |_r| {
+        // Stored with LF, checked out with CRLF (`gradlew.bat`).
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.bat text eol=crlf\n");
+            r.put("run.bat", "@echo off\necho hi\n");
+            r.commit_all("attrs");
+            r.git(&["rm", "-q", "--cached", "run.bat"]);
+            r.git(&["reset", "-q", "--hard"]);
+            assert_eq!(fs::read(r.p("run.bat")).unwrap(), b"@echo off\r\necho hi\r\n");
+        }, json!([modify("run.bat", "echo hi", "echo hello")]), "run.bat");
+    }
+    eol_crlf_attribute_new_file_written_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.bat text eol=crlf\n");
+            r.commit_all("attrs");
+        }, json!([write("build.bat", "@echo off\r\necho built\r\n")]), "build.bat");
+    }
+    eol_lf_attribute_file_with_crlf_bytes_comes_back_exactly => |_r| {
+        // git's checkout of the stored blob gives LF: only the kept copy gives back CRLF.
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.txt text eol=lf\n");
+            r.put("notes.txt", "one\ntwo\n");
+            r.commit_all("attrs");
+            // CRLF bytes git stores as the same LF blob: `git add` changes only the stat.
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.git(&["add", "notes.txt"]);
+            assert_eq!(r.git(&["status", "--porcelain"]), "");
+        }, json!([modify("notes.txt", "two", "three")]), "notes.txt");
+    }
+    autocrlf_file_modified_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+        }, json!([modify("notes.txt", "two", "three")]), "notes.txt");
+    }
+    autocrlf_file_with_a_pattern_in_its_name_a_command_rewrites => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes[1]*.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+        }, json!([run("printf 'one\\r\\nthree\\r\\n' > 'notes[1]*.txt'")]), "notes[1]*.txt");
+    }
+    autocrlf_file_a_command_rewrites_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+        }, json!([run("printf 'one\\r\\nthree\\r\\n' > notes.txt")]), "notes.txt");
+    }
+    autocrlf_file_with_the_users_edit_comes_back_unstaged_and_exact => |_r| {
+        converted_round_trip(|r| {
+            r.git(&["config", "core.autocrlf", "true"]);
+            r.put("notes.txt", "one\r\ntwo\r\n");
+            r.commit_all("notes");
+            r.put("notes.txt", "one\r\ntwo\r\nmine\r\n");
+            assert_eq!(r.git(&["status", "--porcelain"]), " M notes.txt\n");
+        }, json!([modify("notes.txt", "two", "three")]), "notes.txt");
+    }
+    text_auto_with_crlf_in_the_index_is_kept_as_git_keeps_it => |_r| {
+        // Committed with CRLF before `text=auto`: git does not normalise a file whose indexed
+        // blob has CRLF, and neither does pai.
+        converted_round_trip(|r| {
+            r.put("win.txt", "one\r\ntwo\r\n");
+            r.commit_all("crlf");
+            r.put(".gitattributes", "* text=auto\n");
+            r.commit_all("text=auto");
+            assert!(r.git(&["ls-files", "--eol", "win.txt"]).contains("i/crlf"));
+        }, json!([modify("win.txt", "two", "three")]), "win.txt");
+    }
+    ident_file_modified_as_git_would => |_r| {
+        converted_round_trip(|r| {
+            r.put(".gitattributes", "*.c ident\n");
+            r.put("id.c", "/* $Id$ */\nint x;\n");
+            r.commit_all("ident");
+            r.git(&["rm", "-q", "--cached", "id.c"]);
+            r.git(&["reset", "-q", "--hard"]);
+            assert!(fs::read_to_string(r.p("id.c")).unwrap().starts_with("/* $Id: "));
+        }, json!([modify("id.c", "int x;", "int y;")]), "id.c");
     }
     file_mode_false_ignores_a_chmod => |r| {
         r.git(&["config", "core.fileMode", "false"]);
@@ -700,16 +815,12 @@ situations! {
         assert_eq!(fs::read_to_string(r.p(".env")).unwrap(), "TOKEN=abc\n");
         assert!(!r.git(&["log", "--all", "-p"]).contains("TOKEN=abc"), "the secret was committed");
     }
-    autocrlf_file_git_would_convert_is_refused => |r| {
+    autocrlf_file_and_a_plain_file_in_one_plan => |r| {
         r.git(&["config", "core.autocrlf", "true"]);
         r.put("notes.txt", "one\r\ntwo\r\n");
         r.commit_all("notes");
-        let before = r.state();
-        assert!(!r.plan(json!([modify("notes.txt", "two", "three")])), "{}", r.shown());
-        assert!(r.shown().contains("line endings"), "{}", r.shown());
-        assert_eq!(r.state(), before, "{}", r.shown());
-        // A file git stores as it is still works under the same setting.
-        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'")]));
+        round_trip(&mut r, json!([modify("notes.txt", "two", "three"), modify("app.py", "'hi'", "'hello'")]));
+        assert_eq!(r.git(&["status", "--porcelain"]), "", "{}", r.shown());
     }
     run_changes_a_dirty_file_again => |r| {
         r.put("README.md", "# demo\nmy notes\n");
@@ -729,5 +840,61 @@ situations! {
         assert!(r.p("mine.txt").exists(), "{}", r.shown());
         assert!(r.git(&["cat-file", "-t", user_commit.trim()]).contains("commit"));
         r.fsck();
+    }
+    ignored_file_the_plan_creates_is_removed_by_undo => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        round_trip(&mut r, json!([write("build/out.txt", "made\n"), modify("app.py", "'hi'", "'hello'")]));
+    }
+    ignored_file_the_plan_creates_beside_the_users_own_is_removed_by_undo => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        r.put("build/keep.o", "mine\n");
+        round_trip(&mut r, json!([write("build/out.txt", "made\n"), modify("app.py", "'hi'", "'hello'")]));
+        assert!(r.p("build/keep.o").exists());
+    }
+    plan_creating_only_an_ignored_file_undoes_itself_not_the_previous_plan => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        assert!(r.plan(json!([write("one.py", "1\n")])), "{}", r.shown());
+        round_trip(&mut r, json!([write("build/out.txt", "made\n")]));
+        assert!(r.p("one.py").exists(), "{}", r.shown());
+    }
+    ignored_file_changed_since_the_plan_stops_undo => |r| {
+        r.put(".gitignore", "build/\n");
+        r.commit_all("ignore build");
+        assert!(r.plan(json!([write("build/out.txt", "made\n"), modify("app.py", "'hi'", "'hello'")])), "{}", r.shown());
+        r.put("build/out.txt", "the user's now\n");
+        let before = r.state();
+        assert!(!r.cmd(&["undo"]), "{}", r.shown());
+        assert!(r.shown().contains("build/out.txt (changed since the plan)"), "{}", r.shown());
+        assert_eq!(r.state(), before, "{}", r.shown());
+        // Forced, undo takes the plan back and leaves the user's file alone.
+        assert!(r.cmd(&["undo", "--force"]), "{}", r.shown());
+        assert_eq!(fs::read_to_string(r.p("build/out.txt")).unwrap(), "the user's now\n");
+        assert_eq!(fs::read_to_string(r.p("app.py")).unwrap(), "def main():\n    print('hi')\n");
+    }
+    users_empty_folder_stays_after_undo => |r| {
+        fs::create_dir_all(r.p("mine")).unwrap();
+        // The state before holds `mine` as an empty folder: undo keeps it, and takes away
+        // `mine/new`, which the plan made.
+        round_trip(&mut r, json!([write("mine/new/d.txt", "d\n"), write("mine/e.txt", "e\n")]));
+    }
+    failed_step_leaves_the_users_edit_unstaged_after_undo => |r| {
+        r.put("b.txt", "b\n");
+        r.commit_all("b");
+        r.put("b.txt", "b\nmine\n");
+        let before = r.state();
+        assert_eq!(before.status, " M b.txt\n");
+        // The MODIFY of b.txt fails after its file was snapshotted; the WRITE succeeds.
+        let _ = r.plan(json!([write("new.txt", "n\n"), modify("b.txt", "no such text", "x")]));
+        r.fsck();
+        assert!(r.shown().contains("no such text") || r.shown().contains("failed"), "{}", r.shown());
+        let after = r.state();
+        assert!(r.cmd(&["undo"]), "undo failed\n{}", r.shown());
+        r.fsck();
+        assert_eq!(r.state(), before, "undo is not exact\n{}", r.shown());
+        assert!(r.cmd(&["redo"]), "redo failed\n{}", r.shown());
+        assert_eq!(r.state(), after, "redo is not exact\n{}", r.shown());
     }
 }

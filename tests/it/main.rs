@@ -28,6 +28,7 @@ mod live_run;
 mod llm_providers;
 mod map_symbols;
 mod mcp;
+mod output_streams;
 mod plan_preview;
 mod repo_map;
 mod resume;
