@@ -186,3 +186,30 @@ impl<T> Context<T> for Result<T, std::io::Error> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_libgit2_cannot_take_is_named_with_the_command_that_frees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let tree = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let id = repo.commit(None, &sig, &sig, "c", &tree, &[]).unwrap();
+        let lock = repo.path().join("refs/heads/pai-x.lock");
+        std::fs::write(&lock, "").unwrap();
+        let err = repo
+            .reference("refs/heads/pai-x", id, true, "test")
+            .map(|_| ())
+            .ctx(|| "cannot move pai-x".into())
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("pai-x.lock exists"), "{text}");
+        let hint = err.hint().unwrap_or_default();
+        assert!(hint.contains(&format!("`rm {}`", lock.display())), "{hint}");
+    }
+}

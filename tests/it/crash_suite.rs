@@ -345,6 +345,17 @@ fn check(
     if !next.status.success() {
         return Err(format!("the next `pai log` failed: {note}"));
     }
+    // What the next command says is one line, and says which it did.
+    let said = note.trim();
+    if !said.is_empty()
+        && (said.lines().count() != 1
+            || !(said.starts_with("note: finished ")
+                || said.starts_with("note: cleaned up after ")))
+    {
+        return Err(format!(
+            "the next command did not say in one line what it did: {said}"
+        ));
+    }
     // Killed while the plan's steps were still writing, before its commit's record was in
     // place: outside what the journal covers (see the module documentation).
     if case.op == Op::Plan && note.contains("before it changed anything") {

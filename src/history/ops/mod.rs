@@ -6,7 +6,7 @@
 //! object store. Then it applies the change and deletes the record. A record found later is an
 //! operation whose process died (a kill, a power cut): `recover.rs` removes the lock files it
 //! left (`locks.rs`) and finishes it — the record is the point of no return — and says so in
-//! one line. An operation that fails in-process (a full disk, an I/O error) rolls itself back
+//! one line. An operation in progress is an [`Op`] (`op.rs`); one that fails in-process (a full disk, an I/O error) rolls itself back
 //! through the same code run in the other direction (`apply.rs`).
 //!
 //! Records live in the user's state directory (`user_state::dir(..)/ops/`), never in the
@@ -14,9 +14,11 @@
 
 mod apply;
 mod locks;
+mod op;
 mod record;
 mod recover;
 
 pub(crate) use apply::Direction;
-pub(crate) use record::{Op, OpKind, Record};
+pub(crate) use op::Op;
+pub(crate) use record::{OpKind, Record};
 pub use recover::recover;
