@@ -70,6 +70,9 @@ pub fn recover_interrupted(out: &Output) -> Result<(), Error> {
         return Ok(());
     };
     if let Some(line) = history::recover(workspace.root(), &workspace).map_err(history_error)? {
+        // The killed process may have left a temporary of an atomic write beside a file it
+        // was replacing: wait for the sweep `Workspace::open` started, so none is left.
+        workspace.stale_temps_removed();
         out.note(&line);
     }
     Ok(())
