@@ -58,6 +58,26 @@ pub fn open_project(settings: &Settings) -> Result<Project, Error> {
     })
 }
 
+/// Finish (or clean up after) a history operation an earlier pai process was killed in,
+/// before this command reads or writes history, and say so in one line. Nothing to do
+/// outside a project with history.
+pub fn recover_interrupted(out: &Output) -> Result<(), Error> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Ok(());
+    };
+    let root = history::project_root(&cwd);
+    let Ok(workspace) = Workspace::open(&root, WorkspaceConfig::default()) else {
+        return Ok(());
+    };
+    if let Some(line) = history::recover(workspace.root(), &workspace).map_err(history_error)? {
+        // The killed process may have left a temporary of an atomic write beside a file it
+        // was replacing: wait for the sweep `Workspace::open` started, so none is left.
+        workspace.stale_temps_removed();
+        out.note(&line);
+    }
+    Ok(())
+}
+
 /// Convert a workspace failure for the user.
 pub fn workspace_error(e: WorkspaceError) -> Error {
     Error::failed(e.to_string())

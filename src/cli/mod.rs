@@ -306,6 +306,9 @@ pub fn main() -> i32 {
 
 /// Dispatch: one arm per command, each handing its arguments to the command's function.
 fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
+    if reads_history(cli.command.as_ref()) {
+        assemble::recover_interrupted(out)?;
+    }
     match cli.command {
         None => session(&cli.session.flags(), cli.session.resume(), env, out),
         Some(Command::Auto(args)) => session(&args.flags(), args.resume(), env, out),
@@ -346,6 +349,15 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// Whether `command` reads or writes the project's history, and so first finishes an
+/// operation an earlier pai process left unfinished.
+fn reads_history(command: Option<&Command>) -> bool {
+    !matches!(
+        command,
+        Some(Command::Config(_) | Command::Mcp(_) | Command::Completions { .. })
+    )
 }
 
 /// `pai run`: its exit code is the turn's, and a failed turn has already been reported, so a

@@ -12,6 +12,8 @@ use super::index_file::{self, IndexFile};
 use super::line::Advance;
 use super::made::Made;
 use super::message::{self, PlanRecord};
+use super::names::Head;
+use super::ops::{Direction, Op, OpKind, Record};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit;
@@ -60,6 +62,7 @@ impl Session {
         plan: &PlanRecord,
     ) -> Result<Option<CommitInfo>, HistoryError> {
         let session = self.id.clone();
+        let root = self.root.clone();
         let w = self.writer()?;
         w.check_head()?;
         let tip = w.line.tip(&w.repo, &w.branch)?;
@@ -73,12 +76,24 @@ impl Session {
             trash: std::mem::take(&mut w.trash),
             made: std::mem::take(&mut w.made),
         };
-        match record_plan(w, wt, plan, &session, tip, &gathered) {
-            Ok(info) => Ok(info),
+        // A transaction (history/ops): a crash between the branch move and the index is
+        // finished by the next pai command; a failure before the branch moved rolls back.
+        let mut op = Op::intent(&w.repo, &root, OpKind::PlanCommit, &session, w.next_plan)?;
+        match record_plan(w, wt, plan, &session, tip, &gathered, &mut op) {
+            Ok(info) => {
+                op.end(&w.repo, wt, None)?;
+                Ok(info)
+            }
             Err(Unrecorded {
                 error,
                 branch_moved,
             }) => {
+                let towards = if branch_moved {
+                    Direction::Forward
+                } else {
+                    Direction::Back
+                };
+                op.end(&w.repo, wt, Some(towards))?;
                 if !branch_moved {
                     w.pending = gathered.pending;
                     w.prepared = gathered.prepared;
@@ -125,6 +140,7 @@ fn record_plan(
     session: &str,
     tip: Option<Oid>,
     gathered: &Gathered,
+    op: &mut Op,
 ) -> Result<Option<CommitInfo>, Unrecorded> {
     let number = w.next_plan;
     let repo = &w.repo;
@@ -166,7 +182,19 @@ fn record_plan(
         .ctx(|| "cannot create the plan commit".into())?;
     // Prepared (under index.lock) before the branch moves, put in place after: a failure
     // on either side leaves branch and index consistent.
-    let new_index = index.stage(&synced_entries(&tree, &changes, pending))?;
+    let synced = synced_entries(&tree, &changes, pending);
+    for (path, entry) in &synced {
+        op.record_mut().entry(path, index.get(path), *entry);
+    }
+    // The plan's files, from the user's version to the plan's: a commit that fails before
+    // the branch moves gives the user's versions back, so the plan is wholly undone.
+    for (path, after) in &changes {
+        let before = scope::tree_file(parent_tree.as_ref(), path).ok().flatten();
+        op.record_mut().file(path, before, *after);
+    }
+    journal_refs(repo, op.record_mut(), w, tip, commit, pending)?;
+    let new_index = index.stage(&synced)?;
+    op.begin()?;
     let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
     Advance {
         repo,
@@ -352,6 +380,37 @@ fn synced_entries(
         .into_iter()
         .map(|p| (p.clone(), scope::tree_file(Some(tree), p).ok().flatten()))
         .collect()
+}
+
+/// The refs a plan commit moves, as the operation journal records them: the branch to the
+/// commit (created, with HEAD put on it, for a new line, under the name [`Advance`] will
+/// pick), and the pending-snapshot ref gone.
+fn journal_refs(
+    repo: &Repository,
+    record: &mut Record,
+    w: &Writer,
+    tip: Option<Oid>,
+    commit: Oid,
+    pending: Option<&Pending>,
+) -> Result<(), HistoryError> {
+    if w.line.created {
+        record.reference(&w.branch, tip, Some(commit));
+    } else {
+        // The same choice as `Advance::to`: a name another session took gets a suffix.
+        let mut name = w.branch.clone();
+        let mut n = 1;
+        while repo.find_reference(&name).is_ok() {
+            n += 1;
+            name = format!("{}-{n}", w.branch);
+        }
+        record.reference(&name, None, Some(commit));
+        record.move_head(&w.line.start_head, &Head::Branch(name));
+    }
+    if let Some(p) = pending {
+        let name = names::pending_ref(&record.session);
+        record.reference(&name, Some(p.top), None);
+    }
+    Ok(())
 }
 
 /// Drop the pending-snapshot ref: the snapshots are now below the plan commit, or no longer

@@ -13,6 +13,8 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::lock::WorkTreeLock;
 use super::message::Kind;
+use super::names::Head;
+use super::ops::{Op, OpKind};
 use super::worktree::WorkTree;
 use super::{message, meta, names, repo, revert, undo};
 
@@ -79,44 +81,80 @@ pub fn discard(
     }
 
     // HEAD back to where the session started; the work tree and index already hold it.
-    let head = match (&info.base_branch, info.base) {
-        (Some(b), base) => {
-            let moved = names::target(repo, b).ok().flatten() != base;
-            if moved && let Some(base) = base {
-                repo.set_head_detached(base)
-                    .ctx(|| "cannot point HEAD back".into())?;
-                format!(
-                    "{} (detached: {} moved since the session started)",
-                    names::short_id(base),
-                    names::short(b)
-                )
-            } else {
-                repo.set_head(b).ctx(|| "cannot point HEAD back".into())?;
-                names::short(b).to_string()
-            }
-        }
-        (None, Some(base)) => {
-            repo.set_head_detached(base)
-                .ctx(|| "cannot point HEAD back".into())?;
-            names::short_id(base)
-        }
-        (None, None) => String::new(),
-    };
+    // One transaction (history/ops) with keeping the branch and removing it.
+    let (target, head) = head_back(repo, &info);
     let kept_at = discarded_ref(&id);
-    if let Some(start) = start {
-        repo.reference(&kept_at, start, true, "pai: session discarded")
-            .ctx(|| format!("cannot keep the session at {kept_at}"))?;
-    }
-    if let Ok(mut r) = repo.find_reference(&branch) {
-        r.delete()
-            .ctx(|| format!("cannot remove {}", names::short(&branch)))?;
-    }
+    let mut op = Op::intent(repo, root, OpKind::Discard, &id, 0)?;
+    let result = leave_session(repo, &mut op, target.as_ref(), start, &kept_at, &branch);
+    op.close(repo, wt, result)?;
     Ok(DiscardReport {
         session: id,
         undone,
         head,
         kept_at,
     })
+}
+
+/// The end of a discard, journaled in `op`: HEAD to `target`, the branch kept at `kept_at`
+/// (when it has commits, from `start`) and removed.
+fn leave_session(
+    repo: &Repository,
+    op: &mut Op,
+    target: Option<&Head>,
+    start: Option<Oid>,
+    kept_at: &str,
+    branch: &str,
+) -> Result<(), HistoryError> {
+    let record = op.record_mut();
+    if let Some(target) = target {
+        let now = names::head(repo).ctx(|| "cannot read HEAD".into())?;
+        record.move_head(&now, target);
+    }
+    if let Some(start) = start {
+        let old = names::target(repo, kept_at).ctx(|| format!("cannot read {kept_at}"))?;
+        record.reference(kept_at, old, Some(start));
+    }
+    let now = names::target(repo, branch).ctx(|| "cannot read the session branch".into())?;
+    record.reference(branch, now, None);
+    op.begin()?;
+    match target {
+        Some(Head::Branch(b)) => repo.set_head(b),
+        Some(Head::Detached(base)) => repo.set_head_detached(*base),
+        None => Ok(()),
+    }
+    .ctx(|| "cannot point HEAD back".into())?;
+    if let Some(start) = start {
+        repo.reference(kept_at, start, true, "pai: session discarded")
+            .ctx(|| format!("cannot keep the session at {kept_at}"))?;
+    }
+    if let Ok(mut r) = repo.find_reference(branch) {
+        r.delete()
+            .ctx(|| format!("cannot remove {}", names::short(branch)))?;
+    }
+    Ok(())
+}
+
+/// Where HEAD goes back to when a session is discarded, and how the report names it: the
+/// branch the session started from, or its base commit (detached) when that branch moved
+/// since or the session started detached.
+fn head_back(repo: &Repository, info: &meta::Meta) -> (Option<Head>, String) {
+    match (&info.base_branch, info.base) {
+        (Some(b), base) => {
+            let moved = names::target(repo, b).ok().flatten() != base;
+            if moved && let Some(base) = base {
+                let text = format!(
+                    "{} (detached: {} moved since the session started)",
+                    names::short_id(base),
+                    names::short(b)
+                );
+                (Some(Head::Detached(base)), text)
+            } else {
+                (Some(Head::Branch(b.clone())), names::short(b).to_string())
+            }
+        }
+        (None, Some(base)) => (Some(Head::Detached(base)), names::short_id(base)),
+        (None, None) => (None, String::new()),
+    }
 }
 
 /// Refuse when a commit between the branch tip and the session's base is not pai's own for this

@@ -86,6 +86,19 @@ pub enum HistoryError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A lock file of git's blocks the operation: another git command is writing, or one
+    /// (or a pai process) was killed while writing and left it.
+    #[error(
+        "git: {context}: {lock} exists: another git command is running, or one was killed while holding it"
+    )]
+    Locked {
+        /// What pai was doing.
+        context: String,
+        /// The lock file.
+        lock: String,
+        /// The command that frees it.
+        hint: String,
+    },
     /// libgit2 failed.
     #[error("git: {context}: {}", source.message())]
     Git {
@@ -104,7 +117,9 @@ impl HistoryError {
     /// What the user can do about this error, when pai knows.
     pub fn hint(&self) -> Option<&str> {
         match self {
-            HistoryError::Refused { hint, .. } | HistoryError::NoSession { hint, .. } => Some(hint),
+            HistoryError::Refused { hint, .. }
+            | HistoryError::NoSession { hint, .. }
+            | HistoryError::Locked { hint, .. } => Some(hint),
             HistoryError::Busy { .. } => {
                 Some("use /undo inside that session, or wait until it ends")
             }
@@ -138,11 +153,29 @@ pub(crate) trait Context<T> {
 
 impl<T> Context<T> for Result<T, git2::Error> {
     fn ctx(self, context: impl FnOnce() -> String) -> Result<T, HistoryError> {
-        self.map_err(|source| HistoryError::Git {
-            context: context(),
-            source,
+        self.map_err(|source| match lock_file(&source) {
+            Some(lock) => HistoryError::Locked {
+                context: context(),
+                hint: format!("if no git command is running, remove it: `rm {lock}`"),
+                lock,
+            },
+            None => HistoryError::Git {
+                context: context(),
+                source,
+            },
         })
     }
+}
+
+/// The lock file a libgit2 "locked" error names ("failed to create locked file '<path>'").
+fn lock_file(e: &git2::Error) -> Option<String> {
+    if e.code() != git2::ErrorCode::Locked {
+        return None;
+    }
+    let msg = e.message();
+    let start = msg.find('\'')? + 1;
+    let len = msg[start..].find('\'')?;
+    Some(msg[start..start + len].to_string())
 }
 
 impl<T> Context<T> for Result<T, std::io::Error> {
@@ -151,5 +184,32 @@ impl<T> Context<T> for Result<T, std::io::Error> {
             context: context(),
             source,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_libgit2_cannot_take_is_named_with_the_command_that_frees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let tree = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let id = repo.commit(None, &sig, &sig, "c", &tree, &[]).unwrap();
+        let lock = repo.path().join("refs/heads/pai-x.lock");
+        std::fs::write(&lock, "").unwrap();
+        let err = repo
+            .reference("refs/heads/pai-x", id, true, "test")
+            .map(|_| ())
+            .ctx(|| "cannot move pai-x".into())
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("pai-x.lock exists"), "{text}");
+        let hint = err.hint().unwrap_or_default();
+        assert!(hint.contains(&format!("`rm {}`", lock.display())), "{hint}");
     }
 }

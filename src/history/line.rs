@@ -226,6 +226,33 @@ pub(crate) fn leave_if_empty(
     branch: &str,
     base: Option<Oid>,
 ) -> Result<Option<String>, HistoryError> {
+    let what = || format!("cannot move HEAD off {}", names::short(branch));
+    let back = match leaves_to(repo, branch, base)? {
+        Some(Head::Branch(b)) => {
+            repo.set_head(&b).ctx(what)?;
+            names::short(&b).to_string()
+        }
+        Some(Head::Detached(base)) => {
+            repo.set_head_detached(base).ctx(what)?;
+            format!("detached HEAD at {}", names::short_id(base))
+        }
+        None => return Ok(None),
+    };
+    if let Ok(mut r) = repo.find_reference(branch) {
+        r.delete()
+            .ctx(|| format!("cannot remove the empty {}", names::short(branch)))?;
+    }
+    Ok(Some(back))
+}
+
+/// Where [`leave_if_empty`] would put HEAD, without moving anything (the operation journal
+/// records it before undo starts): the line's base branch, or its base commit when it
+/// started detached; `None` when HEAD stays on `branch`.
+pub(crate) fn leaves_to(
+    repo: &Repository,
+    branch: &str,
+    base: Option<Oid>,
+) -> Result<Option<Head>, HistoryError> {
     let Some(line) = line_meta(repo, branch) else {
         return Ok(None);
     };
@@ -233,25 +260,16 @@ pub(crate) fn leave_if_empty(
         return Ok(None);
     }
     let what = || format!("cannot move HEAD off {}", names::short(branch));
-    let back = match (&line.base_branch, base) {
+    Ok(match (&line.base_branch, base) {
         (Some(b), base) => {
             if names::target(repo, b).ctx(what)? != base {
                 return Ok(None);
             }
-            repo.set_head(b).ctx(what)?;
-            names::short(b).to_string()
+            Some(Head::Branch(b.clone()))
         }
-        (None, Some(base)) => {
-            repo.set_head_detached(base).ctx(what)?;
-            format!("detached HEAD at {}", names::short_id(base))
-        }
-        (None, None) => return Ok(None),
-    };
-    if let Ok(mut r) = repo.find_reference(branch) {
-        r.delete()
-            .ctx(|| format!("cannot remove the empty {}", names::short(branch)))?;
-    }
-    Ok(Some(back))
+        (None, Some(base)) => Some(Head::Detached(base)),
+        (None, None) => None,
+    })
 }
 
 /// When HEAD is not on a session branch: the line redo comes back to, from the undone plans

@@ -12,7 +12,9 @@
 //! (undo/redo), `log` (listing); helpers `scope` (which files a path list covers),
 //! `tree_edit` (new trees from a few changes), `index_file` (the user's index, read and
 //! spliced directly), `revert` (what a commit changed), `message` (subjects and trailers),
-//! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`.
+//! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`; `ops` (the operation
+//! journal: every plan commit, undo, redo and discard recorded before it touches anything,
+//! finished by the next pai command after a crash).
 
 mod activity;
 mod commit;
@@ -29,6 +31,7 @@ mod made;
 mod message;
 mod meta;
 mod names;
+mod ops;
 mod own_snapshots;
 mod paths;
 mod repo;
@@ -41,8 +44,6 @@ mod store;
 mod trash;
 mod tree_edit;
 mod undo;
-#[allow(dead_code)]
-// its users (the journal, pai's own records, sessions) land with issues 26, 27 and 30
 mod user_state;
 mod worktree;
 
@@ -54,6 +55,7 @@ pub use gc::{GcOptions, GcReport, gc};
 pub use leftover::LeftoverSnapshot;
 pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
 pub use message::{Kind, PlanRecord};
+pub use ops::recover;
 pub use repo::project_root;
 pub use run_index::RunIndex;
 pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_branch};

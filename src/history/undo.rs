@@ -17,6 +17,7 @@ use super::made::Made;
 use super::message::{self, Kind};
 use super::meta;
 use super::names::Head;
+use super::ops::{Op, OpKind, Record};
 use super::revert::{self, PathChange};
 use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
@@ -546,8 +547,9 @@ fn move_branch_back(
     Ok(None)
 }
 
-/// [`undo`] and [`Session::undo`], under the work-tree lock. Every check comes before the
-/// first write; then the undone ref, the work tree, the branch, and the index last.
+/// [`undo`] and [`Session::undo`], under the work-tree lock: a transaction (`history/ops`),
+/// its intent recorded before [`undo_steps`] takes the index lock; a failure rolls back, a
+/// crash is finished by the next pai command.
 pub(crate) fn undo_in(
     repo: &Repository,
     root: &Path,
@@ -555,12 +557,29 @@ pub(crate) fn undo_in(
     force: bool,
     identity: Option<&(String, String)>,
 ) -> Result<UndoReport, HistoryError> {
+    let mut op = Op::intent(repo, root, OpKind::Undo, "", 0)?;
+    let result = undo_steps(repo, root, wt, force, identity, &mut op);
+    op.close(repo, wt, result)
+}
+
+/// The undo itself. Every check comes before the first write; the journal record is written
+/// once the new index is prepared; then the undone ref, the work tree, the branch, and the
+/// index last.
+fn undo_steps(
+    repo: &Repository,
+    root: &Path,
+    wt: &dyn WorkTree,
+    force: bool,
+    identity: Option<&(String, String)>,
+    op: &mut Op,
+) -> Result<UndoReport, HistoryError> {
     let branch = checked_out_branch(repo, "undo")?;
     let tip = branch.tip.ok_or_else(|| HistoryError::Refused {
         message: format!("nothing to undo: {} has no commits yet", branch.short),
         hint: "pai undo reverts plans pai committed on the session branch".into(),
     })?;
     let plan = newest_plan(repo, &branch, tip)?;
+    op.record_mut().name(&plan.session, plan.number);
     let (before_tree, changes) = plan_changes(repo, &plan.commit)?;
 
     // Everything the plan wrote must still be exactly as it wrote it.
@@ -597,9 +616,12 @@ pub(crate) fn undo_in(
             entries.push((path, entry));
         }
     }
+    journal_undo(op.record_mut(), &drift, &changes, &index, &entries);
+    journal_refs(repo, op.record_mut(), &branch, base_commit.as_ref(), &plan)?;
     // Prepared (holding index.lock) before any file is written; put in place once the
     // branch has moved.
     let new_index = index.stage(&entries.into_iter().collect())?;
+    op.begin()?;
     let undone_ref = keep_undone(repo, &plan)?;
 
     // Removals first: a directory the plan created may stand where a file comes back.
@@ -635,6 +657,48 @@ pub(crate) fn undo_in(
         undone_ref,
         head_back,
     })
+}
+
+/// The operation journal's record of an undo's files and index entries: each path the plan
+/// changed goes from what is there now (the plan's version, or under `--force` what the
+/// user made of it) back to what stood before the plan.
+fn journal_undo(
+    record: &mut Record,
+    drift: &Drift,
+    changes: &[PathChange],
+    index: &IndexFile,
+    entries: &[(String, Option<Entry>)],
+) {
+    for c in changes {
+        let now = drift.work_now.get(&c.path).copied().unwrap_or(c.after);
+        record.file(&c.path, now, c.before);
+    }
+    for (path, entry) in entries {
+        record.entry(path, index.get(path), *entry);
+    }
+}
+
+/// The refs an undo moves, as the journal records them: the undone ref set to the plan, and
+/// the branch back to `base` (or gone, with HEAD back where the line started).
+fn journal_refs(
+    repo: &Repository,
+    record: &mut Record,
+    branch: &SessionBranch,
+    base: Option<&Commit<'_>>,
+    plan: &PlanToUndo<'_>,
+) -> Result<(), HistoryError> {
+    let undone = names::undone_ref(&plan.session, plan.number);
+    let kept = names::target(repo, &undone).ctx(|| format!("cannot read {undone}"))?;
+    record.reference(&undone, kept, Some(plan.commit.id()));
+    let base = base.map(Commit::id);
+    match line::leaves_to(repo, &branch.name, base)? {
+        Some(back) => {
+            record.move_head(&Head::Branch(branch.name.clone()), &back);
+            record.reference(&branch.name, branch.tip, None);
+        }
+        None => record.reference(&branch.name, branch.tip, base),
+    }
+    Ok(())
 }
 
 /// Commit the state `--force` is about to overwrite (staged content first, then the work
@@ -1018,15 +1082,28 @@ fn move_branch_forward(
     Ok(())
 }
 
-/// [`redo`] and [`Session::redo`], under the work-tree lock, in the order of [`undo_in`]:
-/// every check before the first write, then the work tree, the branch, the index, and last
-/// the undone ref.
+/// [`redo`] and [`Session::redo`], under the work-tree lock: a transaction, like
+/// [`undo_in`].
 fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
+    let mut op = Op::intent(repo, root, OpKind::Redo, "", 0)?;
+    let result = redo_steps(repo, root, wt, &mut op);
+    op.close(repo, wt, result)
+}
+
+/// The redo itself, in the order of [`undo_steps`]: every check before the first write, then
+/// the journal record, the work tree, the branch, the index, and last the undone ref.
+fn redo_steps(
+    repo: &Repository,
+    root: &Path,
+    wt: &dyn WorkTree,
+    op: &mut Op,
+) -> Result<RedoReport, HistoryError> {
     let branch = redo_branch(repo)?;
     let branch_session = names::session_of_branch(&branch.name)
         .unwrap_or_default()
         .to_string();
     let (number, undone_ref, id) = newest_undone(repo, &branch, &branch_session)?;
+    op.record_mut().name(&branch_session, number);
     let commit = read_commit(repo, id)?;
     let short = names::short_id(id);
     let (before_tree, changes) = plan_changes(repo, &commit)?;
@@ -1054,7 +1131,12 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         before_tree.as_ref(),
         tip_tree.as_ref(),
     )?;
+    journal_redo(repo, op.record_mut(), &branch, &undone_ref, id, &changes)?;
+    for (path, entry) in &entries {
+        op.record_mut().entry(path, index.get(path), *entry);
+    }
     let new_index = index.stage(&entries.into_iter().collect())?;
+    op.begin()?;
 
     let mut removed = remove_paths(wt, changes.iter().filter(|c| c.after.is_none()))?;
     let written = write_plan_files(repo, wt, &changes)?;
@@ -1084,6 +1166,30 @@ fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoRepo
         kept,
         reentered: branch.reenter,
     })
+}
+
+/// What a redo moves, as the journal records it: the plan's files from what undo left to
+/// what the plan wrote, the branch forward to the plan (created again, with HEAD on it, when
+/// redo re-enters the line), and the undone ref gone.
+fn journal_redo(
+    repo: &Repository,
+    record: &mut Record,
+    branch: &SessionBranch,
+    undone_ref: &str,
+    id: Oid,
+    changes: &[PathChange],
+) -> Result<(), HistoryError> {
+    for c in changes {
+        record.file(&c.path, c.before, c.after);
+    }
+    let old = if branch.reenter { None } else { branch.tip };
+    record.reference(&branch.name, old, Some(id));
+    if branch.reenter {
+        let head = names::head(repo).ctx(|| "cannot read HEAD".into())?;
+        record.move_head(&head, &Head::Branch(branch.name.clone()));
+    }
+    record.reference(undone_ref, Some(id), None);
+    Ok(())
 }
 
 /// Whether `commit`'s first parent is `tip`, possibly through snapshots of the user's changes.

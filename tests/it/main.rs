@@ -17,6 +17,7 @@ mod agent_scenarios;
 mod approvals;
 mod architecture;
 mod cli_config;
+mod crash_suite;
 mod edits_corpus;
 mod eval_mock;
 mod exec_allow;

@@ -1,0 +1,303 @@
+//! Carry out a record's moves, forwards (finish the operation) or backwards (roll it back).
+//! Each thing is brought to its target state only from the other state: a file, ref or index
+//! entry found in neither (the user changed it after the crash) is left as found and named.
+//! The order is the operations' own: removals, writes, refs set, HEAD, refs deleted, index.
+
+use std::collections::BTreeMap;
+
+use git2::{Oid, Repository};
+
+use super::super::error::{Context as _, HistoryError};
+use super::super::index_file;
+use super::super::names::{self, Head};
+use super::super::scope::{self, Entry, MODE_EXEC};
+use super::super::worktree::WorkTree;
+use super::record::Record;
+
+/// Which way to carry out a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// To the `new`/`after` states: finish the operation.
+    Forward,
+    /// To the `old`/`before` states: roll it back.
+    Back,
+}
+
+impl Direction {
+    /// (the state to leave, the target) of a move.
+    fn pick<T>(self, old: T, new: T) -> (T, T) {
+        match self {
+            Direction::Forward => (old, new),
+            Direction::Back => (new, old),
+        }
+    }
+}
+
+/// What applying a record found: the things left as they were because they were in neither
+/// of the record's states, and how many things it changed.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    /// Paths and ref names left untouched.
+    pub kept: Vec<String>,
+    /// Files, refs, HEAD and index entries changed.
+    pub changed: usize,
+}
+
+/// Carry out `record` in `dir`.
+pub(crate) fn apply(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    record: &Record,
+    dir: Direction,
+) -> Result<Applied, HistoryError> {
+    let mut out = Applied::default();
+    files(repo, wt, record, dir, false, &mut out)?;
+    files(repo, wt, record, dir, true, &mut out)?;
+    refs(repo, record, dir, true, &mut out)?;
+    head(repo, record, dir, &mut out)?;
+    refs(repo, record, dir, false, &mut out)?;
+    index(repo, record, dir, &mut out)?;
+    Ok(out)
+}
+
+/// The work-tree files whose target is a file (`writes`) or absent (`!writes`).
+fn files(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    record: &Record,
+    dir: Direction,
+    writes: bool,
+    out: &mut Applied,
+) -> Result<(), HistoryError> {
+    for m in &record.files {
+        let (old, new) = m.states()?;
+        let (from, to) = dir.pick(old, new);
+        if to.is_some() != writes {
+            continue;
+        }
+        let Ok(file) = scope::work_file(wt, &m.path)? else {
+            out.kept.push(m.path.clone());
+            continue;
+        };
+        let now = scope::entry_of(file.as_ref());
+        if now == to {
+            continue;
+        }
+        if now != from {
+            out.kept.push(m.path.clone());
+            continue;
+        }
+        let done = match to {
+            Some((id, mode)) => {
+                let blob = repo
+                    .find_blob(id)
+                    .ctx(|| format!("cannot read {} from git", m.path))?;
+                wt.write(&m.path, blob.content(), mode == MODE_EXEC)
+            }
+            None => wt.remove(&m.path),
+        };
+        done.map_err(|source| HistoryError::WorkTree {
+            action: if writes { "write" } else { "remove" },
+            path: m.path.clone(),
+            source,
+        })?;
+        out.changed += 1;
+    }
+    Ok(())
+}
+
+/// The refs whose target exists (`set`) or is absent (`!set`).
+fn refs(
+    repo: &Repository,
+    record: &Record,
+    dir: Direction,
+    set: bool,
+    out: &mut Applied,
+) -> Result<(), HistoryError> {
+    for m in &record.refs {
+        let (old, new) = m.states()?;
+        let (from, to) = dir.pick(old, new);
+        if to.is_some() != set {
+            continue;
+        }
+        let now = names::target(repo, &m.name).ctx(|| format!("cannot read {}", m.name))?;
+        if now == to {
+            continue;
+        }
+        if now != from {
+            out.kept.push(m.name.clone());
+            continue;
+        }
+        set_ref(repo, &m.name, to, record)?;
+        out.changed += 1;
+    }
+    Ok(())
+}
+
+fn set_ref(
+    repo: &Repository,
+    name: &str,
+    to: Option<Oid>,
+    record: &Record,
+) -> Result<(), HistoryError> {
+    let what = || format!("cannot move {name} while finishing {}", record.describe());
+    match to {
+        Some(id) => repo
+            .reference(name, id, true, &format!("pai: {}", record.describe()))
+            .map(|_| ())
+            .ctx(what),
+        None => match repo.find_reference(name) {
+            Ok(mut r) => r.delete().ctx(what),
+            Err(_) => Ok(()),
+        },
+    }
+}
+
+fn head(
+    repo: &Repository,
+    record: &Record,
+    dir: Direction,
+    out: &mut Applied,
+) -> Result<(), HistoryError> {
+    let Some(m) = &record.head else {
+        return Ok(());
+    };
+    let (old, new) = m.states()?;
+    let (from, to) = dir.pick(old, new);
+    let now = names::head(repo).ctx(|| "cannot read HEAD".into())?;
+    if now == to {
+        return Ok(());
+    }
+    if now != from {
+        out.kept.push("HEAD".into());
+        return Ok(());
+    }
+    match &to {
+        Head::Branch(name) => repo.set_head(name),
+        Head::Detached(oid) => repo.set_head_detached(*oid),
+    }
+    .ctx(|| {
+        format!(
+            "cannot point HEAD back while finishing {}",
+            record.describe()
+        )
+    })?;
+    out.changed += 1;
+    Ok(())
+}
+
+fn index(
+    repo: &Repository,
+    record: &Record,
+    dir: Direction,
+    out: &mut Applied,
+) -> Result<(), HistoryError> {
+    if record.index.is_empty() {
+        return Ok(());
+    }
+    let locked = index_file::lock(repo.path())?;
+    let mut updates: BTreeMap<String, Option<Entry>> = BTreeMap::new();
+    for m in &record.index {
+        let (old, new) = m.states()?;
+        let (from, to) = dir.pick(old, new);
+        let now = locked.get(&m.path);
+        if now == to {
+            continue;
+        }
+        if now != from {
+            out.kept.push(format!("{} (staged)", m.path));
+            continue;
+        }
+        updates.insert(m.path.clone(), to);
+    }
+    out.changed += updates.len();
+    if let Some(pending) = locked.stage(&updates)? {
+        pending.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::ops::record::{OpKind, Record};
+    use crate::workspace::{Workspace, WorkspaceConfig};
+
+    /// A repository with `a.txt` committed and staged as `one`, and the blob `two`.
+    fn repo() -> (tempfile::TempDir, Repository, Oid, Oid, Oid) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(std::path::Path::new("a.txt")).unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let commit = repo
+            .commit(Some("HEAD"), &sig, &sig, "initial", &tree, &[])
+            .unwrap();
+        let one = repo.blob(b"one\n").unwrap();
+        let two = repo.blob(b"two\n").unwrap();
+        drop(tree);
+        (dir, repo, commit, one, two)
+    }
+
+    fn record(commit: Oid, one: Oid, two: Oid) -> Record {
+        let mut r = Record::new(OpKind::Undo);
+        r.name("s1", 1);
+        r.file("a.txt", Some((one, MODE_FILE)), Some((two, MODE_FILE)));
+        r.file("new.txt", None, Some((two, MODE_FILE)));
+        r.entry("a.txt", Some((one, MODE_FILE)), Some((two, MODE_FILE)));
+        r.reference("refs/pai/undone/s1/1", None, Some(commit));
+        r
+    }
+
+    use crate::history::scope::MODE_FILE;
+
+    #[test]
+    fn forward_finishes_and_back_rolls_back_exactly() {
+        let (dir, repo, commit, one, two) = repo();
+        let ws = Workspace::open(dir.path(), WorkspaceConfig::default()).unwrap();
+        let rec = record(commit, one, two);
+        let done = apply(&repo, &ws, &rec, Direction::Forward).unwrap();
+        assert!(done.kept.is_empty(), "{:?}", done.kept);
+        assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"two\n");
+        assert_eq!(std::fs::read(dir.path().join("new.txt")).unwrap(), b"two\n");
+        let index = index_file::load(&repo).unwrap();
+        assert_eq!(index.get("a.txt"), Some((two, MODE_FILE)));
+        assert_eq!(
+            names::target(&repo, "refs/pai/undone/s1/1").unwrap(),
+            Some(commit)
+        );
+        // Finishing twice changes nothing more.
+        assert_eq!(
+            apply(&repo, &ws, &rec, Direction::Forward).unwrap().changed,
+            0
+        );
+        apply(&repo, &ws, &rec, Direction::Back).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"one\n");
+        assert!(!dir.path().join("new.txt").exists());
+        let index = index_file::load(&repo).unwrap();
+        assert_eq!(index.get("a.txt"), Some((one, MODE_FILE)));
+        assert_eq!(names::target(&repo, "refs/pai/undone/s1/1").unwrap(), None);
+    }
+
+    #[test]
+    fn a_file_in_neither_state_is_kept_and_named() {
+        let (dir, repo, commit, one, two) = repo();
+        let ws = Workspace::open(dir.path(), WorkspaceConfig::default()).unwrap();
+        std::fs::write(
+            dir.path().join("a.txt"),
+            "the user's edit after the crash\n",
+        )
+        .unwrap();
+        let done = apply(&repo, &ws, &record(commit, one, two), Direction::Forward).unwrap();
+        assert_eq!(done.kept, ["a.txt"]);
+        assert_eq!(
+            std::fs::read(dir.path().join("a.txt")).unwrap(),
+            b"the user's edit after the crash\n"
+        );
+        // The rest of the operation is finished all the same.
+        assert_eq!(std::fs::read(dir.path().join("new.txt")).unwrap(), b"two\n");
+    }
+}

@@ -1,0 +1,80 @@
+//! An operation in progress ([`Op`]): its intent, its full record, and its end — the record
+//! deleted, after a roll back when the operation failed in-process.
+
+use std::path::{Path, PathBuf};
+
+use git2::Repository;
+
+use super::super::error::HistoryError;
+use super::super::worktree::WorkTree;
+use super::apply::{self, Direction};
+use super::record::{self, OpKind, Record};
+
+/// An operation in progress: its record is on disk until [`Op::close`].
+pub(crate) struct Op {
+    path: PathBuf,
+    record: Record,
+}
+
+impl Op {
+    /// Record the intent of `kind` (for `session`'s plan `plan`, when known: an undo learns
+    /// which plan it takes back only later, see [`Record::name`]) before the operation takes the index lock: a crash from
+    /// here on leaves a record, so the lock it leaves is known to be pai's.
+    pub(crate) fn intent(
+        repo: &Repository,
+        root: &Path,
+        kind: OpKind,
+        session: &str,
+        plan: u32,
+    ) -> Result<Op, HistoryError> {
+        let path = record::path_for(repo, root)?;
+        let mut record = Record::new(kind);
+        record.name(session, plan);
+        record::write_atomic(&path, &record)?;
+        Ok(Op { path, record })
+    }
+
+    /// The record being filled in.
+    pub(crate) fn record_mut(&mut self) -> &mut Record {
+        &mut self.record
+    }
+
+    /// Write the filled-in record: from here on, the operation is finished by whoever finds
+    /// it (every blob, tree and commit it names must already be in the object store).
+    pub(crate) fn begin(&self) -> Result<(), HistoryError> {
+        record::write_atomic(&self.path, &self.record)
+    }
+
+    /// End the operation: on success, drop the record; on failure, roll back what was
+    /// applied (the same moves, backwards), then drop it. A roll back that fails itself
+    /// leaves the record, and the next pai command finishes the operation.
+    pub(crate) fn close<T>(
+        self,
+        repo: &Repository,
+        wt: &dyn WorkTree,
+        result: Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        let failed = result.is_err().then_some(Direction::Back);
+        let ended = self.end(repo, wt, failed);
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
+    /// End the operation; after a failure, first carry the record out `towards` a whole
+    /// state (back to the start, or on to the end when the operation had passed the point
+    /// where it cannot go back). The record stays when that fails: the next command finishes.
+    pub(crate) fn end(
+        self,
+        repo: &Repository,
+        wt: &dyn WorkTree,
+        towards: Option<Direction>,
+    ) -> Result<(), HistoryError> {
+        if let Some(dir) = towards
+            && apply::apply(repo, wt, &self.record, dir).is_err()
+        {
+            return Ok(());
+        }
+        record::remove(&self.path)
+    }
+}

@@ -1,0 +1,351 @@
+//! One journal record: what an operation in progress will change, written atomically (temp,
+//! fsync, rename, fsync of the folder) to `user_state::dir(..)/ops/<work tree id>.json`
+//! before the operation touches anything, and removed once it is done.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use super::super::error::{Context as _, HistoryError};
+use super::super::names::Head;
+use super::super::scope::Entry;
+use super::super::user_state;
+
+/// The record format; a record of another version is reported, never acted on.
+const VERSION: u32 = 1;
+
+/// Which operation a record belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OpKind {
+    /// A plan's commit: the branch (and HEAD, for a new line) moved, the index synced.
+    PlanCommit,
+    /// `pai undo`.
+    Undo,
+    /// `pai redo`.
+    Redo,
+    /// `pai discard`'s last step: HEAD back to the base, the branch kept under `refs/pai/`.
+    Discard,
+}
+
+impl OpKind {
+    /// The operation as the recovery line names it.
+    pub(crate) fn noun(self) -> &'static str {
+        match self {
+            OpKind::PlanCommit => "commit",
+            OpKind::Undo => "undo",
+            OpKind::Redo => "redo",
+            OpKind::Discard => "discard",
+        }
+    }
+}
+
+/// A blob and its git mode, as a record spells them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Blob {
+    id: String,
+    mode: i32,
+}
+
+fn blob_of(entry: Option<Entry>) -> Option<Blob> {
+    entry.map(|(id, mode)| Blob {
+        id: id.to_string(),
+        mode,
+    })
+}
+
+fn entry_of(blob: Option<&Blob>) -> Result<Option<Entry>, HistoryError> {
+    blob.map(|b| Ok((parse_oid(&b.id)?, b.mode))).transpose()
+}
+
+fn parse_oid(text: &str) -> Result<Oid, HistoryError> {
+    Oid::from_str(text).ctx(|| format!("the operation journal names a bad object id {text}"))
+}
+
+/// A ref the operation moves; `None` is "absent".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RefMove {
+    /// The full ref name.
+    pub name: String,
+    old: Option<String>,
+    new: Option<String>,
+}
+
+impl RefMove {
+    /// `name` from `old` to `new`.
+    pub(crate) fn new(name: &str, old: Option<Oid>, new: Option<Oid>) -> RefMove {
+        RefMove {
+            name: name.to_string(),
+            old: old.map(|o| o.to_string()),
+            new: new.map(|o| o.to_string()),
+        }
+    }
+
+    /// (old, new), parsed.
+    pub(crate) fn states(&self) -> Result<(Option<Oid>, Option<Oid>), HistoryError> {
+        let parse = |s: &Option<String>| s.as_deref().map(parse_oid).transpose();
+        Ok((parse(&self.old)?, parse(&self.new)?))
+    }
+}
+
+/// HEAD's move: each side a branch's full name (`ref: <name>`) or a commit id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct HeadMove {
+    old: String,
+    new: String,
+}
+
+fn spell_head(head: &Head) -> String {
+    match head {
+        Head::Branch(name) => format!("ref: {name}"),
+        Head::Detached(oid) => oid.to_string(),
+    }
+}
+
+fn parse_head(text: &str) -> Result<Head, HistoryError> {
+    Ok(match text.strip_prefix("ref: ") {
+        Some(name) => Head::Branch(name.to_string()),
+        None => Head::Detached(parse_oid(text)?),
+    })
+}
+
+impl HeadMove {
+    /// HEAD from `old` to `new`.
+    pub(crate) fn new(old: &Head, new: &Head) -> HeadMove {
+        HeadMove {
+            old: spell_head(old),
+            new: spell_head(new),
+        }
+    }
+
+    /// (old, new), parsed.
+    pub(crate) fn states(&self) -> Result<(Head, Head), HistoryError> {
+        Ok((parse_head(&self.old)?, parse_head(&self.new)?))
+    }
+}
+
+/// A work-tree file or an index entry the operation changes; `None` is "absent".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FileMove {
+    /// Project-relative path.
+    pub path: String,
+    before: Option<Blob>,
+    after: Option<Blob>,
+}
+
+impl FileMove {
+    /// `path` from `before` to `after`.
+    pub(crate) fn new(path: &str, before: Option<Entry>, after: Option<Entry>) -> FileMove {
+        FileMove {
+            path: path.to_string(),
+            before: blob_of(before),
+            after: blob_of(after),
+        }
+    }
+
+    /// (before, after), parsed.
+    pub(crate) fn states(&self) -> Result<(Option<Entry>, Option<Entry>), HistoryError> {
+        Ok((
+            entry_of(self.before.as_ref())?,
+            entry_of(self.after.as_ref())?,
+        ))
+    }
+}
+
+/// What an operation in progress changes. A record with no moves at all is an intent: the
+/// operation had taken the index lock and was still checking, so recovery only frees the lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Record {
+    version: u32,
+    /// The operation.
+    pub kind: OpKind,
+    /// The session whose plan it concerns.
+    pub session: String,
+    /// The plan number (0 when none).
+    pub plan: u32,
+    /// When it started (local time, for the recovery line).
+    pub started: String,
+    /// The process that ran it.
+    pub pid: u32,
+    /// Refs moved, in order.
+    pub refs: Vec<RefMove>,
+    /// HEAD's move.
+    pub head: Option<HeadMove>,
+    /// Work-tree files written or removed.
+    pub files: Vec<FileMove>,
+    /// Index entries changed.
+    pub index: Vec<FileMove>,
+}
+
+impl Record {
+    /// An empty record of `kind`; [`Record::name`] says which plan once that is known.
+    pub(crate) fn new(kind: OpKind) -> Record {
+        Record {
+            version: VERSION,
+            kind,
+            session: String::new(),
+            plan: 0,
+            started: chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string(),
+            pid: std::process::id(),
+            refs: Vec::new(),
+            head: None,
+            files: Vec::new(),
+            index: Vec::new(),
+        }
+    }
+
+    /// Whether it names any change (else it is an intent only).
+    pub(crate) fn has_moves(&self) -> bool {
+        !(self.refs.is_empty()
+            && self.head.is_none()
+            && self.files.is_empty()
+            && self.index.is_empty())
+    }
+
+    /// Name the session and plan the operation concerns (plan 0: none).
+    pub(crate) fn name(&mut self, session: &str, plan: u32) {
+        self.session = session.to_string();
+        self.plan = plan;
+    }
+
+    /// Record that the work-tree file `path` goes from `before` to `after`.
+    pub(crate) fn file(&mut self, path: &str, before: Option<Entry>, after: Option<Entry>) {
+        if before != after {
+            self.files.push(FileMove::new(path, before, after));
+        }
+    }
+
+    /// Record that the index entry of `path` goes from `before` to `after`.
+    pub(crate) fn entry(&mut self, path: &str, before: Option<Entry>, after: Option<Entry>) {
+        if before != after {
+            self.index.push(FileMove::new(path, before, after));
+        }
+    }
+
+    /// Record that the ref `name` goes from `old` to `new`.
+    pub(crate) fn reference(&mut self, name: &str, old: Option<Oid>, new: Option<Oid>) {
+        if old != new {
+            self.refs.push(RefMove::new(name, old, new));
+        }
+    }
+
+    /// Record that HEAD goes from `old` to `new`.
+    pub(crate) fn move_head(&mut self, old: &Head, new: &Head) {
+        if old != new {
+            self.head = Some(HeadMove::new(old, new));
+        }
+    }
+
+    /// The operation as the recovery line names it: "the undo of plan 3 of session X".
+    pub(crate) fn describe(&self) -> String {
+        let what = self.kind.noun();
+        if self.session.is_empty() {
+            return format!("a pai {what}");
+        }
+        match (self.kind, self.plan) {
+            (OpKind::Discard, _) => format!("the discard of session {}", self.session),
+            (_, 0) => format!("the {what} of session {}", self.session),
+            _ => format!(
+                "the {what} of plan {} of session {}",
+                self.plan, self.session
+            ),
+        }
+    }
+
+    /// Read the record at `path`.
+    pub(crate) fn read(path: &Path) -> Result<Record, HistoryError> {
+        let text = fs::read(path).ctx(|| format!("cannot read {}", path.display()))?;
+        let record: Record = serde_json::from_slice(&text)
+            .map_err(std::io::Error::other)
+            .ctx(|| {
+                format!(
+                    "the operation journal {} is unreadable; move it aside",
+                    path.display()
+                )
+            })?;
+        if record.version != VERSION {
+            return Err(std::io::Error::other("written by another version of pai"))
+                .ctx(|| format!("cannot use the operation journal {}", path.display()));
+        }
+        Ok(record)
+    }
+}
+
+/// Where the record of an operation on the work tree at `root` of `repo` lives.
+pub(crate) fn path_for(repo: &Repository, root: &Path) -> Result<PathBuf, HistoryError> {
+    let dir = user_state::dir(repo.commondir(), root)?.join("ops");
+    fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir.join(format!("{}.json", user_state::project_id(root)?)))
+}
+
+/// Write `record` at `path` so that a crash leaves the old record or the new one whole.
+pub(crate) fn write_atomic(path: &Path, record: &Record) -> Result<(), HistoryError> {
+    let text = serde_json::to_vec_pretty(record)
+        .map_err(std::io::Error::other)
+        .ctx(|| "cannot encode the operation journal".into())?;
+    let tmp = path.with_extension("tmp");
+    let what = || format!("cannot write the operation journal {}", tmp.display());
+    let mut file = fs::File::create(&tmp).ctx(what)?;
+    file.write_all(&text).ctx(what)?;
+    file.sync_all().ctx(what)?;
+    drop(file);
+    fs::rename(&tmp, path).ctx(|| format!("cannot write {}", path.display()))?;
+    sync_dir(path);
+    Ok(())
+}
+
+/// Make a rename or removal in `path`'s folder durable. Best effort: a file system without
+/// directory fsync keeps the order of operations all the same.
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent()
+        && let Ok(d) = fs::File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+}
+
+/// Remove the record at `path`: the operation is done.
+pub(crate) fn remove(path: &Path) -> Result<(), HistoryError> {
+    match fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).ctx(|| format!("cannot remove {}", path.display())),
+    }
+    sync_dir(path);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_round_trips_and_another_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("op.json");
+        let id = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
+        let mut rec = Record::new(OpKind::Redo);
+        rec.name("s1", 2);
+        rec.reference("refs/heads/pai/s1", None, Some(id));
+        rec.move_head(
+            &Head::Detached(id),
+            &Head::Branch("refs/heads/pai/s1".into()),
+        );
+        rec.file("a.txt", Some((id, 0o100755)), None);
+        write_atomic(&path, &rec).unwrap();
+        let back = Record::read(&path).unwrap();
+        assert_eq!(back, rec);
+        assert_eq!(back.describe(), "the redo of plan 2 of session s1");
+        assert!(!dir.path().join("op.tmp").exists());
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("\"version\": 1", "\"version\": 99");
+        std::fs::write(&path, text).unwrap();
+        assert!(Record::read(&path).is_err());
+        remove(&path).unwrap();
+        assert!(!path.exists());
+    }
+}
