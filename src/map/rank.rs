@@ -231,7 +231,7 @@ pub fn rank(
         .collect();
     score_text(files, &facts, &ids, &mut out);
     score_paths(files, query, &mut out);
-    score_defs(files, &facts, &ids, names, &mut out);
+    score_defs(files, &facts, &ids, &mut out);
     let lexical: Vec<f32> = out.iter().map(|r| r.score).collect();
     score_graph(files, &facts, &ids, names, &lexical, &mut out);
     apply_signals(files, query, signals, &mut out);
@@ -295,24 +295,61 @@ fn score_text<'a>(
     let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
     let n = indexed.iter().flatten().count().max(1) as f32;
     let avg = indexed.iter().flatten().map(|f| f.len as f32).sum::<f32>() / n;
-    for (k, (_, id)) in ids.terms.iter().enumerate() {
-        let df = indexed.iter().flatten().filter(|f| f.tf(*id) > 0).count() as f32;
-        if df == 0.0 {
-            continue;
-        }
-        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-        for (r, f) in out.iter_mut().zip(&indexed) {
-            let Some(f) = f else { continue };
-            let tf = f32::from(f.tf(*id));
-            if tf == 0.0 {
+    let tfs = PerFile::count(&indexed, ids.terms.len(), |f, k| f.tf(ids.terms[k].1));
+    let idf: Vec<Option<f32>> = (0..ids.terms.len())
+        .map(|k| {
+            let df = tfs.files_with(k) as f32;
+            (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
+        })
+        .collect();
+    for (i, (r, f)) in out.iter_mut().zip(&indexed).enumerate() {
+        let Some(f) = f else { continue };
+        for (k, idf) in idf.iter().enumerate() {
+            let tf = f32::from(tfs.get(i, k));
+            let Some(idf) = idf.filter(|_| tf > 0.0) else {
                 continue;
-            }
+            };
             let norm = K1 * (1.0 - B + B * f.len as f32 / avg.max(1.0));
             let s = idf * tf * (K1 + 1.0) / (tf + norm);
             r.score += s;
             r.why.text += s;
             r.why.hits[0].push(k as u16);
         }
+    }
+}
+
+/// A count per file and query term, taken in one pass over the files: each file's facts are
+/// read once for all the terms (a pass per term would fetch every file's facts from memory
+/// once per term, which is most of a ranking's time).
+struct PerFile {
+    k: usize,
+    counts: Vec<u16>,
+}
+
+impl PerFile {
+    fn count(indexed: &[Option<&Facts>], k: usize, of: impl Fn(&Facts, usize) -> u16) -> Self {
+        let mut counts = vec![0u16; indexed.len() * k];
+        for (i, f) in indexed.iter().enumerate() {
+            if let Some(f) = f {
+                for t in 0..k {
+                    counts[i * k + t] = of(f, t);
+                }
+            }
+        }
+        PerFile { k, counts }
+    }
+
+    fn get(&self, file: usize, term: usize) -> u16 {
+        self.counts.get(file * self.k + term).copied().unwrap_or(0)
+    }
+
+    fn files_with(&self, term: usize) -> usize {
+        self.counts
+            .iter()
+            .skip(term)
+            .step_by(self.k.max(1))
+            .filter(|c| **c > 0)
+            .count()
     }
 }
 
@@ -383,39 +420,39 @@ fn score_defs<'a>(
     files: &'a [MapFile],
     facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>,
     ids: &QueryIds,
-    names: &Names,
     out: &mut [Ranked],
 ) {
     let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
     let n = indexed.iter().flatten().count().max(1) as f32;
-    for (k, (_, id)) in ids.terms.iter().enumerate() {
-        let df = indexed
-            .iter()
-            .flatten()
-            .filter(|f| f.def_terms.binary_search(id).is_ok())
-            .count() as f32;
-        if df == 0.0 {
-            continue;
-        }
-        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-        for (r, f) in out.iter_mut().zip(&indexed) {
-            if f.is_some_and(|f| f.def_terms.binary_search(id).is_ok()) {
+    let terms = ids.terms.len();
+    let found = PerFile::count(&indexed, terms + ids.idents.len(), |f, k| {
+        u16::from(match k.checked_sub(terms) {
+            None => f.def_terms.binary_search(&ids.terms[k].1).is_ok(),
+            Some(j) => f.defs.iter().any(|d| d.name == ids.idents[j].1),
+        })
+    });
+    let idf: Vec<Option<f32>> = (0..terms)
+        .map(|k| {
+            let df = found.files_with(k) as f32;
+            (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
+        })
+        .collect();
+    for (i, r) in out.iter_mut().enumerate() {
+        for (k, idf) in idf.iter().enumerate() {
+            if let Some(idf) = idf.filter(|_| found.get(i, k) > 0) {
                 r.score += DEF_WEIGHT * idf;
                 r.why.defs += DEF_WEIGHT * idf;
                 r.why.hits[2].push(k as u16);
             }
         }
-    }
-    for (k, (_, id)) in ids.idents.iter().enumerate() {
-        for (r, f) in out.iter_mut().zip(&indexed) {
-            if f.is_some_and(|f| f.defs.iter().any(|d| d.name == *id)) {
+        for j in 0..ids.idents.len() {
+            if found.get(i, terms + j) > 0 {
                 r.score += IDENT_BONUS;
                 r.why.defs += IDENT_BONUS;
-                r.why.hits[2].push((ids.terms.len() + k) as u16);
+                r.why.hits[2].push((terms + j) as u16);
             }
         }
     }
-    let _ = names;
 }
 
 /// A personalised PageRank over "file references a name another file defines", seeded by the
