@@ -6,14 +6,14 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use chrono::{DateTime, FixedOffset};
-use git2::{Commit, DiffOptions, Oid, Patch, Repository, Sort};
+use git2::{Commit, Oid, Repository, Sort};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
 use super::message::{self, Kind};
 use super::meta::{self, Meta};
 use super::session::summary_for;
-use super::{names, repo, revert};
+use super::{names, plan_files, repo, revert};
 
 /// One session and its plans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -75,20 +75,7 @@ pub struct PlanLog {
     pub patch: Option<String>,
 }
 
-/// One file of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FileStat {
-    /// Project-relative path.
-    pub path: String,
-    /// `added`, `modified` or `deleted`.
-    pub status: &'static str,
-    /// Lines added.
-    pub added: usize,
-    /// Lines deleted.
-    pub deleted: usize,
-    /// Whether git sees the file as binary (no line counts).
-    pub binary: bool,
-}
+pub use super::plan_files::FileStat;
 
 /// The plan history of the project at `root`: every session, or only `session`.
 pub fn log(
@@ -260,60 +247,14 @@ fn plan_log(
 ) -> Result<PlanLog, HistoryError> {
     let msg = commit.message().unwrap_or_default();
     let t = message::parse(msg);
-    let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
-    let parent = revert::parent_tree(commit)?;
-    // Limit libgit2's diff to the paths the plan changed, so it need not walk the whole tree.
-    let changed = revert::changed_paths(repo, parent.as_ref(), Some(&tree))?;
-    let mut opts = DiffOptions::new();
-    opts.disable_pathspec_match(true);
-    for c in &changed {
-        opts.pathspec(&c.path);
-    }
-    let diff = if changed.is_empty() {
-        repo.diff_tree_to_tree(Some(&tree), Some(&tree), None)
+    let (files, patch) = if with_patch {
+        let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
+        let parent = revert::parent_tree(commit)?;
+        let (files, patch) = plan_files::diff(repo, parent.as_ref(), &tree)?;
+        (files, Some(patch))
     } else {
-        repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), Some(&mut opts))
-    }
-    .ctx(|| "cannot diff a plan".into())?;
-    let mut files = Vec::new();
-    let mut patch_text = String::new();
-    for i in 0..diff.deltas().len() {
-        let Some(delta) = diff.get_delta(i) else {
-            continue;
-        };
-        let file = if delta.new_file().exists() {
-            delta.new_file()
-        } else {
-            delta.old_file()
-        };
-        let path = file
-            .path_bytes()
-            .map(|p| crate::rawname::display(&crate::rawname::encode(p)).into_owned())
-            .unwrap_or_default();
-        let status = match (delta.old_file().exists(), delta.new_file().exists()) {
-            (false, _) => "added",
-            (_, false) => "deleted",
-            _ => "modified",
-        };
-        let mut stat = FileStat {
-            path,
-            status,
-            added: 0,
-            deleted: 0,
-            binary: delta.flags().is_binary(),
-        };
-        if let Some(mut patch) = Patch::from_diff(&diff, i).ctx(|| "cannot diff a plan".into())? {
-            let (_, added, deleted) = patch.line_stats().ctx(|| "cannot count lines".into())?;
-            stat.added = added;
-            stat.deleted = deleted;
-            stat.binary = stat.binary || patch.delta().flags().is_binary();
-            if with_patch {
-                let buf = patch.to_buf().ctx(|| "cannot format a patch".into())?;
-                patch_text.push_str(&String::from_utf8_lossy(&buf));
-            }
-        }
-        files.push(stat);
-    }
+        (plan_files::of_commit(repo, commit, msg)?, None)
+    };
     let time = commit.time();
     let when = FixedOffset::east_opt(time.offset_minutes() * 60)
         .and_then(|tz| DateTime::from_timestamp(time.seconds(), 0).map(|d| d.with_timezone(&tz)))
@@ -336,7 +277,7 @@ fn plan_log(
         cached_tokens: t.tokens.map(|t| t.cached),
         reasoning_tokens: t.tokens.map(|t| t.reasoning),
         undone,
-        patch: with_patch.then_some(patch_text),
+        patch,
     })
 }
 

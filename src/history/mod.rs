@@ -28,6 +28,7 @@ mod message;
 mod meta;
 mod names;
 mod paths;
+mod plan_files;
 mod repo;
 mod revert;
 mod run_index;
