@@ -2,7 +2,8 @@
 //! `--json`) and as plain text for people. Read from git alone: session branches, the `Pai-*`
 //! trailers, `refs/pai/undone/...` and the session metadata refs.
 
-use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use chrono::{DateTime, FixedOffset};
@@ -106,8 +107,9 @@ pub fn log(
         None => all.into_iter().collect(),
     };
     let mut out = Vec::new();
+    let mut commits = Commits::default();
     for s in wanted {
-        let entry = session_log(repo, &s, with_patch, hr.private)?;
+        let entry = session_log(repo, &mut commits, &s, with_patch, hr.private)?;
         if session.is_some() || !entry.plans.is_empty() {
             out.push(entry);
         }
@@ -146,8 +148,26 @@ fn sessions(repo: &Repository) -> BTreeSet<String> {
     out
 }
 
-fn session_log(
-    repo: &Repository,
+/// The commits read so far, by id: sessions that continued one another share a branch, and
+/// each session's walk down it reads nothing twice.
+#[derive(Default)]
+struct Commits<'r>(HashMap<Oid, Commit<'r>>);
+
+impl<'r> Commits<'r> {
+    fn get(&mut self, repo: &'r Repository, id: Oid) -> Result<&Commit<'r>, HistoryError> {
+        match self.0.entry(id) {
+            Entry::Occupied(e) => Ok(e.into_mut()),
+            Entry::Vacant(e) => Ok(e.insert(
+                repo.find_commit(id)
+                    .ctx(|| format!("cannot read commit {id}"))?,
+            )),
+        }
+    }
+}
+
+fn session_log<'r>(
+    repo: &'r Repository,
+    commits: &mut Commits<'r>,
     session: &str,
     with_patch: bool,
     private: bool,
@@ -159,13 +179,11 @@ fn session_log(
     let meta = meta::read(repo, session);
     let mut plans = Vec::new();
     if let Some(tip) = tip {
-        for id in branch_commits(repo, session, tip, meta.as_ref())? {
-            let commit = repo
-                .find_commit(id)
-                .ctx(|| format!("cannot read commit {id}"))?;
+        for id in branch_commits(repo, commits, session, tip, meta.as_ref())? {
+            let commit = commits.get(repo, id)?;
             let t = message::parse(commit.message().unwrap_or_default());
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
-                plans.push(plan_log(repo, &commit, session, false, with_patch)?);
+                plans.push(plan_log(repo, commit, session, false, with_patch)?);
             }
         }
     }
@@ -201,41 +219,50 @@ fn session_log(
 }
 
 /// Commits of the session on its branch: down to the recorded base, or (without metadata)
-/// down to the first commit that is not the session's.
-fn branch_commits(
-    repo: &Repository,
+/// down to the first commit that is not the session's. The first-parent line is followed
+/// through `commits`, so sessions of one line read each commit once; when the base is not on
+/// that line (history rewritten under it), libgit2's walk decides, as git would.
+fn branch_commits<'r>(
+    repo: &'r Repository,
+    commits: &mut Commits<'r>,
     session: &str,
     tip: Oid,
     meta: Option<&Meta>,
 ) -> Result<Vec<Oid>, HistoryError> {
+    let base = meta.and_then(|m| m.base);
+    let mut out = Vec::new();
+    let mut next = Some(tip);
+    while let Some(id) = next {
+        if Some(id) == base {
+            return Ok(out);
+        }
+        let commit = commits.get(repo, id)?;
+        if meta.is_none()
+            && message::parse(commit.message().unwrap_or_default())
+                .session
+                .as_deref()
+                != Some(session)
+        {
+            return Ok(out);
+        }
+        out.push(id);
+        next = commit.parent_ids().next();
+    }
+    match base {
+        Some(base) => walked_commits(repo, tip, base),
+        None => Ok(out),
+    }
+}
+
+/// The first-parent commits from `tip` that `base` does not reach.
+fn walked_commits(repo: &Repository, tip: Oid, base: Oid) -> Result<Vec<Oid>, HistoryError> {
     let mut walk = repo.revwalk().ctx(|| "cannot walk history".into())?;
     walk.set_sorting(Sort::TOPOLOGICAL)
         .and_then(|()| walk.push(tip))
+        .and_then(|()| walk.simplify_first_parent())
+        .and_then(|()| walk.hide(base))
         .ctx(|| "cannot walk history".into())?;
-    walk.simplify_first_parent()
-        .ctx(|| "cannot walk history".into())?;
-    match meta.and_then(|m| m.base) {
-        Some(base) => {
-            walk.hide(base).ctx(|| "cannot walk history".into())?;
-            Ok(walk.flatten().collect())
-        }
-        None if meta.is_some() => Ok(walk.flatten().collect()),
-        None => {
-            let mut out = Vec::new();
-            for id in walk.flatten() {
-                let Ok(c) = repo.find_commit(id) else { break };
-                if message::parse(c.message().unwrap_or_default())
-                    .session
-                    .as_deref()
-                    != Some(session)
-                {
-                    break;
-                }
-                out.push(id);
-            }
-            Ok(out)
-        }
-    }
+    Ok(walk.flatten().collect())
 }
 
 fn plan_log(
