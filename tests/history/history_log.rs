@@ -333,3 +333,42 @@ fn a_plan_commit_rewritten_with_other_content_is_diffed_not_taken_at_its_word() 
     from_log.sort();
     assert_eq!(from_log, from_git);
 }
+
+#[test]
+fn a_session_rebased_off_its_recorded_base_still_lists_its_plans() {
+    // The base a session recorded is no longer on its branch's first-parent line: log falls
+    // back to git's walk (hiding what the base reaches) and to diffing the rebased plans.
+    let p = Project::repo();
+    let base = p.rev("HEAD");
+    let mut s = p.start();
+    let branch = s.branch().unwrap().to_string();
+    run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"alpha\n1\n")]).unwrap();
+    run_plan(&mut s, &p.wt(), "two", &[Op::Write("d.txt", b"d\n")]).unwrap();
+    drop(s);
+    // Another root with the base's files: the plans apply to it unchanged.
+    let tree = format!("{base}^{{tree}}");
+    let elsewhere = p.git(&["commit-tree", &tree, "-m", "another root"]);
+    p.git(&["checkout", "-q", &branch]);
+    p.git(&["rebase", "-q", "--onto", elsewhere.trim(), &base]);
+    assert_eq!(p.git(&["rev-list", "--count", "HEAD"]).trim(), "3");
+    let sessions = log(&p.root, None, false).unwrap();
+    let plans: Vec<(&str, Vec<String>)> = sessions[0]
+        .plans
+        .iter()
+        .map(|p| {
+            let files = p
+                .files
+                .iter()
+                .map(|f| format!("{} +{} -{}", f.path, f.added, f.deleted))
+                .collect();
+            (p.request.as_str(), files)
+        })
+        .collect();
+    assert_eq!(
+        plans,
+        [
+            ("two", vec!["d.txt +1 -0".to_string()]),
+            ("one", vec!["a.txt +1 -0".to_string()])
+        ]
+    );
+}
