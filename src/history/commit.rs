@@ -18,7 +18,7 @@ use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{convert, names, repo, trash};
+use super::{convert, names, plan_files, repo, trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -176,6 +176,9 @@ fn record_plan(
     let trash_tree = trash::record(repo, session, number, trash)?;
     let mut msg = message::plan_message(session, number, plan, trash_tree);
     msg.push_str(&made.trailer());
+    // The files and line counts, recorded so `pai log` need not diff (plan_files.rs).
+    let files = plan_files::stats(repo, parent_tree.as_ref(), &tree)?;
+    let msg = plan_files::with_record(msg, parent_tree.as_ref(), &tree, &files);
     let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
     let commit = repo
         .commit(None, &author, &committer, &msg, &tree, &parents)

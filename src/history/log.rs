@@ -2,18 +2,19 @@
 //! `--json`) and as plain text for people. Read from git alone: session branches, the `Pai-*`
 //! trailers, `refs/pai/undone/...` and the session metadata refs.
 
-use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use chrono::{DateTime, FixedOffset};
-use git2::{Commit, DiffOptions, Oid, Patch, Repository, Sort};
+use git2::{Commit, Oid, Repository, Sort};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
 use super::message::{self, Kind};
 use super::meta::{self, Meta};
 use super::session::summary_for;
-use super::{names, repo, revert};
+use super::{names, plan_files, repo, revert};
 
 /// One session and its plans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -75,20 +76,7 @@ pub struct PlanLog {
     pub patch: Option<String>,
 }
 
-/// One file of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FileStat {
-    /// Project-relative path.
-    pub path: String,
-    /// `added`, `modified` or `deleted`.
-    pub status: &'static str,
-    /// Lines added.
-    pub added: usize,
-    /// Lines deleted.
-    pub deleted: usize,
-    /// Whether git sees the file as binary (no line counts).
-    pub binary: bool,
-}
+pub use super::plan_files::FileStat;
 
 /// The plan history of the project at `root`: every session, or only `session`.
 pub fn log(
@@ -119,8 +107,9 @@ pub fn log(
         None => all.into_iter().collect(),
     };
     let mut out = Vec::new();
+    let mut commits = Commits::default();
     for s in wanted {
-        let entry = session_log(repo, &s, with_patch, hr.private)?;
+        let entry = session_log(repo, &mut commits, &s, with_patch, hr.private)?;
         if session.is_some() || !entry.plans.is_empty() {
             out.push(entry);
         }
@@ -159,8 +148,26 @@ fn sessions(repo: &Repository) -> BTreeSet<String> {
     out
 }
 
-fn session_log(
-    repo: &Repository,
+/// The commits read so far, by id: sessions that continued one another share a branch, and
+/// each session's walk down it reads nothing twice.
+#[derive(Default)]
+struct Commits<'r>(HashMap<Oid, Commit<'r>>);
+
+impl<'r> Commits<'r> {
+    fn get(&mut self, repo: &'r Repository, id: Oid) -> Result<&Commit<'r>, HistoryError> {
+        match self.0.entry(id) {
+            Entry::Occupied(e) => Ok(e.into_mut()),
+            Entry::Vacant(e) => Ok(e.insert(
+                repo.find_commit(id)
+                    .ctx(|| format!("cannot read commit {id}"))?,
+            )),
+        }
+    }
+}
+
+fn session_log<'r>(
+    repo: &'r Repository,
+    commits: &mut Commits<'r>,
     session: &str,
     with_patch: bool,
     private: bool,
@@ -172,13 +179,11 @@ fn session_log(
     let meta = meta::read(repo, session);
     let mut plans = Vec::new();
     if let Some(tip) = tip {
-        for id in branch_commits(repo, session, tip, meta.as_ref())? {
-            let commit = repo
-                .find_commit(id)
-                .ctx(|| format!("cannot read commit {id}"))?;
+        for id in branch_commits(repo, commits, session, tip, meta.as_ref())? {
+            let commit = commits.get(repo, id)?;
             let t = message::parse(commit.message().unwrap_or_default());
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
-                plans.push(plan_log(repo, &commit, session, false, with_patch)?);
+                plans.push(plan_log(repo, commit, session, false, with_patch)?);
             }
         }
     }
@@ -214,41 +219,50 @@ fn session_log(
 }
 
 /// Commits of the session on its branch: down to the recorded base, or (without metadata)
-/// down to the first commit that is not the session's.
-fn branch_commits(
-    repo: &Repository,
+/// down to the first commit that is not the session's. The first-parent line is followed
+/// through `commits`, so sessions of one line read each commit once; when the base is not on
+/// that line (history rewritten under it), libgit2's walk decides, as git would.
+fn branch_commits<'r>(
+    repo: &'r Repository,
+    commits: &mut Commits<'r>,
     session: &str,
     tip: Oid,
     meta: Option<&Meta>,
 ) -> Result<Vec<Oid>, HistoryError> {
+    let base = meta.and_then(|m| m.base);
+    let mut out = Vec::new();
+    let mut next = Some(tip);
+    while let Some(id) = next {
+        if Some(id) == base {
+            return Ok(out);
+        }
+        let commit = commits.get(repo, id)?;
+        if meta.is_none()
+            && message::parse(commit.message().unwrap_or_default())
+                .session
+                .as_deref()
+                != Some(session)
+        {
+            return Ok(out);
+        }
+        out.push(id);
+        next = commit.parent_ids().next();
+    }
+    match base {
+        Some(base) => walked_commits(repo, tip, base),
+        None => Ok(out),
+    }
+}
+
+/// The first-parent commits from `tip` that `base` does not reach.
+fn walked_commits(repo: &Repository, tip: Oid, base: Oid) -> Result<Vec<Oid>, HistoryError> {
     let mut walk = repo.revwalk().ctx(|| "cannot walk history".into())?;
     walk.set_sorting(Sort::TOPOLOGICAL)
         .and_then(|()| walk.push(tip))
+        .and_then(|()| walk.simplify_first_parent())
+        .and_then(|()| walk.hide(base))
         .ctx(|| "cannot walk history".into())?;
-    walk.simplify_first_parent()
-        .ctx(|| "cannot walk history".into())?;
-    match meta.and_then(|m| m.base) {
-        Some(base) => {
-            walk.hide(base).ctx(|| "cannot walk history".into())?;
-            Ok(walk.flatten().collect())
-        }
-        None if meta.is_some() => Ok(walk.flatten().collect()),
-        None => {
-            let mut out = Vec::new();
-            for id in walk.flatten() {
-                let Ok(c) = repo.find_commit(id) else { break };
-                if message::parse(c.message().unwrap_or_default())
-                    .session
-                    .as_deref()
-                    != Some(session)
-                {
-                    break;
-                }
-                out.push(id);
-            }
-            Ok(out)
-        }
-    }
+    Ok(walk.flatten().collect())
 }
 
 fn plan_log(
@@ -260,60 +274,14 @@ fn plan_log(
 ) -> Result<PlanLog, HistoryError> {
     let msg = commit.message().unwrap_or_default();
     let t = message::parse(msg);
-    let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
-    let parent = revert::parent_tree(commit)?;
-    // Limit libgit2's diff to the paths the plan changed, so it need not walk the whole tree.
-    let changed = revert::changed_paths(repo, parent.as_ref(), Some(&tree))?;
-    let mut opts = DiffOptions::new();
-    opts.disable_pathspec_match(true);
-    for c in &changed {
-        opts.pathspec(&c.path);
-    }
-    let diff = if changed.is_empty() {
-        repo.diff_tree_to_tree(Some(&tree), Some(&tree), None)
+    let (files, patch) = if with_patch {
+        let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
+        let parent = revert::parent_tree(commit)?;
+        let (files, patch) = plan_files::diff(repo, parent.as_ref(), &tree)?;
+        (files, Some(patch))
     } else {
-        repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), Some(&mut opts))
-    }
-    .ctx(|| "cannot diff a plan".into())?;
-    let mut files = Vec::new();
-    let mut patch_text = String::new();
-    for i in 0..diff.deltas().len() {
-        let Some(delta) = diff.get_delta(i) else {
-            continue;
-        };
-        let file = if delta.new_file().exists() {
-            delta.new_file()
-        } else {
-            delta.old_file()
-        };
-        let path = file
-            .path_bytes()
-            .map(|p| crate::rawname::display(&crate::rawname::encode(p)).into_owned())
-            .unwrap_or_default();
-        let status = match (delta.old_file().exists(), delta.new_file().exists()) {
-            (false, _) => "added",
-            (_, false) => "deleted",
-            _ => "modified",
-        };
-        let mut stat = FileStat {
-            path,
-            status,
-            added: 0,
-            deleted: 0,
-            binary: delta.flags().is_binary(),
-        };
-        if let Some(mut patch) = Patch::from_diff(&diff, i).ctx(|| "cannot diff a plan".into())? {
-            let (_, added, deleted) = patch.line_stats().ctx(|| "cannot count lines".into())?;
-            stat.added = added;
-            stat.deleted = deleted;
-            stat.binary = stat.binary || patch.delta().flags().is_binary();
-            if with_patch {
-                let buf = patch.to_buf().ctx(|| "cannot format a patch".into())?;
-                patch_text.push_str(&String::from_utf8_lossy(&buf));
-            }
-        }
-        files.push(stat);
-    }
+        (plan_files::of_commit(repo, commit, msg)?, None)
+    };
     let time = commit.time();
     let when = FixedOffset::east_opt(time.offset_minutes() * 60)
         .and_then(|tz| DateTime::from_timestamp(time.seconds(), 0).map(|d| d.with_timezone(&tz)))
@@ -336,7 +304,7 @@ fn plan_log(
         cached_tokens: t.tokens.map(|t| t.cached),
         reasoning_tokens: t.tokens.map(|t| t.reasoning),
         undone,
-        patch: with_patch.then_some(patch_text),
+        patch,
     })
 }
 

@@ -34,6 +34,7 @@ mod names;
 mod ops;
 mod own_snapshots;
 mod paths;
+mod plan_files;
 mod repo;
 mod revert;
 mod run_index;

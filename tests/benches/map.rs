@@ -351,6 +351,28 @@ fn synthetic(dir: &Path, n: usize) {
     git(&["commit", "-q", "-m", "synthetic"]);
 }
 
+/// The median time of each stage over `maps`, as "load 1.0, gather 2.0, ...".
+fn median_stages(maps: &[pai::map::MapReport]) -> String {
+    let names: Vec<&str> = maps
+        .first()
+        .map(|r| r.stages.iter().map(|(name, _)| *name).collect())
+        .unwrap_or_default();
+    names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let ms = median(
+                maps.iter()
+                    .filter_map(|r| r.stages.get(k))
+                    .map(|s| s.1)
+                    .collect(),
+            );
+            format!("{name} {ms:.1}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Map time on synthetic projects of 10,000 and 100,000 files: cold (no cache, the default
 /// time budget), then warm with one file changed.
 pub fn scale_rows() -> Vec<Row> {
@@ -394,22 +416,7 @@ pub fn scale_rows() -> Vec<Row> {
                 .map(|r| r.elapsed.as_secs_f64() * 1000.0)
                 .collect(),
         );
-        let stages: Vec<String> = warm
-            .first()
-            .map(|r| r.stages.iter().map(|(name, _)| *name).collect::<Vec<_>>())
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-            .map(|(k, name)| {
-                let ms = median(
-                    warm.iter()
-                        .filter_map(|r| r.stages.get(k))
-                        .map(|s| s.1)
-                        .collect(),
-                );
-                format!("{name} {ms:.1}")
-            })
-            .collect();
+        let stages = median_stages(&warm);
         rows.push(
             Row::new(
                 "map",
@@ -422,7 +429,7 @@ pub fn scale_rows() -> Vec<Row> {
                 cold.parsed,
                 cold.unparsed,
                 pai::map::DEFAULT_TIME_BUDGET.as_secs(),
-                stages.join(", ")
+                stages
             ))
             .target(
                 if n == 10_000 {
