@@ -173,6 +173,10 @@ pub struct SessionArgs {
     /// Run in your checkout even when config.toml says `worktree = true`.
     #[arg(long, conflicts_with = "worktree")]
     in_place: bool,
+    /// With a worktree session: bring your uncommitted changes into the worktree (a plan that
+    /// touches one snapshots it as yours first, so undo gives it back exactly).
+    #[arg(long)]
+    carry: bool,
 }
 
 /// Flags of `pai resume SESSION`: a session's, without `--continue` (the session is named).
@@ -293,6 +297,7 @@ impl SessionArgs {
             worktree: self.worktree.clone(),
             from: self.from.clone(),
             in_place: self.in_place,
+            carry: self.carry,
         }
     }
 

@@ -21,6 +21,8 @@ pub struct Choice {
     pub from: Option<String>,
     /// `--in-place`: not in a worktree even when `worktree = true`.
     pub in_place: bool,
+    /// `--carry`: bring the uncommitted changes of the user's checkout along.
+    pub carry: bool,
 }
 
 /// pai moved into a session's worktree; dropped (or [`leave`]) it goes back.
@@ -43,9 +45,11 @@ fn cwd() -> Result<PathBuf, Error> {
 pub fn begin(choice: &Choice, settings: &Settings, out: &Output) -> Result<Option<Entered>, Error> {
     let wanted = choice.worktree.is_some() || (settings.worktree && !choice.in_place);
     if !wanted {
-        if choice.from.is_some() {
-            return Err(Error::usage("--from only applies to a worktree session")
-                .with_hint("add -w: `pai -w --from <ref>`"));
+        if choice.from.is_some() || choice.carry {
+            return Err(
+                Error::usage("--from and --carry only apply to a worktree session")
+                    .with_hint("add -w: `pai -w --from <ref>`, `pai -w --carry`"),
+            );
         }
         return Ok(None);
     }
@@ -53,7 +57,7 @@ pub fn begin(choice: &Choice, settings: &Settings, out: &Output) -> Result<Optio
     let root = history::project_root(&origin);
     // What crashed or abandoned sessions left is tidied first; a failure only leaves it.
     let _ = sessions::tidy(&root);
-    let held = sessions::create(
+    let mut held = sessions::create(
         &root,
         &CreateOptions {
             now: chrono::Local::now(),
@@ -68,12 +72,17 @@ pub fn begin(choice: &Choice, settings: &Settings, out: &Output) -> Result<Optio
         .cloned()
         .unwrap_or_default();
     out.warnings(&sessions::copy_included(&held.linked, &include));
-    announce(&held.linked, &root, out);
+    let carried = if choice.carry {
+        sessions::carry(&mut held).map_err(history_error)?
+    } else {
+        0
+    };
+    announce(&held.linked, &root, carried, out);
     enter(held, origin, root).map(Some)
 }
 
 /// Say where the session works, and that the user's uncommitted changes are not there.
-fn announce(linked: &Linked, root: &Path, out: &Output) {
+fn announce(linked: &Linked, root: &Path, carried: usize, out: &Output) {
     out.note(&format!(
         "Session {} works in its own worktree {} on pai/{}, from {}; your checkout is not touched",
         linked.id,
@@ -81,11 +90,16 @@ fn announce(linked: &Linked, root: &Path, out: &Output) {
         linked.id,
         linked.base_name()
     ));
-    if let Ok(dirty) = sessions::uncommitted(root)
+    if carried > 0 {
+        out.note(&format!(
+            "your uncommitted changes ({}) are carried into the worktree, uncommitted there; they stay in your checkout too",
+            history_plural(carried)
+        ));
+    } else if let Ok(dirty) = sessions::uncommitted(root)
         && !dirty.is_empty()
     {
         out.note(&format!(
-            "your uncommitted changes ({}) stay in your checkout and are not in the worktree: commit them first if the session needs them",
+            "your uncommitted changes ({}) stay in your checkout and are not in the worktree: commit them first, or pass --carry, if the session needs them",
             history_plural(dirty.len())
         ));
     }
@@ -235,7 +249,7 @@ pub fn discard(
     force: bool,
 ) -> Result<(), Error> {
     let linked = entered.held.linked.clone();
-    let dirty = sessions::uncommitted(&linked.path).map_err(history_error)?;
+    let dirty = sessions::lost_if_removed(&linked).map_err(history_error)?;
     if !dirty.is_empty() {
         return Err(Error::failed(format!(
             "the worktree {} of session {} holds changes that are in no commit: {}",
@@ -245,7 +259,10 @@ pub fn discard(
         ))
         .with_hint("commit them there (or move them elsewhere), then discard again"));
     }
-    super::commands::discard::discard(settings, out, Some(&linked.id), force)?;
+    // With every plan undone there is no branch left to discard: only the worktree goes.
+    if sessions::has_branch(&linked) {
+        super::commands::discard::discard(settings, out, Some(&linked.id), force)?;
+    }
     entered.back();
     sessions::remove(entered.held, &entered.root).map_err(history_error)?;
     out.line(&format!(

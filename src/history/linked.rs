@@ -48,6 +48,9 @@ pub struct Linked {
     pub origin: PathBuf,
     /// When it was created (RFC 3339).
     pub created: String,
+    /// The paths whose uncommitted state `--carry` brought from the user's checkout.
+    #[serde(default)]
+    pub carried: Vec<String>,
 }
 
 impl Linked {
@@ -143,6 +146,7 @@ pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
         base_branch,
         origin: root.to_path_buf(),
         created: opts.now.to_rfc3339(),
+        carried: Vec::new(),
     };
     let held = Held {
         linked,
@@ -329,13 +333,10 @@ pub fn hold(root: &Path, key: &str) -> Result<Option<Held>, HistoryError> {
     }))
 }
 
-/// The worktree session whose worktree is `root`, if `root` is one.
-pub fn containing(root: &Path) -> Option<Linked> {
-    let canonical = std::fs::canonicalize(root).ok()?;
-    list(root)
-        .ok()?
-        .into_iter()
-        .find(|l| std::fs::canonicalize(&l.path).is_ok_and(|p| p == canonical))
+/// Whether the session's branch `pai/<id>` exists (every plan undone removes it).
+pub fn has_branch(linked: &Linked) -> bool {
+    Repository::open(&linked.path)
+        .is_ok_and(|repo| repo.find_reference(&linked.branch_ref()).is_ok())
 }
 
 /// Whether another process is running session `linked` (it holds its record's lock).
@@ -374,7 +375,7 @@ pub fn finish(held: Held, root: &Path) -> Result<bool, HistoryError> {
 pub fn remove(held: Held, root: &Path) -> Result<(), HistoryError> {
     let (repo, state) = open(root)?;
     if held.linked.path.exists() {
-        let dirty = uncommitted(&held.linked.path)?;
+        let dirty = lost_if_removed(&held.linked)?;
         if !dirty.is_empty() {
             return Err(HistoryError::Refused {
                 message: format!(
@@ -391,12 +392,73 @@ pub fn remove(held: Held, root: &Path) -> Result<(), HistoryError> {
     Ok(())
 }
 
+/// `--carry`: bring the user's uncommitted changes (edited, deleted and untracked files that
+/// are not ignored) from their checkout into the held session's worktree, as uncommitted
+/// edits there: a plan that touches one first snapshots it as the user's (`Pai-Kind: user`),
+/// as in the user's own checkout, so undo gives it back exactly. The record lists them.
+pub fn carry(held: &mut Held) -> Result<usize, HistoryError> {
+    let linked = &mut held.linked;
+    let changed = uncommitted(&linked.origin)?;
+    for rel in &changed {
+        let from = linked.origin.join(rel);
+        let to = linked.path.join(rel);
+        let copied = match std::fs::symlink_metadata(&from) {
+            Err(_) => match std::fs::remove_file(&to) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let _ = std::fs::remove_file(&to);
+                std::fs::read_link(&from).and_then(|target| {
+                    if let Some(parent) = to.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    std::os::unix::fs::symlink(target, &to)
+                })
+            }
+            Ok(_) => copy_tree(&from, &to),
+        };
+        copied.ctx(|| format!("cannot carry {rel} into the worktree"))?;
+    }
+    linked.carried = changed;
+    let state = linked
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    write_record(&state, linked)?;
+    Ok(linked.carried.len())
+}
+
+/// The worktree's changes that are in no commit and would be lost with it: what `--carry`
+/// copied and nobody changed since is still in the user's checkout, so it does not count.
+pub fn lost_if_removed(linked: &Linked) -> Result<Vec<String>, HistoryError> {
+    let mut dirty = uncommitted(&linked.path)?;
+    dirty.retain(|p| !(linked.carried.contains(p) && same_as_origin(linked, p)));
+    Ok(dirty)
+}
+
+/// Whether the worktree's `rel` is what the user's checkout has (both absent counts).
+fn same_as_origin(linked: &Linked, rel: &str) -> bool {
+    let read = |p: PathBuf| match std::fs::symlink_metadata(&p) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::read_link(&p)
+            .ok()
+            .map(|t| t.into_os_string().into_encoded_bytes()),
+        Ok(_) => std::fs::read(&p).ok(),
+        Err(_) => None,
+    };
+    read(linked.origin.join(rel)) == read(linked.path.join(rel))
+}
+
 /// The paths of the worktree at `path` that differ from its HEAD (untracked ones included,
 /// ignored ones and pai's state directory not).
 pub fn uncommitted(path: &Path) -> Result<Vec<String>, HistoryError> {
     let repo = Repository::open(path).ctx(|| format!("cannot open {}", path.display()))?;
     let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true).include_ignored(false);
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
     let statuses = repo
         .statuses(Some(&mut opts))
         .ctx(|| format!("cannot read the status of {}", path.display()))?;

@@ -67,8 +67,8 @@ pub use worktree::{WorkEntry, WorkTree};
 /// merges.
 pub mod sessions {
     pub use super::linked::{
-        containing, copy_included, create, finish, hold, is_running, list, remove, start_session,
-        tidy, uncommitted,
+        carry, copy_included, create, finish, has_branch, hold, is_running, list, lost_if_removed,
+        remove, start_session, tidy, uncommitted,
     };
     pub use super::merge_preview::sessions as preview;
 }

@@ -446,3 +446,55 @@ fn a_killed_session_leaves_no_lock_and_no_orphaned_worktree() {
     let list = git(&p.root, &["worktree", "list", "--porcelain"]);
     assert!(!list.contains("prunable"), "{list}");
 }
+
+#[test]
+fn carry_brings_the_uncommitted_changes_and_undo_gives_them_back_exactly() {
+    let p = busy_repo();
+    let before = checkout(&p.root);
+    let mock = MockLlm::start(Script::with_replies([Reply::plan(task_plan(
+        "Editing it.",
+        json!([{"action": "MODIFY", "path": "app.py",
+                "edits": [{"search": "app, edited", "replace": "app, by pai"}]}]),
+    ))]));
+    let out = spawn_run(&p, &mock, "edit app.py", &["-w", "--carry"], &p.root)
+        .wait_with_output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("carried into the worktree"), "{text}");
+    let views = sessions(&p);
+    let id = views[0]["id"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(views[0]["worktree"].as_str().unwrap());
+    assert_eq!(
+        fs::read_to_string(wt.join("app.py")).unwrap(),
+        "print('app, by pai')\n"
+    );
+    assert_eq!(
+        fs::read_to_string(wt.join("mine.txt")).unwrap(),
+        "untracked\n"
+    );
+    assert_eq!(fs::read_to_string(wt.join("staged.txt")).unwrap(), "v2\n");
+    // The user's version went in as a snapshot below the plan, so the plan holds only pai's.
+    let kinds = git(
+        &p.root,
+        &[
+            "log",
+            "--format=%(trailers:key=Pai-Kind,valueonly,separator=)",
+            &format!("pai/{id}"),
+        ],
+    );
+    assert!(kinds.starts_with("plan\nuser\n"), "{kinds}");
+
+    let (code, text) = pai_in(&p, &p.root, &["undo", &id]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        fs::read_to_string(wt.join("app.py")).unwrap(),
+        "print('app, edited')\n"
+    );
+    // What was carried and not changed since is still in the user's checkout: discard may
+    // remove the worktree.
+    let (code, text) = pai_in(&p, &p.root, &["discard", &id]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!wt.exists());
+    assert_eq!(checkout(&p.root), before);
+}
