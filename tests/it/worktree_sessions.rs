@@ -498,3 +498,27 @@ fn carry_brings_the_uncommitted_changes_and_undo_gives_them_back_exactly() {
     assert!(!wt.exists());
     assert_eq!(checkout(&p.root), before);
 }
+
+#[test]
+fn an_interactive_session_in_its_worktree() {
+    let p = busy_repo();
+    let before = checkout(&p.root);
+    let mock = MockLlm::start(Script::with_replies([write_plan("notes.txt", "one\n")]));
+    let mut pty = support::session::start_session(&p, &mock, false, &["-w", "--yes"]);
+    pty.send_line("write the notes");
+    let mut wt = PathBuf::new();
+    support::session::wait_until(Duration::from_secs(20), "the plan", || {
+        wt = sessions(&p)
+            .first()
+            .map(|v| PathBuf::from(v["worktree"].as_str().unwrap_or_default()))
+            .unwrap_or_default();
+        wt.join("notes.txt").exists()
+    });
+    pty.expect(support::session::PROMPT);
+    support::session::exit_session(&mut pty);
+    let text = pty.text();
+    assert!(text.contains("in its own worktree"), "{text}");
+    assert!(text.contains("git switch main && git merge pai/"), "{text}");
+    assert_eq!(checkout(&p.root), before);
+    assert_eq!(sessions(&p).len(), 1);
+}
