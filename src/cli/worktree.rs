@@ -25,7 +25,8 @@ pub struct Choice {
     pub carry: bool,
 }
 
-/// pai moved into a session's worktree; dropped (or [`leave`]) it goes back.
+/// pai moved into a session's worktree (the process's current directory), holding the
+/// session; [`finish`] and [`discard`] go back to where pai was started.
 pub struct Entered {
     /// The session, held for this process.
     pub held: Held,
@@ -93,19 +94,19 @@ fn announce(linked: &Linked, root: &Path, carried: usize, out: &Output) {
     if carried > 0 {
         out.note(&format!(
             "your uncommitted changes ({}) are carried into the worktree, uncommitted there; they stay in your checkout too",
-            history_plural(carried)
+            paths(carried)
         ));
     } else if let Ok(dirty) = sessions::uncommitted(root)
         && !dirty.is_empty()
     {
         out.note(&format!(
             "your uncommitted changes ({}) stay in your checkout and are not in the worktree: commit them first, or pass --carry, if the session needs them",
-            history_plural(dirty.len())
+            paths(dirty.len())
         ));
     }
 }
 
-fn history_plural(n: usize) -> String {
+fn paths(n: usize) -> String {
     if n == 1 {
         "1 path".into()
     } else {

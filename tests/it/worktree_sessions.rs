@@ -522,3 +522,48 @@ fn an_interactive_session_in_its_worktree() {
     assert_eq!(checkout(&p.root), before);
     assert_eq!(sessions(&p).len(), 1);
 }
+
+#[test]
+fn worktree_setting_makes_it_the_default_and_copies_what_the_project_includes() {
+    let p = busy_repo();
+    fs::write(p.root.join(".gitignore"), ".env\n").unwrap();
+    fs::write(p.root.join(".env"), "TOKEN=1\n").unwrap();
+    let config = p.home.join(".config/pai-code");
+    fs::create_dir_all(&config).unwrap();
+    fs::write(
+        config.join("config.toml"),
+        format!(
+            "worktree = true\n[projects.\"{}\"]\nworktree_include = [\".env\"]\n",
+            p.root.canonicalize().unwrap().display()
+        ),
+    )
+    .unwrap();
+    let before = checkout(&p.root);
+    let mock = MockLlm::start(Script::with_replies([write_plan("notes.txt", "one\n")]));
+    let out = spawn_run(&p, &mock, "write the notes", &[], &p.root)
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let views = sessions(&p);
+    assert_eq!(views.len(), 1, "{views:#?}");
+    let wt = PathBuf::from(views[0]["worktree"].as_str().unwrap());
+    assert_eq!(fs::read_to_string(wt.join(".env")).unwrap(), "TOKEN=1\n");
+    assert_eq!(checkout(&p.root), before);
+
+    // --in-place: this one runs in the checkout.
+    let mock = MockLlm::start(Script::with_replies([write_plan("here.txt", "here\n")]));
+    let out = spawn_run(&p, &mock, "write here", &["--in-place"], &p.root)
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(p.root.join("here.txt").exists());
+    assert_eq!(sessions(&p).len(), 1);
+}
