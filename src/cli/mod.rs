@@ -366,6 +366,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
         }
         Some(Command::Discard { session, force }) => {
             let settings = resolve(&Flags::default(), env, out)?;
+            let session = session.or_else(worktree::here);
             match worktree::enter_named(session.as_deref())? {
                 Some(entered) => worktree::discard(entered, &settings, out, force),
                 None => discard::discard(&settings, out, session.as_deref(), force),

@@ -146,6 +146,18 @@ pub fn enter_named(session: Option<&str>) -> Result<Option<Entered>, Error> {
     }
 }
 
+/// The worktree session whose worktree pai was started in, if any (`pai discard` there
+/// discards that session and removes its worktree).
+pub fn here() -> Option<String> {
+    let root = history::project_root(&cwd().ok()?);
+    let canonical = std::fs::canonicalize(&root).ok()?;
+    sessions::list(&root)
+        .ok()?
+        .into_iter()
+        .find(|l| std::fs::canonicalize(&l.path).is_ok_and(|p| p == canonical))
+        .map(|l| l.id)
+}
+
 /// For `undo`/`redo SESSION` of a session that is not a worktree session: it must be the one
 /// HEAD is on here.
 pub fn check_in_place(session: Option<&str>) -> Result<(), Error> {

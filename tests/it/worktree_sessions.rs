@@ -567,3 +567,15 @@ fn worktree_setting_makes_it_the_default_and_copies_what_the_project_includes() 
     assert!(p.root.join("here.txt").exists());
     assert_eq!(sessions(&p).len(), 1);
 }
+
+#[test]
+fn discard_inside_the_worktree_discards_that_session() {
+    let p = Project::repo(None);
+    let (id, wt) = one_session(&p);
+    let (code, text) = pai_in(&p, &wt, &["discard"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!wt.exists(), "{text}");
+    assert!(sessions(&p).is_empty());
+    let refs = git(&p.root, &["for-each-ref", "--format=%(refname)"]);
+    assert!(refs.contains(&format!("refs/pai/discarded/{id}")), "{refs}");
+}
