@@ -169,7 +169,7 @@ pub(crate) fn conflicts(
 /// Plain text for `pai sessions`.
 pub fn render_sessions(views: &[SessionView]) -> String {
     if views.is_empty() {
-        return "No worktree sessions in this project: start one with `pai -w` (or `pai run -w \"...\"`).\n".into();
+        return "No worktree sessions in this project: start one with `pai -w`.\n".into();
     }
     let mut out = String::new();
     for v in views {
