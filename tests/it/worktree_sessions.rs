@@ -579,3 +579,19 @@ fn discard_inside_the_worktree_discards_that_session() {
     let refs = git(&p.root, &["for-each-ref", "--format=%(refname)"]);
     assert!(refs.contains(&format!("refs/pai/discarded/{id}")), "{refs}");
 }
+
+#[test]
+fn a_session_that_cannot_start_leaves_no_worktree() {
+    let p = Project::repo(None);
+    // No API key: the session fails before its first turn.
+    let out = p
+        .pai()
+        .args(["run", "hello", "--yes", "-w"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let list = git(&p.root, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    assert!(git(&p.root, &["branch", "--list", "pai/*"]).is_empty());
+}

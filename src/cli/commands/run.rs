@@ -43,7 +43,16 @@ pub fn run_once(
     // A dry run touches nothing in .git, not even pai's own pruning pass.
     let dry = plan_only || (!settings.yes && nobody_to_ask);
     let linked = entered.as_ref().map(|e| e.linked().clone());
-    let mut assembled = assemble(settings, out, false, resume, !dry, linked.as_ref())?;
+    let mut assembled = match assemble(settings, out, false, resume, !dry, linked.as_ref()) {
+        Ok(assembled) => assembled,
+        Err(e) => {
+            // The session never started: its worktree goes with it.
+            if let Some(entered) = entered {
+                worktree::finish(entered, None, out);
+            }
+            return Err(e);
+        }
+    };
     let dry_run = if plan_only {
         Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
     } else if !settings.yes && nobody_to_ask {

@@ -185,7 +185,16 @@ pub fn interactive(
 ) -> Result<i32, Error> {
     let rt = runtime()?;
     let linked = entered.as_ref().map(|e| e.linked().clone());
-    let assembled = assemble(settings, out, true, resume, true, linked.as_ref())?;
+    let assembled = match assemble(settings, out, true, resume, true, linked.as_ref()) {
+        Ok(assembled) => assembled,
+        Err(e) => {
+            // The session never started: its worktree goes with it.
+            if let Some(entered) = entered {
+                worktree::finish(entered, None, out);
+            }
+            return Err(e);
+        }
+    };
     let root = assembled.agent.workspace().root().to_path_buf();
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
