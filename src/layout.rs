@@ -97,7 +97,7 @@ pub fn runs_later_tops() -> impl Iterator<Item = &'static str> {
 /// that script at the next start). Root-relative, `/`-separated, each with what stands there.
 pub fn configured_runs_later(root: &std::path::Path) -> Vec<(String, LaterKind)> {
     let mut out: Vec<(String, LaterKind)> = Vec::new();
-    let git_dir = root.join(".git");
+    let git_dir = config_dir(root);
     if std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) {
         let config = git_dir.join("config");
         if let Some(hooks) = git_config_values(&config, "core.hookspath").pop() {
@@ -122,6 +122,28 @@ pub fn configured_runs_later(root: &std::path::Path) -> Vec<(String, LaterKind)>
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out.dedup_by(|a, b| a.0 == b.0);
     out
+}
+
+/// The directory holding the repository's `config` for the work tree at `root`: `.git`, or in
+/// a linked worktree (a `.git` file `gitdir: <admin dir>`) the common directory its admin
+/// directory names, where git reads `core.hooksPath` and the includes for that worktree too.
+fn config_dir(root: &std::path::Path) -> std::path::PathBuf {
+    let dot_git = root.join(".git");
+    if !std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+        return dot_git;
+    }
+    let Some(admin) = std::fs::read_to_string(&dot_git).ok().and_then(|text| {
+        text.lines()
+            .next()
+            .and_then(|l| l.strip_prefix("gitdir: "))
+            .map(|p| root.join(p.trim()))
+    }) else {
+        return dot_git;
+    };
+    match std::fs::read_to_string(admin.join("commondir")) {
+        Ok(common) => admin.join(common.trim()),
+        Err(_) => admin,
+    }
 }
 
 /// Every value of the variables matching `pattern` (a regular expression over lower-case
@@ -215,6 +237,27 @@ fn inside(root: &std::path::Path, path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A linked worktree (pai's worktree sessions) reads the configuration of git's common
+    /// directory, as git does: its hooks path is protected inside the worktree too.
+    #[test]
+    fn a_linked_worktree_protects_the_hooks_path_its_repository_configures() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let admin = base.join("main/.git/worktrees/w");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        std::fs::write(
+            base.join("main/.git/config"),
+            "[core]\n\thooksPath = .githooks\n",
+        )
+        .unwrap();
+        let wt = base.join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", admin.display())).unwrap();
+        let found = configured_runs_later(&wt);
+        assert!(found.iter().any(|(p, _)| p == ".githooks"), "{found:?}");
+    }
 
     #[test]
     fn what_the_repository_configures_to_run_later_is_computed() {

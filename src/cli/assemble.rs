@@ -144,6 +144,18 @@ struct Opened {
     note: Option<String>,
 }
 
+/// A new worktree session, in its worktree: its own branch, nothing to continue.
+fn open_linked(root: &Path, linked: &history::Linked) -> Result<Opened, Error> {
+    let session = history::sessions::start_session(root, linked, StartOptions::now())
+        .map_err(history_error)?;
+    Ok(Opened {
+        session,
+        memory: Vec::new(),
+        continued: false,
+        note: None,
+    })
+}
+
 fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
     let Some(resume) = resume else {
         let session = Session::start(root, StartOptions::now()).map_err(history_error)?;
@@ -228,6 +240,7 @@ pub fn assemble(
     stream: bool,
     resume: Option<Resume>,
     housekeeping: bool,
+    linked: Option<&history::Linked>,
 ) -> Result<Assembled, Error> {
     let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
     let Project {
@@ -246,7 +259,10 @@ pub fn assemble(
         memory,
         continued,
         note,
-    } = open_session(&root, resume)?;
+    } = match (linked, resume) {
+        (Some(linked), None) => open_linked(&root, linked)?,
+        (_, resume) => open_session(&root, resume)?,
+    };
     announce_session(out, &session, note.as_deref());
     if housekeeping {
         tidy(out, &root, &session, settings.history_days);

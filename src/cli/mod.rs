@@ -4,6 +4,7 @@
 
 mod assemble;
 mod commands;
+mod worktree;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
@@ -39,18 +40,32 @@ enum Command {
     /// Manage API keys and show the effective settings.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Roll back the last plan of the current session branch.
+    /// Roll back the last plan of the current session branch (or of SESSION's worktree).
     Undo {
+        /// A worktree session (its id or name); default: the session where you are.
+        session: Option<String>,
         /// Undo even if files changed since the plan; their current state is saved first.
         #[arg(long)]
         force: bool,
     },
-    /// Re-apply the plan most recently undone.
-    Redo,
+    /// Re-apply the plan most recently undone (here, or in SESSION's worktree).
+    Redo {
+        /// A worktree session (its id or name); default: the session where you are.
+        session: Option<String>,
+    },
+    /// List the project's worktree sessions: branch, worktree, plans, running or finished,
+    /// commits ahead of and behind the base, whether each merges cleanly, and which other
+    /// sessions it conflicts with. pai never merges: it prints the `git merge` command.
+    Sessions {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// End the session without keeping its work: undo every plan (your own edits come back),
     /// put HEAD back where the session started, keep the branch under refs/pai/discarded/.
     Discard {
-        /// The session (must be the one HEAD is on); default: that one.
+        /// The session (a worktree session, or the one HEAD is on); default: the session
+        /// where you are.
         session: Option<String>,
         /// Undo even if files changed since a plan; their current state is saved first.
         #[arg(long)]
@@ -142,6 +157,27 @@ pub struct SessionArgs {
     /// turns) instead of starting a new one.
     #[arg(long = "continue", short = 'c')]
     resume_latest: bool,
+    /// Run the session in its own linked git worktree on a new branch pai/<id>, leaving your
+    /// checkout untouched (`--worktree=NAME` also names it).
+    #[arg(
+        short = 'w',
+        long = "worktree",
+        value_name = "NAME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    worktree: Option<String>,
+    /// With a worktree session: start from this branch, tag or commit instead of HEAD.
+    #[arg(long, value_name = "REF")]
+    from: Option<String>,
+    /// Run in your checkout even when config.toml says `worktree = true`.
+    #[arg(long, conflicts_with = "worktree")]
+    in_place: bool,
+    /// With a worktree session: bring your uncommitted changes into the worktree (a plan that
+    /// touches one snapshots it as yours first, so undo gives it back exactly).
+    #[arg(long)]
+    carry: bool,
 }
 
 /// Flags of `pai resume SESSION`: a session's, without `--continue` (the session is named).
@@ -163,7 +199,7 @@ impl ResumeArgs {
             model: self.model.clone(),
             yes: self.yes,
             allow_run: self.allow_run,
-            resume_latest: false,
+            ..SessionArgs::default()
         }
         .flags()
     }
@@ -257,6 +293,15 @@ impl SessionArgs {
         self.resume_latest.then_some(Resume::Latest)
     }
 
+    fn choice(&self) -> worktree::Choice {
+        worktree::Choice {
+            worktree: self.worktree.clone(),
+            from: self.from.clone(),
+            in_place: self.in_place,
+            carry: self.carry,
+        }
+    }
+
     fn flags(&self) -> Flags {
         Flags {
             yes: self.yes,
@@ -310,8 +355,8 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
         assemble::recover_interrupted(out)?;
     }
     match cli.command {
-        None => session(&cli.session.flags(), cli.session.resume(), env, out),
-        Some(Command::Auto(args)) => session(&args.flags(), args.resume(), env, out),
+        None => session(&cli.session, cli.session.resume(), env, out),
+        Some(Command::Auto(args)) => session(&args, args.resume(), env, out),
         Some(Command::Resume {
             session: None,
             args: _,
@@ -319,19 +364,28 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
         Some(Command::Resume {
             session: Some(id),
             args,
-        }) => session(&args.flags(), Some(Resume::Session(id)), env, out),
+        }) => resume(&args, &id, env, out),
+        Some(Command::Sessions { json }) => worktree::list(out, json),
         Some(Command::Run(args)) => run_once(&args, env, out),
         Some(Command::Config(cmd)) => config(cmd, env, out),
-        Some(Command::Undo { force }) => {
-            undo::undo(&resolve(&Flags::default(), env, out)?, out, force)
+        Some(Command::Undo { session, force }) => {
+            let settings = resolve(&Flags::default(), env, out)?;
+            let _entered = per_session(session.as_deref(), out)?;
+            undo::undo(&settings, out, force)
         }
-        Some(Command::Redo) => redo::redo(&resolve(&Flags::default(), env, out)?, out),
-        Some(Command::Discard { session, force }) => discard::discard(
-            &resolve(&Flags::default(), env, out)?,
-            out,
-            session.as_deref(),
-            force,
-        ),
+        Some(Command::Redo { session }) => {
+            let settings = resolve(&Flags::default(), env, out)?;
+            let _entered = per_session(session.as_deref(), out)?;
+            redo::redo(&settings, out)
+        }
+        Some(Command::Discard { session, force }) => {
+            let settings = resolve(&Flags::default(), env, out)?;
+            let session = session.or_else(worktree::here);
+            match enter_session(session.as_deref(), out)? {
+                Some(entered) => worktree::discard(entered, &settings, out, force),
+                None => discard::discard(&settings, out, session.as_deref(), force),
+            }
+        }
         Some(Command::Log {
             session,
             patch,
@@ -360,17 +414,50 @@ fn reads_history(command: Option<&Command>) -> bool {
     )
 }
 
+/// Into a worktree session's worktree (see [`worktree::enter_named`]), first finishing an
+/// operation a killed pai left unfinished there: the check at the start of the command looked
+/// at the checkout it was started in.
+fn enter_session(session: Option<&str>, out: &Output) -> Result<Option<worktree::Entered>, Error> {
+    let entered = worktree::enter_named(session)?;
+    if entered.is_some() {
+        assemble::recover_interrupted(out)?;
+    }
+    Ok(entered)
+}
+
+/// For `undo`/`redo SESSION`: into that worktree session's worktree, or (an in-place session)
+/// checked to be the one HEAD is on.
+fn per_session(session: Option<&str>, out: &Output) -> Result<Option<worktree::Entered>, Error> {
+    let entered = enter_session(session, out)?;
+    if entered.is_none() {
+        worktree::check_in_place(session)?;
+    }
+    Ok(entered)
+}
+
 /// `pai run`: its exit code is the turn's, and a failed turn has already been reported, so a
 /// non-zero code leaves silently.
 fn run_once(args: &RunArgs, env: &Env, out: &Output) -> Result<(), Error> {
     let settings = resolve(&args.session.flags(), env, out)?;
+    // A dry run touches nothing in .git, so it never makes a worktree (the same test as
+    // `run_cmd::run_once`: without --yes and nobody to approve at, the turn is a dry run).
+    let nobody_to_ask = args.json || !std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let dry = args.plan_only || (!settings.yes && nobody_to_ask);
+    let entered = if dry || args.session.resume().is_some() {
+        None
+    } else {
+        worktree::begin(&args.session.choice(), &settings, out)?
+    };
     let code = run_cmd::run_once(
         &settings,
         env,
         out,
         &args.request,
         args.json,
-        args.session.resume(),
+        run_cmd::Place {
+            resume: args.session.resume(),
+            entered,
+        },
         args.plan_only,
     )?;
     if code == 0 {
@@ -429,10 +516,34 @@ fn completions(shell: clap_complete::Shell, out: &Output) {
     out.raw(&buf);
 }
 
-/// The interactive session.
-fn session(flags: &Flags, resume: Option<Resume>, env: &Env, out: &Output) -> Result<(), Error> {
-    let settings = resolve(flags, env, out)?;
-    match session_cmd::interactive(&settings, env, out, resume)? {
+/// The interactive session (in its own worktree with `-w`).
+fn session(
+    args: &SessionArgs,
+    resume: Option<Resume>,
+    env: &Env,
+    out: &Output,
+) -> Result<(), Error> {
+    let settings = resolve(&args.flags(), env, out)?;
+    let entered = if resume.is_some() {
+        None
+    } else {
+        worktree::begin(&args.choice(), &settings, out)?
+    };
+    match session_cmd::interactive(&settings, env, out, resume, entered)? {
+        0 => Ok(()),
+        code => Err(Error::silent(code)),
+    }
+}
+
+/// `pai resume SESSION`: in that session's worktree when it is a worktree session.
+fn resume(args: &ResumeArgs, id: &str, env: &Env, out: &Output) -> Result<(), Error> {
+    let settings = resolve(&args.flags(), env, out)?;
+    let entered = enter_session(Some(id), out)?;
+    let id = entered
+        .as_ref()
+        .map_or(id, |e| e.linked().id.as_str())
+        .to_string();
+    match session_cmd::interactive(&settings, env, out, Some(Resume::Session(id)), entered)? {
         0 => Ok(()),
         code => Err(Error::silent(code)),
     }

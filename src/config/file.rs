@@ -29,6 +29,9 @@ pub struct FileSettings {
     /// Days pai keeps undone plans, discarded sessions and session logs before `pai gc`
     /// prunes them (default 30).
     pub history_days: Option<u32>,
+    /// Run every session in its own linked git worktree (as `pai -w` does) unless
+    /// `--in-place` is given.
+    pub worktree: Option<bool>,
     /// Extra deny-list patterns (added to the built-in list, which cannot be shrunk).
     #[serde(default)]
     pub deny: Vec<String>,
@@ -52,6 +55,10 @@ pub struct ProjectFileSettings {
     /// The project's RUN settings.
     #[serde(default)]
     pub run: ProjectRunSettings,
+    /// Ignored files and folders a worktree session needs (`.env`, `node_modules`), copied
+    /// from the project into each new worktree; nothing is copied unless listed here.
+    #[serde(default)]
+    pub worktree_include: Vec<String>,
 }
 
 /// A `[projects."<root>".run]` table.

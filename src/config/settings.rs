@@ -97,6 +97,10 @@ pub struct Settings {
     pub run_allow: Vec<String>,
     /// RUN prefixes approved in one project only, by project root (`[projects."<root>"]`).
     pub project_run_allow: BTreeMap<String, Vec<String>>,
+    /// Sessions run in their own linked worktree by default (`worktree = true`).
+    pub worktree: bool,
+    /// What to copy into a new worktree, by project root (`worktree_include`).
+    pub project_worktree_include: BTreeMap<String, Vec<String>>,
     /// The settings file, where an allow-list rule answered at the RUN prompt is saved
     /// (`None`: no configuration directory could be located).
     pub settings_file: Option<PathBuf>,
@@ -195,6 +199,12 @@ impl Settings {
                 .projects
                 .iter()
                 .map(|(root, p)| (root.clone(), p.run.allow.clone()))
+                .collect(),
+            worktree: file.worktree.unwrap_or(false),
+            project_worktree_include: file
+                .projects
+                .iter()
+                .map(|(root, p)| (root.clone(), p.worktree_include.clone()))
                 .collect(),
             settings_file: None,
             require_sandbox: file.run.require_sandbox.unwrap_or(false),

@@ -25,9 +25,11 @@ mod gc;
 mod index_file;
 mod leftover;
 mod line;
+mod linked;
 mod lock;
 mod log;
 mod made;
+mod merge_preview;
 mod message;
 mod meta;
 mod names;
@@ -54,7 +56,9 @@ pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;
 pub use gc::{GcOptions, GcReport, gc};
 pub use leftover::LeftoverSnapshot;
+pub use linked::{CreateOptions, Held, Linked};
 pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
+pub use merge_preview::{SessionView, render_sessions};
 pub use message::{Kind, PlanRecord};
 pub use ops::recover;
 pub use repo::project_root;
@@ -64,6 +68,16 @@ pub use snapshot::RunBaseline;
 pub use store::note_once;
 pub use undo::{RedoReport, UndoReport, redo, undo};
 pub use worktree::{WorkEntry, WorkTree};
+
+/// Worktree sessions (`pai -w`): create, find, hold, tidy and remove them, and preview their
+/// merges.
+pub mod sessions {
+    pub use super::linked::{
+        carry, copy_included, create, finish, has_branch, hold, is_running, list, lost_if_removed,
+        remove, start_session, tidy, uncommitted,
+    };
+    pub use super::merge_preview::sessions as preview;
+}
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@
 //! `cargo bench --bench pai` builds the release binary (cargo builds a package's binaries for
 //! its benches and names them in `CARGO_BIN_EXE_pai`), so it works on a clean clone with
 //! nothing built by hand. Sections can be picked: `cargo bench --bench pai -- startup model
-//! mcp cache edits run workspace history scale` (`-- --help` lists them). `PAI_BENCH_TREE=<dir>` keeps the generated 100,000-file repository
+//! mcp cache edits run workspace history scale worktree` (`-- --help` lists them). `PAI_BENCH_TREE=<dir>` keeps the generated 100,000-file repository
 //! there for the next run; `PAI_BENCH_FILES` changes its size, `PAI_BENCH_RUNS` the history
 //! rounds (7), `PAI_BENCH_REPS` the runs per scenario (5), `PAI_BENCH_SCENARIO` picks scenarios
 //! by name, `PAI_BENCH_REPLAY=1` estimates the time of RUN commands by replaying them even where
@@ -37,6 +37,8 @@ mod support;
 use support::history as history_common;
 #[path = "workspace.rs"]
 mod workspace;
+#[path = "worktree.rs"]
+mod worktree;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -99,6 +101,10 @@ const SECTIONS: &[(&str, &str)] = &[
     (
         "scale",
         "every command end to end on 1,000 / 10,000 / 100,000 files, beside git, with peak RSS",
+    ),
+    (
+        "worktree",
+        "a worktree session's worktree (pai run -w) at 10,000 and 100,000 files, beside git worktree add",
     ),
 ];
 
@@ -173,6 +179,10 @@ fn main() {
     if want("scale") {
         eprintln!("scale (the pai binary end to end, beside git) ...");
         rows.extend(scale::rows(env_usize("PAI_BENCH_SCALE_REPS", 7)));
+    }
+    if want("worktree") {
+        eprintln!("worktree sessions (pai run -w at 10,000 and 100,000 files) ...");
+        rows.extend(worktree::rows());
     }
     println!(
         "\npai benchmark: {} CPUs, release build; medians; ratio = pai / reference\n",

@@ -3,6 +3,10 @@
 //! plan, `git fsck` must pass; `pai undo` must then give back exactly the state before the plan
 //! (every file's bytes and mode, `git ls-files -s` and `-v`, and `git status --porcelain`), and
 //! `pai redo` exactly the state after it. Adding a situation is one entry in `situations!`.
+//!
+//! Every situation runs twice: in the user's checkout (`in_place::`) and in the worktree of a
+//! worktree session (`in_worktree::`, `pai -w`), where the situation sets up and runs its
+//! plans inside the worktree and the user's checkout must stay exactly as it was.
 
 use crate::support;
 
@@ -26,6 +30,8 @@ struct Repo {
     log: Vec<String>,
     /// Environment given to git and pai alike (`GIT_DIR`, `GIT_WORK_TREE`, ...).
     env: Vec<(String, PathBuf)>,
+    /// In worktree mode: the user's checkout and its state, which must not change.
+    main: Option<(PathBuf, State)>,
 }
 
 /// Everything the oracle compares.
@@ -60,9 +66,47 @@ impl Repo {
             home,
             log: Vec::new(),
             env: Vec::new(),
+            main: None,
         };
         r.git(&["init", "-q", "-b", "main"]);
         r
+    }
+
+    /// A repository like [`Repo::new`] with a worktree session (`pai -w`, one plan writing
+    /// `seed.txt`) whose worktree is where the situation then works; `None` for a situation
+    /// that cannot apply to a worktree ([`IN_PLACE_ONLY`]).
+    fn in_worktree(situation: &str) -> Option<Repo> {
+        if IN_PLACE_ONLY.iter().any(|(name, _)| *name == situation) {
+            return None;
+        }
+        let mut r = Repo::new();
+        let mock = MockLlm::start(Script::with_replies([Reply::plan(json!({
+            "intent": "task", "reply": "On it.", "observe": false,
+            "steps": [write("seed.txt", "seed\n"), {"action": "FINISH", "message": "done"}]
+        }))]));
+        let out = r
+            .pai()
+            .args(["run", "seed", "--json", "--yes", "-w"])
+            .args([
+                "--provider",
+                KIND.name(),
+                "--base-url",
+                &mock.base_url(KIND),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = r.pai().args(["sessions", "--json"]).output().unwrap();
+        let views: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let worktree = PathBuf::from(views[0]["worktree"].as_str().unwrap());
+        let main = (r.root.clone(), r.state());
+        r.root = worktree;
+        r.main = Some(main);
+        Some(r)
     }
 
     fn p(&self, rel: &str) -> PathBuf {
@@ -189,6 +233,60 @@ impl Repo {
                 .filter(|l| !l.contains(".pai_history"))
                 .map(|l| format!("{l}\n"))
                 .collect(),
+        }
+    }
+}
+
+/// Situations that cannot apply in a worktree, and why.
+const IN_PLACE_ONLY: &[(&str, &str)] = &[
+    (
+        "git_index_file_from_the_environment",
+        "it copies `.git/index`, and a linked worktree's `.git` is a file",
+    ),
+    (
+        "a_held_index_lock_fails_the_plan_loudly_and_leaves_the_lock",
+        "it writes `.git/index.lock`, and a linked worktree's `.git` is a file",
+    ),
+    (
+        "second_session_undo_walks_back_into_the_first_sessions_plan",
+        "in the worktree the line of work starts with the session's seed plan, so a third undo goes on into it",
+    ),
+    (
+        "discard_gives_back_the_state_before_the_session",
+        "it expects HEAD back on main, which is checked out in the user's checkout; discarding a worktree session removes its worktree (tests/it/worktree_sessions.rs)",
+    ),
+    (
+        "separate_git_dir_keeps_writes_in_the_work_tree",
+        "it builds its own repository, with no worktree session",
+    ),
+    (
+        "git_dir_and_work_tree_from_the_environment",
+        "it builds its own repository, with no worktree session",
+    ),
+];
+
+/// A situation left out of worktree mode is one that exists: a renamed one is not skipped
+/// by mistake.
+#[test]
+fn in_place_only_names_real_situations() {
+    for (name, _) in IN_PLACE_ONLY {
+        assert!(SITUATIONS.contains(name), "{name} is not a situation");
+    }
+    assert!(SITUATIONS.len() > IN_PLACE_ONLY.len() * 5);
+}
+
+impl Drop for Repo {
+    /// In worktree mode, whatever the situation did in the worktree: the user's checkout is
+    /// exactly as it was.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        if let Some((main, before)) = self.main.take() {
+            let worktree = std::mem::replace(&mut self.root, main);
+            let now = self.state();
+            self.root = worktree;
+            assert_eq!(now, before, "the user's checkout changed\n{}", self.shown());
         }
     }
 }
@@ -327,13 +425,34 @@ fn converted_round_trip(setup: fn(&Repo), steps: Value, path: &str) {
 
 macro_rules! situations {
     ($($name:ident => |$r:ident| $body:block)*) => {
-        $(
-            #[test]
-            fn $name() {
-                let mut $r = Repo::new();
-                $body
-            }
-        )*
+        /// Every situation's name.
+        const SITUATIONS: &[&str] = &[$(stringify!($name)),*];
+
+        /// Each situation in the user's checkout.
+        mod in_place {
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    let mut $r = Repo::new();
+                    $body
+                }
+            )*
+        }
+        /// Each situation in a worktree session's worktree; the user's checkout is checked
+        /// unchanged when the repository is dropped.
+        mod in_worktree {
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    let Some(mut $r) = Repo::in_worktree(stringify!($name)) else {
+                        return;
+                    };
+                    $body
+                }
+            )*
+        }
     };
 }
 
@@ -735,7 +854,7 @@ situations! {
         let out = Command::new("git").args(["init", "-q", "-b", "main", "--separate-git-dir"]).arg(&gd).arg(&wt)
             .env("GIT_CONFIG_GLOBAL", "/dev/null").env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
         assert!(out.status.success());
-        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new(), env: Vec::new() };
+        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new(), env: Vec::new(), main: None };
         r.put("app.py", "x = 1\n");
         r.commit_all("initial");
         round_trip(&mut r, json!([write("new.py", "y\n"), modify("app.py", "x = 1", "x = 2")]));
@@ -759,7 +878,7 @@ situations! {
         fs::create_dir_all(&wt).unwrap();
         fs::create_dir_all(&home).unwrap();
         let env = vec![("GIT_DIR".to_string(), gd.clone()), ("GIT_WORK_TREE".to_string(), wt.clone())];
-        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new(), env };
+        let mut r = Repo { _tmp: tmp, root: wt, home, log: Vec::new(), env, main: None };
         r.git(&["init", "-q", "-b", "main"]);
         r.put("app.py", "x = 1\n");
         r.commit_all("initial");

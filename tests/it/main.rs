@@ -46,3 +46,4 @@ mod workspace_crash;
 mod workspace_ops;
 mod workspace_proptest;
 mod workspace_scan;
+mod worktree_sessions;

@@ -5,12 +5,21 @@ use std::io::IsTerminal;
 use crate::agent::events::{Frontend, TurnStatus};
 use crate::agent::task::{self, Op};
 use crate::cli::assemble::{Resume, assemble, runtime, turn_exit_code};
+use crate::cli::worktree::{self, Entered};
 use crate::config::{Env, Settings};
 use crate::error::Error;
 use crate::ui::Appearance;
 use crate::ui::json::JsonFrontend;
 use crate::ui::output::Output;
 use crate::ui::text::TextFrontend;
+
+/// Where a `pai run` turn runs: a session it continues, or the worktree session pai entered.
+pub struct Place {
+    /// The session to continue (`--continue`).
+    pub resume: Option<Resume>,
+    /// The worktree session (`-w`), pai already inside its worktree.
+    pub entered: Option<Entered>,
+}
 
 /// `pai run "<request>"`: one turn, no terminal needed.
 pub fn run_once(
@@ -19,9 +28,10 @@ pub fn run_once(
     out: &Output,
     request: &str,
     json: bool,
-    resume: Option<Resume>,
+    place: Place,
     plan_only: bool,
 ) -> Result<i32, Error> {
+    let Place { resume, entered } = place;
     if request.trim().is_empty() {
         return Err(Error::usage("the request is empty")
             .with_hint("pai run \"add a power operation to calculator.py\""));
@@ -32,7 +42,17 @@ pub fn run_once(
     let nobody_to_ask = json || !std::io::stdin().is_terminal();
     // A dry run touches nothing in .git, not even pai's own pruning pass.
     let dry = plan_only || (!settings.yes && nobody_to_ask);
-    let mut assembled = assemble(settings, out, false, resume, !dry)?;
+    let linked = entered.as_ref().map(|e| e.linked().clone());
+    let mut assembled = match assemble(settings, out, false, resume, !dry, linked.as_ref()) {
+        Ok(assembled) => assembled,
+        Err(e) => {
+            // The session never started: its worktree goes with it.
+            if let Some(entered) = entered {
+                worktree::finish(entered, None, out);
+            }
+            return Err(e);
+        }
+    };
     let dry_run = if plan_only {
         Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
     } else if !settings.yes && nobody_to_ask {
@@ -85,11 +105,13 @@ pub fn run_once(
             outcome.ok_or_else(|| Error::failed("the agent stopped before the turn ended"))?;
         Ok::<_, Error>((outcome, agent))
     })?;
-    if let Some(session) = agent.take_history() {
-        let summary = session.finish();
-        if !json && summary.plans > 0 {
-            out.note(&summary.render());
-        }
+    let summary = agent.take_history().map(|session| session.finish());
+    // The session's lock is released with it; the worktree (and the workspace over it) may go.
+    drop(agent);
+    match (entered, &summary) {
+        (Some(entered), _) => worktree::finish(entered, summary.as_ref(), out),
+        (None, Some(summary)) if !json && summary.plans > 0 => out.note(&summary.render()),
+        _ => {}
     }
     if outcome.status == TurnStatus::Planned && !plan_only {
         // The request was not done: a script must not take this for success.

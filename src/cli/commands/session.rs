@@ -10,6 +10,7 @@ use super::undo::describe_undo;
 use crate::agent::events::{Frontend, Tally, TurnOutcome, TurnStatus};
 use crate::agent::task::{self, AgentHandle, Op};
 use crate::cli::assemble::{Resume, assemble, history_error, provider_config, runtime};
+use crate::cli::worktree::{self, Entered};
 use crate::config::{Env, Settings};
 use crate::error::Error;
 use crate::history::{self};
@@ -180,9 +181,20 @@ pub fn interactive(
     env: &Env,
     out: &Output,
     resume: Option<Resume>,
+    entered: Option<Entered>,
 ) -> Result<i32, Error> {
     let rt = runtime()?;
-    let assembled = assemble(settings, out, true, resume, true)?;
+    let linked = entered.as_ref().map(|e| e.linked().clone());
+    let assembled = match assemble(settings, out, true, resume, true, linked.as_ref()) {
+        Ok(assembled) => assembled,
+        Err(e) => {
+            // The session never started: its worktree goes with it.
+            if let Some(entered) = entered {
+                worktree::finish(entered, None, out);
+            }
+            return Err(e);
+        }
+    };
     let root = assembled.agent.workspace().root().to_path_buf();
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
@@ -203,5 +215,8 @@ pub fn interactive(
         let _ = (&mut driver.handle.done).await;
         code
     });
+    if let Some(entered) = entered {
+        worktree::finish(entered, None, out);
+    }
     Ok(code)
 }

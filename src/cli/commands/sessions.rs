@@ -13,6 +13,17 @@ pub fn list_sessions(out: &Output) -> Result<(), Error> {
         .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
     let root = history::project_root(&cwd);
     let sessions = journal::list_sessions(&root);
+    // Worktree sessions keep their logs in their worktrees: named here, so `pai resume` finds
+    // them from the checkout too.
+    let linked = history::sessions::list(&root).unwrap_or_default();
+    if !linked.is_empty() {
+        let mut text =
+            String::from("Worktree sessions (`pai sessions` shows their merge preview):\n");
+        for l in &linked {
+            text.push_str(&format!("  {}  {}\n", l.id, l.path.display()));
+        }
+        out.line(&text);
+    }
     if sessions.is_empty() {
         out.line("No sessions in this project yet: start one with `pai`.");
         return Ok(());

@@ -1,0 +1,595 @@
+//! Worktree sessions (`pai -w`): each session runs in its own linked git worktree on its own
+//! branch `pai/<id>`, so the user's checkout (HEAD, index, files) is never touched and several
+//! sessions work on one repository at once.
+//!
+//! The worktrees live in the user's state directory beside the list of them
+//! (`$XDG_STATE_HOME/pai/projects/<project id>/worktrees/<id>` and `sessions/<id>.json`),
+//! outside every project: no editor, build or `git status` of the user's checkout sees them,
+//! nothing has to be ignored, and a confined RUN of another session (which may write only
+//! inside its own project) cannot reach them. Git's admin entry is `.git/worktrees/pai-<id>`,
+//! so the entries pai owns are known by name and only those are ever pruned.
+//!
+//! A running session holds an exclusive `flock` on its record for as long as its process
+//! lives: the kernel drops it when the process dies, so "running" never outlives a crash and
+//! the next command can tidy what the crash left.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Local};
+use git2::{Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
+use serde::{Deserialize, Serialize};
+
+use super::error::{Context, HistoryError};
+use super::line::Line;
+use super::meta::{self, Meta};
+use super::names::{self, Head};
+use super::repo::{self, Found};
+use super::session::{Session, StartOptions, State};
+use super::user_state;
+
+/// Prefix of the admin entries (`.git/worktrees/pai-<id>`) of pai's worktrees.
+const ADMIN_PREFIX: &str = "pai-";
+
+/// One worktree session as recorded in the user's state directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Linked {
+    /// The session id (`YYYYMMDD_HHMMSS`, maybe with `-2`, ...): also the branch `pai/<id>`.
+    pub id: String,
+    /// The name the user gave (`pai -w=NAME`), if any; it selects the session like its id.
+    pub name: Option<String>,
+    /// The worktree's directory.
+    pub path: PathBuf,
+    /// The commit the session started from.
+    pub base: String,
+    /// The branch it started from (`refs/heads/...`), `None` when that was a detached HEAD.
+    pub base_branch: Option<String>,
+    /// The user's checkout the session was started from (where the merge happens).
+    pub origin: PathBuf,
+    /// When it was created (RFC 3339).
+    pub created: String,
+    /// The paths whose uncommitted state `--carry` brought from the user's checkout.
+    #[serde(default)]
+    pub carried: Vec<String>,
+}
+
+impl Linked {
+    /// The session branch, `refs/heads/pai/<id>`.
+    pub fn branch_ref(&self) -> String {
+        names::branch_ref(&self.id)
+    }
+
+    /// The base as people name it: its branch, else the short commit id.
+    pub fn base_name(&self) -> String {
+        match &self.base_branch {
+            Some(b) => names::short(b).to_string(),
+            None => self.base.chars().take(7).collect(),
+        }
+    }
+
+    /// Whether `key` (an id or the user's name for it) selects this session.
+    pub fn selected_by(&self, key: &str) -> bool {
+        self.id == key || self.name.as_deref() == Some(key)
+    }
+
+    fn base_oid(&self) -> Option<Oid> {
+        Oid::from_str(&self.base).ok()
+    }
+}
+
+/// A worktree session this process has open: its record, held locked while the process runs.
+pub struct Held {
+    /// The record.
+    pub linked: Linked,
+    _lock: File,
+}
+
+/// How to create a worktree session.
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// Start time: the session id's stamp.
+    pub now: DateTime<Local>,
+    /// Start from this ref or commit instead of HEAD.
+    pub from: Option<String>,
+    /// The user's name for the session.
+    pub name: Option<String>,
+}
+
+/// The project's state directory and its repository, from anywhere in it (a linked
+/// worktree included: every worktree shares git's common directory and so this directory).
+fn open(root: &Path) -> Result<(Repository, PathBuf), HistoryError> {
+    let repo = match repo::find(root)? {
+        Found::Repo(hr) if !hr.private => hr.repo,
+        Found::Blocked(b) => return Err(b.refusal("start a worktree session")),
+        _ => {
+            return Err(HistoryError::Refused {
+                message: "worktree sessions need a git repository, and this project is not in one"
+                    .into(),
+                hint: "run `git init` and make a first commit, or start pai without -w".into(),
+            });
+        }
+    };
+    let state = user_state::dir(repo.commondir(), root)?;
+    Ok((repo, state))
+}
+
+fn records_dir(state: &Path) -> PathBuf {
+    state.join("sessions")
+}
+
+fn record_path(state: &Path, id: &str) -> PathBuf {
+    records_dir(state).join(format!("{id}.json"))
+}
+
+/// Create a worktree session for the project at `root`: reserve an id no other session
+/// has, create `pai/<id>` at the base and a linked worktree checked out on it, and record it.
+/// The returned session is held (locked) until dropped.
+pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
+    let (repo, state) = open(root)?;
+    if repo.find_reference("refs/heads/pai").is_ok() {
+        return Err(HistoryError::Refused {
+            message:
+                "a branch named `pai` exists, so session branches `pai/<id>` cannot be created"
+                    .into(),
+            hint: "rename it (`git branch -m pai <new-name>`)".into(),
+        });
+    }
+    let (base, base_branch) = base_of(&repo, opts.from.as_deref())?;
+    std::fs::create_dir_all(records_dir(&state))
+        .ctx(|| format!("cannot create {}", records_dir(&state).display()))?;
+    let (id, file) = reserve(&repo, &state, &opts.now.format("%Y%m%d_%H%M%S").to_string())?;
+    let linked = Linked {
+        id: id.clone(),
+        name: opts.name.clone().filter(|n| !n.is_empty()),
+        path: state.join("worktrees").join(&id),
+        base: base.to_string(),
+        base_branch,
+        origin: root.to_path_buf(),
+        created: opts.now.to_rfc3339(),
+        carried: Vec::new(),
+    };
+    let held = Held {
+        linked,
+        _lock: file,
+    };
+    write_record(&state, &held.linked)?;
+    if let Err(e) = add_worktree(&repo, &held.linked, base) {
+        // Nothing of it is left to confuse the next session.
+        let _ = remove_parts(&repo, &state, &held.linked);
+        return Err(e);
+    }
+    Ok(held)
+}
+
+/// The commit and branch a session starts from: `from`, else HEAD.
+fn base_of(repo: &Repository, from: Option<&str>) -> Result<(Oid, Option<String>), HistoryError> {
+    let no_commit = || HistoryError::Refused {
+        message: "there is no commit to start a worktree session from".into(),
+        hint: "make a first commit, or start pai without -w".into(),
+    };
+    if let Some(from) = from {
+        let commit = repo
+            .revparse_single(from)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|_| HistoryError::Refused {
+                message: format!("--from {from}: no such branch or commit"),
+                hint: "name a branch, tag or commit (`git log --oneline` lists them)".into(),
+            })?;
+        let branch = repo
+            .find_branch(from, git2::BranchType::Local)
+            .ok()
+            .and_then(|b| b.get().name().ok().map(str::to_string));
+        return Ok((commit.id(), branch));
+    }
+    match names::head(repo).ctx(|| "cannot read HEAD".into())? {
+        Head::Branch(name) => {
+            let oid = names::target(repo, &name)
+                .ctx(|| format!("cannot read {name}"))?
+                .ok_or_else(no_commit)?;
+            Ok((oid, Some(name)))
+        }
+        Head::Detached(oid) => Ok((oid, None)),
+    }
+}
+
+/// An id from `stamp` that no branch, session record or metadata uses, its record created
+/// (exclusively, so two processes never get the same id) and locked.
+fn reserve(repo: &Repository, state: &Path, stamp: &str) -> Result<(String, File), HistoryError> {
+    let mut n = 1;
+    loop {
+        let id = if n == 1 {
+            stamp.to_string()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        n += 1;
+        if repo.find_reference(&names::branch_ref(&id)).is_ok()
+            || repo.find_reference(&meta::ref_name(&id)).is_ok()
+            || state.join("worktrees").join(&id).exists()
+        {
+            continue;
+        }
+        let path = record_path(state, &id);
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => {
+                rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                    .map_err(std::io::Error::from)
+                    .ctx(|| format!("cannot lock {}", path.display()))?;
+                return Ok((id, file));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).ctx(|| format!("cannot create {}", path.display())),
+        }
+    }
+}
+
+fn write_record(state: &Path, linked: &Linked) -> Result<(), HistoryError> {
+    let path = record_path(state, &linked.id);
+    let text = serde_json::to_string_pretty(linked)
+        .map_err(std::io::Error::other)
+        .ctx(|| format!("cannot record session {}", linked.id))?;
+    // Written in place: the file is the lock this process holds, so it is never replaced.
+    std::fs::write(&path, text).ctx(|| format!("cannot write {}", path.display()))
+}
+
+/// The branch at `base` and the worktree checked out on it.
+fn add_worktree(repo: &Repository, linked: &Linked, base: Oid) -> Result<(), HistoryError> {
+    let commit = repo
+        .find_commit(base)
+        .ctx(|| format!("cannot read {}", names::short_id(base)))?;
+    let branch = repo
+        .branch(&format!("pai/{}", linked.id), &commit, false)
+        .ctx(|| format!("cannot create the branch pai/{}", linked.id))?;
+    if let Some(parent) = linked.path.parent() {
+        std::fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
+    }
+    let mut opts = WorktreeAddOptions::new();
+    opts.reference(Some(branch.get()));
+    repo.worktree(
+        &format!("{ADMIN_PREFIX}{}", linked.id),
+        &linked.path,
+        Some(&opts),
+    )
+    .ctx(|| format!("cannot create the worktree {}", linked.path.display()))?;
+    Ok(())
+}
+
+/// Start the history session of a worktree session, in its worktree (`root`): the session's
+/// id is the worktree's, its plans go on `pai/<id>` from the base, and its metadata records
+/// the base commit (HEAD of the worktree goes back there, detached, if every plan is undone:
+/// the user's branch is checked out in the user's checkout, never in a worktree).
+pub fn start_session(
+    root: &Path,
+    linked: &Linked,
+    opts: StartOptions,
+) -> Result<Session, HistoryError> {
+    let mut session = Session::start(root, opts)?;
+    session.id = linked.id.clone();
+    if let State::Writable(w) = &mut session.state {
+        w.branch = linked.branch_ref();
+        w.meta = Meta {
+            base: linked.base_oid(),
+            base_branch: None,
+            branch: None,
+        };
+        w.line = Line {
+            created: true,
+            start_head: Head::Branch(w.branch.clone()),
+            recorded: false,
+        };
+        w.next_plan = 1;
+    }
+    Ok(session)
+}
+
+/// Every worktree session recorded for the project at `root`, oldest first.
+pub fn list(root: &Path) -> Result<Vec<Linked>, HistoryError> {
+    let (_, state) = open(root)?;
+    Ok(read_records(&state))
+}
+
+fn read_records(state: &Path) -> Vec<Linked> {
+    let Ok(entries) = std::fs::read_dir(records_dir(state)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Linked> = entries
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|bytes| serde_json::from_slice::<Linked>(&bytes).ok())
+        .collect();
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
+}
+
+/// The recorded worktree session `key` (id or name), held for this process; refused when
+/// another process is running it.
+pub fn hold(root: &Path, key: &str) -> Result<Option<Held>, HistoryError> {
+    // Outside git (or where pai may not write) there are no worktree sessions to hold.
+    let Ok((_, state)) = open(root) else {
+        return Ok(None);
+    };
+    let Some(linked) = read_records(&state)
+        .into_iter()
+        .find(|l| l.selected_by(key))
+    else {
+        return Ok(None);
+    };
+    let path = record_path(&state, &linked.id);
+    let file = File::open(&path).ctx(|| format!("cannot open {}", path.display()))?;
+    if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        return Err(HistoryError::Refused {
+            message: format!("session {} is running in another pai process", linked.id),
+            hint: "use that session, or wait until it ends".into(),
+        });
+    }
+    Ok(Some(Held {
+        linked,
+        _lock: file,
+    }))
+}
+
+/// Whether the session's branch `pai/<id>` exists (every plan undone removes it).
+pub fn has_branch(linked: &Linked) -> bool {
+    Repository::open(&linked.path)
+        .is_ok_and(|repo| repo.find_reference(&linked.branch_ref()).is_ok())
+}
+
+/// Whether another process is running session `linked` (it holds its record's lock).
+pub fn is_running(root: &Path, linked: &Linked) -> bool {
+    let Ok((_, state)) = open(root) else {
+        return false;
+    };
+    let Ok(file) = File::open(record_path(&state, &linked.id)) else {
+        return false;
+    };
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared).is_err()
+}
+
+/// Whether the session carried out nothing: its branch is still at the base and it never
+/// recorded a plan (its metadata is written at the first one).
+fn carried_out_nothing(repo: &Repository, linked: &Linked) -> bool {
+    let tip = names::target(repo, &linked.branch_ref()).ok().flatten();
+    let missing_or_at_base = tip.is_none() || tip == linked.base_oid();
+    missing_or_at_base && meta::read(repo, &linked.id).is_none()
+}
+
+/// At a worktree session's end: a session that carried out nothing leaves nothing (its
+/// worktree, branch and record are removed). `true` when it was removed.
+pub fn finish(held: Held, root: &Path) -> Result<bool, HistoryError> {
+    let (repo, state) = open(root)?;
+    if !carried_out_nothing(&repo, &held.linked) {
+        return Ok(false);
+    }
+    remove_parts(&repo, &state, &held.linked)?;
+    Ok(true)
+}
+
+/// Remove a held worktree session's worktree (and its git admin entry) and record, keeping
+/// its branch and refs. Refused, changing nothing, while the worktree holds changes that are
+/// in no commit (`pai_state`, pai's own session logs, aside).
+pub fn remove(held: Held, root: &Path) -> Result<(), HistoryError> {
+    let (repo, state) = open(root)?;
+    if held.linked.path.exists() {
+        let dirty = lost_if_removed(&held.linked)?;
+        if !dirty.is_empty() {
+            return Err(HistoryError::Refused {
+                message: format!(
+                    "the worktree {} holds changes that are in no commit: {}",
+                    held.linked.path.display(),
+                    dirty.join(", ")
+                ),
+                hint: "commit them there (or move them elsewhere), then discard again".into(),
+            });
+        }
+    }
+    remove_worktree(&repo, &held.linked)?;
+    let _ = std::fs::remove_file(record_path(&state, &held.linked.id));
+    Ok(())
+}
+
+/// `--carry`: bring the user's uncommitted changes (edited, deleted and untracked files that
+/// are not ignored) from their checkout into the held session's worktree, as uncommitted
+/// edits there: a plan that touches one first snapshots it as the user's (`Pai-Kind: user`),
+/// as in the user's own checkout, so undo gives it back exactly. The record lists them.
+pub fn carry(held: &mut Held) -> Result<usize, HistoryError> {
+    let linked = &mut held.linked;
+    let changed = uncommitted(&linked.origin)?;
+    for rel in &changed {
+        let from = linked.origin.join(rel);
+        let to = linked.path.join(rel);
+        let copied = match std::fs::symlink_metadata(&from) {
+            Err(_) => match std::fs::remove_file(&to) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let _ = std::fs::remove_file(&to);
+                std::fs::read_link(&from).and_then(|target| {
+                    if let Some(parent) = to.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    std::os::unix::fs::symlink(target, &to)
+                })
+            }
+            Ok(_) => copy_tree(&from, &to),
+        };
+        copied.ctx(|| format!("cannot carry {rel} into the worktree"))?;
+    }
+    linked.carried = changed;
+    let state = linked
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    write_record(&state, linked)?;
+    Ok(linked.carried.len())
+}
+
+/// The worktree's changes that are in no commit and would be lost with it: what `--carry`
+/// copied and nobody changed since is still in the user's checkout, so it does not count.
+pub fn lost_if_removed(linked: &Linked) -> Result<Vec<String>, HistoryError> {
+    let mut dirty = uncommitted(&linked.path)?;
+    dirty.retain(|p| !(linked.carried.contains(p) && same_as_origin(linked, p)));
+    Ok(dirty)
+}
+
+/// Whether the worktree's `rel` is what the user's checkout has (both absent counts).
+fn same_as_origin(linked: &Linked, rel: &str) -> bool {
+    let read = |p: PathBuf| match std::fs::symlink_metadata(&p) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::read_link(&p)
+            .ok()
+            .map(|t| t.into_os_string().into_encoded_bytes()),
+        Ok(_) => std::fs::read(&p).ok(),
+        Err(_) => None,
+    };
+    read(linked.origin.join(rel)) == read(linked.path.join(rel))
+}
+
+/// The paths of the worktree at `path` that differ from its HEAD (untracked ones included,
+/// ignored ones and pai's state directory not).
+pub fn uncommitted(path: &Path) -> Result<Vec<String>, HistoryError> {
+    let repo = Repository::open(path).ctx(|| format!("cannot open {}", path.display()))?;
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .ctx(|| format!("cannot read the status of {}", path.display()))?;
+    Ok(statuses
+        .iter()
+        .filter_map(|s| s.path().ok().map(str::to_string))
+        .filter(|p| p != crate::layout::STATE_DIR && !p.starts_with(".pai_history/"))
+        .collect())
+}
+
+/// Everything of a session that carried out nothing: worktree, admin entry, branch, record.
+fn remove_parts(repo: &Repository, state: &Path, linked: &Linked) -> Result<(), HistoryError> {
+    remove_worktree(repo, linked)?;
+    if carried_out_nothing(repo, linked)
+        && let Ok(mut r) = repo.find_reference(&linked.branch_ref())
+    {
+        r.delete()
+            .ctx(|| format!("cannot remove the empty branch pai/{}", linked.id))?;
+    }
+    let _ = std::fs::remove_file(record_path(state, &linked.id));
+    Ok(())
+}
+
+/// The worktree's directory and git's admin entry for it (what `git worktree prune` would
+/// remove), for pai's own entry only.
+fn remove_worktree(repo: &Repository, linked: &Linked) -> Result<(), HistoryError> {
+    let admin = format!("{ADMIN_PREFIX}{}", linked.id);
+    if let Ok(wt) = repo.find_worktree(&admin) {
+        wt.prune(Some(
+            WorktreePruneOptions::new()
+                .valid(true)
+                .locked(false)
+                .working_tree(true),
+        ))
+        .ctx(|| format!("cannot remove the worktree {}", linked.path.display()))?;
+    }
+    if linked.path.exists() {
+        std::fs::remove_dir_all(&linked.path)
+            .ctx(|| format!("cannot remove {}", linked.path.display()))?;
+    }
+    Ok(())
+}
+
+/// Tidy what crashed or abandoned worktree sessions left: a session nobody runs that carried
+/// out nothing is removed whole; a worktree directory that is gone takes its admin entry and
+/// record with it; admin entries `pai-*` pai no longer records are pruned. The ids removed.
+pub fn tidy(root: &Path) -> Result<Vec<String>, HistoryError> {
+    let (repo, state) = open(root)?;
+    let mut removed = Vec::new();
+    for linked in read_records(&state) {
+        let Ok(Some(held)) = hold(root, &linked.id) else {
+            continue;
+        };
+        let gone = !held.linked.path.exists();
+        if gone
+            || (carried_out_nothing(&repo, &held.linked)
+                && uncommitted(&held.linked.path).is_ok_and(|d| d.is_empty()))
+        {
+            if gone {
+                remove_worktree(&repo, &held.linked)?;
+                let _ = std::fs::remove_file(record_path(&state, &held.linked.id));
+            } else {
+                remove_parts(&repo, &state, &held.linked)?;
+            }
+            removed.push(held.linked.id.clone());
+        }
+    }
+    prune_unrecorded(&repo, &state);
+    Ok(removed)
+}
+
+/// Git admin entries named `pai-<id>` whose session pai no longer records and whose
+/// directory is gone: what `git worktree prune` would remove, limited to pai's own.
+fn prune_unrecorded(repo: &Repository, state: &Path) {
+    let Ok(names) = repo.worktrees() else {
+        return;
+    };
+    for name in names.iter().flatten().flatten() {
+        let Some(id) = name.strip_prefix(ADMIN_PREFIX) else {
+            continue;
+        };
+        if record_path(state, id).exists() {
+            continue;
+        }
+        if let Ok(wt) = repo.find_worktree(name)
+            && wt.validate().is_err()
+        {
+            let _ = wt.prune(Some(WorktreePruneOptions::new().valid(false)));
+        }
+    }
+}
+
+/// Copy what `include` names (paths relative to the user's checkout: files and whole
+/// directories, links skipped) into the worktree. Returns one line per path it could not
+/// copy; nothing is copied unless the user listed it.
+pub fn copy_included(linked: &Linked, include: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for rel in include {
+        let clean = Path::new(rel);
+        if clean.is_absolute()
+            || clean
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            problems.push(format!(
+                "worktree_include: {rel} is not a path inside the project"
+            ));
+            continue;
+        }
+        let from = linked.origin.join(clean);
+        let to = linked.path.join(clean);
+        if let Err(e) = copy_tree(&from, &to) {
+            problems.push(format!("worktree_include: cannot copy {rel}: {e}"));
+        }
+    }
+    problems
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(from)?;
+    if meta.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+    } else if meta.is_file() {
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(from, to)?;
+    }
+    Ok(())
+}
