@@ -152,6 +152,8 @@ fn record_plan(
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
     let trash_tree = trash::record(repo, session, number, trash)?;
     let msg = message::plan_message(session, number, plan, trash_tree);
+    let parent_ids: Vec<Oid> = parent_commit.iter().map(git2::Commit::id).collect();
+    let msg = super::auth::sign(&msg, tree.id(), &parent_ids)?;
     let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
     let commit = repo
         .commit(None, &author, &committer, &msg, &tree, &parents)

@@ -151,7 +151,7 @@ fn sessions(repo: &Repository) -> BTreeSet<String> {
                         .and_then(|s| s.split('/').next())
                 })
                 .or_else(|| name.strip_prefix("refs/pai/sessions/"));
-            if let Some(id) = id {
+            if let Some(id) = id.filter(|id| names::is_id(id)) {
                 out.insert(id.to_string());
             }
         }
@@ -176,7 +176,7 @@ fn session_log(
             let commit = repo
                 .find_commit(id)
                 .ctx(|| format!("cannot read commit {id}"))?;
-            let t = message::parse(commit.message().unwrap_or_default());
+            let t = super::auth::trailers(&commit);
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
                 plans.push(plan_log(repo, &commit, session, false, with_patch)?);
             }
@@ -191,6 +191,10 @@ fn session_log(
             let commit = repo
                 .find_commit(id)
                 .ctx(|| format!("cannot read commit {id}"))?;
+            let name = r.name().unwrap_or_default();
+            if super::forged::undone_plan(&commit, name).is_none() {
+                continue;
+            }
             plans.push(plan_log(repo, &commit, session, true, with_patch)?);
         }
     }
@@ -237,11 +241,7 @@ fn branch_commits(
             let mut out = Vec::new();
             for id in walk.flatten() {
                 let Ok(c) = repo.find_commit(id) else { break };
-                if message::parse(c.message().unwrap_or_default())
-                    .session
-                    .as_deref()
-                    != Some(session)
-                {
+                if super::auth::trailers(&c).session.as_deref() != Some(session) {
                     break;
                 }
                 out.push(id);

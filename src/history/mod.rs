@@ -12,14 +12,21 @@
 //! (undo/redo), `log` (listing); helpers `scope` (which files a path list covers),
 //! `tree_edit` (new trees from a few changes), `index_file` (the user's index, read and
 //! spliced directly), `revert` (what a commit changed), `message` (subjects and trailers),
-//! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`.
+//! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`; pai's mark on its own state
+//! (`auth`: the per-user secret, `Pai-Auth` trailers, sealed session records), what it says
+//! about state it did not mark (`forged`), what undo replaced kept for redo (`kept`), and what
+//! the model wrote on the line of work (`chain`).
 
 mod activity;
+mod auth;
+mod chain;
 mod commit;
 mod discard;
 mod error;
+mod forged;
 mod gc;
 mod index_file;
+mod kept;
 mod leftover;
 mod line;
 mod lock;
@@ -44,6 +51,7 @@ mod user_state;
 mod worktree;
 
 pub use activity::{RECENT_COMMITS, head_commit, index_blobs, recently_changed};
+pub use auth::{open_record, seal_record};
 pub use commit::{CommitInfo, LeftOut};
 pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;
@@ -57,6 +65,7 @@ pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_br
 pub use snapshot::RunBaseline;
 pub use store::note_once;
 pub use undo::{RedoReport, UndoReport, redo, undo};
+pub use user_state::project_dir;
 pub use worktree::{WorkEntry, WorkTree};
 
 #[cfg(test)]
