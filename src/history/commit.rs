@@ -150,7 +150,8 @@ fn record_plan(
     }
     let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
-    let trash_tree = trash::record(repo, session, number, trash)?;
+    let left = super::left::record(repo, wt, trash)?;
+    let trash_tree = trash::record(repo, session, number, trash, left)?;
     let msg = message::plan_message(session, number, plan, trash_tree);
     let parent_ids: Vec<Oid> = parent_commit.iter().map(git2::Commit::id).collect();
     let msg = super::auth::sign(&msg, tree.id(), &parent_ids)?;

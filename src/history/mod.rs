@@ -15,7 +15,7 @@
 //! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`; pai's mark on its own state
 //! (`auth`: the per-user secret, `Pai-Auth` trailers, sealed session records), what it says
 //! about state it did not mark (`forged`), what undo replaced kept for redo (`kept`), and what
-//! the model wrote on the line of work (`chain`).
+//! the model wrote on the line of work (`chain`), what a plan left at its trash paths (`left`).
 
 mod activity;
 mod auth;
@@ -27,6 +27,7 @@ mod forged;
 mod gc;
 mod index_file;
 mod kept;
+mod left;
 mod leftover;
 mod line;
 mod lock;

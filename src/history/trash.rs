@@ -72,12 +72,13 @@ pub(crate) fn record(
     session: &str,
     plan: u32,
     copies: &BTreeMap<String, (Oid, u32)>,
+    left: Option<Oid>,
 ) -> Result<Option<Oid>, HistoryError> {
     if copies.is_empty() {
         return Ok(None);
     }
     let what = || format!("cannot record the trash copies of plan {plan}");
-    let tree = copies_tree(repo, copies, None).ctx(what)?;
+    let tree = copies_tree(repo, copies, left.map(|l| (super::left::NAME, l))).ctx(what)?;
     repo.reference(
         &names::trash_ref(session, plan),
         tree,

@@ -566,7 +566,7 @@ pub(crate) fn undo_in(
     // branch has moved.
     let new_index = index.stage(&entries.into_iter().collect())?;
     let recorded_trash = super::auth::trailers(&plan.commit).trash;
-    let trash_writes = prepare_trash(repo, root, wt, &plan, &changes, recorded_trash)?;
+    let trash_writes = prepare_trash(repo, root, wt, (&plan, force), &changes, recorded_trash)?;
     let undone_ref = keep_undone(repo, &plan)?;
 
     // Removals first: a directory the plan created may stand where a file comes back.
@@ -669,13 +669,15 @@ fn prepare_trash(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    plan: &PlanToUndo<'_>,
+    (plan, force): (&PlanToUndo<'_>, bool),
     changes: &[PathChange],
     recorded: Option<git2::Oid>,
 ) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
     let Some(tree) = recorded else {
         return Ok(Vec::new());
     };
+    let left = super::left::read(repo, tree);
+    let mut drifted: Vec<String> = Vec::new();
     let mut writes = Vec::new();
     let mut replaced: BTreeMap<String, (Oid, u32)> = BTreeMap::new();
     let mut absent: Vec<String> = Vec::new();
@@ -693,6 +695,12 @@ fn prepare_trash(
         {
             continue;
         }
+        if left
+            .get(&path)
+            .is_some_and(|l| *l != current.as_ref().map(|f| f.id))
+        {
+            drifted.push(path.clone());
+        }
         match &current {
             Some(f) => {
                 let kept = current_perm.unwrap_or(if f.mode == MODE_EXEC { 0o755 } else { 0o644 });
@@ -704,6 +712,18 @@ fn prepare_trash(
             None => absent.push(path.clone()),
         }
         writes.push((path, bytes, perm));
+    }
+    if !drifted.is_empty() && !force {
+        return Err(HistoryError::Refused {
+            message: format!(
+                "cannot undo plan {} ({}): changed since the plan left {}: {}",
+                plan.number,
+                plan.short,
+                if drifted.len() == 1 { "it" } else { "them" },
+                drifted.join(", ")
+            ),
+            hint: "undo would overwrite those changes; move them away first, or run `pai undo --force` (what stands there now is kept, and `pai redo` puts it back)".into(),
+        });
     }
     super::kept::save(repo, root, &plan.session, plan.number, &replaced, &absent)?;
     Ok(writes)

@@ -215,6 +215,22 @@ attacks! {
         assert_eq!(fs::read_to_string(c.p("local.cfg")).unwrap(), "agent settings\n", "{out}");
     }
 
+    undo_refuses_over_an_ignored_file_changed_since_the_plan: Ctx::repo() => |c| {
+        fs::write(c.p("local.cfg"), "user settings\n").unwrap();
+        fs::write(c.p(".gitignore"), format!("{}local.cfg\n", fs::read_to_string(c.p(".gitignore")).unwrap())).unwrap();
+        c.g(&["commit", "-q", "-am", "ignore local.cfg"]);
+        c.run(vec![plan(json!([modify("local.cfg", "agent settings\n")]))], &["--yes"]);
+        fs::write(c.p("local.cfg"), "edited after the plan\n").unwrap();
+        let out = c.cmd(&["undo"]);
+        assert!(out.contains("changed since the plan left it: local.cfg"), "{out}");
+        assert_eq!(fs::read_to_string(c.p("local.cfg")).unwrap(), "edited after the plan\n");
+        // --force gives back the user's first version and keeps the later edit for redo.
+        let out = c.cmd(&["undo", "--force"]);
+        assert_eq!(fs::read_to_string(c.p("local.cfg")).unwrap(), "user settings\n", "{out}");
+        let out = c.cmd(&["redo"]);
+        assert_eq!(fs::read_to_string(c.p("local.cfg")).unwrap(), "edited after the plan\n", "{out}");
+    }
+
     // ---- shipped session records, .gitignore, ref names --------------------------------------
     continue_from_a_shipped_session_log: Ctx::repo() => |c| {
         // The oracle is the mock's requests (the shipped log itself stays in the project).
