@@ -61,11 +61,12 @@ pub(crate) fn save(
     replaced: &BTreeMap<String, (Oid, u32)>,
     absent: &[String],
 ) -> Result<(), HistoryError> {
-    let path = record_path(repo, root, session, plan)?;
+    // Nothing to keep needs no state directory (a project at $HOME has none of its own).
     if replaced.is_empty() && absent.is_empty() {
         forget(repo, root, session, plan);
         return Ok(());
     }
+    let path = record_path(repo, root, session, plan)?;
     let what = || format!("cannot keep what undo replaced for plan {plan}");
     let list: String = absent
         .iter()
@@ -90,7 +91,9 @@ pub(crate) fn read(
     session: &str,
     plan: u32,
 ) -> Result<Kept, HistoryError> {
-    let path = record_path(repo, root, session, plan)?;
+    let Ok(path) = record_path(repo, root, session, plan) else {
+        return Ok(Kept::default());
+    };
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(Kept::default());
     };
