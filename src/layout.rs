@@ -54,6 +54,8 @@ pub const RUNS_LATER: &[RunsLater] = &[
     dir(".git/info", 2, false),
     file(".git/config", false),
     dir(".pai_history", 0, false),
+    // Trash copies nest as deep as the project: `trash/<session>/<plan>/<path>`.
+    dir(".pai_history/trash", 32, false),
     dir(".pai_history/git/hooks", 2, false),
     file(".pai_history/git/config", false),
     dir(".ssh", 2, false),
@@ -299,7 +301,9 @@ mod tests {
         let tops: Vec<&str> = runs_later_tops().collect();
         assert!(tops.contains(&".pai_history"));
         assert!(!tops.contains(&".pai_history/git/hooks"));
+        assert!(!tops.contains(&".pai_history/trash"));
         assert!(tops.contains(&".git/hooks") && tops.contains(&".git/config"));
-        assert_eq!(tops.len(), RUNS_LATER.len() - 2);
+        // `.pai_history/git/hooks`, `.pai_history/git/config` and `.pai_history/trash`.
+        assert_eq!(tops.len(), RUNS_LATER.len() - 3);
     }
 }

@@ -33,6 +33,8 @@ pub struct Journal {
     open: Mutex<(Option<u32>, (u32, usize), usize)>,
     text_path: PathBuf,
     secrets: Vec<String>,
+    /// The session id, part of every record's mark.
+    id: String,
 }
 
 impl Journal {
@@ -51,6 +53,7 @@ impl Journal {
             text_path,
             open: Mutex::new((None, (0, 0), 0)),
             secrets: secrets.into_iter().filter(|s| s.len() >= 8).collect(),
+            id: id.to_string(),
         })
     }
 
@@ -83,7 +86,10 @@ impl Journal {
             map.insert("time".into(), Value::String(now.to_rfc3339()));
         }
         let block = self.scrub(&block);
-        let mut json_line = self.scrub(&value.to_string());
+        let json_line = self.scrub(&value.to_string());
+        // Sealed with pai's mark: only records pai wrote for this user are read back for
+        // `--continue` and `pai resume` (a repository can ship `.pai_history` whole).
+        let mut json_line = crate::history::seal_record(&self.id, &json_line).unwrap_or(json_line);
         json_line.push('\n');
         if let Ok(mut f) = self.text.lock() {
             f.write_all(block.as_bytes())?;
@@ -557,8 +563,9 @@ pub fn load_memory(root: &Path, id: &str, max: usize) -> Vec<TurnMemo> {
     memos.into_iter().skip(skip).collect()
 }
 
-/// The records of session `id`'s JSON log; lines that do not parse (a record cut by a crash)
-/// are skipped.
+/// The records of session `id`'s JSON log that pai wrote for this user (their mark verifies);
+/// lines that do not (a record cut by a crash, one the repository shipped or changed) are
+/// skipped.
 fn records(state: &crate::workspace::StateDir, id: &str) -> Vec<Value> {
     let name = format!("session_{id}.jsonl");
     let Ok(Some(bytes)) = state.read(&[name.as_str()]) else {
@@ -566,7 +573,8 @@ fn records(state: &crate::workspace::StateDir, id: &str) -> Vec<Value> {
     };
     String::from_utf8_lossy(&bytes)
         .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter_map(|l| crate::history::open_record(id, l))
+        .filter_map(|l| serde_json::from_str(&l).ok())
         .collect()
 }
 

@@ -133,6 +133,26 @@ impl From<HistoryError> for Unrecorded {
 /// Record the plan as one commit on the session branch (see [`Session::commit_plan`]): its
 /// files read under the index lock, the commit made on the snapshots of the user's versions,
 /// the branch moved, then the index put in place.
+/// The plan commit's message: subject, body and trailers (`Pai-Trash` with what the plan
+/// left at trash paths, `Pai-Made`), the files it changed with line counts above the trailers
+/// (so `pai log` need not diff), and `Pai-Auth` last, over the message as committed.
+fn plan_commit_message(
+    (repo, wt): (&Repository, &dyn WorkTree),
+    (session, number, plan): (&str, u32, &PlanRecord),
+    (trash, made): (&BTreeMap<String, (Oid, u32)>, &Made),
+    (parent_tree, tree): (Option<&Tree<'_>>, &Tree<'_>),
+    parent: Option<&Commit<'_>>,
+) -> Result<String, HistoryError> {
+    let parent_ids: Vec<Oid> = parent.iter().map(|c| c.id()).collect();
+    let left = super::left::record(repo, wt, trash)?;
+    let trash_tree = trash::record(repo, session, number, trash, left)?;
+    let mut msg = message::plan_message(session, number, plan, trash_tree);
+    msg.push_str(&made.trailer());
+    let files = plan_files::stats(repo, parent_tree, tree)?;
+    let msg = plan_files::with_record(msg, parent_tree, tree, &files);
+    super::auth::sign(&msg, tree.id(), &parent_ids)
+}
+
 fn record_plan(
     w: &mut Writer,
     wt: &dyn WorkTree,
@@ -173,12 +193,13 @@ fn record_plan(
     }
     let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
-    let trash_tree = trash::record(repo, session, number, trash)?;
-    let mut msg = message::plan_message(session, number, plan, trash_tree);
-    msg.push_str(&made.trailer());
-    // The files and line counts, recorded so `pai log` need not diff (plan_files.rs).
-    let files = plan_files::stats(repo, parent_tree.as_ref(), &tree)?;
-    let msg = plan_files::with_record(msg, parent_tree.as_ref(), &tree, &files);
+    let msg = plan_commit_message(
+        (repo, wt),
+        (session, number, plan),
+        (trash, &made),
+        (parent_tree.as_ref(), &tree),
+        parent_commit.as_ref(),
+    )?;
     let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
     let commit = repo
         .commit(None, &author, &committer, &msg, &tree, &parents)

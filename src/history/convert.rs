@@ -11,7 +11,6 @@
 //! only git can run them, and pai refuses to write such files (`scope::filter_driver`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository};
 
@@ -19,7 +18,6 @@ use super::error::{Context, HistoryError};
 use super::index_file::IndexFile;
 use super::revert::PathChange;
 use super::scope::{self, Entry, MODE_EXEC, WorkFile};
-use super::trash;
 use super::worktree::WorkTree;
 use crate::rawname;
 
@@ -221,18 +219,15 @@ pub(crate) fn replaced_bytes<'c>(
 }
 
 /// Undo, before it writes: the plan's files whose exact bytes git's checkout of the plan's
-/// blob would not give back go to the plan's undone folder, from which redo puts them back
-/// after writing the plan's blobs.
+/// blob would not give back, put in the object store for redo to write back after the plan's
+/// blobs (see `kept::save_rewrite`): path, blob, permission bits.
 pub(crate) fn keep_for_redo(
     repo: &Repository,
-    root: &Path,
     wt: &dyn WorkTree,
-    session: &str,
-    plan: u32,
     changes: &[PathChange],
     index: &IndexFile,
-) -> Result<(), HistoryError> {
-    let keep = trash::undone_dir(root, session, plan);
+) -> Result<BTreeMap<String, (Oid, u32)>, HistoryError> {
+    let mut keep = BTreeMap::new();
     for c in changes.iter().filter(|c| c.after.is_some()) {
         let Ok(Some(file)) = work_file(repo, wt, &c.path, index.get(&c.path))? else {
             continue;
@@ -240,10 +235,32 @@ pub(crate) fn keep_for_redo(
         if Some((file.id, file.mode)) == c.after && !checkout_gives_back(repo, &c.path, &file)? {
             let default = if file.mode == MODE_EXEC { 0o755 } else { 0o644 };
             let perm = wt.permissions(&c.path).unwrap_or(default);
-            trash::save(root, &keep, &c.path, &file.bytes, perm)?;
+            let blob = repo
+                .blob(&file.bytes)
+                .ctx(|| format!("cannot keep {} for redo", c.path))?;
+            keep.insert(c.path.clone(), (blob, perm));
         }
     }
-    Ok(())
+    Ok(keep)
+}
+
+/// Redo, after writing the plan's blobs: whether `bytes` at `path` are what the plan left
+/// there (git would store them as the plan's blob), so a kept copy is written back only where
+/// the plan commit vouches for it.
+pub(crate) fn left_by_plan(
+    repo: &Repository,
+    path: &str,
+    bytes: &[u8],
+    changes: &[PathChange],
+) -> Result<bool, HistoryError> {
+    let Some((id, _)) = changes
+        .iter()
+        .find(|c| c.path == path)
+        .and_then(|c| c.after)
+    else {
+        return Ok(false);
+    };
+    Ok(stored_id(repo, path, bytes, None)? == id)
 }
 
 /// The user's index entry for one path, shown to libgit2's (otherwise empty) in-memory index

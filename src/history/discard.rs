@@ -16,7 +16,7 @@ use super::message::Kind;
 use super::names::Head;
 use super::ops::{Op, OpKind};
 use super::worktree::WorkTree;
-use super::{message, meta, names, repo, revert, undo};
+use super::{meta, names, repo, revert, undo};
 
 /// What `discard` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -174,7 +174,7 @@ fn check_only_pai_commits(
         let c = repo
             .find_commit(id)
             .ctx(|| format!("cannot read commit {id}"))?;
-        let t = message::parse(c.message().unwrap_or_default());
+        let t = super::auth::trailers(&c);
         let ours = matches!(t.kind, Some(Kind::Plan) | Some(Kind::User))
             && t.session
                 .as_deref()

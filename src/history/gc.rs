@@ -83,7 +83,8 @@ fn prune_refs(
         let Ok(commit) = repo.find_commit(id) else {
             continue;
         };
-        if commit.time().seconds() >= cutoff {
+        // Only pai's own refs for this user: a planted one is no state of pai's to prune.
+        if commit.time().seconds() >= cutoff || !super::auth::verified(&commit) {
             continue;
         }
         if !revert::refs_containing(repo, id, "")?.is_empty() {

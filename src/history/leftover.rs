@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use git2::{Oid, Repository};
 
-use super::message::{self, Kind};
+use super::message::Kind;
 use super::names;
 use super::session::{Session, State};
 
@@ -78,6 +78,11 @@ impl Session {
                     return None;
                 }
                 let top = r.target()?;
+                // A ref pai did not write (a name outside its grammar, a snapshot without
+                // its mark) is not reported: its name would go into a suggested command.
+                if !super::forged::pending_is_pais(&w.repo, &session, top) {
+                    return None;
+                }
                 Some(LeftoverSnapshot {
                     files: snapshot_files(&w.repo, top),
                     session,
@@ -97,7 +102,7 @@ fn snapshot_files(repo: &Repository, top: Oid) -> Vec<String> {
     let mut next = repo.find_commit(top).ok();
     for _ in 0..MAX_SNAPSHOT_COMMITS {
         let Some(commit) = next.take() else { break };
-        if message::parse(commit.message().unwrap_or_default()).kind != Some(Kind::User) {
+        if super::auth::trailers(&commit).kind != Some(Kind::User) {
             break;
         }
         let parent = commit.parent(0).ok();

@@ -6,7 +6,6 @@
 use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
-use super::message;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
 
@@ -206,7 +205,7 @@ pub(crate) fn newest_session(repo: &Repository, branch: &str) -> Option<String> 
     walk.simplify_first_parent().ok()?;
     for oid in walk.flatten().take(1_000) {
         let commit = repo.find_commit(oid).ok()?;
-        let t = message::parse(commit.message().unwrap_or_default());
+        let t = super::auth::trailers(&commit);
         if let Some(s) = t.session {
             return Some(s);
         }

@@ -140,7 +140,7 @@ fn sessions(repo: &Repository) -> BTreeSet<String> {
                         .and_then(|s| s.split('/').next())
                 })
                 .or_else(|| name.strip_prefix("refs/pai/sessions/"));
-            if let Some(id) = id {
+            if let Some(id) = id.filter(|id| names::is_id(id)) {
                 out.insert(id.to_string());
             }
         }
@@ -181,7 +181,7 @@ fn session_log<'r>(
     if let Some(tip) = tip {
         for id in branch_commits(repo, commits, session, tip, meta.as_ref())? {
             let commit = commits.get(repo, id)?;
-            let t = message::parse(commit.message().unwrap_or_default());
+            let t = super::auth::trailers(commit);
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
                 plans.push(plan_log(repo, commit, session, false, with_patch)?);
             }
@@ -196,6 +196,10 @@ fn session_log<'r>(
             let commit = repo
                 .find_commit(id)
                 .ctx(|| format!("cannot read commit {id}"))?;
+            let name = r.name().unwrap_or_default();
+            if super::forged::undone_plan(&commit, name).is_none() {
+                continue;
+            }
             plans.push(plan_log(repo, &commit, session, true, with_patch)?);
         }
     }
@@ -237,12 +241,7 @@ fn branch_commits<'r>(
             return Ok(out);
         }
         let commit = commits.get(repo, id)?;
-        if meta.is_none()
-            && message::parse(commit.message().unwrap_or_default())
-                .session
-                .as_deref()
-                != Some(session)
-        {
+        if meta.is_none() && super::auth::trailers(commit).session.as_deref() != Some(session) {
             return Ok(out);
         }
         out.push(id);

@@ -5,7 +5,6 @@
 //! trailer (compact JSON), present only when there is something to say; read back by undo.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
@@ -13,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use super::error::{Context, HistoryError};
 use super::revert::PathChange;
 use super::scope::{self, MODE_EXEC};
-use super::trash;
 use super::worktree::{WorkEntry, WorkTree};
 
 /// The trailer's key.
@@ -119,18 +117,34 @@ impl Made {
         Ok(changed)
     }
 
-    /// Undo: remove the ignored files the plan made that still hold what it left (a changed
-    /// one stays: `--force` was given, and it is the user's now), each first copied to the
-    /// plan's undone folder, from which redo puts it back. The paths removed.
-    pub(crate) fn remove_ignored(
+    /// Undo, before it writes: the ignored files the plan made that still hold what it left,
+    /// put in the object store for redo to write back (see `kept::save_rewrite`): path,
+    /// blob, permission bits.
+    pub(crate) fn kept_for_redo(
         &self,
-        root: &Path,
+        repo: &git2::Repository,
         wt: &dyn WorkTree,
-        session: &str,
-        plan: u32,
-    ) -> Result<Vec<String>, HistoryError> {
-        let keep = trash::undone_dir(root, session, plan);
-        let mut removed = Vec::new();
+    ) -> Result<BTreeMap<String, (git2::Oid, u32)>, HistoryError> {
+        let mut keep = BTreeMap::new();
+        for path in self.still_left(wt)? {
+            let Ok(Some(file)) = scope::work_file(wt, &path)? else {
+                continue;
+            };
+            let default = if file.mode == MODE_EXEC { 0o755 } else { 0o644 };
+            let perm = wt.permissions(&path).unwrap_or(default);
+            let blob = repo.blob(&file.bytes).map_err(|source| HistoryError::Git {
+                context: format!("cannot keep {path} for redo"),
+                source,
+            })?;
+            keep.insert(path, (blob, perm));
+        }
+        Ok(keep)
+    }
+
+    /// The ignored files the plan made that still hold what it left (a changed one is the
+    /// user's now: `--force` was given).
+    fn still_left(&self, wt: &dyn WorkTree) -> Result<Vec<String>, HistoryError> {
+        let mut out = Vec::new();
         for (path, id) in &self.ignored {
             if wt.is_denied(path) {
                 continue;
@@ -138,14 +152,28 @@ impl Made {
             let Ok(Some(file)) = scope::work_file(wt, path)? else {
                 continue;
             };
-            if file.id.to_string() != *id {
-                continue;
+            if file.id.to_string() == *id {
+                out.push(path.clone());
             }
-            let default = if file.mode == MODE_EXEC { 0o755 } else { 0o644 };
-            let perm = wt.permissions(path).unwrap_or(default);
-            trash::save(root, &keep, path, &file.bytes, perm)?;
-            self.remove(wt, path)?;
-            removed.push(path.clone());
+        }
+        Ok(out)
+    }
+
+    /// Redo: whether `bytes` are what the plan left at the ignored `path` it created.
+    pub(crate) fn left_at(&self, path: &str, bytes: &[u8]) -> bool {
+        self.ignored.get(path).is_some_and(|id| {
+            git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
+                .is_ok_and(|oid| oid.to_string() == *id)
+        })
+    }
+
+    /// Undo: remove the ignored files the plan made that still hold what it left (kept for
+    /// redo by [`Made::kept_for_redo`] before the first write). The paths removed.
+    pub(crate) fn remove_ignored(&self, wt: &dyn WorkTree) -> Result<Vec<String>, HistoryError> {
+        let mut removed = Vec::new();
+        for path in self.still_left(wt)? {
+            self.remove(wt, &path)?;
+            removed.push(path);
         }
         Ok(removed)
     }

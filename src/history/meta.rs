@@ -5,7 +5,10 @@
 use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
-use super::names;
+use super::{auth, names};
+
+/// The MAC domain of session facts.
+const DOMAIN: &str = "pai-session-meta-v1";
 
 /// Where a session started.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,6 +39,10 @@ pub(crate) fn write(repo: &Repository, session: &str, meta: &Meta) -> Result<(),
     if let Some(branch) = &meta.branch {
         text.push_str(&format!("branch {branch}\n"));
     }
+    // pai's mark: a ref a repository ships under refs/pai/sessions/ is never read as pai's.
+    if let Some(tag) = auth::tag(DOMAIN, &[session.as_bytes(), text.as_bytes()]) {
+        text.push_str(&format!("auth {tag}\n"));
+    }
     let blob = repo
         .blob(text.as_bytes())
         .ctx(|| format!("cannot record session {session}"))?;
@@ -49,6 +56,17 @@ pub(crate) fn read(repo: &Repository, session: &str) -> Option<Meta> {
     let reference = repo.find_reference(&ref_name(session)).ok()?;
     let blob = repo.find_blob(reference.target()?).ok()?;
     let text = std::str::from_utf8(blob.content()).ok()?;
+    let (text, tag) = text.strip_suffix('\n')?.rsplit_once('\n')?;
+    let text = format!("{text}\n");
+    if !names::is_id(session)
+        || !auth::check(
+            DOMAIN,
+            &[session.as_bytes(), text.as_bytes()],
+            tag.strip_prefix("auth ")?,
+        )
+    {
+        return None;
+    }
     let mut meta = Meta::default();
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("base ") {

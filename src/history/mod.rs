@@ -14,15 +14,23 @@
 //! spliced directly), `revert` (what a commit changed), `message` (subjects and trailers),
 //! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`; `ops` (the operation
 //! journal: every plan commit, undo, redo and discard recorded before it touches anything,
-//! finished by the next pai command after a crash).
+//! finished by the next pai command after a crash); pai's mark on its own state (`auth`: the
+//! per-user secret, `Pai-Auth` trailers, sealed session records), what it says about state it
+//! did not mark (`forged`), what undo replaced kept for redo (`kept`), what the model wrote on
+//! the line of work (`chain`), what a plan left at its trash paths (`left`).
 
 mod activity;
+mod auth;
+mod chain;
 mod commit;
 mod convert;
 mod discard;
 mod error;
+mod forged;
 mod gc;
 mod index_file;
+mod kept;
+mod left;
 mod leftover;
 mod line;
 mod linked;
@@ -51,6 +59,7 @@ mod user_state;
 mod worktree;
 
 pub use activity::{RECENT_COMMITS, head_commit, index_blobs, recently_changed};
+pub use auth::{open_record, seal_record};
 pub use commit::{CommitInfo, LeftOut};
 pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;
@@ -67,6 +76,7 @@ pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_br
 pub use snapshot::RunBaseline;
 pub use store::note_once;
 pub use undo::{RedoReport, UndoReport, redo, undo};
+pub use user_state::project_dir;
 pub use worktree::{WorkEntry, WorkTree};
 
 /// Worktree sessions (`pai -w`): create, find, hold, tidy and remove them, and preview their

@@ -12,11 +12,29 @@ pub(crate) fn branch_ref(session: &str) -> String {
     format!("{BRANCH_PREFIX}{session}")
 }
 
-/// The session id of a `refs/heads/pai/<id>` ref.
+/// The session id of a `refs/heads/pai/<id>` ref, when it is one pai could have made (see
+/// [`is_id`]): any other branch under `pai/` is not a session.
 pub(crate) fn session_of_branch(refname: &str) -> Option<&str> {
-    refname
-        .strip_prefix(BRANCH_PREFIX)
-        .filter(|s| !s.is_empty())
+    refname.strip_prefix(BRANCH_PREFIX).filter(|s| is_id(s))
+}
+
+/// Longest id pai makes (a session id is `YYYYMMDD_HHMMSS[-n]`).
+const ID_MAX: usize = 64;
+
+/// pai's id grammar for names it reads back from refs (session ids, and the names under
+/// `refs/pai/`): 1 to 64 ASCII letters, digits, `_`, `-` or `.`, starting with a letter or
+/// digit. A repository can name a ref anything git allows, `$(...)` and control characters
+/// included; a name outside this grammar is refused, never printed into a command.
+pub(crate) fn is_id(name: &str) -> bool {
+    name.len() <= ID_MAX
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !name.contains("..")
 }
 
 /// Where an undone plan commit is kept for redo.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use git2::{Commit, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
-use super::message::{self, Kind};
+use super::message::Kind;
 use super::names::{self, Head};
 use super::scope::{Entry, MODE_EXEC, MODE_FILE};
 
@@ -96,7 +96,7 @@ pub(crate) fn parent_tree<'r>(commit: &Commit<'r>) -> Result<Option<Tree<'r>>, H
 
 /// The pai kind of a commit, if it is one of pai's.
 pub(crate) fn kind(commit: &Commit<'_>) -> Option<Kind> {
-    message::parse(commit.message().unwrap_or_default()).kind
+    super::auth::trailers(commit).kind
 }
 
 /// The checked-out session branch (`refs/heads/pai/<id>`), or a refusal of `action`.
@@ -137,6 +137,8 @@ pub(crate) fn session_branches(repo: &Repository) -> Vec<String> {
         .map(|refs| {
             refs.flatten()
                 .filter_map(|r| r.name().ok().map(str::to_string))
+                // A branch under `pai/` whose name is outside pai's id grammar is not a session.
+                .filter(|name| names::session_of_branch(name).is_some())
                 .collect()
         })
         .unwrap_or_default();

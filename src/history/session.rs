@@ -18,7 +18,7 @@ use super::message::Kind;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
 use super::repo::{self, Found};
-use super::{message, store, trash};
+use super::{store, trash};
 
 /// How to start a session.
 #[derive(Debug, Clone)]
@@ -451,7 +451,7 @@ fn last_plan_number(repo: &Repository, session: &str, tip: Oid, base: Option<Oid
             let _ = walk.hide(base);
         }
         for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
-            let t = message::parse(commit.message().unwrap_or_default());
+            let t = super::auth::trailers(&commit);
             if t.session.as_deref() == Some(session) {
                 last = last.max(t.plan.unwrap_or(0));
             }
@@ -503,7 +503,7 @@ fn count_of(
     walk.flatten()
         .filter_map(|oid| repo.find_commit(oid).ok())
         .filter(|c| {
-            let t = message::parse(c.message().unwrap_or_default());
+            let t = super::auth::trailers(c);
             t.kind == Some(kind) && t.session.as_deref() == Some(session)
         })
         .count()

@@ -547,8 +547,10 @@ pub(super) fn commit_changes(
     let tree = repo
         .find_tree(tree_id)
         .ctx(|| "cannot build a tree".into())?;
+    let parent_ids: Vec<Oid> = parent.iter().map(git2::Commit::id).collect();
+    let msg = super::auth::sign(msg, tree_id, &parent_ids)?;
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    repo.commit(None, &sigs.0, &sigs.1, msg, &tree, &parents)
+    repo.commit(None, &sigs.0, &sigs.1, &msg, &tree, &parents)
         .ctx(|| "cannot create a commit".into())
 }
 

@@ -129,7 +129,7 @@ fn before_plan<'r>(
     let mut staged: Option<git2::Tree<'r>> = None;
     while let Some(c) = below {
         let msg = c.message().unwrap_or_default();
-        let t = message::parse(msg);
+        let t = super::auth::trailers(&c);
         if t.kind != Some(Kind::User) || t.plan != Some(number) {
             let tree = c.tree().ctx(|| "cannot read a parent tree".into())?;
             return Ok((Some(c), Some(staged.unwrap_or(tree))));
@@ -248,6 +248,9 @@ fn newest_plan<'r>(
     }
     if revert::kind(&plan_commit) != Some(Kind::Plan) {
         let short = names::short_id(plan_commit.id());
+        if let Some(forged) = super::forged::refusal(&plan_commit, "undo") {
+            return Err(forged);
+        }
         return Err(HistoryError::Refused {
             message: format!(
                 "nothing to undo on {short_branch}: its newest commit {short} \"{}\" is not a pai plan",
@@ -256,7 +259,7 @@ fn newest_plan<'r>(
             hint: format!("to revert a commit pai did not make, use `git revert {short}`"),
         });
     }
-    let trailers = message::parse(plan_commit.message().unwrap_or_default());
+    let trailers = super::auth::trailers(&plan_commit);
     let session = trailers
         .session
         .clone()
@@ -592,7 +595,10 @@ fn undo_steps(
     let made = Made::of_message(plan.commit.message().unwrap_or_default());
     drift.changed.extend(made.drift(wt)?);
     let saved = refuse_or_save(repo, tip, &plan, &drift, force, identity)?;
-    convert::keep_for_redo(repo, root, wt, &plan.session, plan.number, &changes, &index)?;
+    // What redo writes back after the plan's blobs, kept before the first write.
+    let mut rewrite = convert::keep_for_redo(repo, wt, &changes, &index)?;
+    rewrite.extend(made.kept_for_redo(repo, wt)?);
+    super::kept::save_rewrite(repo, root, &plan.session, plan.number, &rewrite)?;
 
     let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
     let mut entries = undo_index_entries(
@@ -621,23 +627,17 @@ fn undo_steps(
     // Prepared (holding index.lock) before any file is written; put in place once the
     // branch has moved.
     let new_index = index.stage(&entries.into_iter().collect())?;
+    let recorded_trash = super::auth::trailers(&plan.commit).trash;
+    // Every trash copy checked (and what undo replaces kept) before the first write.
+    let trash_writes = prepare_trash(repo, root, wt, (&plan, force), &changes, recorded_trash)?;
     op.begin()?;
     let undone_ref = keep_undone(repo, &plan)?;
 
     // Removals first: a directory the plan created may stand where a file comes back.
     let mut removed = made.remove_created(wt, changes.iter().filter(|c| c.before.is_none()))?;
-    removed.extend(made.remove_ignored(root, wt, &plan.session, plan.number)?);
-    let recorded_trash = message::parse(plan.commit.message().unwrap_or_default()).trash;
+    removed.extend(made.remove_ignored(wt)?);
     let restored = restore_before(repo, wt, &changes, recorded_trash)?;
-    let from_trash = restore_trash(
-        repo,
-        root,
-        wt,
-        &plan.session,
-        plan.number,
-        &changes,
-        recorded_trash,
-    )?;
+    let from_trash = restore_trash(wt, trash_writes)?;
 
     let head_back = move_branch_back(repo, &branch, tip, base_commit.as_ref(), &plan)?;
     if let Some(index) = new_index {
@@ -769,28 +769,29 @@ fn remove_file(wt: &dyn WorkTree, path: &str) -> Result<(), HistoryError> {
     })
 }
 
-/// Put back trash copies git could not restore (ignored or LFS files the plan overwrote),
-/// keeping what they replace so redo can put that back in turn. A plan commit that recorded
-/// its copies (`Pai-Trash`) is restored from the object store, never from the trash folder, so
-/// a copy changed or swapped there since cannot be brought into the project; older commits
-/// fall back to the folder (read without following links).
-fn restore_trash(
+/// The trash copies undo puts back (ignored or LFS files the plan overwrote or removed, which
+/// git cannot restore): path, bytes, permission bits. Only copies the plan commit recorded in
+/// the object store (`Pai-Trash`, authenticated with the commit) at paths the plan saved, never
+/// a file of the trash folder, where anything may have been planted. What each copy replaces
+/// goes into the object store and is recorded for redo (see `kept`) here, before the first
+/// write.
+fn prepare_trash(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    session: &str,
-    plan: u32,
+    (plan, force): (&PlanToUndo<'_>, bool),
     changes: &[PathChange],
     recorded: Option<git2::Oid>,
-) -> Result<Vec<String>, HistoryError> {
-    let mut out = Vec::new();
-    let mut absent: Vec<(String, Vec<u8>)> = Vec::new();
-    let keep = trash::undone_dir(root, session, plan);
-    let copies = match recorded {
-        Some(tree) => trash::recorded(repo, tree)?,
-        None => trash::list(root, &trash::plan_dir(root, session, plan))?,
+) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
+    let Some(tree) = recorded else {
+        return Ok(Vec::new());
     };
-    for (path, bytes, perm) in copies {
+    let left = super::left::read(repo, tree);
+    let mut drifted: Vec<String> = Vec::new();
+    let mut writes = Vec::new();
+    let mut replaced: BTreeMap<String, (Oid, u32)> = BTreeMap::new();
+    let mut absent: Vec<String> = Vec::new();
+    for (path, bytes, perm) in trash::recorded(repo, tree)? {
         if changes.iter().any(|c| c.path == path) || wt.is_denied(&path) {
             continue;
         }
@@ -804,13 +805,47 @@ fn restore_trash(
         {
             continue;
         }
+        if left
+            .get(&path)
+            .is_some_and(|l| *l != current.as_ref().map(|f| f.id))
+        {
+            drifted.push(path.clone());
+        }
         match &current {
             Some(f) => {
                 let kept = current_perm.unwrap_or(if f.mode == MODE_EXEC { 0o755 } else { 0o644 });
-                trash::save(root, &keep, &path, &f.bytes, kept)?;
+                let id = repo
+                    .blob(&f.bytes)
+                    .ctx(|| format!("cannot keep {path} for redo"))?;
+                replaced.insert(path.clone(), (id, kept));
             }
-            None => absent.push((path.clone(), bytes.clone())),
+            None => absent.push(path.clone()),
         }
+        writes.push((path, bytes, perm));
+    }
+    if !drifted.is_empty() && !force {
+        return Err(HistoryError::Refused {
+            message: format!(
+                "cannot undo plan {} ({}): changed since the plan left {}: {}",
+                plan.number,
+                plan.short,
+                if drifted.len() == 1 { "it" } else { "them" },
+                drifted.join(", ")
+            ),
+            hint: "undo would overwrite those changes; move them away first, or run `pai undo --force` (what stands there now is kept, and `pai redo` puts it back)".into(),
+        });
+    }
+    super::kept::save(repo, root, &plan.session, plan.number, &replaced, &absent)?;
+    Ok(writes)
+}
+
+/// Write the trash copies [`prepare_trash`] chose; the paths written.
+fn restore_trash(
+    wt: &dyn WorkTree,
+    writes: Vec<(String, Vec<u8>, u32)>,
+) -> Result<Vec<String>, HistoryError> {
+    let mut out = Vec::new();
+    for (path, bytes, perm) in writes {
         wt.write_with_mode(&path, &bytes, perm)
             .map_err(|source| HistoryError::WorkTree {
                 action: "write",
@@ -819,8 +854,6 @@ fn restore_trash(
             })?;
         out.push(path);
     }
-    let paths: Vec<String> = absent.into_iter().map(|(p, _)| p).collect();
-    trash::save_absent(root, session, plan, &paths)?;
     Ok(out)
 }
 
@@ -846,6 +879,7 @@ fn newest_undone(
         let Some(session) = name
             .strip_prefix("refs/pai/undone/")
             .and_then(|rest| rest.split('/').next())
+            .filter(|s| names::is_id(s))
         else {
             continue;
         };
@@ -857,9 +891,10 @@ fn newest_undone(
             continue;
         }
         let commit = read_commit(repo, id)?;
-        let number = message::parse(commit.message().unwrap_or_default())
-            .plan
-            .unwrap_or(0);
+        // Only a plan pai made for this user, kept under its own session and number.
+        let Some(number) = super::forged::undone_plan(&commit, &name) else {
+            continue;
+        };
         if lands_on(&commit, branch.tip) {
             fitting.push((number, name, id));
         } else if own {
@@ -993,55 +1028,85 @@ fn write_plan_files(
     Ok(written)
 }
 
-/// Files undo brought back from the trash where the plan had removed them: gone again,
-/// unless the user changed them since (then they stay, and the report says so). Only a file
-/// still holding the bytes of the copy the plan commit recorded (`recorded_trash`) is
-/// removed. Returns the paths removed and the paths kept.
-fn remove_trash_restored(
+/// The trash copies a plan commit recorded, by path.
+fn recorded_copies(
     repo: &Repository,
-    root: &Path,
-    wt: &dyn WorkTree,
-    session: &str,
-    number: u32,
     recorded_trash: Option<Oid>,
-) -> Result<(Vec<String>, Vec<String>), HistoryError> {
-    let copies: BTreeMap<String, Vec<u8>> = match recorded_trash {
+) -> Result<BTreeMap<String, Vec<u8>>, HistoryError> {
+    Ok(match recorded_trash {
         Some(tree) => trash::recorded(repo, tree)?
             .into_iter()
             .map(|(p, b, _)| (p, b))
             .collect(),
         None => BTreeMap::new(),
-    };
-    let (mut removed, mut kept) = (Vec::new(), Vec::new());
-    for path in trash::take_absent(root, session, number) {
-        if wt.is_denied(&path) {
-            continue;
-        }
-        let Ok(Some(now)) = scope::work_file(wt, &path)? else {
-            continue;
-        };
-        if copies.get(&path).is_some_and(|b| *b == now.bytes) {
-            remove_file(wt, &path)?;
-            removed.push(path);
-        } else {
-            kept.push(path);
-        }
-    }
-    Ok((removed, kept))
+    })
 }
 
-/// Put back what undo's trash restore replaced (kept in the plan's undone folder), then
-/// drop that folder; the paths written.
-fn put_back_replaced(
+/// What redo would overwrite among the files undo restored from the trash: each file undo
+/// replaced must still hold the copy undo wrote there (checked before redo's first write).
+/// Only paths the plan saved a copy of count; the rest of the record is never written.
+fn drift_in_trash(
+    wt: &dyn WorkTree,
+    kept: &super::kept::Kept,
+    copies: &BTreeMap<String, Vec<u8>>,
+) -> Result<Vec<String>, HistoryError> {
+    let mut changed = Vec::new();
+    for (path, _, _) in &kept.replaced {
+        let Some(copy) = copies.get(path) else {
+            continue;
+        };
+        let now = scope::work_file(wt, path)?.ok().flatten();
+        if now.as_ref().map(|f| &f.bytes) != Some(copy) {
+            changed.push(format!("{path} (changed since the undo)"));
+        }
+    }
+    Ok(changed)
+}
+
+/// Files undo brought back from the trash where the plan had removed them: gone again,
+/// unless the user changed them since (then they stay, and the report says so). Only a file
+/// still holding the bytes of the copy the plan commit recorded is removed. Returns the paths
+/// removed and the paths kept.
+fn remove_trash_restored(
+    wt: &dyn WorkTree,
+    kept: &super::kept::Kept,
+    copies: &BTreeMap<String, Vec<u8>>,
+) -> Result<(Vec<String>, Vec<String>), HistoryError> {
+    let (mut removed, mut kept_paths) = (Vec::new(), Vec::new());
+    for path in &kept.absent {
+        if wt.is_denied(path) {
+            continue;
+        }
+        let Ok(Some(now)) = scope::work_file(wt, path)? else {
+            continue;
+        };
+        if copies.get(path).is_some_and(|b| *b == now.bytes) {
+            remove_file(wt, path)?;
+            removed.push(path.clone());
+        } else {
+            kept_paths.push(path.clone());
+        }
+    }
+    Ok((removed, kept_paths))
+}
+
+/// Write back what undo kept of the plan's own files (bytes git's checkout would not give,
+/// ignored files the plan created), each only where the plan commit vouches for those bytes at
+/// that path; the paths written.
+fn put_back_rewrites(
+    repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    session: &str,
-    number: u32,
+    (session, number): (&str, u32),
+    commit: &git2::Commit<'_>,
+    changes: &[PathChange],
 ) -> Result<Vec<String>, HistoryError> {
-    let keep = trash::undone_dir(root, session, number);
-    let mut from_trash = Vec::new();
-    for (path, bytes, perm) in trash::list(root, &keep)? {
-        if wt.is_denied(&path) {
+    let made = Made::of_message(commit.message().unwrap_or_default());
+    let mut written = Vec::new();
+    for (path, bytes, perm) in super::kept::read_rewrite(repo, root, session, number)? {
+        let vouched =
+            made.left_at(&path, &bytes) || convert::left_by_plan(repo, &path, &bytes, changes)?;
+        if !vouched || wt.is_denied(&path) {
             continue;
         }
         wt.write_with_mode(&path, &bytes, perm)
@@ -1050,9 +1115,32 @@ fn put_back_replaced(
                 path: path.clone(),
                 source,
             })?;
-        from_trash.push(path);
+        written.push(path);
     }
-    trash::remove(root, &keep)?;
+    super::kept::forget_rewrite(repo, root, session, number);
+    Ok(written)
+}
+
+/// Put back what undo's trash restore replaced (from the object store, at the paths the plan
+/// saved copies of); the paths written.
+fn put_back_replaced(
+    wt: &dyn WorkTree,
+    kept: &super::kept::Kept,
+    copies: &BTreeMap<String, Vec<u8>>,
+) -> Result<Vec<String>, HistoryError> {
+    let mut from_trash = Vec::new();
+    for (path, bytes, perm) in &kept.replaced {
+        if wt.is_denied(path) || !copies.contains_key(path) {
+            continue;
+        }
+        wt.write_with_mode(path, bytes, *perm)
+            .map_err(|source| HistoryError::WorkTree {
+                action: "write",
+                path: path.clone(),
+                source,
+            })?;
+        from_trash.push(path.clone());
+    }
     Ok(from_trash)
 }
 
@@ -1115,7 +1203,7 @@ fn redo_steps(
     }
     // What undo left in the index for the plan's paths (see `before_plan`).
     let (_, index_before) = before_plan(&commit, number)?;
-    let changed = drift_since_undo(
+    let mut changed = drift_since_undo(
         repo,
         wt,
         &index,
@@ -1123,6 +1211,11 @@ fn redo_steps(
         tip_tree.as_ref(),
         index_before.as_ref(),
     )?;
+    let trailers = super::auth::trailers(&commit);
+    let session = trailers.session.clone().unwrap_or(branch_session);
+    let copies = recorded_copies(repo, trailers.trash)?;
+    let kept = super::kept::read(repo, root, &session, number)?;
+    changed.extend(drift_in_trash(wt, &kept, &copies)?);
     refuse_redo(&changed, number, &short)?;
     let entries = redo_index_entries(
         repo,
@@ -1140,12 +1233,18 @@ fn redo_steps(
 
     let mut removed = remove_paths(wt, changes.iter().filter(|c| c.after.is_none()))?;
     let written = write_plan_files(repo, wt, &changes)?;
-    let trailers = message::parse(commit.message().unwrap_or_default());
-    let session = trailers.session.unwrap_or(branch_session);
-    let (trash_removed, kept) =
-        remove_trash_restored(repo, root, wt, &session, number, trailers.trash)?;
+    let (trash_removed, kept_paths) = remove_trash_restored(wt, &kept, &copies)?;
     removed.extend(trash_removed);
-    let from_trash = put_back_replaced(root, wt, &session, number)?;
+    let mut from_trash = put_back_replaced(wt, &kept, &copies)?;
+    from_trash.extend(put_back_rewrites(
+        repo,
+        root,
+        wt,
+        (&session, number),
+        &commit,
+        &changes,
+    )?);
+    super::kept::forget(repo, root, &session, number);
 
     move_branch_forward(repo, &branch, id, number, &short)?;
     if let Some(index) = new_index {
@@ -1163,7 +1262,7 @@ fn redo_steps(
         written,
         removed,
         from_trash,
-        kept,
+        kept: kept_paths,
         reentered: branch.reenter,
     })
 }

@@ -47,6 +47,17 @@ pub(crate) fn dir(common_dir: &Path, project_root: &Path) -> Result<PathBuf, His
     Ok(dir)
 }
 
+/// pai's per-project state directory for the project at `root` (see [`dir`]): its
+/// repository's, or (no repository pai may use) one keyed by the project directory itself.
+/// `None` when there is no usable state directory; callers then keep nothing.
+pub fn project_dir(root: &Path) -> Option<PathBuf> {
+    let common = match super::repo::find(root) {
+        Ok(super::repo::Found::Repo(hr)) => hr.repo.commondir().to_path_buf(),
+        _ => root.to_path_buf(),
+    };
+    dir(&common, root).ok()
+}
+
 /// Create `dir` and its parents; the leaf is made readable by the user alone.
 fn create_private(dir: &Path) -> Result<(), HistoryError> {
     use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};

@@ -62,13 +62,18 @@ fn scan(root: &Path, present: Present<'_>) -> LaterState {
         };
         if let Ok(found) = dir.walk(&inside, depth) {
             for (path, entry) in found {
-                // The state directory's own logs are written by pai, not by commands.
-                let is_log = top == STATE_DIR
-                    && path.len() == 1
-                    && (path[0].starts_with("session_") || path[0] == "session.lock");
-                if !is_log {
-                    entries.insert((top.to_string(), path), entry);
+                // The state directory's own logs grow while pai works: only whether one is
+                // there is compared, so a log a command adds is still caught. The lock file
+                // is pai's to create at any time.
+                let at_top = top == STATE_DIR && path.len() == 1;
+                if at_top && path[0] == "session.lock" {
+                    continue;
                 }
+                let entry = match entry {
+                    Some(_) if at_top && path[0].starts_with("session_") => Some((Vec::new(), 0)),
+                    other => other,
+                };
+                entries.insert((top.to_string(), path), entry);
             }
         }
     }

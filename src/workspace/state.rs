@@ -89,9 +89,22 @@ impl StateDir {
         let fd = open_child_dir(&root_fd, name, create, &path)?;
         let dir = StateDir { fd, path };
         if create && name == STATE_DIR {
-            dir.write_new(&[".gitignore"], b"*\n", 0o644)?;
+            dir.own_gitignore()?;
         }
         Ok(dir)
+    }
+
+    /// Make `.gitignore` pai's own (`*`): one a repository shipped (`!session_*`, say, so the
+    /// user's session logs would show in `git status` and be pushed) is rewritten, never kept;
+    /// a link or special file there is refused, as everywhere in the state directory.
+    fn own_gitignore(&self) -> io::Result<()> {
+        const OURS: &[u8] = b"*\n";
+        let name = [".gitignore"];
+        match self.read(&name)? {
+            Some(bytes) if bytes == OURS => Ok(()),
+            Some(_) => self.replace(&name, OURS, 0o644),
+            None => self.write_new(&name, OURS, 0o644).map(drop),
+        }
     }
 
     /// The directory's path, for messages.
@@ -508,5 +521,21 @@ mod tests {
         assert_eq!(state.read(&["nothing"]).unwrap(), None);
         let gi = state.read(&[".gitignore"]).unwrap().unwrap();
         assert_eq!(gi, b"*\n");
+    }
+
+    #[test]
+    fn a_shipped_gitignore_is_rewritten_to_pais_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join(STATE_DIR)).unwrap();
+        let shipped = tmp.path().join(STATE_DIR).join(".gitignore");
+        std::fs::write(&shipped, "*\n!session_*\n").unwrap();
+        StateDir::open(tmp.path(), false).unwrap();
+        assert_eq!(
+            std::fs::read(&shipped).unwrap(),
+            b"*\n!session_*\n",
+            "opening to read writes nothing"
+        );
+        StateDir::open(tmp.path(), true).unwrap();
+        assert_eq!(std::fs::read(&shipped).unwrap(), b"*\n");
     }
 }

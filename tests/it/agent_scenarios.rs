@@ -977,6 +977,7 @@ fn a_snapshot_left_by_an_interrupted_plan_is_reported_at_the_next_start() {
         s.prepare(&ws, &["util.py".to_string()]).unwrap();
         s.id().to_string()
     };
+    p.share_secret();
     let chat = Reply::plan(json!({"intent": "chat", "reply": "Hello."}));
     let mock = MockLlm::start(Script::with_replies([chat]).require_key(TEST_KEY));
     let run = p.run(&mock, ProviderKind::Gemini, "hello", &[]);

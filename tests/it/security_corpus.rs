@@ -352,8 +352,11 @@ fn outside_state(base: &Path, project: &Path) -> BTreeMap<PathBuf, String> {
         for e in entries.flatten() {
             let path = e.path();
             // pai's own state directory in the user's HOME (the records of the private
-            // histories it created) is pai's to write.
-            if path == project || path.starts_with(project) || path.ends_with(".local/state/pai") {
+            // histories it created, what undo kept, input history) and the secret it marks
+            // its own state with (in its configuration directory) are pai's to write.
+            let pais =
+                path.ends_with(".local/state/pai") || path.ends_with(".config/pai-code/secret");
+            if path == project || path.starts_with(project) || pais {
                 continue;
             }
             let Ok(meta) = fs::symlink_metadata(&path) else {
@@ -928,6 +931,9 @@ attacks! {
 // Attacks of the second review (git layout, what runs later, approvals' reach, secret names).
 #[path = "security_reach.rs"]
 mod reach;
+
+#[path = "security_forge.rs"]
+mod forge;
 
 /// Session-log names pai may pick in the next minute (`session_<YYYYMMDD_HHMMSS>.log`).
 fn chrono_like_now() -> Vec<String> {

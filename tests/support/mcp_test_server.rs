@@ -5,7 +5,7 @@
 //!
 //! Tools: `echo` (returns its `text`), `sleep` (waits `ms` milliseconds), `fail` (an
 //! `isError` result), `big` (1 MB of text), `write` (creates `tool.txt` in its working
-//! directory), `crash` (the process exits mid-call), `grow` (adds the tool `extra` and sends
+//! directory, or the file `--write-to PATH` names, folders included), `crash` (the process exits mid-call), `grow` (adds the tool `extra` and sends
 //! `notifications/tools/list_changed`); `--ten` adds three more so ten are listed (the
 //! benchmark's tool-list cost), `--bad-schema` adds one whose schema is malformed. Tools are
 //! listed two per page, so clients must follow `nextCursor`. With `--log FILE` (or
@@ -33,6 +33,8 @@ struct TestServer {
     tools: Vec<Value>,
     /// Set by the `grow` tool: `extra` is listed from then on.
     grown: Arc<AtomicBool>,
+    /// Where the `write` tool writes instead of `tool.txt`.
+    write_to: Option<Arc<String>>,
 }
 
 impl TestServer {
@@ -188,7 +190,11 @@ impl ServerHandler for TestServer {
             "crash" => std::process::exit(3),
             "write" => {
                 // Servers run in the project root: this one writes a file there.
-                std::fs::write("tool.txt", "written by the tool\n").unwrap();
+                let path = self.write_to.as_deref().map_or("tool.txt", String::as_str);
+                if let Some(dir) = std::path::Path::new(path).parent() {
+                    std::fs::create_dir_all(dir).unwrap();
+                }
+                std::fs::write(path, "written by the tool\n").unwrap();
                 CallToolResult::success(vec![ContentBlock::text("wrote tool.txt")])
             }
             "grow" => {
@@ -215,6 +221,7 @@ async fn main() {
     let mut log = std::env::var("MCP_TEST_LOG").ok();
     let (mut ten, mut bad) = (false, false);
     let mut http: Option<String> = None;
+    let mut write_to: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -222,6 +229,7 @@ async fn main() {
             "--ten" => ten = true,
             "--bad-schema" => bad = true,
             "--http" => http = args.next(),
+            "--write-to" => write_to = args.next(),
             // A file of the project the server would load (the trust is pinned to it).
             "--plugin" => {
                 let _ = args.next();
@@ -236,6 +244,7 @@ async fn main() {
         log: log.map(Arc::new),
         tools: tools(ten, bad),
         grown: Arc::new(AtomicBool::new(false)),
+        write_to: write_to.map(Arc::new),
     };
     let env: serde_json::Map<String, Value> = std::env::vars()
         .map(|(k, v)| (k, Value::String(v)))

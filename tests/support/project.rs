@@ -84,6 +84,18 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 impl Project {
+    /// Give the `pai` binary run in this project the secret the library in this test
+    /// process marks its state with: state made in-process (a session that stopped mid-plan,
+    /// say) is then the same user's state to the binary, as it is for a real user.
+    pub fn share_secret(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        let ours = dirs::config_dir().unwrap().join("pai-code/secret");
+        let theirs = self.home.join(".config/pai-code");
+        fs::create_dir_all(&theirs).unwrap();
+        fs::copy(&ours, theirs.join("secret")).unwrap();
+        fs::set_permissions(theirs.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
     /// An empty directory (not a repository).
     pub fn plain() -> Self {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));

@@ -390,7 +390,8 @@ async fn main() {
     let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(&env),
-        history_root: Some(root.clone()),
+        // As `pai` does: input history in the user's state directory, never in the project.
+        history_root: pai::history::project_dir(&root),
     };
     let mut driver = Demo {
         yes: args.iter().any(|a| a == "--yes"),

@@ -142,7 +142,14 @@ impl Agent {
                 report.output = ws.search(pattern, path.as_deref()).map_err(refuse)?
             }
             Step::Run { command } => {
-                let model_wrote = !changes.is_empty() || !side_effects.is_empty();
+                // Under --yes, what the model wrote on this line of work in earlier turns and
+                // sessions counts too, until the user merges it.
+                let model_wrote = !changes.is_empty()
+                    || !side_effects.is_empty()
+                    || self
+                        .history
+                        .as_ref()
+                        .is_some_and(|h| h.line_holds_unmerged_plans());
                 return self
                     .run_command(command, frontend, cancel, report, side_effects, model_wrote)
                     .await;

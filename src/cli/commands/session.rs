@@ -198,7 +198,8 @@ pub fn interactive(
     let root = assembled.agent.workspace().root().to_path_buf();
     let opts = InteractiveOptions {
         appearance: Appearance::from_env(env),
-        history_root: Some(root.clone()),
+        // Input history lives in the user's state directory, never in the project.
+        history_root: crate::history::project_dir(&root),
     };
     let code = rt.block_on(async {
         let mut driver = Driver {

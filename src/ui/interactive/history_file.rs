@@ -1,7 +1,8 @@
-//! The input history file, `.pai_history/input_history`, read and appended only through the
-//! state directory's opener: in a cloned repository the file (or `.pai_history` itself) may be
-//! a planted link or FIFO, and the line editor's own file functions would follow or block on
-//! it. The format is the line editor's (`#V2`, one entry per line, `\` and newline escaped), so
+//! The input history file, `input/history` in pai's per-project state directory in the
+//! user's state directory (`history::project_dir`), never inside the project: a repository
+//! can ship `.pai_history/input_history`, and Up-arrow recall must only bring back what the
+//! user typed. It is read and appended through the state directory's opener (no link is
+//! followed, no FIFO opened blocking), as the line editor's own file functions would not. The format is the line editor's (`#V2`, one entry per line, `\` and newline escaped), so
 //! files written before stay readable.
 
 use std::io::Write;
@@ -9,27 +10,29 @@ use std::path::PathBuf;
 
 use crate::workspace::StateDir;
 
-/// The file's name inside the state directory.
-const NAME: &str = "input_history";
+/// The folder, inside the per-project state directory, and the file's name in it.
+const FOLDER: &str = "input";
+const NAME: &str = "history";
 /// The format marker on the first line.
 const HEADER: &str = "#V2";
 
 /// The input history of one project.
 #[derive(Debug, Clone)]
 pub(crate) struct HistoryFile {
-    root: PathBuf,
+    /// The project's directory in the user's state directory.
+    dir: PathBuf,
 }
 
 impl HistoryFile {
-    /// The history of the project at `root`.
-    pub(crate) fn new(root: PathBuf) -> Self {
-        Self { root }
+    /// The history kept in `dir`, the project's directory in the user's state directory.
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        Self { dir }
     }
 
     /// The last `max` entries, oldest first. Nothing (no file, a link or special file refused,
     /// unreadable) is an empty history: the session works without one.
     pub(crate) fn load(&self, max: usize) -> Vec<String> {
-        let Ok(state) = StateDir::open(&self.root, false) else {
+        let Ok(state) = StateDir::open_named(&self.dir, FOLDER, false) else {
             return Vec::new();
         };
         let Ok(Some(bytes)) = state.read(&[NAME]) else {
@@ -52,7 +55,7 @@ impl HistoryFile {
     /// Append one entry (creating the file, with its header, when missing). Failures are
     /// ignored: losing a history line must never stop the session.
     pub(crate) fn append(&self, entry: &str) {
-        let Ok(state) = StateDir::open(&self.root, true) else {
+        let Ok(state) = StateDir::open_named(&self.dir, FOLDER, true) else {
             return;
         };
         let _ = state.write_new(&[NAME], format!("{HEADER}\n").as_bytes(), 0o600);
@@ -102,7 +105,7 @@ mod tests {
 
         let outside = dir.path().join("outside.txt");
         std::fs::write(&outside, "secret\n").unwrap();
-        let file = dir.path().join(".pai_history").join(NAME);
+        let file = dir.path().join(FOLDER).join(NAME);
         std::fs::remove_file(&file).unwrap();
         std::os::unix::fs::symlink(&outside, &file).unwrap();
         assert!(h.load(10).is_empty(), "read through a link");

@@ -72,8 +72,8 @@ pub struct InteractiveOptions {
     /// Colour and escape sequences allowed or not (from `NO_COLOR` / `TERM`); output is plain
     /// anyway when stdout is not a terminal.
     pub appearance: Appearance,
-    /// The project root whose `.pai_history/input_history` keeps the input history (read
-    /// and written without following links); `None`: not kept.
+    /// The project's directory in the user's state directory, whose `input/history` keeps
+    /// the input history (read and written without following links); `None`: not kept.
     pub history_root: Option<PathBuf>,
 }
 

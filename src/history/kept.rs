@@ -1,0 +1,201 @@
+//! What undo replaced when it put a plan's trash copies back (the file the plan left, or the
+//! user's later edit of it), kept for redo: in git's object store, never in a folder of the
+//! project. The copies form a tree (`files`, `modes` as trash copies have, and `absent`: the
+//! paths undo brought back where nothing stood, which redo removes again); its id is written
+//! in the user's state directory (`<project>/undone/<session>.<plan>`, where a repository
+//! cannot plant one) and the tree is kept reachable from `refs/pai/kept/<session>/<plan>` so
+//! git's gc never prunes it. Only the id in the state directory is trusted: the ref is never
+//! read.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+
+use super::error::{Context as _, HistoryError};
+use super::{names, trash, user_state};
+
+/// The entry of the tree listing the paths undo restored where nothing stood.
+const ABSENT: &str = "absent";
+
+/// What undo replaced for one plan.
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    /// Files undo wrote a trash copy over: path, the bytes it replaced, their permission bits.
+    pub replaced: Vec<(String, Vec<u8>, u32)>,
+    /// Paths undo restored from the trash where no file stood.
+    pub absent: Vec<String>,
+}
+
+/// The ref keeping the tree reachable (never read back as a source of truth).
+fn keep_ref(session: &str, plan: u32) -> String {
+    format!("refs/pai/kept/{session}/{plan}")
+}
+
+/// The ref keeping the files redo writes back reachable (never read back either).
+fn rewrite_ref(session: &str, plan: u32) -> String {
+    format!("refs/pai/kept/{session}/{plan}-rewrite")
+}
+
+/// `<state>/undone/<session>.<plan>` for the repository `repo` of the project at `root`.
+fn record_path(
+    repo: &Repository,
+    root: &Path,
+    session: &str,
+    plan: u32,
+) -> Result<PathBuf, HistoryError> {
+    if !names::is_id(session) {
+        return Err(HistoryError::Refused {
+            message: format!("session id {session:?} is not one pai makes"),
+            hint: "pai acts only on sessions it started".into(),
+        });
+    }
+    let dir = user_state::dir(repo.commondir(), root)?.join("undone");
+    std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir.join(format!("{session}.{plan}")))
+}
+
+/// Record the files redo must write back as the plan left them after writing the plan's
+/// blobs (`files`: path, blob already in the object store, permission bits): bytes git's
+/// checkout of the plan's blob would not give back (files git converts), and ignored files the
+/// plan created (its tree does not hold them). Written before undo's first write; nothing to
+/// keep removes any earlier record.
+pub(crate) fn save_rewrite(
+    repo: &Repository,
+    root: &Path,
+    session: &str,
+    plan: u32,
+    files: &BTreeMap<String, (Oid, u32)>,
+) -> Result<(), HistoryError> {
+    if files.is_empty() {
+        forget_rewrite(repo, root, session, plan);
+        return Ok(());
+    }
+    let path = record_path(repo, root, session, plan)?.with_extension(format!("{plan}.rewrite"));
+    let what = || format!("cannot keep plan {plan}'s files for redo");
+    let tree = trash::copies_tree(repo, files, None).ctx(what)?;
+    repo.reference(
+        &rewrite_ref(session, plan),
+        tree,
+        true,
+        "pai: kept for redo",
+    )
+    .ctx(what)?;
+    let tmp = path.with_extension(format!("{plan}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, format!("{tree}\n"))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .ctx(|| format!("cannot write {}", path.display()))
+}
+
+/// What [`save_rewrite`] recorded for `plan` of `session` (nothing when nothing was, or the
+/// record is unreadable): path, bytes, permission bits. The caller checks each against the
+/// plan commit before writing it.
+pub(crate) fn read_rewrite(
+    repo: &Repository,
+    root: &Path,
+    session: &str,
+    plan: u32,
+) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
+    let Ok(path) = record_path(repo, root, session, plan) else {
+        return Ok(Vec::new());
+    };
+    let path = path.with_extension(format!("{plan}.rewrite"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(Vec::new());
+    };
+    let Ok(tree) = Oid::from_str(text.trim()) else {
+        return Ok(Vec::new());
+    };
+    trash::recorded(repo, tree)
+}
+
+/// Drop the rewrite record and its ref (failures are harmless, as for [`forget`]).
+pub(crate) fn forget_rewrite(repo: &Repository, root: &Path, session: &str, plan: u32) {
+    if let Ok(path) = record_path(repo, root, session, plan) {
+        let _ = std::fs::remove_file(path.with_extension(format!("{plan}.rewrite")));
+    }
+    if let Ok(mut r) = repo.find_reference(&rewrite_ref(session, plan)) {
+        let _ = r.delete();
+    }
+}
+
+/// Record what undo is about to replace for `plan` of `session` (`replaced`: path, blob of
+/// the current bytes already in the object store, permission bits; `absent`), before the
+/// first trash copy is written. Nothing to keep removes any earlier record.
+pub(crate) fn save(
+    repo: &Repository,
+    root: &Path,
+    session: &str,
+    plan: u32,
+    replaced: &BTreeMap<String, (Oid, u32)>,
+    absent: &[String],
+) -> Result<(), HistoryError> {
+    // Nothing to keep needs no state directory (a project at $HOME has none of its own).
+    if replaced.is_empty() && absent.is_empty() {
+        forget(repo, root, session, plan);
+        return Ok(());
+    }
+    let path = record_path(repo, root, session, plan)?;
+    let what = || format!("cannot keep what undo replaced for plan {plan}");
+    let list: String = absent
+        .iter()
+        .filter(|p| !p.contains('\n'))
+        .map(|p| format!("{p}\n"))
+        .collect();
+    let list = repo.blob(list.as_bytes()).ctx(what)?;
+    let tree = trash::copies_tree(repo, replaced, Some((ABSENT, list))).ctx(what)?;
+    repo.reference(&keep_ref(session, plan), tree, true, "pai: kept for redo")
+        .ctx(what)?;
+    let tmp = path.with_extension(format!("{plan}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, format!("{tree}\n"))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .ctx(|| format!("cannot write {}", path.display()))
+}
+
+/// What undo recorded for `plan` of `session`; nothing when it recorded nothing (or the
+/// record is unreadable: then redo replaces nothing it cannot account for).
+pub(crate) fn read(
+    repo: &Repository,
+    root: &Path,
+    session: &str,
+    plan: u32,
+) -> Result<Kept, HistoryError> {
+    let Ok(path) = record_path(repo, root, session, plan) else {
+        return Ok(Kept::default());
+    };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(Kept::default());
+    };
+    let Ok(tree) = Oid::from_str(text.trim()) else {
+        return Ok(Kept::default());
+    };
+    let replaced = trash::recorded(repo, tree)?;
+    let top = repo
+        .find_tree(tree)
+        .ctx(|| format!("cannot read what undo kept for plan {plan}"))?;
+    let absent = match top.get_name(ABSENT) {
+        Some(entry) => {
+            let blob = repo
+                .find_blob(entry.id())
+                .ctx(|| format!("cannot read what undo kept for plan {plan}"))?;
+            String::from_utf8_lossy(blob.content())
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Ok(Kept { replaced, absent })
+}
+
+/// Drop the record (and its ref) once redo used it. Failures are harmless: a stale record
+/// is overwritten by the next undo of that plan.
+pub(crate) fn forget(repo: &Repository, root: &Path, session: &str, plan: u32) {
+    if let Ok(path) = record_path(repo, root, session, plan) {
+        let _ = std::fs::remove_file(path);
+    }
+    if let Ok(mut r) = repo.find_reference(&keep_ref(session, plan)) {
+        let _ = r.delete();
+    }
+}
