@@ -303,13 +303,16 @@ fn log_lists_files_from_the_plan_commit_without_reading_trees_or_blobs() {
 }
 
 #[test]
-fn a_plan_commit_rewritten_with_other_content_is_diffed_not_taken_at_its_word() {
+fn a_plan_commit_rewritten_with_other_content_is_no_longer_taken_for_a_plan() {
     let p = Project::repo();
     let mut s = p.start();
     let one = run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"alpha\n1\n")]).unwrap();
     drop(s);
+    assert_eq!(log(&p.root, None, false).unwrap()[0].plans.len(), 1);
     // Amended with other content and the same message (as a rebase that resolved a
-    // conflict would leave it): the recorded counts no longer describe the commit.
+    // conflict would leave it): pai's mark (`Pai-Auth`, over tree, parents and message) no
+    // longer verifies, so neither the recorded file list nor any other trailer is believed:
+    // the commit is the user's, not a plan.
     p.write("a.txt", "alpha\n1\n2\n3\n");
     p.write("c.txt", "c\n");
     p.git(&["add", "a.txt", "c.txt"]);
@@ -317,27 +320,18 @@ fn a_plan_commit_rewritten_with_other_content_is_diffed_not_taken_at_its_word() 
     let amended = p.rev("HEAD");
     assert_ne!(amended, one.id);
     let sessions = log(&p.root, None, false).unwrap();
-    let plan = &sessions[0].plans[0];
-    assert_eq!(plan.id, amended);
-    let numstat = p.git(&["show", "--numstat", "--format=", &amended]);
-    let mut from_git: Vec<String> = numstat
-        .lines()
-        .map(|l| l.split('\t').collect::<Vec<_>>().join(" "))
-        .collect();
-    from_git.sort();
-    let mut from_log: Vec<String> = plan
-        .files
-        .iter()
-        .map(|f| format!("{} {} {}", f.added, f.deleted, f.path))
-        .collect();
-    from_log.sort();
-    assert_eq!(from_log, from_git);
+    assert!(
+        sessions
+            .iter()
+            .all(|s| s.plans.iter().all(|plan| plan.id != amended)),
+        "{sessions:?}"
+    );
 }
 
 #[test]
-fn a_session_rebased_off_its_recorded_base_still_lists_its_plans() {
-    // The base a session recorded is no longer on its branch's first-parent line: log falls
-    // back to git's walk (hiding what the base reaches) and to diffing the rebased plans.
+fn a_session_rebased_off_its_recorded_base_lists_no_plans_it_cannot_verify() {
+    // The plans rebased onto another root have new parents: pai's mark covers the parents,
+    // so they are no longer pai's plans (undo would refuse them too) and log lists none.
     let p = Project::repo();
     let base = p.rev("HEAD");
     let mut s = p.start();
@@ -345,6 +339,7 @@ fn a_session_rebased_off_its_recorded_base_still_lists_its_plans() {
     run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"alpha\n1\n")]).unwrap();
     run_plan(&mut s, &p.wt(), "two", &[Op::Write("d.txt", b"d\n")]).unwrap();
     drop(s);
+    assert_eq!(log(&p.root, None, false).unwrap()[0].plans.len(), 2);
     // Another root with the base's files: the plans apply to it unchanged.
     let tree = format!("{base}^{{tree}}");
     let elsewhere = p.git(&["commit-tree", &tree, "-m", "another root"]);
@@ -352,23 +347,5 @@ fn a_session_rebased_off_its_recorded_base_still_lists_its_plans() {
     p.git(&["rebase", "-q", "--onto", elsewhere.trim(), &base]);
     assert_eq!(p.git(&["rev-list", "--count", "HEAD"]).trim(), "3");
     let sessions = log(&p.root, None, false).unwrap();
-    let plans: Vec<(&str, Vec<String>)> = sessions[0]
-        .plans
-        .iter()
-        .map(|p| {
-            let files = p
-                .files
-                .iter()
-                .map(|f| format!("{} +{} -{}", f.path, f.added, f.deleted))
-                .collect();
-            (p.request.as_str(), files)
-        })
-        .collect();
-    assert_eq!(
-        plans,
-        [
-            ("two", vec!["d.txt +1 -0".to_string()]),
-            ("one", vec!["a.txt +1 -0".to_string()])
-        ]
-    );
+    assert!(sessions.iter().all(|s| s.plans.is_empty()), "{sessions:?}");
 }
