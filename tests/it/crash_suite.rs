@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::support;
@@ -456,92 +457,99 @@ fn every_kill_and_injected_error_is_finished_or_rolled_back_by_the_next_command(
         expect.insert(format!("{op:?}"), (state(template), state(&dir)));
     }
     let (cases, kills, fails) = cases(base, &mock, &temps);
-    let failures = std::sync::Mutex::new(Vec::new());
-    let recovered = std::sync::atomic::AtomicUsize::new(0);
-    let landed = std::sync::atomic::AtomicUsize::new(0);
-    let kills_landed = std::sync::atomic::AtomicUsize::new(0);
-    let outside = std::sync::atomic::AtomicUsize::new(0);
+    let tally = Tally::default();
     let threads = 3;
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (cases, failures, recovered, landed, outside, kills_landed) = (
-                &cases,
-                &failures,
-                &recovered,
-                &landed,
-                &outside,
-                &kills_landed,
-            );
-            let (expect, temps, mock) = (&expect, &temps, &mock);
-
+            let (cases, tally, expect, temps, mock) = (&cases, &tally, &expect, &temps, &mock);
             s.spawn(move || {
                 for (i, case) in cases.iter().enumerate().skip(t).step_by(threads) {
                     let work = base.join(format!("case-{i}"));
                     let (before, after) = &expect[&format!("{:?}", case.op)];
-                    match check(
+                    let result = check(
                         case,
                         &work,
                         &temps[template_of(case.op)],
                         before,
                         after,
                         mock,
-                    ) {
-                        Ok((_, _, true)) => {
-                            outside.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        Ok((hit, said, false)) => {
-                            if said {
-                                recovered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            }
-                            if hit {
-                                landed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                if case.inject.contains("signal=KILL") {
-                                    kills_landed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                }
-                            }
-                        }
-                        Err(e) => failures
-                            .lock()
-                            .unwrap()
-                            .push(format!("{:?} {}: {e}", case.op, case.inject)),
-                    }
+                    );
+                    tally.add(case, result);
                     let _ = std::fs::remove_dir_all(&work);
                 }
             });
         }
     });
-    let failures = failures.into_inner().unwrap();
-    // Cases that landed before the plan commit's record count for neither total.
-    let outside = outside.into_inner();
-    let (kills, fails) = (kills - outside.min(kills), fails - outside.min(fails));
-    let landed = landed.into_inner();
-    let kills_landed = kills_landed.into_inner();
-    eprintln!(
-        "{kills_landed} of the kills and {} of the errors landed",
-        landed - kills_landed
-    );
-    eprintln!(
-        "{kills} kill points and {fails} injected errors in {:.1}s ({outside} more landed while \
-         the plan's steps ran, before its commit's record); {landed} landed (killed or failed \
-         pai); the next command recovered after {}; {} failed",
-        started.elapsed().as_secs_f64(),
-        recovered.into_inner(),
-        failures.len()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(kills >= 150, "only {kills} kill points");
-    assert!(fails >= 60, "only {fails} injected errors");
-    // Nearly every kill must have hit pai (a count can drift by a call between runs), or the
-    // suite proves nothing. An injected error pai tolerates (a best-effort write: a log line,
-    // the map's cache, a record kept only for redo) does not end it; the checks above still
-    // hold for those cases, and at least two in five must end it.
-    let errors_landed = landed - kills_landed;
-    assert!(
-        kills_landed * 100 >= kills * 95,
-        "only {kills_landed} of {kills} kills hit pai"
-    );
-    assert!(
-        errors_landed * 100 >= fails * 40,
-        "only {errors_landed} of {fails} injected errors failed pai"
-    );
+    tally.check(kills, fails, started);
+}
+
+/// What the cases came to, counted from several threads.
+#[derive(Default)]
+struct Tally {
+    failures: std::sync::Mutex<Vec<String>>,
+    recovered: AtomicUsize,
+    kills_landed: AtomicUsize,
+    errors_landed: AtomicUsize,
+    outside: AtomicUsize,
+}
+
+impl Tally {
+    fn add(&self, case: &Case, result: Result<(bool, bool, bool), String>) {
+        let count = |n: &AtomicUsize| n.fetch_add(1, Ordering::Relaxed);
+        match result {
+            Ok((_, _, true)) => {
+                count(&self.outside);
+            }
+            Ok((hit, said, false)) => {
+                if said {
+                    count(&self.recovered);
+                }
+                if hit && case.inject.contains("signal=KILL") {
+                    count(&self.kills_landed);
+                } else if hit {
+                    count(&self.errors_landed);
+                }
+            }
+            Err(e) => self
+                .failures
+                .lock()
+                .unwrap()
+                .push(format!("{:?} {}: {e}", case.op, case.inject)),
+        }
+    }
+
+    fn check(self, kills: usize, fails: usize, started: Instant) {
+        let failures = self.failures.into_inner().unwrap();
+        // Cases that landed before the plan commit's record count for neither total.
+        let outside = self.outside.into_inner();
+        let (kills, fails) = (kills - outside.min(kills), fails - outside.min(fails));
+        let (kills_landed, errors_landed) = (
+            self.kills_landed.into_inner(),
+            self.errors_landed.into_inner(),
+        );
+        eprintln!(
+            "{kills} kill points and {fails} injected errors in {:.1}s ({outside} more landed \
+             while the plan's steps ran, before its commit's record); {kills_landed} kills and \
+             {errors_landed} errors landed (killed or failed pai); the next command recovered \
+             after {}; {} failed",
+            started.elapsed().as_secs_f64(),
+            self.recovered.into_inner(),
+            failures.len()
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(kills >= 150, "only {kills} kill points");
+        assert!(fails >= 60, "only {fails} injected errors");
+        // Nearly every kill must have hit pai (a count can drift by a call between runs), or
+        // the suite proves nothing. An injected error pai tolerates (a best-effort write: a
+        // log line, the map's cache, a record kept only for redo) does not end it; the checks
+        // above still hold for those cases, and at least two in five must end it.
+        assert!(
+            kills_landed * 100 >= kills * 95,
+            "only {kills_landed} of {kills} kills hit pai"
+        );
+        assert!(
+            errors_landed * 100 >= fails * 40,
+            "only {errors_landed} of {fails} injected errors failed pai"
+        );
+    }
 }
