@@ -400,8 +400,12 @@ pub fn carry(held: &mut Held) -> Result<usize, HistoryError> {
     let linked = &mut held.linked;
     let changed = uncommitted(&linked.origin)?;
     for rel in &changed {
-        let from = linked.origin.join(rel);
-        let to = linked.path.join(rel);
+        let (from, to) = match (below(&linked.origin, rel), below(&linked.path, rel)) {
+            (Ok(from), Ok(to)) => (from, to),
+            (Err(e), _) | (_, Err(e)) => {
+                return Err(e).ctx(|| format!("cannot carry {rel} into the worktree"));
+            }
+        };
         let copied = match std::fs::symlink_metadata(&from) {
             Err(_) => match std::fs::remove_file(&to) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -568,17 +572,47 @@ pub fn copy_included(linked: &Linked, include: &[String]) -> Vec<String> {
             ));
             continue;
         }
-        let from = linked.origin.join(clean);
-        let to = linked.path.join(clean);
-        if let Err(e) = copy_tree(&from, &to) {
+        let copied = below(&linked.origin, rel)
+            .and_then(|from| Ok((from, below(&linked.path, rel)?)))
+            .and_then(|(from, to)| copy_tree(&from, &to));
+        if let Err(e) = copied {
             problems.push(format!("worktree_include: cannot copy {rel}: {e}"));
         }
     }
     problems
 }
 
+/// `base/rel`, refused when a folder on the way is a symbolic link: one checkout can hold a
+/// link where the other holds a folder (the user replaced a committed link), and reading or
+/// writing through it would leave the tree.
+fn below(base: &Path, rel: &str) -> std::io::Result<PathBuf> {
+    let mut at = base.to_path_buf();
+    let mut parts = Path::new(rel).components().peekable();
+    while let Some(part) = parts.next() {
+        let std::path::Component::Normal(name) = part else {
+            return Err(std::io::Error::other("not a path inside the project"));
+        };
+        at.push(name);
+        let link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if link && parts.peek().is_some() {
+            return Err(std::io::Error::other(format!(
+                "{} is a symbolic link",
+                at.display()
+            )));
+        }
+    }
+    Ok(at)
+}
+
+/// Copy the file or folder `from` to `to` (links inside skipped). A link standing at `to`
+/// is replaced, never written through.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(from)?;
+    if std::fs::symlink_metadata(to).is_ok_and(|m| m.file_type().is_symlink())
+        && (meta.is_dir() || meta.is_file())
+    {
+        std::fs::remove_file(to)?;
+    }
     if meta.is_dir() {
         std::fs::create_dir_all(to)?;
         for entry in std::fs::read_dir(from)? {
@@ -592,4 +626,43 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         std::fs::copy(from, to)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_on_the_way_is_refused_and_a_link_at_the_target_is_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (origin, tree, outside) = (
+            tmp.path().join("origin"),
+            tmp.path().join("tree"),
+            tmp.path().join("outside"),
+        );
+        for d in [&origin, &tree, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // The user replaced a committed link `dir` with a folder; the worktree still has it.
+        std::fs::create_dir_all(origin.join("dir")).unwrap();
+        std::fs::write(origin.join("dir/x"), "mine").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("dir")).unwrap();
+        assert!(below(&tree, "dir/x").is_err());
+        assert_eq!(below(&origin, "dir/x").unwrap(), origin.join("dir/x"));
+        copy_tree(&origin.join("dir"), &tree.join("dir")).unwrap();
+        assert!(
+            !std::fs::symlink_metadata(tree.join("dir"))
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(tree.join("dir/x")).unwrap(), b"mine");
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        // A file where the worktree has a link to a file outside: the link goes, not the file.
+        std::fs::write(outside.join("victim"), "theirs").unwrap();
+        std::os::unix::fs::symlink(outside.join("victim"), tree.join("f")).unwrap();
+        std::fs::write(origin.join("f"), "mine").unwrap();
+        copy_tree(&origin.join("f"), &tree.join("f")).unwrap();
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"theirs");
+        assert_eq!(std::fs::read(tree.join("f")).unwrap(), b"mine");
+    }
 }
