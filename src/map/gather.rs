@@ -45,6 +45,12 @@ pub struct MapFile {
     pub id: Option<BlobId>,
 }
 
+impl AsRef<str> for MapFile {
+    fn as_ref(&self) -> &str {
+        &self.path
+    }
+}
+
 /// The project's files with their facts.
 pub struct Gathered {
     /// The cache, updated.

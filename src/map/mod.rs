@@ -199,8 +199,7 @@ fn build_with(
         },
     );
     clock.mark("gather");
-    let paths: Vec<String> = g.files.iter().map(|f| f.path.clone()).collect();
-    let named = named::named_files(request, &paths);
+    let named = named::named_files(request, &g.files);
     let head_before = g.store.recent.as_ref().map(|r| r.head.clone());
     let signals = Signals {
         named: named.clone(),
@@ -222,12 +221,6 @@ fn build_with(
         text_of: &text_of,
     });
     clock.mark("render");
-    if let Some(l) = location
-        && (g.parsed > 0 || g.store.files.len() != g.files.len() || head_before != activity.head)
-    {
-        store::save_in_background(l, root, std::mem::take(&mut g.store), paths);
-    }
-    clock.mark("save");
     let ranked = ranked
         .into_iter()
         .take(SCORED_SHOWN)
@@ -235,14 +228,22 @@ fn build_with(
         .map(|r| ScoredFile {
             path: g.files[r.file].path.clone(),
             score: r.score,
-            why: r.why,
+            why: r.why.map(|w| *w).unwrap_or_default(),
         })
         .collect();
+    let files = g.files.len();
+    if let Some(l) = location
+        && (g.parsed > 0 || g.store.files.len() != files || head_before != activity.head)
+    {
+        let live = g.files.into_iter().map(|f| f.path).collect();
+        store::save_in_background(l, root, g.store, live);
+    }
+    clock.mark("save");
     MapReport {
         text,
         shown,
         ranked,
-        files: g.files.len(),
+        files,
         parsed: g.parsed,
         unparsed: g.unparsed,
         named,

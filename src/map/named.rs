@@ -33,29 +33,36 @@ pub fn mentions(request: &str, needle: &str) -> bool {
 }
 
 /// Files the request names, in the order of `files`: exact paths first, then file names.
-pub fn named_files(request: &str, files: &[String]) -> Vec<String> {
-    let mut found: Vec<String> = files
-        .iter()
-        .filter(|f| mentions(request, f))
-        .cloned()
-        .collect();
-    let mut by_name: HashMap<&str, Vec<&String>> = HashMap::new();
+pub fn named_files<S: AsRef<str>>(request: &str, files: &[S]) -> Vec<String> {
+    // A file's path or name can be mentioned only if its name is in the request at all: that
+    // test, made once per distinct name, spares the rest of the work for nearly every file of
+    // a big project.
+    let mut present: HashMap<&str, bool> = HashMap::new();
+    let mut found: Vec<String> = Vec::new();
+    let mut by_name: HashMap<&str, Vec<&str>> = HashMap::new();
     for f in files {
-        if let Some((_, name)) = f.rsplit_once('/') {
-            by_name.entry(name).or_default().push(f);
-        } else {
-            by_name.entry(f.as_str()).or_default().push(f);
+        let f = f.as_ref();
+        let name = f.rsplit_once('/').map_or(f, |(_, name)| name);
+        if !*present
+            .entry(name)
+            .or_insert_with(|| request.contains(name))
+        {
+            continue;
         }
+        if mentions(request, f) {
+            found.push(f.to_string());
+        }
+        by_name.entry(name).or_default().push(f);
     }
-    let mut names: Vec<(&str, Vec<&String>)> = by_name
+    let mut names: Vec<(&str, Vec<&str>)> = by_name
         .into_iter()
         .filter(|(name, _)| mentions(request, name))
         .collect();
     names.sort();
     for (_, candidates) in names {
         for f in pick(request, &candidates) {
-            if !found.contains(f) {
-                found.push(f.clone());
+            if !found.iter().any(|x| x == f) {
+                found.push(f.to_string());
             }
         }
     }
@@ -64,7 +71,7 @@ pub fn named_files(request: &str, files: &[String]) -> Vec<String> {
 
 /// Of the files sharing a mentioned name, the one alone, or those whose folders the request
 /// mentions most (none when it mentions none of them: guessing would be worse).
-fn pick<'a>(request: &str, candidates: &[&'a String]) -> Vec<&'a String> {
+fn pick<'a>(request: &str, candidates: &[&'a str]) -> Vec<&'a str> {
     if candidates.len() == 1 {
         return candidates.to_vec();
     }

@@ -84,8 +84,31 @@ pub struct Ranked {
     pub file: usize,
     /// Its score (higher is more relevant).
     pub score: f32,
-    /// Why.
-    pub why: Why,
+    /// Why (`None` for a file nothing matched).
+    pub why: Option<Box<Why>>,
+}
+
+/// Scores while ranking: a number per file, and reasons only for the files something
+/// matched. Most files of a big project match nothing, and a `Why` per file would be most of
+/// a ranking's memory (about 200 bytes each: 20 MB at 100,000 files).
+struct Board {
+    score: Vec<f32>,
+    why: Vec<Option<Box<Why>>>,
+}
+
+impl Board {
+    fn new(files: usize) -> Self {
+        Board {
+            score: vec![0.0; files],
+            why: std::iter::repeat_with(|| None).take(files).collect(),
+        }
+    }
+
+    /// Add `s` to `file`'s score; its reasons, to say why.
+    fn add(&mut self, file: usize, s: f32) -> &mut Why {
+        self.score[file] += s;
+        self.why[file].get_or_insert_with(Box::default)
+    }
 }
 
 /// Whether a path is a test, fixture, doc or example rather than source.
@@ -222,46 +245,40 @@ pub fn rank(
 ) -> Vec<Ranked> {
     let facts = |f: &MapFile| f.blob.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
     let ids = query_ids(query, names);
-    let mut out: Vec<Ranked> = (0..files.len())
-        .map(|file| Ranked {
-            file,
-            score: 0.0,
-            why: Why::default(),
-        })
-        .collect();
-    score_text(files, &facts, &ids, &mut out);
-    score_paths(files, query, &mut out);
-    score_defs(files, &facts, &ids, &mut out);
-    let lexical: Vec<f32> = out.iter().map(|r| r.score).collect();
-    score_graph(files, &facts, &ids, names, &lexical, &mut out);
-    apply_signals(files, query, signals, &mut out);
-    sort_best_first(files, &mut out);
+    let mut board = Board::new(files.len());
+    score_text(files, &facts, &ids, &mut board);
+    score_paths(files, query, &mut board);
+    score_defs(files, &facts, &ids, &mut board);
+    let lexical = board.score.clone();
+    score_graph(files, &facts, &ids, names, &lexical, &mut board);
+    apply_signals(files, query, signals, &mut board);
+    let mut out = sort_best_first(files, board);
     for r in out.iter_mut().take(WHY_FOR) {
-        spell_out(&mut r.why, query, &ids);
+        if let Some(why) = r.why.as_deref_mut() {
+            spell_out(why, query, &ids);
+        }
     }
     out
 }
 
-/// Best score first, ties by path. A ranked file is a few hundred bytes: the order is worked
-/// out on indices and each file moved once. Most files of a big project score nothing and
-/// come in path order already, which the stable sort of that part finds in one pass.
-fn sort_best_first(files: &[MapFile], out: &mut Vec<Ranked>) {
-    let by_path = |a: usize, b: usize| files[out[a].file].path.cmp(&files[out[b].file].path);
+/// Best score first, ties by path. Most files of a big project score nothing and come in
+/// path order already, which the stable sort of that part finds in one pass.
+fn sort_best_first(files: &[MapFile], mut board: Board) -> Vec<Ranked> {
+    let score = &board.score;
+    let by_path = |a: usize, b: usize| files[a].path.cmp(&files[b].path);
     let (mut scored, mut rest): (Vec<usize>, Vec<usize>) =
-        (0..out.len()).partition(|&i| out[i].score > 0.0);
-    scored.sort_unstable_by(|&a, &b| {
-        out[b]
-            .score
-            .total_cmp(&out[a].score)
-            .then_with(|| by_path(a, b))
-    });
+        (0..score.len()).partition(|&i| score[i] > 0.0);
+    scored.sort_unstable_by(|&a, &b| score[b].total_cmp(&score[a]).then_with(|| by_path(a, b)));
     rest.sort_by(|&a, &b| by_path(a, b));
-    let mut slots: Vec<Option<Ranked>> = std::mem::take(out).into_iter().map(Some).collect();
-    *out = scored
+    scored
         .into_iter()
         .chain(rest)
-        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
-        .collect();
+        .map(|file| Ranked {
+            file,
+            score: board.score[file],
+            why: board.why[file].take(),
+        })
+        .collect()
 }
 
 /// Turn a file's hits into the words a reader sees.
@@ -290,7 +307,7 @@ fn score_text<'a>(
     files: &'a [MapFile],
     facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>,
     ids: &QueryIds,
-    out: &mut [Ranked],
+    out: &mut Board,
 ) {
     let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
     let n = indexed.iter().flatten().count().max(1) as f32;
@@ -302,7 +319,7 @@ fn score_text<'a>(
             (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
         })
         .collect();
-    for (i, (r, f)) in out.iter_mut().zip(&indexed).enumerate() {
+    for (i, f) in indexed.iter().enumerate() {
         let Some(f) = f else { continue };
         for (k, idf) in idf.iter().enumerate() {
             let tf = f32::from(tfs.get(i, k));
@@ -311,9 +328,9 @@ fn score_text<'a>(
             };
             let norm = K1 * (1.0 - B + B * f.len as f32 / avg.max(1.0));
             let s = idf * tf * (K1 + 1.0) / (tf + norm);
-            r.score += s;
-            r.why.text += s;
-            r.why.hits[0].push(k as u16);
+            let why = out.add(i, s);
+            why.text += s;
+            why.hits[0].push(k as u16);
         }
     }
 }
@@ -355,7 +372,7 @@ impl PerFile {
 
 /// The request's terms in the files' paths, weighted by how rare they are among paths; the
 /// file's own name counts more than its folders'.
-fn score_paths(files: &[MapFile], query: &Query, out: &mut [Ranked]) {
+fn score_paths(files: &[MapFile], query: &Query, out: &mut Board) {
     if query.terms.is_empty() {
         return;
     }
@@ -403,14 +420,14 @@ fn score_paths(files: &[MapFile], query: &Query, out: &mut [Ranked]) {
         hits.push(found);
     }
     let n = files.len().max(1) as f32;
-    for (r, found) in out.iter_mut().zip(hits) {
+    for (i, found) in hits.into_iter().enumerate() {
         for (k, in_name) in found {
             let d = df[k as usize];
             let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
             let s = PATH_WEIGHT * idf * if in_name { 1.5 } else { 1.0 };
-            r.score += s;
-            r.why.path += s;
-            r.why.hits[1].push(k);
+            let why = out.add(i, s);
+            why.path += s;
+            why.hits[1].push(k);
         }
     }
 }
@@ -420,7 +437,7 @@ fn score_defs<'a>(
     files: &'a [MapFile],
     facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>,
     ids: &QueryIds,
-    out: &mut [Ranked],
+    out: &mut Board,
 ) {
     let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
     let n = indexed.iter().flatten().count().max(1) as f32;
@@ -437,19 +454,19 @@ fn score_defs<'a>(
             (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
         })
         .collect();
-    for (i, r) in out.iter_mut().enumerate() {
+    for i in 0..indexed.len() {
         for (k, idf) in idf.iter().enumerate() {
             if let Some(idf) = idf.filter(|_| found.get(i, k) > 0) {
-                r.score += DEF_WEIGHT * idf;
-                r.why.defs += DEF_WEIGHT * idf;
-                r.why.hits[2].push(k as u16);
+                let why = out.add(i, DEF_WEIGHT * idf);
+                why.defs += DEF_WEIGHT * idf;
+                why.hits[2].push(k as u16);
             }
         }
         for j in 0..ids.idents.len() {
             if found.get(i, terms + j) > 0 {
-                r.score += IDENT_BONUS;
-                r.why.defs += IDENT_BONUS;
-                r.why.hits[2].push((terms + j) as u16);
+                let why = out.add(i, IDENT_BONUS);
+                why.defs += IDENT_BONUS;
+                why.hits[2].push((terms + j) as u16);
             }
         }
     }
@@ -464,7 +481,7 @@ fn score_graph<'a>(
     ids: &QueryIds,
     names: &Names,
     lexical: &[f32],
-    out: &mut [Ranked],
+    out: &mut Board,
 ) {
     let mut seeds: Vec<usize> = (0..files.len()).filter(|&i| lexical[i] > 0.0).collect();
     seeds.sort_by(|&a, &b| lexical[b].total_cmp(&lexical[a]));
@@ -524,12 +541,12 @@ fn score_graph<'a>(
     for (i, p) in rank.into_iter().enumerate() {
         let Some(p) = p else { continue };
         let s = GRAPH_WEIGHT * top * p / max;
-        out[i].score += s;
-        out[i].why.graph += s;
+        let why = out.add(i, s);
+        why.graph += s;
         if let Some((_, from)) = via[i]
             && from != i
         {
-            out[i].why.referenced_by.push(files[from].path.clone());
+            why.referenced_by.push(files[from].path.clone());
         }
     }
 }
@@ -605,15 +622,12 @@ fn out_edges(
 }
 
 /// Named files first, then the user's recent work; tests and docs below source.
-fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut [Ranked]) {
-    let top = out.iter().map(|r| r.score).fold(1.0_f32, f32::max);
+fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut Board) {
+    let top = out.score.iter().copied().fold(1.0_f32, f32::max);
     let mut minor = MinorPaths::default();
-    for r in out.iter_mut() {
-        let path = files[r.file].path.as_str();
-        let mut add = |why: &'static str, s: f32| {
-            r.score += s;
-            r.why.signals.push(why);
-        };
+    for (i, file) in files.iter().enumerate() {
+        let path = file.path.as_str();
+        let mut add = |why: &'static str, s: f32| out.add(i, s).signals.push(why);
         if signals.named.iter().any(|n| n == path) {
             add("named in the request", 10.0 * top);
         }
@@ -630,9 +644,10 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
             );
         }
         let (test, doc) = minor.of(path);
-        if (test && !query.about_tests) || (doc && !query.about_docs) {
-            r.score *= 0.5;
-            r.why.signals.push("test or doc: ranked down");
+        // A file nothing matched stays at zero: there is nothing to rank down, or to say.
+        if ((test && !query.about_tests) || (doc && !query.about_docs)) && out.score[i] > 0.0 {
+            out.score[i] *= 0.5;
+            out.add(i, 0.0).signals.push("test or doc: ranked down");
         }
     }
 }
