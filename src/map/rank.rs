@@ -88,20 +88,54 @@ pub struct Ranked {
     pub why: Option<Box<Why>>,
 }
 
-/// Scores while ranking: a number per file, and reasons only for the files something
-/// matched. Most files of a big project match nothing, and a `Why` per file would be most of
-/// a ranking's memory (about 200 bytes each: 20 MB at 100,000 files).
+/// Scores while ranking: a number per file, reasons only for the files a request term
+/// matched, and the user's signals as bits. Most files of a big project match nothing, and a
+/// `Why` per file would be most of a ranking's memory (about 200 bytes each: 20 MB at 100,000
+/// files); a signal can hold for every file (a recent commit that touched them all).
 struct Board {
     score: Vec<f32>,
     why: Vec<Option<Box<Why>>>,
+    signals: Vec<u8>,
 }
+
+/// The signals' bits in [`Board::signals`].
+const NAMED: u8 = 1;
+const LAST_PLAN: u8 = 2;
+const UNCOMMITTED: u8 = 4;
+const RECENT: u8 = 8;
+const MINOR: u8 = 16;
+
+/// What each signal's bit says, in the order a reader sees them.
+const SIGNALS: [(u8, &str); 5] = [
+    (NAMED, "named in the request"),
+    (LAST_PLAN, "changed by the last plan"),
+    (UNCOMMITTED, "uncommitted changes"),
+    (RECENT, "changed by recent commits"),
+    (MINOR, "test or doc: ranked down"),
+];
 
 impl Board {
     fn new(files: usize) -> Self {
         Board {
             score: vec![0.0; files],
             why: std::iter::repeat_with(|| None).take(files).collect(),
+            signals: vec![0; files],
         }
+    }
+
+    /// The reasons `file` ranks where it does, signals spelled out (`None`: nothing to say).
+    fn take_why(&mut self, file: usize) -> Option<Box<Why>> {
+        let bits = self.signals[file];
+        let mut why = self.why[file].take();
+        if bits != 0 {
+            let why = why.get_or_insert_with(Box::default);
+            why.signals = SIGNALS
+                .iter()
+                .filter(|(bit, _)| bits & bit != 0)
+                .map(|(_, said)| *said)
+                .collect();
+        }
+        why
     }
 
     /// Add `s` to `file`'s score; its reasons, to say why.
@@ -273,10 +307,16 @@ fn sort_best_first(files: &[MapFile], mut board: Board) -> Vec<Ranked> {
     scored
         .into_iter()
         .chain(rest)
-        .map(|file| Ranked {
+        .enumerate()
+        .map(|(at, file)| Ranked {
             file,
             score: board.score[file],
-            why: board.why[file].take(),
+            // Only the best are ever explained.
+            why: if at < WHY_FOR {
+                board.take_why(file)
+            } else {
+                None
+            },
         })
         .collect()
 }
@@ -627,27 +667,26 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
     let mut minor = MinorPaths::default();
     for (i, file) in files.iter().enumerate() {
         let path = file.path.as_str();
-        let mut add = |why: &'static str, s: f32| out.add(i, s).signals.push(why);
+        let mut add = |bit: u8, s: f32| {
+            out.score[i] += s;
+            out.signals[i] |= bit;
+        };
         if signals.named.iter().any(|n| n == path) {
-            add("named in the request", 10.0 * top);
+            add(NAMED, 10.0 * top);
         }
         if signals.last_plan.iter().any(|n| n == path) {
-            add("changed by the last plan", 0.5 * top);
+            add(LAST_PLAN, 0.5 * top);
         }
         if signals.uncommitted.contains(path) {
-            add("uncommitted changes", 0.15 * top);
+            add(UNCOMMITTED, 0.15 * top);
         }
         if let Some(&n) = signals.recent.get(path) {
-            add(
-                "changed by recent commits",
-                0.05 * top * (1.0 + n as f32).ln(),
-            );
+            add(RECENT, 0.05 * top * (1.0 + n as f32).ln());
         }
         let (test, doc) = minor.of(path);
-        // A file nothing matched stays at zero: there is nothing to rank down, or to say.
-        if ((test && !query.about_tests) || (doc && !query.about_docs)) && out.score[i] > 0.0 {
+        if (test && !query.about_tests) || (doc && !query.about_docs) {
             out.score[i] *= 0.5;
-            out.add(i, 0.0).signals.push("test or doc: ranked down");
+            out.signals[i] |= MINOR;
         }
     }
 }
@@ -680,5 +719,55 @@ mod tests {
             assert!(is_doc_path(p), "{p}");
         }
         assert!(!is_doc_path("src/docstring.py"));
+    }
+
+    fn file(path: &str) -> MapFile {
+        MapFile {
+            path: path.to_string(),
+            blob: None,
+            id: None,
+        }
+    }
+
+    #[test]
+    fn signals_are_spelled_out_for_the_best_files_only() {
+        // Every file was changed by a recent commit (a project's first commit): each gets the
+        // signal's score, and the best ones say so, in the reader's order.
+        let files: Vec<MapFile> = (0..WHY_FOR + 50)
+            .map(|i| file(&format!("src/m{i:03}.py")))
+            .chain([file("tests/test_billing.py"), file("src/billing.py")])
+            .collect();
+        let signals = Signals {
+            named: vec!["src/billing.py".to_string()],
+            last_plan: Vec::new(),
+            uncommitted: ["src/billing.py".to_string()].into(),
+            recent: files.iter().map(|f| (f.path.clone(), 1)).collect(),
+        };
+        let query = Query::parse("fix the billing rounding");
+        let ranked = rank(&files, &[], &Names::default(), &query, &signals);
+        let best = &ranked[0];
+        assert_eq!(files[best.file].path, "src/billing.py");
+        let why = best.why.as_deref().expect("the best file says why");
+        assert_eq!(
+            why.signals,
+            [
+                "named in the request",
+                "uncommitted changes",
+                "changed by recent commits"
+            ]
+        );
+        let test = ranked
+            .iter()
+            .position(|r| files[r.file].path == "tests/test_billing.py")
+            .expect("ranked");
+        let why = ranked[test]
+            .why
+            .as_deref()
+            .expect("a test among the best says why");
+        assert!(why.signals.contains(&"test or doc: ranked down"), "{why:?}");
+        assert!(
+            ranked.iter().skip(WHY_FOR).all(|r| r.why.is_none()),
+            "files past the best are never explained"
+        );
     }
 }
