@@ -12,6 +12,11 @@ use super::repo::{self, Found};
 /// Commits read for "recently changed".
 pub const RECENT_COMMITS: usize = 100;
 
+/// A commit changing more files than this (an import, a reformat, vendored code, a
+/// repository's first commit) says nothing about what the user is working on: it is left out
+/// of "recently changed", which would otherwise name every file of a big project.
+pub const BULK_COMMIT_FILES: usize = 1_000;
+
 /// The HEAD commit of the project's repository (`None` outside git or on an unborn branch).
 pub fn head_commit(root: &Path) -> Option<String> {
     let Ok(Found::Repo(hr)) = repo::find(root) else {
@@ -25,7 +30,8 @@ pub fn head_commit(root: &Path) -> Option<String> {
 }
 
 /// The files the last `max` first-parent commits on HEAD changed, with how many of those
-/// commits changed each. Merge commits are skipped (their changes are the branches').
+/// commits changed each. Merge commits are skipped (their changes are the branches'), and so
+/// are bulk commits ([`BULK_COMMIT_FILES`]).
 pub fn recently_changed(root: &Path, max: usize) -> Vec<(String, u32)> {
     let Ok(Found::Repo(hr)) = repo::find(root) else {
         return Vec::new();
@@ -53,6 +59,9 @@ pub fn recently_changed(root: &Path, max: usize) -> Vec<(String, u32)> {
         let Ok(diff) = repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), None) else {
             continue;
         };
+        if diff.deltas().len() > BULK_COMMIT_FILES {
+            continue;
+        }
         for d in diff.deltas() {
             if let Some(p) = d.new_file().path().and_then(|p| p.to_str()) {
                 *counts.entry(p.to_string()).or_default() += 1;
@@ -85,4 +94,48 @@ pub fn index_blobs(root: &Path) -> Vec<(String, [u8; 20])> {
             (path, id)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "T")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "T")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn bulk_commits_are_not_recent_work() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        git(root, &["init", "-q"]);
+        std::fs::create_dir(root.join("vendor")).unwrap();
+        for i in 0..=BULK_COMMIT_FILES {
+            std::fs::write(root.join(format!("vendor/f{i}.c")), format!("{i}\n")).unwrap();
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "import"]);
+        std::fs::write(root.join("vendor/f1.c"), "changed\n").unwrap();
+        std::fs::write(root.join("app.py"), "x = 1\n").unwrap();
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "work"]);
+        let mut recent = recently_changed(root, RECENT_COMMITS);
+        recent.sort();
+        assert_eq!(
+            recent,
+            [("app.py".to_string(), 1), ("vendor/f1.c".to_string(), 1)]
+        );
+    }
 }

@@ -36,27 +36,27 @@ pub struct GatherOptions<'a> {
 
 /// One project file and what is known of it.
 #[derive(Debug, Clone)]
-pub struct MapFile {
-    /// Project-relative path.
-    pub path: String,
+pub struct MapFile<'a> {
+    /// Project-relative path (the corpus's: a big project's paths are not copied).
+    pub path: &'a str,
     /// Index of its facts in the store (`None`: not parsed yet, or no text).
     pub blob: Option<u32>,
     /// Its blob id, when known.
     pub id: Option<BlobId>,
 }
 
-impl AsRef<str> for MapFile {
+impl AsRef<str> for MapFile<'_> {
     fn as_ref(&self) -> &str {
-        &self.path
+        self.path
     }
 }
 
 /// The project's files with their facts.
-pub struct Gathered {
+pub struct Gathered<'a> {
     /// The cache, updated.
     pub store: Store,
     /// Every file, in the file list's order.
-    pub files: Vec<MapFile>,
+    pub files: Vec<MapFile<'a>>,
     /// Files parsed now (not found in the cache).
     pub parsed: usize,
     /// Files that changed but were not parsed within the time budget.
@@ -81,17 +81,20 @@ struct Parsed {
 
 /// Bring `store` up to date with the project.
 /// `corpus` is the project's files as [`Workspace::corpus`] took them.
-pub fn gather(
+pub fn gather<'a>(
     ws: &Workspace,
-    corpus: &[CorpusFile],
+    corpus: &'a [CorpusFile],
     mut store: Store,
     opts: &GatherOptions<'_>,
-) -> Gathered {
+) -> Gathered<'a> {
     let started = Instant::now();
     let mut files = Vec::with_capacity(corpus.len());
     let mut todo = Vec::new();
     for (i, f) in corpus.iter().enumerate() {
-        let known = store.files.get(&f.path).filter(|(s, _)| *s == f.stamp);
+        let known = store
+            .files
+            .get(f.path.as_str())
+            .filter(|(s, _)| *s == f.stamp);
         let blob = known.map(|(_, b)| *b);
         let id = blob
             .and_then(|b| store.blobs.get(b as usize))
@@ -100,20 +103,23 @@ pub fn gather(
             todo.push(i);
         }
         files.push(MapFile {
-            path: f.path.clone(),
+            path: &f.path,
             blob: blob.filter(|_| id != Some(NO_FACTS)),
             id: id.filter(|i| *i != NO_FACTS),
         });
     }
     // The key splits and stems a path: worked out once a file, not once a comparison.
-    todo.sort_by_cached_key(|&i| ((opts.priority)(&files[i].path), i));
+    todo.sort_by_cached_key(|&i| ((opts.priority)(files[i].path), i));
     // What follows parsing (ranking, rendering, saving the cache) grows with the project:
     // parsing stops early enough that the whole map keeps to the budget.
     let reserve = RESERVE_PER_FILE.saturating_mul(u32::try_from(files.len()).unwrap_or(u32::MAX));
     let deadline = started + opts.time_budget.saturating_sub(reserve);
     let total = todo.len();
     let mut parsed = 0;
-    let jobs: Vec<(usize, String)> = todo.iter().map(|&i| (i, files[i].path.clone())).collect();
+    let jobs: Vec<(usize, String)> = todo
+        .iter()
+        .map(|&i| (i, files[i].path.to_string()))
+        .collect();
     parse_all(ws, &jobs, deadline, |p| {
         parsed += 1;
         if parsed % 64 == 0 || parsed == total {
@@ -131,7 +137,7 @@ pub fn gather(
             },
         };
         let f = &mut files[p.at];
-        store.files.insert(f.path.clone(), (p.stamp, blob));
+        store.files.insert(f.path.to_string(), (p.stamp, blob));
         if text {
             f.blob = Some(blob);
             f.id = Some(p.id);

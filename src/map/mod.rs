@@ -226,7 +226,7 @@ fn build_with(
         .take(SCORED_SHOWN)
         .filter(|r| r.score > 0.0)
         .map(|r| ScoredFile {
-            path: g.files[r.file].path.clone(),
+            path: g.files[r.file].path.to_string(),
             score: r.score,
             why: r.why.map(|w| *w).unwrap_or_default(),
         })
@@ -235,7 +235,7 @@ fn build_with(
     if let Some(l) = location
         && (g.parsed > 0 || g.store.files.len() != files || head_before != activity.head)
     {
-        let live = g.files.into_iter().map(|f| f.path).collect();
+        let live = g.files.iter().map(|f| f.path.to_string()).collect();
         store::save_in_background(l, root, g.store, live);
     }
     clock.mark("save");
@@ -263,7 +263,7 @@ fn prepare_languages(corpus: &[CorpusFile]) {
     let sample: Vec<String> = corpus
         .iter()
         .step_by(SAMPLE_EVERY)
-        .map(|f| f.path.clone())
+        .map(|f| f.path.to_string())
         .collect();
     let _ = std::thread::Builder::new()
         .name("pai-map-langs".into())
@@ -309,11 +309,11 @@ fn uncommitted(files: &[gather::MapFile], index: &[(String, [u8; 20])]) -> HashS
     let index: HashMap<&str, &[u8; 20]> = index.iter().map(|(p, id)| (p.as_str(), id)).collect();
     files
         .iter()
-        .filter(|f| match (f.id, index.get(f.path.as_str())) {
+        .filter(|f| match (f.id, index.get(f.path)) {
             (Some(id), Some(ix)) => id != **ix,
             _ => false,
         })
-        .map(|f| f.path.clone())
+        .map(|f| f.path.to_string())
         .collect()
 }
 

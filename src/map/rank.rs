@@ -299,7 +299,7 @@ pub fn rank(
 /// path order already, which the stable sort of that part finds in one pass.
 fn sort_best_first(files: &[MapFile], mut board: Board) -> Vec<Ranked> {
     let score = &board.score;
-    let by_path = |a: usize, b: usize| files[a].path.cmp(&files[b].path);
+    let by_path = |a: usize, b: usize| files[a].path.cmp(files[b].path);
     let (mut scored, mut rest): (Vec<usize>, Vec<usize>) =
         (0..score.len()).partition(|&i| score[i] > 0.0);
     scored.sort_unstable_by(|&a, &b| score[b].total_cmp(&score[a]).then_with(|| by_path(a, b)));
@@ -586,7 +586,7 @@ fn score_graph<'a>(
         if let Some((_, from)) = via[i]
             && from != i
         {
-            why.referenced_by.push(files[from].path.clone());
+            why.referenced_by.push(files[from].path.to_string());
         }
     }
 }
@@ -666,7 +666,7 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
     let top = out.score.iter().copied().fold(1.0_f32, f32::max);
     let mut minor = MinorPaths::default();
     for (i, file) in files.iter().enumerate() {
-        let path = file.path.as_str();
+        let path = file.path;
         let mut add = |bit: u8, s: f32| {
             out.score[i] += s;
             out.signals[i] |= bit;
@@ -721,9 +721,9 @@ mod tests {
         assert!(!is_doc_path("src/docstring.py"));
     }
 
-    fn file(path: &str) -> MapFile {
+    fn file(path: &str) -> MapFile<'_> {
         MapFile {
-            path: path.to_string(),
+            path,
             blob: None,
             id: None,
         }
@@ -733,15 +733,16 @@ mod tests {
     fn signals_are_spelled_out_for_the_best_files_only() {
         // Every file was changed by a recent commit (a project's first commit): each gets the
         // signal's score, and the best ones say so, in the reader's order.
-        let files: Vec<MapFile> = (0..WHY_FOR + 50)
-            .map(|i| file(&format!("src/m{i:03}.py")))
-            .chain([file("tests/test_billing.py"), file("src/billing.py")])
+        let paths: Vec<String> = (0..WHY_FOR + 50)
+            .map(|i| format!("src/m{i:03}.py"))
+            .chain(["tests/test_billing.py".into(), "src/billing.py".into()])
             .collect();
+        let files: Vec<MapFile> = paths.iter().map(|p| file(p)).collect();
         let signals = Signals {
             named: vec!["src/billing.py".to_string()],
             last_plan: Vec::new(),
             uncommitted: ["src/billing.py".to_string()].into(),
-            recent: files.iter().map(|f| (f.path.clone(), 1)).collect(),
+            recent: paths.iter().map(|p| (p.clone(), 1)).collect(),
         };
         let query = Query::parse("fix the billing rounding");
         let ranked = rank(&files, &[], &Names::default(), &query, &signals);

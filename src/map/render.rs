@@ -39,7 +39,7 @@ pub struct Shown {
 /// What rendering needs.
 pub struct Input<'a> {
     /// Every file.
-    pub files: &'a [MapFile],
+    pub files: &'a [MapFile<'a>],
     /// The ranking, best first.
     pub ranked: &'a [Ranked],
     /// Facts by blob index.
@@ -105,7 +105,7 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
             bare = true;
         }
         out.push_str(&entry);
-        shown.listed.push(path.clone());
+        shown.listed.push(path.to_string());
     }
     shown.omitted = input.files.len() - shown.listed.len();
     if shown.omitted > 0 {
@@ -179,14 +179,14 @@ fn render_texts(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
                 out.push('\n');
             }
             out.push_str("```\n");
-            shown.whole.push(path.clone());
+            shown.whole.push(path.to_string());
             continue;
         }
         let ranges = excerpt_ranges(input, r.file, &text);
         let block = excerpt_block(path, &text, &ranges, room);
         if let Some((block, used)) = block {
             out.push_str(&block);
-            shown.excerpts.push((path.clone(), used));
+            shown.excerpts.push((path.to_string(), used));
         }
     }
     out
