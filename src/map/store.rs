@@ -14,7 +14,7 @@ use super::facts::{Facts, Names};
 use crate::workspace::Stamp;
 
 /// Bumped whenever the stored shape or what the facts mean changes.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 
 /// A git blob id: the content's identity.
 pub type BlobId = [u8; 20];
