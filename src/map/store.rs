@@ -44,9 +44,38 @@ struct Stored {
     format: u32,
     root: String,
     names: Names,
-    files: Vec<(String, Stamp, u32)>,
+    #[serde(deserialize_with = "files_table")]
+    files: HashMap<String, (Stamp, u32)>,
     blobs: Vec<(BlobId, Facts)>,
     recent: Option<Recent>,
+}
+
+/// The stored list of files, straight into the table a map looks them up in (a list first
+/// would hold every path twice while the table is built: 8 MB more at 100,000 files).
+fn files_table<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<HashMap<String, (Stamp, u32)>, D::Error> {
+    struct Table;
+    impl<'de> serde::de::Visitor<'de> for Table {
+        type Value = HashMap<String, (Stamp, u32)>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of (path, stamp, blob)")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            // The hint comes from the file: bounded, so a forged length allocates nothing huge.
+            let mut table = HashMap::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+            while let Some((path, stamp, blob)) = seq.next_element::<(String, Stamp, u32)>()? {
+                table.insert(path, (stamp, blob));
+            }
+            Ok(table)
+        }
+    }
+    d.deserialize_seq(Table)
 }
 
 /// The cache in memory.
@@ -183,17 +212,13 @@ pub fn load(file: &Path, root: &Path) -> Store {
     let names = stored.names.len();
     let blobs = stored.blobs.len();
     let sound = stored.blobs.iter().all(|(_, f)| f.ids_below(names))
-        && stored.files.iter().all(|(_, _, b)| (*b as usize) < blobs);
+        && stored.files.values().all(|(_, b)| (*b as usize) < blobs);
     if !sound {
         return Store::default();
     }
     Store {
         names: stored.names,
-        files: stored
-            .files
-            .into_iter()
-            .map(|(p, s, b)| (p, (s, b)))
-            .collect(),
+        files: stored.files,
         blobs: stored.blobs,
         recent: stored.recent,
         by_id: HashMap::new(),
