@@ -423,52 +423,65 @@ fn score_paths(files: &[MapFile], query: &Query, out: &mut Board) {
         .map(|(k, t)| (t.as_str(), k as u16))
         .collect();
     // Each distinct folder or file name is split once, and only words that could match are
-    // stemmed.
+    // stemmed; a folder's words are worked out once for all the files in it (files come
+    // folder by folder).
     let prefixes = terms::prefixes(&query.terms);
     let mut parts: HashMap<&str, Vec<u16>> = HashMap::new();
-    let mut hits: Vec<Vec<(u16, bool)>> = Vec::with_capacity(files.len());
-    let mut df = vec![0.0_f32; query.terms.len()];
-    for f in files {
-        let mut found: Vec<(u16, bool)> = Vec::new();
-        let comps: Vec<&str> = f.path.split('/').collect();
-        for (i, part) in comps.iter().enumerate() {
-            let ks = parts.entry(part).or_insert_with(|| {
+    let mut terms_of = |part| -> Vec<u16> {
+        parts
+            .entry(part)
+            .or_insert_with(|| {
                 let mut v: Vec<u16> = Vec::new();
-                if !terms::may_hold_prefix(part, &prefixes) {
-                    return v;
+                if terms::may_hold_prefix(part, &prefixes) {
+                    terms::for_each_term_like(part, &prefixes, |t| {
+                        if let Some(&k) = index.get(t)
+                            && !v.contains(&k)
+                        {
+                            v.push(k);
+                        }
+                    });
                 }
-                terms::for_each_term_like(part, &prefixes, |t| {
-                    if let Some(&k) = index.get(t)
-                        && !v.contains(&k)
-                    {
-                        v.push(k);
-                    }
-                });
                 v
-            });
-            let in_name = i + 1 == comps.len();
-            for &k in ks.iter() {
-                match found.iter_mut().find(|(x, _)| *x == k) {
-                    Some(hit) => hit.1 |= in_name,
-                    None => found.push((k, in_name)),
+            })
+            .clone()
+    };
+    // (file, term, in the file's own name), folders' words first as a reader meets them.
+    let mut hits: Vec<(usize, u16, bool)> = Vec::new();
+    let mut df = vec![0.0_f32; query.terms.len()];
+    let mut folder: Option<(&str, Vec<u16>)> = None;
+    for (i, f) in files.iter().enumerate() {
+        let (dir, name) = f.path.rsplit_once('/').unwrap_or(("", f.path));
+        if folder.as_ref().is_none_or(|(d, _)| *d != dir) {
+            let mut ks: Vec<u16> = Vec::new();
+            for part in dir.split('/').filter(|p| !p.is_empty()) {
+                for k in terms_of(part) {
+                    if !ks.contains(&k) {
+                        ks.push(k);
+                    }
                 }
             }
+            folder = Some((dir, ks));
         }
-        for (k, _) in &found {
-            df[*k as usize] += 1.0;
+        let in_folder: &[u16] = folder.as_ref().map_or(&[], |(_, ks)| ks);
+        let in_name = terms_of(name);
+        for &k in in_folder {
+            hits.push((i, k, in_name.contains(&k)));
         }
-        hits.push(found);
+        for &k in in_name.iter().filter(|k| !in_folder.contains(k)) {
+            hits.push((i, k, true));
+        }
+    }
+    for &(_, k, _) in &hits {
+        df[k as usize] += 1.0;
     }
     let n = files.len().max(1) as f32;
-    for (i, found) in hits.into_iter().enumerate() {
-        for (k, in_name) in found {
-            let d = df[k as usize];
-            let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
-            let s = PATH_WEIGHT * idf * if in_name { 1.5 } else { 1.0 };
-            let why = out.add(i, s);
-            why.path += s;
-            why.hits[1].push(k);
-        }
+    for (i, k, in_name) in hits {
+        let d = df[k as usize];
+        let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
+        let s = PATH_WEIGHT * idf * if in_name { 1.5 } else { 1.0 };
+        let why = out.add(i, s);
+        why.path += s;
+        why.hits[1].push(k);
     }
 }
 
@@ -727,6 +740,40 @@ mod tests {
             blob: None,
             id: None,
         }
+    }
+
+    #[test]
+    fn a_word_in_the_file_name_counts_more_than_in_its_folders() {
+        let paths = [
+            "src/invoice/helpers.py",
+            "src/billing/invoice.py",
+            "lib/billing/invoice/invoice_data.py",
+            "src/shipping/rates.py",
+        ];
+        let files: Vec<MapFile> = paths.iter().map(|p| file(p)).collect();
+        let ranked = rank(
+            &files,
+            &[],
+            &Names::default(),
+            &Query::parse("billing invoice"),
+            &Signals::default(),
+        );
+        let of = |p: &str| ranked.iter().find(|r| files[r.file].path == p).unwrap();
+        let in_folder = of("src/invoice/helpers.py").score;
+        assert!(in_folder > 0.0);
+        // "billing" in a folder of both others, "invoice" in the name of the second.
+        let billing_invoice = of("src/billing/invoice.py");
+        let why = billing_invoice.why.as_deref().unwrap();
+        assert_eq!(why.path_words, ["bill", "invoic"], "folders' words first");
+        let billing_alone = billing_invoice.score - 1.5 * in_folder;
+        let deep = of("lib/billing/invoice/invoice_data.py");
+        assert!(
+            (deep.score - (billing_alone + 1.5 * in_folder)).abs() < 1e-4,
+            "a word in a folder and the name counts once, as in the name: {} vs {}",
+            deep.score,
+            billing_alone + 1.5 * in_folder
+        );
+        assert_eq!(of("src/shipping/rates.py").score, 0.0);
     }
 
     #[test]
