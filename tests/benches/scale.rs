@@ -154,6 +154,7 @@ fn prepared_repo(files: usize) -> PathBuf {
     if root.join(NEW_FILE).exists() {
         pai_cmd(&root, &MockLlm::start(script()), &["undo", "--force"]);
     }
+    forget_undone_sessions(&root);
     root
 }
 
@@ -329,6 +330,7 @@ fn one_rep(root: &Path, mock: &MockLlm, s: &mut [Samples]) {
     git(root, &["reset", "-q", "--soft", "HEAD~1"]);
     git(root, &["rm", "-q", "--cached", NEW_FILE]);
     std::fs::remove_file(root.join(NEW_FILE)).unwrap();
+    forget_undone_sessions(root);
 
     let m = pai_cmd(
         root,
@@ -358,6 +360,31 @@ fn listed_log(root: &Path, mock: &MockLlm, plans: usize) -> Measured {
         String::from_utf8_lossy(&m.stdout)
     );
     m
+}
+
+/// Remove what the WRITE plan and its undo leave in refs (the undone plan and its session's
+/// record), so that every rep and every run of the bench lists the same 50 plans: kept, they
+/// pile up (73 sessions after a few runs) and `pai log`, which lists undone plans too, times
+/// more each run while `git log --oneline` does not. Sessions with a branch of their own (the
+/// bench's 50 plans) stay.
+fn forget_undone_sessions(root: &Path) {
+    let out = git(root, &["for-each-ref", "--format=%(refname)", "refs/pai/"]);
+    let branches = git(
+        root,
+        &["for-each-ref", "--format=%(refname)", "refs/heads/pai/"],
+    );
+    let branches = String::from_utf8_lossy(&branches.stdout).into_owned();
+    for name in String::from_utf8_lossy(&out.stdout).lines() {
+        let keep = name.strip_prefix("refs/pai/sessions/").is_some_and(|id| {
+            branches
+                .lines()
+                .any(|b| b == format!("refs/heads/pai/{id}"))
+        });
+        if (name.starts_with("refs/pai/undone/") || name.starts_with("refs/pai/sessions/")) && !keep
+        {
+            git(root, &["update-ref", "-d", name]);
+        }
+    }
 }
 
 /// `pai log` beside `git log --oneline` in the 5,000-plan repository.
