@@ -149,7 +149,20 @@ pub fn build_in(
 /// Whether the whole file list fits its budget (a small project: it is sent whole, with the
 /// files the request names, as always).
 pub fn fits(files: &[String], more: usize, budget: &Budget) -> bool {
-    more == 0 && files.iter().map(|f| f.len() + 1).sum::<usize>() <= budget.file_list_chars
+    more == 0 && fits_paths(files.iter().map(String::as_str), budget)
+}
+
+/// [`fits`] for every file of the project, given as paths borrowed from where they are held
+/// (no copy of a big project's file list just to measure it).
+pub fn fits_paths<'a>(files: impl IntoIterator<Item = &'a str>, budget: &Budget) -> bool {
+    let mut chars = 0usize;
+    for f in files {
+        chars += f.len() + 1;
+        if chars > budget.file_list_chars {
+            return false;
+        }
+    }
+    true
 }
 
 /// The first message of a big project: the repository map (ranked files, their definitions,

@@ -32,6 +32,19 @@ pub struct Project {
 
 /// Find the project root from the current directory and open the workspace gate over it.
 pub fn open_project(settings: &Settings) -> Result<Project, Error> {
+    open_project_with(settings, Workspace::open)
+}
+
+/// [`open_project`] for a command that only reads the project (`pai map`): no sweep for
+/// temporaries of crashed runs, a walk of the whole tree it has no use for.
+pub fn open_project_to_read(settings: &Settings) -> Result<Project, Error> {
+    open_project_with(settings, Workspace::open_unswept)
+}
+
+fn open_project_with(
+    settings: &Settings,
+    open: fn(&Path, WorkspaceConfig) -> Result<Workspace, WorkspaceError>,
+) -> Result<Project, Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
     let root = history::project_root(&cwd);
@@ -41,7 +54,7 @@ pub fn open_project(settings: &Settings) -> Result<Project, Error> {
         modify_max_ratio: settings.modify_max_ratio,
         ..WorkspaceConfig::default()
     };
-    let workspace = Workspace::open(&root, cfg).map_err(workspace_error)?;
+    let workspace = open(&root, cfg).map_err(workspace_error)?;
     let root = workspace.root().to_path_buf();
     let subdir = std::fs::canonicalize(&cwd)
         .ok()
@@ -66,12 +79,14 @@ pub fn recover_interrupted(out: &Output) -> Result<(), Error> {
         return Ok(());
     };
     let root = history::project_root(&cwd);
-    let Ok(workspace) = Workspace::open(&root, WorkspaceConfig::default()) else {
+    // Unswept: the command opens the project again (and sweeps then, if it writes), and a
+    // second walk of the whole tree on every command costs more than the check it serves.
+    let Ok(workspace) = Workspace::open_unswept(&root, WorkspaceConfig::default()) else {
         return Ok(());
     };
     if let Some(line) = history::recover(workspace.root(), &workspace).map_err(history_error)? {
         // The killed process may have left a temporary of an atomic write beside a file it
-        // was replacing: wait for the sweep `Workspace::open` started, so none is left.
+        // was replacing: sweep now, so none is left.
         workspace.stale_temps_removed();
         out.note(&line);
     }

@@ -394,7 +394,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
         Some(Command::Mcp(cmd)) => mcp(cmd, env, out),
         Some(Command::Map { request, json }) => {
             let settings = resolve(&Flags::default(), env, out)?;
-            let project = assemble::open_project(&settings)?;
+            let project = assemble::open_project_to_read(&settings)?;
             map_cmd::map(&settings, &project, out, &request, json)
         }
         Some(Command::Gc { days }) => gc::gc(&resolve(&Flags::default(), env, out)?, out, days),

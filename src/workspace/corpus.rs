@@ -3,11 +3,11 @@
 //! directory's descriptor, so the map can tell which files changed since it last read them
 //! without opening any of them. Reads for the map go through the gate like every other read.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 
 use super::Workspace;
 use super::beneath::open_parent;
-use super::scan::{Scan, ScanDir, scan};
+use super::scan::{Scan, scan_stamped};
 use super::sys::{self, Kind, Stamp};
 use super::walk::{Walker, join};
 
@@ -29,12 +29,11 @@ impl Workspace {
         let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
             return Vec::new();
         };
-        let Ok(again) = sys::reopen_dir(root.as_fd()) else {
-            return Vec::new();
-        };
-        let tree = scan(start, root, "");
+        // Stamped while each directory is open, on the scan's threads: one listing and one
+        // `lstat` per file, no directory opened twice.
+        let mut tree = scan_stamped(start, root, "");
         let mut out = Vec::new();
-        stamp_rec(&tree, tree.root(), &again, &mut out);
+        flatten(&mut tree, 0, &mut out);
         out
     }
 
@@ -69,27 +68,23 @@ impl Workspace {
     }
 }
 
-/// Stamp the files of `d` (whose descriptor is `fd`), then go into its scanned subdirectories.
-fn stamp_rec(tree: &Scan, d: &ScanDir, fd: &OwnedFd, out: &mut Vec<CorpusFile>) {
-    for (e, sub) in d.entries.iter().zip(&d.sub) {
-        match e.kind {
-            Kind::Dir => {
-                let Some(id) = *sub else { continue };
-                if let Ok(child) = sys::openat(fd.as_fd(), &e.cname, sys::DIR_READ, 0) {
-                    stamp_rec(tree, tree.dir(id), &child, out);
-                }
-            }
-            Kind::File => {
-                if let Ok(st) = sys::lstatat(fd.as_fd(), &e.cname)
-                    && st.kind == Kind::File
-                {
+/// The stamped files of directory `id` and its scanned subdirectories, in the file list's
+/// order (a directory's subdirectories, then its files). Each directory is taken out of the
+/// scan as it is turned into paths, so the two are not both held whole.
+fn flatten(tree: &mut Scan, id: usize, out: &mut Vec<CorpusFile>) {
+    let d = tree.take(id);
+    for (i, e) in d.entries.iter().enumerate() {
+        match (e.kind, d.sub.get(i).copied().flatten()) {
+            (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
+            (Kind::File, _) => {
+                if let Some(Some(stamp)) = d.stamps.get(i) {
                     out.push(CorpusFile {
                         path: join(&d.rel, &e.name()),
-                        stamp: st.stamp(),
+                        stamp: *stamp,
                     });
                 }
             }
-            Kind::Symlink | Kind::Other => {}
+            _ => {}
         }
     }
 }

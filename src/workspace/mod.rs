@@ -81,6 +81,8 @@ pub struct Workspace {
 
 /// The background sweep for stale temporaries, or its result once known.
 enum StaleSweep {
+    /// Not started: the workspace was opened with [`Workspace::open_unswept`].
+    NotStarted,
     Running(std::thread::JoinHandle<usize>),
     Done(usize),
 }
@@ -99,6 +101,15 @@ impl Workspace {
     /// left behind. Fails when the root is not a readable directory, its path is not UTF-8, or
     /// the configured deny patterns are invalid.
     pub fn open(root: &Path, cfg: WorkspaceConfig) -> Result<Workspace, WorkspaceError> {
+        let ws = Workspace::open_unswept(root, cfg)?;
+        ws.start_stale_sweep();
+        Ok(ws)
+    }
+
+    /// [`Workspace::open`] without the sweep for stale temporaries, which walks the whole
+    /// tree: for a command that only reads the project, or opens it a second time, where the
+    /// walk would be paid for nothing. [`Workspace::stale_temps_removed`] sweeps on demand.
+    pub fn open_unswept(root: &Path, cfg: WorkspaceConfig) -> Result<Workspace, WorkspaceError> {
         let shown = root.to_string_lossy().into_owned();
         let canon = std::fs::canonicalize(root)
             .map_err(|e| WorkspaceError::io("open the project at", &shown, e))?;
@@ -132,25 +143,13 @@ impl Workspace {
         }
         let later = crate::layout::configured_runs_later(&canon);
         deny = deny.with_later(later.into_iter().map(|(path, _)| path));
-        // The sweep only removes temporaries whose writing process is gone, so it can run
-        // while this process writes its own.
-        let sweep_fd = sys::reopen_dir(fd.as_fd())
-            .map_err(|e| WorkspaceError::io("open the project at", &root_str, e))?;
-        let sweep_deny = deny.clone();
-        let stale_sweep = match std::thread::Builder::new()
-            .name("pai-stale-sweep".into())
-            .spawn(move || atomic::remove_stale(sweep_fd.as_fd(), &sweep_deny))
-        {
-            Ok(handle) => StaleSweep::Running(handle),
-            Err(_) => StaleSweep::Done(0),
-        };
         let ignores = walk::GlobalIgnores::load(&fd);
         Ok(Workspace {
             root: canon,
             gate: gate::Gate::new(fd, root_str, deny),
             cfg,
             ignores,
-            stale_sweep: std::sync::Mutex::new(stale_sweep),
+            stale_sweep: std::sync::Mutex::new(StaleSweep::NotStarted),
             after_check: None,
             before_replace: None,
             ledger: ledger::Ledger::default(),
@@ -167,13 +166,40 @@ impl Workspace {
         &self.cfg
     }
 
-    /// How many stale temporary files the sweep started by [`Workspace::open`] removed
-    /// (waits for the sweep to finish).
+    /// Start the sweep for temporaries of crashed runs on a thread of its own, unless it has
+    /// started already. The sweep only removes temporaries whose writing process is gone, so
+    /// it can run while this process writes its own.
+    fn start_stale_sweep(&self) {
+        let Ok(mut sweep) = self.stale_sweep.lock() else {
+            return;
+        };
+        if !matches!(*sweep, StaleSweep::NotStarted) {
+            return;
+        }
+        let Ok(fd) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
+            *sweep = StaleSweep::Done(0);
+            return;
+        };
+        let deny = self.gate.deny.clone();
+        *sweep = match std::thread::Builder::new()
+            .name("pai-stale-sweep".into())
+            .spawn(move || atomic::remove_stale(fd.as_fd(), &deny))
+        {
+            Ok(handle) => StaleSweep::Running(handle),
+            // No thread: `stale_temps_removed` sweeps when asked.
+            Err(_) => StaleSweep::NotStarted,
+        };
+    }
+
+    /// How many stale temporary files the sweep removed: waits for the sweep
+    /// [`Workspace::open`] started to finish, or sweeps now when none was started.
     pub fn stale_temps_removed(&self) -> usize {
         let Ok(mut sweep) = self.stale_sweep.lock() else {
             return 0;
         };
         let done = match std::mem::replace(&mut *sweep, StaleSweep::Done(0)) {
+            StaleSweep::NotStarted => sys::reopen_dir(self.gate.root_fd.as_fd())
+                .map_or(0, |fd| atomic::remove_stale(fd.as_fd(), &self.gate.deny)),
             StaleSweep::Running(handle) => handle.join().unwrap_or(0),
             StaleSweep::Done(n) => n,
         };

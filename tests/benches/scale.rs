@@ -5,7 +5,9 @@
 //!
 //! The repositories are generated once and kept (`PAI_BENCH_SCALE_DIR`, default
 //! `/tmp/pai-bench-scale`), with the plans `pai log` lists (50 in each, 5,000 in a separate
-//! 1,000-file repository) committed in-process through pai's history library. Every operation
+//! 1,000-file repository) committed in-process through pai's history library and signed with
+//! the secret the measured `pai` then reads. `PAI_BENCH_BIN` measures another `pai` binary in
+//! this build's place (a before-and-after in one run of the same bench). Every operation
 //! leaves the repository as it found it: a WRITE plan is undone by the `pai undo` row, git's
 //! commit is taken back by `git reset --soft` (not timed).
 
@@ -81,11 +83,40 @@ fn sizes() -> Vec<usize> {
         .unwrap_or_else(|| vec![1_000, 10_000, 100_000])
 }
 
+/// The `HOME` every `pai` the bench runs gets.
+fn bench_home() -> PathBuf {
+    cache_dir().join("home")
+}
+
+/// Give the `pai` processes the bench runs (`HOME` = [`bench_home`]) the secret the plans
+/// were signed with in-process (the bench's own configuration directory): pai lists and
+/// undoes only plans whose `Pai-Auth` mark verifies with the user's secret, so with another
+/// secret `pai log` would list nothing and time nothing.
+fn share_secret() {
+    let Some(ours) = dirs::config_dir().map(|d| d.join("pai-code").join("secret")) else {
+        return;
+    };
+    let Ok(bytes) = std::fs::read(&ours) else {
+        return;
+    };
+    let theirs = bench_home().join(".config/pai-code");
+    std::fs::create_dir_all(&theirs).unwrap();
+    let path = theirs.join("secret");
+    if std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
+        std::fs::write(&path, &bytes).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}
+
 /// Commit `plans` plans (each creating one file under `log/`) in one session, through pai's
-/// history library, unless a marker says they are there already.
+/// history library, unless a marker says they are there already. The marker names signed
+/// plans: plans committed before pai signed its commits are the user's to pai, and a
+/// repository holding only those is given signed ones.
 fn ensure_plans(root: &Path, plans: usize) {
-    let marker = root.join(format!(".git/pai-bench-plans-{plans}"));
+    let marker = root.join(format!(".git/pai-bench-signed-plans-{plans}"));
     if marker.exists() {
+        share_secret();
         return;
     }
     let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
@@ -110,6 +141,7 @@ fn ensure_plans(root: &Path, plans: usize) {
         session.commit_plan(&ws, &record).unwrap();
     }
     drop(session);
+    share_secret();
     std::fs::write(marker, "").unwrap();
 }
 
@@ -122,16 +154,23 @@ fn prepared_repo(files: usize) -> PathBuf {
     if root.join(NEW_FILE).exists() {
         pai_cmd(&root, &MockLlm::start(script()), &["undo", "--force"]);
     }
+    forget_undone_sessions(&root);
     root
+}
+
+/// The `pai` binary measured: this build's, or `PAI_BENCH_BIN` (another build, for a
+/// before-and-after comparison in the same bench).
+fn pai_binary() -> String {
+    std::env::var("PAI_BENCH_BIN").unwrap_or_else(|_| PAI.to_string())
 }
 
 /// `pai` with `args` in `root`, hermetic, against `mock`; measured; it must succeed.
 fn pai_cmd(root: &Path, mock: &MockLlm, args: &[&str]) -> Measured {
-    let home = cache_dir().join("home");
+    let home = bench_home();
     std::fs::create_dir_all(&home).unwrap();
     let kind = ProviderKind::Gemini;
     let rss = RssFile::new();
-    let mut cmd = rss.command(PAI);
+    let mut cmd = rss.command(&pai_binary());
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &home)
@@ -291,6 +330,7 @@ fn one_rep(root: &Path, mock: &MockLlm, s: &mut [Samples]) {
     git(root, &["reset", "-q", "--soft", "HEAD~1"]);
     git(root, &["rm", "-q", "--cached", NEW_FILE]);
     std::fs::remove_file(root.join(NEW_FILE)).unwrap();
+    forget_undone_sessions(root);
 
     let m = pai_cmd(
         root,
@@ -304,13 +344,52 @@ fn one_rep(root: &Path, mock: &MockLlm, s: &mut [Samples]) {
         git_cmd(root, &["status", "--porcelain"]),
     ]);
 
-    s[4].pai(&pai_cmd(root, mock, &["log"]));
+    s[4].pai(&listed_log(root, mock, 50));
     s[4].git(&[git_cmd(root, &["log", "--oneline"])]);
+}
+
+/// `pai log`, measured, after checking that it listed the bench's `plans` plans (a log that
+/// lists nothing, because the plans are not pai's to it, would time nothing).
+fn listed_log(root: &Path, mock: &MockLlm, plans: usize) -> Measured {
+    let m = pai_cmd(root, mock, &["log"]);
+    let last = format!("bench plan {}", plans - 1);
+    assert!(
+        String::from_utf8_lossy(&m.stdout).contains(&last),
+        "`pai log` in {} does not list the bench's plans:\n{}",
+        root.display(),
+        String::from_utf8_lossy(&m.stdout)
+    );
+    m
+}
+
+/// Remove what the WRITE plan and its undo leave in refs (the undone plan and its session's
+/// record), so that every rep and every run of the bench lists the same 50 plans: kept, they
+/// pile up (73 sessions after a few runs) and `pai log`, which lists undone plans too, times
+/// more each run while `git log --oneline` does not. Sessions with a branch of their own (the
+/// bench's 50 plans) stay.
+fn forget_undone_sessions(root: &Path) {
+    let out = git(root, &["for-each-ref", "--format=%(refname)", "refs/pai/"]);
+    let branches = git(
+        root,
+        &["for-each-ref", "--format=%(refname)", "refs/heads/pai/"],
+    );
+    let branches = String::from_utf8_lossy(&branches.stdout).into_owned();
+    for name in String::from_utf8_lossy(&out.stdout).lines() {
+        let keep = name.strip_prefix("refs/pai/sessions/").is_some_and(|id| {
+            branches
+                .lines()
+                .any(|b| b == format!("refs/heads/pai/{id}"))
+        });
+        if (name.starts_with("refs/pai/undone/") || name.starts_with("refs/pai/sessions/")) && !keep
+        {
+            git(root, &["update-ref", "-d", name]);
+        }
+    }
 }
 
 /// `pai log` beside `git log --oneline` in the 5,000-plan repository.
 fn log_rep(root: &Path, mock: &MockLlm, s: &mut Samples) {
-    s.pai(&pai_cmd(root, mock, &["log"]));
+    s.pai(&listed_log(root, mock, 5_000));
     s.git(&[git_cmd(root, &["log", "--oneline"])]);
 }
 

@@ -133,6 +133,23 @@ fn open_removes_stale_temporaries_of_dead_processes_only() {
     assert!(!ws.list_path(".").unwrap().contains(".pai-tmp"));
 }
 
+#[test]
+fn open_unswept_leaves_stale_temporaries_until_asked() {
+    let fx = Fx::new();
+    fx.put("deep/er/.pai-tmp-999999998-7-abc", "half");
+    let ws = Workspace::open_unswept(&fx.root, WorkspaceConfig::default()).unwrap();
+    // Nothing walks the tree behind the caller's back: the temporary is still there after
+    // a listing, a corpus and a search have come and gone.
+    let _ = ws.list_path(".").unwrap();
+    let _ = ws.corpus();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(fx.exists("deep/er/.pai-tmp-999999998-7-abc"));
+    // Asked for, the sweep runs then, and only once.
+    assert_eq!(ws.stale_temps_removed(), 1);
+    assert!(!fx.exists("deep/er/.pai-tmp-999999998-7-abc"));
+    assert_eq!(ws.stale_temps_removed(), 1);
+}
+
 // ---------------------------------------------------------------- READ
 
 #[test]

@@ -166,6 +166,8 @@ fn scan_agrees_with_git_is_ordered_and_deterministic_within_few_descriptors() {
     assert_eq!((first.len(), rest), (100, expected.len() - 100));
     assert_eq!(first[..], project[..100]);
 
+    corpus_is_the_file_list_stamped(&ws, root, &project);
+
     // TREE counts what it does not draw: drawn files plus the counted rest cover them all.
     let tree = ws.tree(".").unwrap();
     assert!(tree.contains("more entries not shown"), "{tree}");
@@ -174,6 +176,33 @@ fn scan_agrees_with_git_is_ordered_and_deterministic_within_few_descriptors() {
         sub,
         "wide/w0010/inner/\nwide/w0010/inner/deeper/\nwide/w0010/inner/deeper/z.md\nwide/w0010/file.py\n"
     );
+}
+
+/// The map's corpus: the same files as the project file list, in the same order, each stamped
+/// (while the scan had its directory open) with what `lstat` says of it; no link, no
+/// directory.
+fn corpus_is_the_file_list_stamped(ws: &Workspace, root: &Path, project: &[String]) {
+    use std::os::unix::fs::MetadataExt;
+    let corpus = ws.corpus();
+    let paths: Vec<&str> = corpus.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        project.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    for f in &corpus {
+        let m = fs::symlink_metadata(root.join(&f.path)).unwrap();
+        assert!(m.is_file(), "{}", f.path);
+        assert_eq!(
+            (f.stamp.size, f.stamp.ino, f.stamp.mtime_ns),
+            (
+                m.size(),
+                m.ino(),
+                m.mtime() * 1_000_000_000 + m.mtime_nsec()
+            ),
+            "{}",
+            f.path
+        );
+    }
 }
 
 /// SEARCH counts in parallel and reports in walk order: the shown lines are the first ones in

@@ -34,8 +34,7 @@ pub fn map(
         ..Budget::default()
     };
     let corpus = project.workspace.corpus();
-    let paths: Vec<String> = corpus.iter().map(|f| f.path.clone()).collect();
-    let small = context::fits(&paths, 0, &budget);
+    let small = context::fits_paths(corpus.iter().map(|f| f.path.as_str()), &budget);
     let chars = budget
         .context_tokens
         .saturating_mul(4)
