@@ -216,9 +216,9 @@ fn record_plan(
         let before = scope::tree_file(parent_tree.as_ref(), path).ok().flatten();
         op.record_mut().file(path, before, *after);
     }
-    journal_refs(repo, op.record_mut(), w, tip, commit, pending)?;
+    journal_refs(repo, op.record_mut(), w, tip, commit, pending, &made)?;
     let new_index = index.stage(&synced)?;
-    op.begin()?;
+    take_over(op, &mut w.plan_journal)?;
     let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
     Advance {
         repo,
@@ -406,9 +406,21 @@ fn synced_entries(
         .collect()
 }
 
+/// Write the commit's record: it takes over from the plan's own journal (`ops/plan.rs`),
+/// which goes now, before anything moves, so a crash from here on is finished, never rolled
+/// back.
+fn take_over(op: &Op, journal: &mut Option<super::ops::PlanJournal>) -> Result<(), HistoryError> {
+    op.begin()?;
+    match journal.take() {
+        Some(j) => j.close(),
+        None => Ok(()),
+    }
+}
+
 /// The refs a plan commit moves, as the operation journal records them: the branch to the
 /// commit (created, with HEAD put on it, for a new line, under the name [`Advance`] will
-/// pick), and the pending-snapshot ref gone.
+/// pick), and the pending-snapshot ref gone; and the user's folders (`made`), where removing
+/// the plan's files stops when the commit is rolled back.
 fn journal_refs(
     repo: &Repository,
     record: &mut Record,
@@ -416,7 +428,9 @@ fn journal_refs(
     tip: Option<Oid>,
     commit: Oid,
     pending: Option<&Pending>,
+    made: &Made,
 ) -> Result<(), HistoryError> {
+    record.kept_dirs = made.kept.iter().cloned().collect();
     if w.line.created {
         record.reference(&w.branch, tip, Some(commit));
     } else {

@@ -72,6 +72,23 @@ pub struct RunBaseline {
     pub left_out: usize,
 }
 
+impl RunBaseline {
+    /// What stood at `path` before the RUN, when the baseline knows: `Ok` with the file
+    /// (`None`: absent), `Err` for a path it saw but did not keep; `None` when the path was
+    /// what the index holds.
+    pub(super) fn before(&self, path: &str) -> Option<Result<Option<&scope::WorkFile>, ()>> {
+        if let Some((file, _)) = self.files.get(path) {
+            return Some(Ok(file.as_ref()));
+        }
+        self.seen.contains_key(path).then_some(Err(()))
+    }
+
+    /// The permission bits `path` had before the RUN, when known.
+    pub(super) fn perm(&self, path: &str) -> Option<u32> {
+        self.files.get(path).and_then(|(_, perm)| *perm)
+    }
+}
+
 /// At most this many paths are remembered before a RUN; past it the rest is left out and
 /// said so (a project with that many uncommitted files is rare, and reading them all before
 /// every command would cost more than the command).
@@ -170,6 +187,7 @@ impl Session {
         mut baseline: RunBaseline,
         changed: &[String],
     ) -> Result<(), HistoryError> {
+        self.journal_run_changes(wt, index, &baseline, changed)?;
         let staged = self.staged_before(index, &baseline, changed)?;
         for (path, file) in staged {
             baseline.files.insert(path, (Some(file), None));
@@ -290,7 +308,11 @@ impl Session {
             base_tree: base_tree.as_ref(),
             index: &index,
         };
-        let found = preparing.gather(files, &mut w.prepared, &mut w.trash, earlier)?;
+        let mut found = preparing.gather(files, &mut w.prepared, &mut w.trash, earlier)?;
+        // The plan's journal names these paths' before states before any step writes them.
+        let befores = std::mem::take(&mut found.befores);
+        let at = (root.as_path(), session.as_str(), plan);
+        super::plan_journal::note_befores(&mut w.plan_journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());
         }
@@ -353,6 +375,12 @@ impl Preparing<'_, '_> {
                     (file, self.wt.permissions(&path))
                 }
             };
+            found.befores.push(super::plan_journal::stored(
+                self.repo,
+                &path,
+                file.as_ref(),
+                known_perm,
+            )?);
             // Compared with git's trees as git stores it; its exact bytes kept besides.
             let file = match file {
                 Some(f) if matches!(class, Class::Tracked | Class::Untracked) => {
@@ -417,6 +445,8 @@ struct UserChanges {
     work: BTreeMap<String, Option<Entry>>,
     /// The bytes of the `work` files, stored only once a snapshot is certain to be made.
     blobs: Vec<Vec<u8>>,
+    /// What stood at each path read, for the plan's journal (`plan_journal.rs`).
+    befores: Vec<super::ops::Before>,
 }
 
 impl UserChanges {

@@ -14,6 +14,7 @@ mod attempt;
 mod call;
 mod outcome;
 mod preview;
+mod step_journal;
 mod steps;
 
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};

@@ -7,7 +7,9 @@
 //! operation whose process died (a kill, a power cut): `recover.rs` removes the lock files it
 //! left (`locks.rs`) and finishes it — the record is the point of no return — and says so in
 //! one line. An operation in progress is an [`Op`] (`op.rs`); one that fails in-process (a full disk, an I/O error) rolls itself back
-//! through the same code run in the other direction (`apply.rs`).
+//! through the same code run in the other direction (`apply.rs`). A plan's steps are
+//! journaled from before the first one writes until the commit's record takes over
+//! (`plan.rs`): a plan killed mid-way is rolled back.
 //!
 //! Records live in the user's state directory (`user_state::dir(..)/ops/`), never in the
 //! project, so a repository cannot plant one. Not the session log (`agent/journal.rs`).
@@ -15,10 +17,13 @@
 mod apply;
 mod locks;
 mod op;
+mod plan;
 mod record;
 mod recover;
 
 pub(crate) use apply::Direction;
 pub(crate) use op::Op;
+pub use plan::StepWrites;
+pub(crate) use plan::{Before, PlanJournal};
 pub(crate) use record::{OpKind, Record};
 pub use recover::recover;

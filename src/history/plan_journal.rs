@@ -1,0 +1,143 @@
+//! The session's side of a plan's journal (`ops/plan.rs`, issue 27): the user's versions
+//! [`Session::prepare`] reads become the plan record's before states, every step that writes
+//! names its paths first ([`Session::step_begins`]), what a RUN changed is added once it is
+//! known, and the record is dropped when the plan's commit takes over or the plan ends
+//! without one ([`Session::end_plan`]).
+
+use git2::Repository;
+
+use super::error::{Context as _, HistoryError};
+use super::names;
+use super::ops::{Before, PlanJournal, StepWrites};
+use super::run_index::RunIndex;
+use super::scope::WorkFile;
+use super::session::{Session, Writer};
+use super::snapshot::RunBaseline;
+use super::worktree::WorkTree;
+
+impl Session {
+    /// Before a step of the plan under way runs: name what it may write in the plan's
+    /// journal, so a crash while it writes is rolled back by the next pai command. `Err`
+    /// (and the step must not run) when the journal cannot be written. Nothing for a
+    /// read-only session.
+    pub fn step_begins(
+        &mut self,
+        wt: &dyn WorkTree,
+        writes: StepWrites,
+    ) -> Result<(), HistoryError> {
+        let session = self.id.clone();
+        let root = self.root.clone();
+        let Ok(w) = self.writer() else {
+            return Ok(());
+        };
+        if w.plan_journal.is_none() {
+            if writes == StepWrites::Nothing {
+                return Ok(());
+            }
+            w.plan_journal = Some(PlanJournal::new(&w.repo, &root, &session, w.next_plan)?);
+        }
+        let pending = w
+            .pending
+            .as_ref()
+            .map(|p| (names::pending_ref(&session), p.top));
+        match &mut w.plan_journal {
+            Some(j) => j.step(wt, writes, pending),
+            None => Ok(()),
+        }
+    }
+
+    /// The plan under way ended (committed, or with nothing to commit): drop its journal.
+    pub fn end_plan(&mut self) -> Result<(), HistoryError> {
+        let Ok(w) = self.writer() else {
+            return Ok(());
+        };
+        w.end_plan_journal()
+    }
+
+    /// After a RUN, before its changes are snapshotted: every path it changed goes into the
+    /// plan's journal with what stood there before it (the user's file remembered before the
+    /// command, else the index's entry, else absent), so a crash before the plan's commit
+    /// rolls the command's changes back too.
+    pub(super) fn journal_run_changes(
+        &mut self,
+        wt: &dyn WorkTree,
+        index: &RunIndex,
+        baseline: &RunBaseline,
+        changed: &[String],
+    ) -> Result<(), HistoryError> {
+        let session = self.id.clone();
+        let root = self.root.clone();
+        let w = self.writer()?;
+        let plan = w.next_plan;
+        let mut befores = Vec::new();
+        for path in changed {
+            let before = match baseline.before(path) {
+                Some(Ok(file)) => stored(&w.repo, path, file, baseline.perm(path))?,
+                Some(Err(())) => continue,
+                None => Before {
+                    path: path.clone(),
+                    entry: index.get(path),
+                    perm: None,
+                },
+            };
+            befores.push(before);
+        }
+        note_befores(
+            &mut w.plan_journal,
+            &w.repo,
+            wt,
+            (&root, &session, plan),
+            befores,
+        )
+    }
+}
+
+impl Writer {
+    /// Drop the plan's journal, if one is open.
+    pub(super) fn end_plan_journal(&mut self) -> Result<(), HistoryError> {
+        match self.plan_journal.take() {
+            Some(j) => j.close(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The before state of `path` holding `file` (`None`: absent), its bytes put in the object
+/// store first: a record names only what is there.
+pub(super) fn stored(
+    repo: &Repository,
+    path: &str,
+    file: Option<&WorkFile>,
+    perm: Option<u32>,
+) -> Result<Before, HistoryError> {
+    if let Some(f) = file {
+        repo.blob(&f.bytes)
+            .ctx(|| format!("cannot keep your version of {path}"))?;
+    }
+    Ok(Before {
+        path: path.to_string(),
+        entry: file.map(|f| (f.id, f.mode)),
+        perm,
+    })
+}
+
+/// Add `befores` to the plan's journal (opened for plan `plan` of `session` in the work
+/// tree at `root` when none is), and write it.
+pub(super) fn note_befores(
+    journal: &mut Option<PlanJournal>,
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    (root, session, plan): (&std::path::Path, &str, u32),
+    befores: Vec<Before>,
+) -> Result<(), HistoryError> {
+    if befores.is_empty() {
+        return Ok(());
+    }
+    if journal.is_none() {
+        *journal = Some(PlanJournal::new(repo, root, session, plan)?);
+    }
+    match journal {
+        Some(j) => j.note(wt, befores),
+        None => Ok(()),
+    }
+}
