@@ -49,6 +49,7 @@ mod plan_journal;
 mod repo;
 mod revert;
 mod run_index;
+mod run_made;
 mod scope;
 mod session;
 mod snapshot;

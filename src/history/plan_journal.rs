@@ -4,13 +4,10 @@
 //! known, and the record is dropped when the plan's commit takes over or the plan ends
 //! without one ([`Session::end_plan`]).
 
-use git2::Repository;
-
-use super::error::{Context as _, HistoryError};
+use super::error::HistoryError;
 use super::names;
 use super::ops::{Before, PlanJournal, StepWrites};
 use super::run_index::RunIndex;
-use super::scope::WorkFile;
 use super::session::{Session, Writer};
 use super::snapshot::RunBaseline;
 use super::worktree::WorkTree;
@@ -72,7 +69,7 @@ impl Session {
         let mut befores = Vec::new();
         for path in changed {
             let before = match baseline.before(path) {
-                Some(Ok(file)) => stored(&w.repo, path, file, baseline.perm(path))?,
+                Some(Ok(file)) => Before::stored(&w.repo, path, file, baseline.perm(path))?,
                 Some(Err(())) => continue,
                 None => Before {
                     path: path.clone(),
@@ -82,7 +79,7 @@ impl Session {
             };
             befores.push(before);
         }
-        note_befores(
+        PlanJournal::note_befores(
             &mut w.plan_journal,
             &w.repo,
             wt,
@@ -99,45 +96,5 @@ impl Writer {
             Some(j) => j.close(),
             None => Ok(()),
         }
-    }
-}
-
-/// The before state of `path` holding `file` (`None`: absent), its bytes put in the object
-/// store first: a record names only what is there.
-pub(super) fn stored(
-    repo: &Repository,
-    path: &str,
-    file: Option<&WorkFile>,
-    perm: Option<u32>,
-) -> Result<Before, HistoryError> {
-    if let Some(f) = file {
-        repo.blob(&f.bytes)
-            .ctx(|| format!("cannot keep your version of {path}"))?;
-    }
-    Ok(Before {
-        path: path.to_string(),
-        entry: file.map(|f| (f.id, f.mode)),
-        perm,
-    })
-}
-
-/// Add `befores` to the plan's journal (opened for plan `plan` of `session` in the work
-/// tree at `root` when none is), and write it.
-pub(super) fn note_befores(
-    journal: &mut Option<PlanJournal>,
-    repo: &Repository,
-    wt: &dyn WorkTree,
-    (root, session, plan): (&std::path::Path, &str, u32),
-    befores: Vec<Before>,
-) -> Result<(), HistoryError> {
-    if befores.is_empty() {
-        return Ok(());
-    }
-    if journal.is_none() {
-        *journal = Some(PlanJournal::new(repo, root, session, plan)?);
-    }
-    match journal {
-        Some(j) => j.note(wt, befores),
-        None => Ok(()),
     }
 }

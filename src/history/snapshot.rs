@@ -70,6 +70,10 @@ pub struct RunBaseline {
     seen: BTreeMap<String, Seen>,
     /// Files not remembered (over the limit).
     pub left_out: usize,
+    /// The ignored files and folders the status pass stopped at, and the empty folders it
+    /// met (see `run_made.rs`).
+    pub(super) ignored: BTreeSet<String>,
+    pub(super) empty_dirs: BTreeSet<String>,
 }
 
 impl RunBaseline {
@@ -116,7 +120,11 @@ impl Session {
         index: &RunIndex,
         pass: &StatusPass,
     ) -> Result<RunBaseline, HistoryError> {
-        let mut baseline = RunBaseline::default();
+        let mut baseline = RunBaseline {
+            ignored: pass.ignored.iter().cloned().collect(),
+            empty_dirs: pass.empty_dirs.iter().cloned().collect(),
+            ..RunBaseline::default()
+        };
         let w = self.writer()?;
         for (path, file) in differing(wt, index, pass)? {
             let perm = wt.permissions(&path);
@@ -312,7 +320,7 @@ impl Session {
         // The plan's journal names these paths' before states before any step writes them.
         let befores = std::mem::take(&mut found.befores);
         let at = (root.as_path(), session.as_str(), plan);
-        super::plan_journal::note_befores(&mut w.plan_journal, repo, wt, at, befores)?;
+        super::ops::PlanJournal::note_befores(&mut w.plan_journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());
         }
@@ -375,7 +383,7 @@ impl Preparing<'_, '_> {
                     (file, self.wt.permissions(&path))
                 }
             };
-            found.befores.push(super::plan_journal::stored(
+            found.befores.push(super::ops::Before::stored(
                 self.repo,
                 &path,
                 file.as_ref(),
@@ -445,7 +453,7 @@ struct UserChanges {
     work: BTreeMap<String, Option<Entry>>,
     /// The bytes of the `work` files, stored only once a snapshot is certain to be made.
     blobs: Vec<Vec<u8>>,
-    /// What stood at each path read, for the plan's journal (`plan_journal.rs`).
+    /// What stood at each path read, for the plan's journal (`ops/plan.rs`).
     befores: Vec<super::ops::Before>,
 }
 

@@ -64,7 +64,49 @@ pub(crate) struct Before {
     pub perm: Option<u32>,
 }
 
+impl Before {
+    /// The before state of `path` holding `file` (`None`: absent), its bytes put in the
+    /// object store first: a record names only what is there.
+    pub(crate) fn stored(
+        repo: &Repository,
+        path: &str,
+        file: Option<&scope::WorkFile>,
+        perm: Option<u32>,
+    ) -> Result<Before, HistoryError> {
+        if let Some(f) = file {
+            repo.blob(&f.bytes)
+                .ctx(|| format!("cannot keep your version of {path}"))?;
+        }
+        Ok(Before {
+            path: path.to_string(),
+            entry: file.map(|f| (f.id, f.mode)),
+            perm,
+        })
+    }
+}
+
 impl PlanJournal {
+    /// Add `befores` to the plan's `journal` (opened for plan `plan` of `session` in the
+    /// work tree at `root` when none is), and write it.
+    pub(crate) fn note_befores(
+        journal: &mut Option<PlanJournal>,
+        repo: &Repository,
+        wt: &dyn WorkTree,
+        (root, session, plan): (&Path, &str, u32),
+        befores: Vec<Before>,
+    ) -> Result<(), HistoryError> {
+        if befores.is_empty() {
+            return Ok(());
+        }
+        if journal.is_none() {
+            *journal = Some(PlanJournal::new(repo, root, session, plan)?);
+        }
+        match journal {
+            Some(j) => j.note(wt, befores),
+            None => Ok(()),
+        }
+    }
+
     /// A journal for plan `plan` of `session` (nothing written yet).
     pub(crate) fn new(
         repo: &Repository,
