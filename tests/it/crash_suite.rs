@@ -110,6 +110,11 @@ fn strace_works() -> bool {
 /// `pai ARGS` in the project under `dir` (`dir/project`, HOME `dir/home`), optionally under
 /// strace with `strace_args`.
 fn pai(dir: &Path, args: &[String], strace_args: Option<&[String]>) -> Output {
+    command(dir, args, strace_args).output().unwrap()
+}
+
+/// The command [`pai`] runs.
+fn command(dir: &Path, args: &[String], strace_args: Option<&[String]>) -> Command {
     let mut cmd = match strace_args {
         Some(s) => {
             let mut c = Command::new("strace");
@@ -127,9 +132,8 @@ fn pai(dir: &Path, args: &[String], strace_args: Option<&[String]>) -> Output {
         .env("NO_COLOR", "1")
         .env(ProviderKind::Gemini.key_env_var(), TEST_KEY)
         .current_dir(dir.join("project"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+        .stdin(Stdio::null());
+    cmd
 }
 
 fn op_args(op: Op, mock: &MockLlm) -> Vec<String> {
@@ -642,4 +646,69 @@ impl Tally {
             "only {errors_landed} of {fails} injected errors failed pai"
         );
     }
+}
+
+/// Issue 27: a plan killed while its steps wrote left its files on disk and unrecorded, and
+/// `pai undo` then pointed at `git revert` of the user's own commit. Now the next command,
+/// whatever it is, rolls the plan back first and says so in one line: the files the plan
+/// changed hold the user's versions again (the user's edit of `c.txt` included), the file it
+/// wrote is gone, and `git status` is what it was.
+#[test]
+fn a_plan_killed_while_its_steps_write_is_rolled_back_by_the_next_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixture(dir);
+    let before = state(dir);
+    let plan = task_plan(
+        "Changing a and c, adding new, then waiting.",
+        json!([
+            {"action": "MODIFY", "path": "a.txt", "edits": [{"search": "two", "replace": "TWO"}], "purpose": "change a"},
+            {"action": "MODIFY", "path": "c.txt", "edits": [{"search": "see", "replace": "SEE"}], "purpose": "change c"},
+            {"action": "WRITE", "path": "newdir/sub/e.txt", "content": "e\n", "purpose": "add e"},
+            {"action": "RUN", "command": "sleep 10", "purpose": "wait"},
+            {"action": "WRITE", "path": "new.txt", "content": "new\n", "purpose": "add new"}
+        ]),
+    );
+    let mock = MockLlm::start(Script::new().fallback(Reply::plan(plan)));
+    let mut args = op_args(Op::Plan, &mock);
+    args.push("--allow-run".into());
+    let mut child = command(dir, &args, None)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let written = dir.join("project/newdir/sub/e.txt");
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(written.exists(), "the plan never wrote e.txt");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let crashed = state(dir);
+    assert_ne!(
+        crashed, before,
+        "the kill came before the plan wrote anything"
+    );
+    let next = pai(dir, &["undo".to_string()], None);
+    let said = String::from_utf8_lossy(&next.stderr).into_owned();
+    let first = said.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("note: rolled back plan 1 of session ")
+            && first.contains("before its commit: put back "),
+        "{said}"
+    );
+    assert!(!said.contains("git revert"), "{said}");
+    assert_eq!(state(dir), before, "{said}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("project/c.txt")).unwrap(),
+        USER_EDIT_C
+    );
+    // Said once: the next command has nothing left to do.
+    let again = pai(dir, &["log".to_string()], None);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).trim().is_empty(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }
