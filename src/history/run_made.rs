@@ -20,7 +20,8 @@ use super::worktree::{WorkEntry, WorkTree};
 use crate::workspace::StatusPass;
 
 /// Most ignored files recorded for one command: a command that makes more (an install, a
-/// full build) made build output, which undo leaves as git leaves it.
+/// full build) made build output, none of which is recorded: undo leaves it whole, as git
+/// leaves it.
 pub const MAX_RUN_IGNORED: usize = 500;
 
 impl Session {
@@ -84,15 +85,15 @@ impl Session {
 }
 
 /// The ignored files the command created: the ignored files the pass after it stopped at
-/// that the pass before did not, and every file in an ignored folder that is new; at most
-/// [`MAX_RUN_IGNORED`], with how many more there were.
+/// that the pass before did not, and every file in an ignored folder that is new. More than
+/// [`MAX_RUN_IGNORED`] is build output: none is recorded (undo leaves it whole, as git
+/// does), and the walk stops there; the second value is then how many it had counted.
 fn new_ignored_files(
     wt: &dyn WorkTree,
     baseline: &RunBaseline,
     pass: &StatusPass,
 ) -> (BTreeSet<String>, usize) {
     let mut found = BTreeSet::new();
-    let mut more = 0;
     let mut stack: Vec<String> = pass
         .ignored
         .iter()
@@ -100,30 +101,31 @@ fn new_ignored_files(
         .cloned()
         .collect();
     while let Some(entry) = stack.pop() {
+        if found.len() > MAX_RUN_IGNORED {
+            return (BTreeSet::new(), found.len());
+        }
         let Some(dir) = entry.strip_suffix('/') else {
-            if found.len() < MAX_RUN_IGNORED {
-                found.insert(entry);
-            } else {
-                more += 1;
-            }
+            found.insert(entry);
             continue;
         };
         if wt.is_denied(dir) {
             continue;
         }
-        match wt.read(dir) {
-            Ok(WorkEntry::Dir(names)) => {
-                for name in names {
-                    let path = format!("{dir}/{name}");
-                    match wt.read(&path) {
-                        Ok(WorkEntry::Dir(_)) => stack.push(format!("{path}/")),
-                        Ok(WorkEntry::File { .. }) if !wt.is_denied(&path) => stack.push(path),
-                        _ => {}
-                    }
-                }
+        // Only names are listed: a file is told by its permission bits, never read here.
+        let Ok(WorkEntry::Dir(names)) = wt.read(dir) else {
+            continue;
+        };
+        for name in names {
+            let path = format!("{dir}/{name}");
+            if wt.is_denied(&path) {
+                continue;
             }
-            _ => continue,
+            if wt.permissions(&path).is_some() {
+                stack.push(path);
+            } else if matches!(wt.read(&path), Ok(WorkEntry::Dir(_))) {
+                stack.push(format!("{path}/"));
+            }
         }
     }
-    (found, more)
+    (found, 0)
 }
