@@ -11,6 +11,7 @@ use super::run_index::RunIndex;
 use super::session::{Session, Writer};
 use super::snapshot::RunBaseline;
 use super::worktree::WorkTree;
+use crate::workspace::Tracked as _;
 
 impl Session {
     /// Before a step of the plan under way runs: name what it may write in the plan's
@@ -75,6 +76,7 @@ impl Session {
                     path: path.clone(),
                     entry: index.get(path),
                     perm: None,
+                    standing: Some(stood_before(index, baseline, path)),
                 },
             };
             befores.push(before);
@@ -97,4 +99,18 @@ impl Writer {
             None => Ok(()),
         }
     }
+}
+
+/// The nearest folder above `path` that stood before the RUN (`None`: the project root): one
+/// holding a tracked file, or one the status pass before it met something in or found empty.
+/// Rolled back, what the command created is removed up to there, with the folders it made.
+pub(super) fn stood_before(index: &RunIndex, baseline: &RunBaseline, path: &str) -> Option<String> {
+    let mut dir = path;
+    while let Some((parent, _)) = dir.rsplit_once('/') {
+        if index.has_under(parent.as_bytes()) || baseline.saw_under(parent) {
+            return Some(parent.to_string());
+        }
+        dir = parent;
+    }
+    None
 }

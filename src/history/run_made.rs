@@ -55,6 +55,7 @@ impl Session {
                 path: path.clone(),
                 entry: None,
                 perm: None,
+                standing: Some(super::plan_journal::stood_before(index, baseline, path)),
             });
         }
         let created = changed

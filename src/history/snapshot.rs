@@ -87,6 +87,18 @@ impl RunBaseline {
         self.seen.contains_key(path).then_some(Err(()))
     }
 
+    /// Whether the status pass before the RUN met anything below the folder `dir` (a file
+    /// that differed from the index, an untracked or ignored one), or found `dir` empty.
+    pub(super) fn saw_under(&self, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        let under = |set: &mut dyn Iterator<Item = &String>| {
+            set.next().is_some_and(|p| p.starts_with(&prefix))
+        };
+        self.empty_dirs.contains(dir)
+            || under(&mut self.seen.range(prefix.clone()..).map(|(p, _)| p))
+            || under(&mut self.ignored.range(prefix.clone()..))
+    }
+
     /// The permission bits `path` had before the RUN, when known.
     pub(super) fn perm(&self, path: &str) -> Option<u32> {
         self.files.get(path).and_then(|(_, perm)| *perm)

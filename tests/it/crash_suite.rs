@@ -712,3 +712,67 @@ fn a_plan_killed_while_its_steps_write_is_rolled_back_by_the_next_command() {
         String::from_utf8_lossy(&again.stderr)
     );
 }
+
+/// A plan killed after a RUN made files (an ignored log in a new folder, a file in a folder
+/// it made) and while a later command runs: the next command rolls back what the command
+/// made too, folders included, and leaves the project as it was.
+#[test]
+fn a_plan_killed_after_a_command_made_files_is_rolled_back_with_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixture(dir);
+    let root = dir.join("project");
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    git(&root, &["add", ".gitignore"]);
+    git(&root, &["commit", "-q", "-m", "ignore logs"]);
+    let before = state(dir);
+    let plan = task_plan(
+        "Making things, then waiting.",
+        json!([
+            {"action": "MODIFY", "path": "a.txt", "edits": [{"search": "two", "replace": "TWO"}], "purpose": "change a"},
+            {"action": "RUN", "command": "mkdir -p out/deep && echo x > out/deep/new.txt && echo l > out/run.log", "purpose": "make"},
+            {"action": "RUN", "command": "sleep 10", "purpose": "wait"}
+        ]),
+    );
+    let mock = MockLlm::start(Script::new().fallback(Reply::plan(plan)));
+    let mut args = op_args(Op::Plan, &mock);
+    args.push("--allow-run".into());
+    let mut child = command(dir, &args, None)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the plan's journal names what the first command made.
+    let journaled = || {
+        let Ok(found) = Command::new("find")
+            .arg(dir.join("home"))
+            .args(["-name", "*.plan.json"])
+            .output()
+        else {
+            return false;
+        };
+        String::from_utf8_lossy(&found.stdout).lines().any(|f| {
+            std::fs::read_to_string(f)
+                .is_ok_and(|t| t.contains("out/run.log") && t.contains("out/deep/new.txt"))
+        })
+    };
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !journaled() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        journaled(),
+        "the plan's journal never named what the command made"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(root.join("out/run.log").exists());
+    let next = pai(dir, &["log".to_string()], None);
+    let said = String::from_utf8_lossy(&next.stderr).into_owned();
+    assert!(
+        said.starts_with("note: rolled back plan 1 of session "),
+        "{said}"
+    );
+    assert_eq!(state(dir), before, "{said}");
+    assert!(!root.join("out").exists(), "{said}");
+}

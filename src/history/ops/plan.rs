@@ -62,6 +62,9 @@ pub(crate) struct Before {
     pub entry: Option<Entry>,
     /// Permission bits, when known.
     pub perm: Option<u32>,
+    /// For an absent path: the nearest folder above it that stood before, when the caller
+    /// knows it (`Some(None)`: the project root); `None`: the one standing now.
+    pub standing: Option<Option<String>>,
 }
 
 impl Before {
@@ -81,6 +84,7 @@ impl Before {
             path: path.to_string(),
             entry: file.map(|f| (f.id, f.mode)),
             perm,
+            standing: None,
         })
     }
 }
@@ -139,8 +143,13 @@ impl PlanJournal {
             if self.has(&b.path) {
                 continue;
             }
+            let standing = || {
+                b.standing
+                    .clone()
+                    .unwrap_or_else(|| standing_folder(wt, &b.path))
+            };
             if b.entry.is_none()
-                && let Some(dir) = standing_folder(wt, &b.path)
+                && let Some(dir) = standing()
                 && !self.record.kept_dirs.contains(&dir)
             {
                 self.record.kept_dirs.push(dir);
@@ -426,6 +435,7 @@ mod tests {
             path: "a.txt".into(),
             entry: None,
             perm: None,
+            standing: None,
         }];
         j.note(&ws, before).unwrap();
         j.step(&ws, StepWrites::Paths(vec!["a.txt".into()]), None)
