@@ -79,9 +79,11 @@ pub(super) fn collect(
         let changed = h
             .run_changes(ws, &index, &pass, &baseline)
             .map_err(|e| e.to_string())?;
-        let unrecorded = h
-            .prepare_after_run(ws, &index, baseline, &changed)
+        // The ignored files it created and the user's empty folders it wrote into, for undo.
+        let made = h.note_run_made(ws, &index, &baseline, &pass, &changed);
+        let unrecorded = made
             .err()
+            .or_else(|| h.prepare_after_run(ws, &index, baseline, &changed).err())
             .map(|e| e.to_string());
         return Ok(Collected {
             changed,

@@ -216,9 +216,9 @@ fn record_plan(
         let before = scope::tree_file(parent_tree.as_ref(), path).ok().flatten();
         op.record_mut().file(path, before, *after);
     }
-    journal_refs(repo, op.record_mut(), w, tip, commit, pending)?;
+    journal_refs(repo, op.record_mut(), w, tip, commit, pending, &made)?;
     let new_index = index.stage(&synced)?;
-    op.begin()?;
+    take_over(op, &mut w.plan_journal)?;
     let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
     Advance {
         repo,
@@ -406,9 +406,22 @@ fn synced_entries(
         .collect()
 }
 
+/// Write the commit's record: it takes over from the plan's own journal (`ops/plan.rs`),
+/// which goes now, before anything moves, so a crash from here on is finished, never rolled
+/// back.
+fn take_over(op: &Op, journal: &mut Option<super::ops::PlanJournal>) -> Result<(), HistoryError> {
+    op.begin()?;
+    match journal.take() {
+        Some(j) => j.close(),
+        None => Ok(()),
+    }
+}
+
 /// The refs a plan commit moves, as the operation journal records them: the branch to the
 /// commit (created, with HEAD put on it, for a new line, under the name [`Advance`] will
-/// pick), and the pending-snapshot ref gone.
+/// pick), the pending-snapshot ref gone, the trash copies' ref and, for a session's first
+/// plan, its metadata ref (the session's start); and the user's folders (`made`), where
+/// removing the plan's files stops when the commit is rolled back.
 fn journal_refs(
     repo: &Repository,
     record: &mut Record,
@@ -416,7 +429,10 @@ fn journal_refs(
     tip: Option<Oid>,
     commit: Oid,
     pending: Option<&Pending>,
+    made: &Made,
 ) -> Result<(), HistoryError> {
+    record.kept_dirs = made.kept.iter().cloned().collect();
+    let mut meta = w.meta.clone();
     if w.line.created {
         record.reference(&w.branch, tip, Some(commit));
     } else {
@@ -426,9 +442,23 @@ fn journal_refs(
         while repo.find_reference(&name).is_ok() {
             n += 1;
             name = format!("{}-{n}", w.branch);
+            meta.branch = Some(name.clone());
         }
+        meta.base = tip;
         record.reference(&name, None, Some(commit));
         record.move_head(&w.line.start_head, &Head::Branch(name));
+    }
+    // The plan's trash copies' ref, set with its message: gone again if it is rolled back.
+    let trash = names::trash_ref(&record.session, record.plan);
+    if let Some(tree) = names::target(repo, &trash).ctx(|| format!("cannot read {trash}"))? {
+        record.reference(&trash, None, Some(tree));
+    }
+    // The session's start (its metadata ref), written with its first plan.
+    if !w.line.recorded {
+        let name = super::meta::ref_name(&record.session);
+        let old = names::target(repo, &name).ctx(|| format!("cannot read {name}"))?;
+        let blob = super::meta::blob(repo, &record.session, &meta)?;
+        record.reference(&name, old, Some(blob));
     }
     if let Some(p) = pending {
         let name = names::pending_ref(&record.session);

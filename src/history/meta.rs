@@ -29,6 +29,17 @@ pub(crate) fn ref_name(session: &str) -> String {
 
 /// Record `meta` for `session`.
 pub(crate) fn write(repo: &Repository, session: &str, meta: &Meta) -> Result<(), HistoryError> {
+    let blob = blob(repo, session, meta)?;
+    repo.reference(&ref_name(session), blob, true, "pai: session started")
+        .ctx(|| format!("cannot record session {session}"))?;
+    Ok(())
+}
+
+/// The blob [`write`] points the session's ref at, stored: the plan commit that starts a
+/// session names it in its journal record before the ref moves, so a crash between the
+/// branch's creation and this ref is finished with it (the blob is the same each time: the
+/// text and its tag depend on nothing else).
+pub(crate) fn blob(repo: &Repository, session: &str, meta: &Meta) -> Result<Oid, HistoryError> {
     let mut text = format!(
         "session {session}\nbase {}\nbase-branch {}\n",
         meta.base
@@ -43,12 +54,8 @@ pub(crate) fn write(repo: &Repository, session: &str, meta: &Meta) -> Result<(),
     if let Some(tag) = auth::tag(DOMAIN, &[session.as_bytes(), text.as_bytes()]) {
         text.push_str(&format!("auth {tag}\n"));
     }
-    let blob = repo
-        .blob(text.as_bytes())
-        .ctx(|| format!("cannot record session {session}"))?;
-    repo.reference(&ref_name(session), blob, true, "pai: session started")
-        .ctx(|| format!("cannot record session {session}"))?;
-    Ok(())
+    repo.blob(text.as_bytes())
+        .ctx(|| format!("cannot record session {session}"))
 }
 
 /// Read the metadata of `session`, if recorded.

@@ -74,6 +74,8 @@ pub(super) struct Writer {
     pub made: Made,
     /// Snapshot commits of the user's changes made for the plan under way.
     pub pending: Option<Pending>,
+    /// The journal of the plan under way, from its first saved version to its commit.
+    pub plan_journal: Option<super::ops::PlanJournal>,
     pub _lock: WorkTreeLock,
 }
 
@@ -155,6 +157,7 @@ impl Session {
                 trash: BTreeMap::new(),
                 made: Made::default(),
                 pending: None,
+                plan_journal: None,
                 _lock: lock,
             })),
         })
@@ -249,6 +252,7 @@ impl Session {
                 trash: BTreeMap::new(),
                 made: Made::default(),
                 pending: None,
+                plan_journal: None,
                 _lock: lock,
             })),
         }))

@@ -70,6 +70,39 @@ pub struct RunBaseline {
     seen: BTreeMap<String, Seen>,
     /// Files not remembered (over the limit).
     pub left_out: usize,
+    /// The ignored files and folders the status pass stopped at, and the empty folders it
+    /// met (see `run_made.rs`).
+    pub(super) ignored: BTreeSet<String>,
+    pub(super) empty_dirs: BTreeSet<String>,
+}
+
+impl RunBaseline {
+    /// What stood at `path` before the RUN, when the baseline knows: `Ok` with the file
+    /// (`None`: absent), `Err` for a path it saw but did not keep; `None` when the path was
+    /// what the index holds.
+    pub(super) fn before(&self, path: &str) -> Option<Result<Option<&scope::WorkFile>, ()>> {
+        if let Some((file, _)) = self.files.get(path) {
+            return Some(Ok(file.as_ref()));
+        }
+        self.seen.contains_key(path).then_some(Err(()))
+    }
+
+    /// Whether the status pass before the RUN met anything below the folder `dir` (a file
+    /// that differed from the index, an untracked or ignored one), or found `dir` empty.
+    pub(super) fn saw_under(&self, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        let under = |set: &mut dyn Iterator<Item = &String>| {
+            set.next().is_some_and(|p| p.starts_with(&prefix))
+        };
+        self.empty_dirs.contains(dir)
+            || under(&mut self.seen.range(prefix.clone()..).map(|(p, _)| p))
+            || under(&mut self.ignored.range(prefix.clone()..))
+    }
+
+    /// The permission bits `path` had before the RUN, when known.
+    pub(super) fn perm(&self, path: &str) -> Option<u32> {
+        self.files.get(path).and_then(|(_, perm)| *perm)
+    }
 }
 
 /// At most this many paths are remembered before a RUN; past it the rest is left out and
@@ -99,7 +132,11 @@ impl Session {
         index: &RunIndex,
         pass: &StatusPass,
     ) -> Result<RunBaseline, HistoryError> {
-        let mut baseline = RunBaseline::default();
+        let mut baseline = RunBaseline {
+            ignored: pass.ignored.iter().cloned().collect(),
+            empty_dirs: pass.empty_dirs.iter().cloned().collect(),
+            ..RunBaseline::default()
+        };
         let w = self.writer()?;
         for (path, file) in differing(wt, index, pass)? {
             let perm = wt.permissions(&path);
@@ -170,6 +207,7 @@ impl Session {
         mut baseline: RunBaseline,
         changed: &[String],
     ) -> Result<(), HistoryError> {
+        self.journal_run_changes(wt, index, &baseline, changed)?;
         let staged = self.staged_before(index, &baseline, changed)?;
         for (path, file) in staged {
             baseline.files.insert(path, (Some(file), None));
@@ -290,7 +328,11 @@ impl Session {
             base_tree: base_tree.as_ref(),
             index: &index,
         };
-        let found = preparing.gather(files, &mut w.prepared, &mut w.trash, earlier)?;
+        let mut found = preparing.gather(files, &mut w.prepared, &mut w.trash, earlier)?;
+        // The plan's journal names these paths' before states before any step writes them.
+        let befores = std::mem::take(&mut found.befores);
+        let at = (root.as_path(), session.as_str(), plan);
+        super::ops::PlanJournal::note_befores(&mut w.plan_journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());
         }
@@ -353,6 +395,12 @@ impl Preparing<'_, '_> {
                     (file, self.wt.permissions(&path))
                 }
             };
+            found.befores.push(super::ops::Before::stored(
+                self.repo,
+                &path,
+                file.as_ref(),
+                known_perm,
+            )?);
             // Compared with git's trees as git stores it; its exact bytes kept besides.
             let file = match file {
                 Some(f) if matches!(class, Class::Tracked | Class::Untracked) => {
@@ -417,6 +465,8 @@ struct UserChanges {
     work: BTreeMap<String, Option<Entry>>,
     /// The bytes of the `work` files, stored only once a snapshot is certain to be made.
     blobs: Vec<Vec<u8>>,
+    /// What stood at each path read, for the plan's journal (`ops/plan.rs`).
+    befores: Vec<super::ops::Before>,
 }
 
 impl UserChanges {

@@ -623,6 +623,8 @@ fn undo_steps(
         }
     }
     journal_undo(op.record_mut(), &drift, &changes, &index, &entries);
+    // Removing the plan's files stops at the user's own folders, finished after a crash too.
+    op.record_mut().kept_dirs = made.kept.iter().cloned().collect();
     journal_refs(repo, op.record_mut(), &branch, base_commit.as_ref(), &plan)?;
     // Prepared (holding index.lock) before any file is written; put in place once the
     // branch has moved.
@@ -1225,6 +1227,11 @@ fn redo_steps(
         tip_tree.as_ref(),
     )?;
     journal_redo(repo, op.record_mut(), &branch, &undone_ref, id, &changes)?;
+    // Rolled back, removing the plan's files stops at the user's own folders.
+    op.record_mut().kept_dirs = Made::of_message(commit.message().unwrap_or_default())
+        .kept
+        .into_iter()
+        .collect();
     for (path, entry) in &entries {
         op.record_mut().entry(path, index.get(path), *entry);
     }

@@ -57,6 +57,12 @@ pub struct StatusPass {
     pub later: LaterState,
     /// The files that run later that differed and were put back ([`Later::Restore`]).
     pub tampered: Vec<String>,
+    /// Ignored files and folders (a folder with a trailing `/`) where the walk stopped: not
+    /// entered, not reported as untracked. History compares them around a RUN to find the
+    /// ignored files it created.
+    pub ignored: Vec<String>,
+    /// Folders the walk found empty.
+    pub empty_dirs: Vec<String>,
 }
 
 impl Workspace {
@@ -74,6 +80,8 @@ impl Workspace {
             visited: vec![false; tracked.count()],
             changed: Vec::new(),
             untracked: Vec::new(),
+            ignored: Vec::new(),
+            empty_dirs: Vec::new(),
             dirents: Vec::new(),
             path: Vec::new(),
         };
@@ -102,6 +110,8 @@ impl Workspace {
         let Walk {
             mut changed,
             mut untracked,
+            ignored,
+            empty_dirs,
             ..
         } = walk;
         changed.sort_unstable();
@@ -111,6 +121,8 @@ impl Workspace {
             untracked,
             later: recorded,
             tampered,
+            ignored,
+            empty_dirs,
         })
     }
 
@@ -134,6 +146,8 @@ struct Walk<'w, 't> {
     visited: Vec<bool>,
     changed: Vec<usize>,
     untracked: Vec<String>,
+    ignored: Vec<String>,
+    empty_dirs: Vec<String>,
     dirents: Vec<u8>,
     /// The raw path of the entry being looked at.
     path: Vec<u8>,
@@ -145,6 +159,10 @@ impl Walk<'_, '_> {
     fn dir(&mut self, fd: &OwnedFd, level: &Arc<Level>, raw: Vec<DirEntry>) {
         let base = self.path.len();
         let any_rules = self.rules.any_rules(level);
+        if raw.is_empty() && base > 0 {
+            self.empty_dirs
+                .push(crate::rawname::encode(&self.path).into_owned());
+        }
         for e in raw {
             self.path.truncate(base);
             if base > 0 {
@@ -182,7 +200,12 @@ impl Walk<'_, '_> {
             return;
         }
         let full = String::from_utf8_lossy(&self.path);
-        if self.rules.denied_path(&full) || (any_rules && self.rules.ignored(level, &full, false)) {
+        if self.rules.denied_path(&full) {
+            return;
+        }
+        if any_rules && self.rules.ignored(level, &full, false) {
+            self.ignored
+                .push(crate::rawname::encode(&self.path).into_owned());
             return;
         }
         self.untracked
@@ -197,7 +220,12 @@ impl Walk<'_, '_> {
             return;
         }
         let full = String::from_utf8_lossy(&self.path).into_owned();
-        if self.rules.denied_path(&full) || (any_rules && self.rules.ignored(level, &full, true)) {
+        if self.rules.denied_path(&full) {
+            return;
+        }
+        if any_rules && self.rules.ignored(level, &full, true) {
+            self.ignored
+                .push(format!("{}/", crate::rawname::encode(&self.path)));
             return;
         }
         let Ok(fd) = sys::openat(parent.as_fd(), &e.name, sys::DIR_READ, 0) else {

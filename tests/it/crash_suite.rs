@@ -7,10 +7,12 @@
 //! the user's uncommitted edit and untracked file are untouched.
 //!
 //! Kill points are chosen by stepping N over the calls the operation makes, counted once per
-//! operation with `strace -f -e trace=...`. For the plan, only calls from the plan commit's
-//! journal record on are used: a kill while the plan's steps are still writing is outside
-//! what the journal covers (the steps' files stay, and the next `pai run` names the pending
-//! snapshot). Skipped, saying why, where strace is missing or cannot trace.
+//! operation with `strace -f -e trace=...`. For the plan, kills start at its journal's first
+//! record (written before any step writes): a plan killed while its steps write (a MODIFY of
+//! a file the user edited, a MODIFY of a clean one, a WRITE, a WRITE into a new folder, an
+//! RM) is rolled back by the next command. Injected errors start at the plan commit's record:
+//! an error while a step writes fails that step, and the plan is committed without it, which
+//! is neither state by design. Skipped, saying why, where strace is missing or cannot trace.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,10 +69,22 @@ const FAILS_PER_CALL: usize = 8;
 /// calls before it vary by a couple between runs (output written as it is produced).
 const PLAN_MARGIN: usize = 3;
 
-/// The files the fixture and the plan involve; `b.txt` holds the user's uncommitted edit and
-/// `u.txt` is the user's untracked file.
-const FILES: &[&str] = &["a.txt", "b.txt", "new.txt", "u.txt"];
+/// The files the fixture and the plan involve; `b.txt` (untouched by the plan) and `c.txt`
+/// (changed by it) hold the user's uncommitted edits and `u.txt` is the user's untracked
+/// file; the plan removes `d.txt` and creates `new.txt` and `newdir/sub/e.txt`.
+const FILES: &[&str] = &[
+    "a.txt",
+    "b.txt",
+    "c.txt",
+    "d.txt",
+    "new.txt",
+    "newdir/sub/e.txt",
+    "u.txt",
+];
+/// The folder the plan creates: gone again when it is rolled back or undone.
+const NEW_DIR: &str = "newdir";
 const USER_EDIT: &str = "keep\nthe user's own uncommitted edit\n";
+const USER_EDIT_C: &str = "see\nthe user's edit of a file the plan changes\n";
 const USER_FILE: &str = "the user's untracked notes\n";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +110,11 @@ fn strace_works() -> bool {
 /// `pai ARGS` in the project under `dir` (`dir/project`, HOME `dir/home`), optionally under
 /// strace with `strace_args`.
 fn pai(dir: &Path, args: &[String], strace_args: Option<&[String]>) -> Output {
+    command(dir, args, strace_args).output().unwrap()
+}
+
+/// The command [`pai`] runs.
+fn command(dir: &Path, args: &[String], strace_args: Option<&[String]>) -> Command {
     let mut cmd = match strace_args {
         Some(s) => {
             let mut c = Command::new("strace");
@@ -113,9 +132,8 @@ fn pai(dir: &Path, args: &[String], strace_args: Option<&[String]>) -> Output {
         .env("NO_COLOR", "1")
         .env(ProviderKind::Gemini.key_env_var(), TEST_KEY)
         .current_dir(dir.join("project"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+        .stdin(Stdio::null());
+    cmd
 }
 
 fn op_args(op: Op, mock: &MockLlm) -> Vec<String> {
@@ -143,10 +161,12 @@ fn op_args(op: Op, mock: &MockLlm) -> Vec<String> {
 fn state(dir: &Path) -> State {
     let root = dir.join("project");
     let status = git(&root, &["status", "--porcelain"]);
-    let files = FILES
+    let mut files: BTreeMap<String, Option<Vec<u8>>> = FILES
         .iter()
         .map(|f| (f.to_string(), std::fs::read(root.join(f)).ok()))
         .collect();
+    let dir = root.join(NEW_DIR).is_dir().then(|| b"<folder>".to_vec());
+    files.insert(format!("{NEW_DIR}/"), dir);
     (status, files)
 }
 
@@ -169,9 +189,12 @@ fn fixture(dir: &Path) {
     git(&root, &["init", "-q", "-b", "main"]);
     std::fs::write(root.join("a.txt"), "one\ntwo\n").unwrap();
     std::fs::write(root.join("b.txt"), "keep\n").unwrap();
+    std::fs::write(root.join("c.txt"), "see\n").unwrap();
+    std::fs::write(root.join("d.txt"), "drop me\n").unwrap();
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-q", "-m", "initial"]);
     std::fs::write(root.join("b.txt"), USER_EDIT).unwrap();
+    std::fs::write(root.join("c.txt"), USER_EDIT_C).unwrap();
     std::fs::write(root.join("u.txt"), USER_FILE).unwrap();
 }
 
@@ -207,9 +230,13 @@ fn template_of(op: Op) -> &'static str {
     }
 }
 
-/// For each system call, (the first N worth killing at, how many calls the main thread
-/// makes): the whole operation, or for the plan the calls from its commit's journal on.
-fn counts(dir: &Path, op: Op, mock: &MockLlm, calls: &[&str]) -> BTreeMap<String, (usize, usize)> {
+/// Where an operation's cases start, per system call: the first N worth killing at, the first
+/// N worth failing at, and how many calls the main thread makes.
+type Counted = BTreeMap<String, (usize, usize, usize)>;
+
+/// For each system call, where its cases start ([`Counted`]): the whole operation, or for the
+/// plan, kills from its journal's first record and errors from its commit's record on.
+fn counts(dir: &Path, op: Op, mock: &MockLlm, calls: &[&str]) -> Counted {
     let trace = dir.join("trace.txt");
     let args: Vec<String> = vec![
         "-f".into(),
@@ -224,43 +251,17 @@ fn counts(dir: &Path, op: Op, mock: &MockLlm, calls: &[&str]) -> BTreeMap<String
     // strace counts `when=N` per thread: the operation's own thread is the one that writes
     // the journal, and a point is kept only where no other thread makes that many calls, so
     // the kill lands exactly there.
-    let calls_of = |line: &str| -> Option<(String, String)> {
-        let (tid, rest) = line.split_once(' ')?;
-        let name = rest.trim_start().split('(').next()?;
-        calls
-            .contains(&name)
-            .then(|| (tid.to_string(), name.to_string()))
-    };
     let op_thread = text
         .lines()
         .find(|l| l.contains("/ops/") && l.contains(".tmp"))
         .and_then(|l| l.split_once(' '))
         .map(|(tid, _)| tid.to_string())
         .unwrap_or_default();
-    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let mut window: BTreeMap<String, usize> = BTreeMap::new();
-    let mut journal_writes = 0;
-    for line in text.lines() {
-        let Some((tid, name)) = calls_of(line) else {
-            continue;
-        };
-        let journal = tid == op_thread && name.starts_with("rename") && line.contains("/ops/");
-        *seen.entry((tid.clone(), name)).or_default() += 1;
-        if journal {
-            journal_writes += 1;
-            // The plan commit writes its intent, then its full record: once that is in
-            // place, the journal covers it.
-            if op == Op::Plan && journal_writes == 2 {
-                for c in calls {
-                    let n = seen
-                        .get(&(tid.clone(), c.to_string()))
-                        .copied()
-                        .unwrap_or(0);
-                    window.insert(c.to_string(), n + 1 + PLAN_MARGIN);
-                }
-            }
-        }
-    }
+    let (seen, kill_window, fail_window) = windows(&text, &op_thread, op, calls);
+    assert!(
+        op != Op::Plan || (!kill_window.is_empty() && !fail_window.is_empty()),
+        "the plan wrote no journal records"
+    );
     calls
         .iter()
         .map(|c| {
@@ -274,13 +275,80 @@ fn counts(dir: &Path, op: Op, mock: &MockLlm, calls: &[&str]) -> BTreeMap<String
                 .map(|(_, k)| *k)
                 .max()
                 .unwrap_or(0);
-            let from = match op {
-                Op::Plan => window.get(*c).copied().unwrap_or(mine + 1),
-                _ => 1,
+            let start = |window: &BTreeMap<String, usize>| -> usize {
+                match op {
+                    Op::Plan => window.get(*c).copied().unwrap_or(mine + 1),
+                    _ => 1,
+                }
+                .max(others + 1)
             };
-            (c.to_string(), (from.max(others + 1), mine))
+            (
+                c.to_string(),
+                (start(&kill_window), start(&fail_window), mine),
+            )
         })
         .collect()
+}
+
+/// Calls per (thread, system call) over the whole trace `text`, and for the plan the two
+/// windows' starts per system call: kills from the plan journal's first record, errors from
+/// the plan commit's full record.
+#[allow(clippy::type_complexity)]
+fn windows(
+    text: &str,
+    op_thread: &str,
+    op: Op,
+    calls: &[&str],
+) -> (
+    BTreeMap<(String, String), usize>,
+    BTreeMap<String, usize>,
+    BTreeMap<String, usize>,
+) {
+    let calls_of = |line: &str| -> Option<(String, String)> {
+        let (tid, rest) = line.split_once(' ')?;
+        let name = rest.trim_start().split('(').next()?;
+        calls
+            .contains(&name)
+            .then(|| (tid.to_string(), name.to_string()))
+    };
+    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let (mut kill_window, mut fail_window) = (BTreeMap::new(), BTreeMap::new());
+    let mut commit_records = 0;
+    for line in text.lines() {
+        let Some((tid, name)) = calls_of(line) else {
+            continue;
+        };
+        let journal = tid == op_thread && name.starts_with("rename") && line.contains("/ops/");
+        *seen.entry((tid.clone(), name)).or_default() += 1;
+        if !journal || op != Op::Plan {
+            continue;
+        }
+        let from_here = |margin: usize| -> BTreeMap<String, usize> {
+            calls
+                .iter()
+                .map(|c| {
+                    let n = seen
+                        .get(&(tid.clone(), c.to_string()))
+                        .copied()
+                        .unwrap_or(0);
+                    (c.to_string(), n + 1 + margin)
+                })
+                .collect()
+        };
+        if line.contains(".plan.") {
+            // The plan's journal: its first record is written before any step writes.
+            if kill_window.is_empty() {
+                kill_window = from_here(0);
+            }
+        } else {
+            // The plan commit writes its intent, then its full record.
+            commit_records += 1;
+            if commit_records == 2 {
+                fail_window = from_here(PLAN_MARGIN);
+            }
+        }
+    }
+    (seen, kill_window, fail_window)
 }
 
 /// Up to `k` values spread over `first..=last`.
@@ -296,6 +364,22 @@ fn spread(first: usize, last: usize, k: usize) -> Vec<usize> {
 struct Case {
     op: Op,
     inject: String,
+}
+
+/// What the next command said, checked to be one line that says which it did.
+fn one_line(note: &str) -> Result<&str, String> {
+    let said = note.trim();
+    if !said.is_empty()
+        && (said.lines().count() != 1
+            || !(said.starts_with("note: finished ")
+                || said.starts_with("note: cleaned up after ")
+                || said.starts_with("note: rolled back ")))
+    {
+        return Err(format!(
+            "the next command did not say in one line what it did: {said}"
+        ));
+    }
+    Ok(said)
 }
 
 /// Run one case; `Err` describes what broke.
@@ -346,22 +430,7 @@ fn check(
     if !next.status.success() {
         return Err(format!("the next `pai log` failed: {note}"));
     }
-    // What the next command says is one line, and says which it did.
-    let said = note.trim();
-    if !said.is_empty()
-        && (said.lines().count() != 1
-            || !(said.starts_with("note: finished ")
-                || said.starts_with("note: cleaned up after ")))
-    {
-        return Err(format!(
-            "the next command did not say in one line what it did: {said}"
-        ));
-    }
-    // Killed while the plan's steps were still writing, before its commit's record was in
-    // place: outside what the journal covers (see the module documentation).
-    if case.op == Op::Plan && note.contains("before it changed anything") {
-        return Ok((landed, true, true));
-    }
+    let said = one_line(&note)?;
     let now = state(work);
     if now != *before && now != *after {
         return Err(format!(
@@ -375,6 +444,13 @@ fn check(
     {
         return Err("the user's own edit or file changed".into());
     }
+    // Rolled back, the plan's file holds the user's edit again, exactly.
+    if case.op == Op::Plan
+        && now == *before
+        && now.1["c.txt"].as_deref() != Some(USER_EDIT_C.as_bytes())
+    {
+        return Err("the user's edit of c.txt was not given back".into());
+    }
     let again = pai(work, &["log".to_string()], None);
     if !String::from_utf8_lossy(&again.stderr).trim().is_empty() {
         return Err(format!(
@@ -382,15 +458,22 @@ fn check(
             String::from_utf8_lossy(&again.stderr)
         ));
     }
-    Ok((landed, !note.trim().is_empty(), false))
+    Ok((
+        landed,
+        !note.trim().is_empty(),
+        said.starts_with("note: rolled back "),
+    ))
 }
 
 fn mock() -> MockLlm {
     let plan = task_plan(
-        "Changing a, adding new.",
+        "Changing a and c, adding new and e, removing d.",
         json!([
             {"action": "MODIFY", "path": "a.txt", "edits": [{"search": "two", "replace": "TWO"}], "purpose": "change a"},
-            {"action": "WRITE", "path": "new.txt", "content": "new\n", "purpose": "add new"}
+            {"action": "WRITE", "path": "new.txt", "content": "new\n", "purpose": "add new"},
+            {"action": "MODIFY", "path": "c.txt", "edits": [{"search": "see", "replace": "SEE"}], "purpose": "change c"},
+            {"action": "RM", "path": "d.txt", "purpose": "remove d"},
+            {"action": "WRITE", "path": "newdir/sub/e.txt", "content": "e\n", "purpose": "add e in a new folder"}
         ]),
     );
     MockLlm::start(Script::new().fallback(Reply::plan(plan)))
@@ -408,7 +491,7 @@ fn cases(
         copy(&temps[template_of(op)], &dir);
         let counted = counts(&dir, op, mock, KILL_AT);
         let (kills_before, fails_before) = (kills, fails);
-        for (call, (first, n)) in &counted {
+        for (call, (first, _, n)) in &counted {
             for when in spread(*first, *n, KILLS_PER_CALL) {
                 cases.push(Case {
                     op,
@@ -418,7 +501,7 @@ fn cases(
             }
         }
         for (i, call) in FAIL_AT.iter().enumerate() {
-            let (first, n) = counted[*call];
+            let (_, first, n) = counted[*call];
             for (j, when) in spread(first, n, FAILS_PER_CALL).into_iter().enumerate() {
                 let error = ERRORS[(i + j) % ERRORS.len()];
                 cases.push(Case {
@@ -433,6 +516,14 @@ fn cases(
             kills - kills_before,
             fails - fails_before
         );
+        // The plan's own kill points, most of them while its steps write.
+        if op == Op::Plan {
+            assert!(
+                kills - kills_before >= 40,
+                "only {} kill points for the plan",
+                kills - kills_before
+            );
+        }
     }
     (cases, kills, fails)
 }
@@ -490,17 +581,18 @@ struct Tally {
     recovered: AtomicUsize,
     kills_landed: AtomicUsize,
     errors_landed: AtomicUsize,
-    outside: AtomicUsize,
+    /// Plans killed while their steps wrote, rolled back by the next command.
+    rolled_back: AtomicUsize,
 }
 
 impl Tally {
     fn add(&self, case: &Case, result: Result<(bool, bool, bool), String>) {
         let count = |n: &AtomicUsize| n.fetch_add(1, Ordering::Relaxed);
         match result {
-            Ok((_, _, true)) => {
-                count(&self.outside);
-            }
-            Ok((hit, said, false)) => {
+            Ok((hit, said, rolled_back)) => {
+                if rolled_back {
+                    count(&self.rolled_back);
+                }
                 if said {
                     count(&self.recovered);
                 }
@@ -520,24 +612,26 @@ impl Tally {
 
     fn check(self, kills: usize, fails: usize, started: Instant) {
         let failures = self.failures.into_inner().unwrap();
-        // Cases that landed before the plan commit's record count for neither total.
-        let outside = self.outside.into_inner();
-        let (kills, fails) = (kills - outside.min(kills), fails - outside.min(fails));
         let (kills_landed, errors_landed) = (
             self.kills_landed.into_inner(),
             self.errors_landed.into_inner(),
         );
+        let rolled_back = self.rolled_back.into_inner();
         eprintln!(
-            "{kills} kill points and {fails} injected errors in {:.1}s ({outside} more landed \
-             while the plan's steps ran, before its commit's record); {kills_landed} kills and \
-             {errors_landed} errors landed (killed or failed pai); the next command recovered \
-             after {}; {} failed",
+            "{kills} kill points and {fails} injected errors in {:.1}s; {kills_landed} kills and \
+             {errors_landed} errors landed (killed or failed pai); {rolled_back} plans rolled \
+             back; the next command recovered after {}; {} failed",
             started.elapsed().as_secs_f64(),
             self.recovered.into_inner(),
             failures.len()
         );
         assert!(failures.is_empty(), "{}", failures.join("\n"));
         assert!(kills >= 150, "only {kills} kill points");
+        // Most of the plan's kill points land while its steps write, before its commit.
+        assert!(
+            rolled_back >= 30,
+            "only {rolled_back} plans were killed mid-way and rolled back"
+        );
         assert!(fails >= 60, "only {fails} injected errors");
         // Nearly every kill must have hit pai (a count can drift by a call between runs), or
         // the suite proves nothing. An injected error pai tolerates (a best-effort write: a
@@ -552,4 +646,133 @@ impl Tally {
             "only {errors_landed} of {fails} injected errors failed pai"
         );
     }
+}
+
+/// Issue 27: a plan killed while its steps wrote left its files on disk and unrecorded, and
+/// `pai undo` then pointed at `git revert` of the user's own commit. Now the next command,
+/// whatever it is, rolls the plan back first and says so in one line: the files the plan
+/// changed hold the user's versions again (the user's edit of `c.txt` included), the file it
+/// wrote is gone, and `git status` is what it was.
+#[test]
+fn a_plan_killed_while_its_steps_write_is_rolled_back_by_the_next_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixture(dir);
+    let before = state(dir);
+    let plan = task_plan(
+        "Changing a and c, adding new, then waiting.",
+        json!([
+            {"action": "MODIFY", "path": "a.txt", "edits": [{"search": "two", "replace": "TWO"}], "purpose": "change a"},
+            {"action": "MODIFY", "path": "c.txt", "edits": [{"search": "see", "replace": "SEE"}], "purpose": "change c"},
+            {"action": "WRITE", "path": "newdir/sub/e.txt", "content": "e\n", "purpose": "add e"},
+            {"action": "RUN", "command": "sleep 10", "purpose": "wait"},
+            {"action": "WRITE", "path": "new.txt", "content": "new\n", "purpose": "add new"}
+        ]),
+    );
+    let mock = MockLlm::start(Script::new().fallback(Reply::plan(plan)));
+    let mut args = op_args(Op::Plan, &mock);
+    args.push("--allow-run".into());
+    let mut child = command(dir, &args, None)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let written = dir.join("project/newdir/sub/e.txt");
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(written.exists(), "the plan never wrote e.txt");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let crashed = state(dir);
+    assert_ne!(
+        crashed, before,
+        "the kill came before the plan wrote anything"
+    );
+    let next = pai(dir, &["undo".to_string()], None);
+    let said = String::from_utf8_lossy(&next.stderr).into_owned();
+    let first = said.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("note: rolled back plan 1 of session ")
+            && first.contains("before its commit: put back "),
+        "{said}"
+    );
+    assert!(!said.contains("git revert"), "{said}");
+    assert_eq!(state(dir), before, "{said}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("project/c.txt")).unwrap(),
+        USER_EDIT_C
+    );
+    // Said once: the next command has nothing left to do.
+    let again = pai(dir, &["log".to_string()], None);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).trim().is_empty(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+/// A plan killed after a RUN made files (an ignored log in a new folder, a file in a folder
+/// it made) and while a later command runs: the next command rolls back what the command
+/// made too, folders included, and leaves the project as it was.
+#[test]
+fn a_plan_killed_after_a_command_made_files_is_rolled_back_with_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixture(dir);
+    let root = dir.join("project");
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    git(&root, &["add", ".gitignore"]);
+    git(&root, &["commit", "-q", "-m", "ignore logs"]);
+    let before = state(dir);
+    let plan = task_plan(
+        "Making things, then waiting.",
+        json!([
+            {"action": "MODIFY", "path": "a.txt", "edits": [{"search": "two", "replace": "TWO"}], "purpose": "change a"},
+            {"action": "RUN", "command": "mkdir -p out/deep && echo x > out/deep/new.txt && echo l > out/run.log", "purpose": "make"},
+            {"action": "RUN", "command": "sleep 10", "purpose": "wait"}
+        ]),
+    );
+    let mock = MockLlm::start(Script::new().fallback(Reply::plan(plan)));
+    let mut args = op_args(Op::Plan, &mock);
+    args.push("--allow-run".into());
+    let mut child = command(dir, &args, None)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the plan's journal names what the first command made.
+    let journaled = || {
+        let Ok(found) = Command::new("find")
+            .arg(dir.join("home"))
+            .args(["-name", "*.plan.json"])
+            .output()
+        else {
+            return false;
+        };
+        String::from_utf8_lossy(&found.stdout).lines().any(|f| {
+            std::fs::read_to_string(f)
+                .is_ok_and(|t| t.contains("out/run.log") && t.contains("out/deep/new.txt"))
+        })
+    };
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !journaled() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        journaled(),
+        "the plan's journal never named what the command made"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(root.join("out/run.log").exists());
+    let next = pai(dir, &["log".to_string()], None);
+    let said = String::from_utf8_lossy(&next.stderr).into_owned();
+    assert!(
+        said.starts_with("note: rolled back plan 1 of session "),
+        "{said}"
+    );
+    assert_eq!(state(dir), before, "{said}");
+    assert!(!root.join("out").exists(), "{said}");
 }

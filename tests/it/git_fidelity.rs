@@ -999,6 +999,29 @@ situations! {
         // `mine/new`, which the plan made.
         round_trip(&mut r, json!([write("mine/new/d.txt", "d\n"), write("mine/e.txt", "e\n")]));
     }
+    run_creating_a_folder_in_the_users_empty_folder_leaves_it_after_undo => |r| {
+        fs::create_dir_all(r.p("mine")).unwrap();
+        // The command makes `mine/new/d.txt`: undo takes away `mine/new`, which it made, and
+        // keeps `mine`, which the user had (the state before holds it as an empty folder).
+        round_trip(&mut r, json!([run("mkdir -p mine/new && echo d > mine/new/d.txt")]));
+    }
+    ignored_files_a_run_creates_are_removed_by_undo => |r| {
+        r.put(".gitignore", "build/\n*.log\n");
+        r.commit_all("ignore build and logs");
+        r.put("keep.log", "the user's own ignored file\n");
+        // A new ignored folder (all of it the command's), an ignored file in a new folder and
+        // one beside the user's: undo takes away the command's and keeps the user's.
+        round_trip(
+            &mut r,
+            json!([run("mkdir -p build/gen out && echo made > build/gen/out.txt && echo o > build/new.o && echo log > out/run.log && echo log > run.log")]),
+        );
+        assert!(r.p("keep.log").exists());
+    }
+    ignored_file_a_run_creates_beside_a_tracked_change_is_removed_by_undo => |r| {
+        r.put(".gitignore", "*.log\n");
+        r.commit_all("ignore logs");
+        round_trip(&mut r, json!([modify("app.py", "'hi'", "'hello'"), run("echo log > run.log")]));
+    }
     failed_step_leaves_the_users_edit_unstaged_after_undo => |r| {
         r.put("b.txt", "b\n");
         r.commit_all("b");

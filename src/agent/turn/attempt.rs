@@ -491,6 +491,14 @@ impl Agent {
                 None
             }
         };
+        // The plan's journal ends with the turn: its commit took over, or there was none.
+        if let Some(history) = self.history.as_mut()
+            && let Err(e) = history.end_plan()
+        {
+            frontend.event(&Event::Notice {
+                text: format!("could not remove the plan's journal: {e}"),
+            });
+        }
         let mut outcome = format!("{:?}: {}", st.status, first_line(&st.final_message));
         if !owed.is_empty() {
             outcome.push_str(&format!("; not done: {}", owed.join("; ")));

@@ -14,6 +14,7 @@ mod attempt;
 mod call;
 mod outcome;
 mod preview;
+mod step_journal;
 mod steps;
 
 use super::context::{self, Budget, Memory, ProjectView, TurnMemo};
@@ -287,7 +288,9 @@ impl Agent {
         };
         let mut touched = touched_paths(changes);
         touched.extend(side_effects.iter().cloned());
-        if touched.is_empty() || history.read_only_reason().is_some() {
+        if (touched.is_empty() && !history.made_ignored_files())
+            || history.read_only_reason().is_some()
+        {
             return Ok(None);
         }
         let record = PlanRecord {
@@ -305,7 +308,7 @@ impl Agent {
                     }
                 })
                 .chain((!side_effects.is_empty()).then(|| {
-                    "ignored files a command changed (build output, installed packages) are not recorded".to_string()
+                    "ignored files a command changed (build output, installed packages) are not recorded, but for the ones it created where nothing ignored stood (undo removes those)".to_string()
                 }))
                 .collect(),
             model: self.options.model.clone(),

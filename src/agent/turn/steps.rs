@@ -47,17 +47,21 @@ impl Agent {
                 diff: None,
                 file_view: None,
             };
-            match self
-                .run_step(
-                    planned,
-                    frontend,
-                    cancel,
-                    &mut report,
-                    changes,
-                    side_effects,
-                )
-                .await
-            {
+            let ran = match self.journal_step(&planned.step) {
+                Ok(()) => {
+                    self.run_step(
+                        planned,
+                        frontend,
+                        cancel,
+                        &mut report,
+                        changes,
+                        side_effects,
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            };
+            match ran {
                 Ok(kind) => outcome.note(kind, &planned.step.target(), &mut report),
                 Err(StepError { message, fixable }) => {
                     report.ok = false;

@@ -11,7 +11,7 @@ use super::super::error::{Context as _, HistoryError};
 use super::super::index_file;
 use super::super::names::{self, Head};
 use super::super::scope::{self, Entry, MODE_EXEC};
-use super::super::worktree::WorkTree;
+use super::super::worktree::{WorkEntry, WorkTree};
 use super::record::Record;
 
 /// Which way to carry out a record.
@@ -81,6 +81,10 @@ fn files(
         };
         let now = scope::entry_of(file.as_ref());
         if now == to {
+            if to.is_none() {
+                // Removed before the crash, maybe not the folders it left empty.
+                tidy_folders(wt, record, &m.path);
+            }
             continue;
         }
         if now != from {
@@ -94,7 +98,7 @@ fn files(
                     .ctx(|| format!("cannot read {} from git", m.path))?;
                 wt.write(&m.path, blob.content(), mode == MODE_EXEC)
             }
-            None => wt.remove(&m.path),
+            None => wt.remove_up_to(&m.path, &|dir| record.kept_dirs.iter().any(|k| k == dir)),
         };
         done.map_err(|source| HistoryError::WorkTree {
             action: if writes { "write" } else { "remove" },
@@ -104,6 +108,22 @@ fn files(
         out.changed += 1;
     }
     Ok(())
+}
+
+/// Remove the folders above the absent `path` that are left empty, as removing it would
+/// have, up to a folder the record says stood before (the user's). Best effort: a folder
+/// that cannot go is only left behind, and git does not see empty folders.
+pub(crate) fn tidy_folders(wt: &dyn WorkTree, record: &Record, path: &str) {
+    // From the deepest folder still standing: the walk up stops at the first one missing.
+    let mut child = path;
+    while let Some((parent, _)) = child.rsplit_once('/') {
+        match wt.read(parent) {
+            Ok(WorkEntry::Absent) => child = parent,
+            Ok(WorkEntry::Dir(_)) => break,
+            _ => return,
+        }
+    }
+    let _ = wt.remove_up_to(child, &|dir| record.kept_dirs.iter().any(|k| k == dir));
 }
 
 /// The refs whose target exists (`set`) or is absent (`!set`).

@@ -7,7 +7,21 @@
 //! operation whose process died (a kill, a power cut): `recover.rs` removes the lock files it
 //! left (`locks.rs`) and finishes it — the record is the point of no return — and says so in
 //! one line. An operation in progress is an [`Op`] (`op.rs`); one that fails in-process (a full disk, an I/O error) rolls itself back
-//! through the same code run in the other direction (`apply.rs`).
+//! through the same code run in the other direction (`apply.rs`). A plan's steps are
+//! journaled from before the first one writes until the commit's record takes over
+//! (`plan.rs`): a plan killed mid-way is rolled back.
+//!
+//! What each record covers besides: a plan commit's record moves the session's metadata ref
+//! with a session's first plan and creates its branch and points HEAD at it (the session's
+//! start), and drops the trash copies' ref when it is rolled back; undo's record puts HEAD
+//! back on the branch the line started from (the session's end). Left out, each a single
+//! atomic write whose leftover nothing reads: the trash folder's copies (written once, by
+//! temp and rename, before the plan's steps write; undo reads only the signed object-store
+//! tree, so a copy left by a rolled-back plan is an extra copy of the user's file); undo's
+//! kept-for-redo and rewrite records (`kept.rs`: blobs, then a ref, then the id file by temp
+//! and rename, all while the undo's intent record stands and before its full record; redo
+//! reads them only for a plan whose undone ref the journaled undo set); and a session that
+//! ends changes nothing in git (its branch and metadata come with its first plan).
 //!
 //! Records live in the user's state directory (`user_state::dir(..)/ops/`), never in the
 //! project, so a repository cannot plant one. Not the session log (`agent/journal.rs`).
@@ -15,10 +29,13 @@
 mod apply;
 mod locks;
 mod op;
+mod plan;
 mod record;
 mod recover;
 
 pub(crate) use apply::Direction;
 pub(crate) use op::Op;
+pub use plan::StepWrites;
+pub(crate) use plan::{Before, PlanJournal};
 pub(crate) use record::{OpKind, Record};
 pub use recover::recover;

@@ -2,6 +2,7 @@
 //! fsync, rename, fsync of the folder) to `user_state::dir(..)/ops/<work tree id>.json`
 //! before the operation touches anything, and removed once it is done.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,9 @@ pub(crate) enum OpKind {
     Redo,
     /// `pai discard`'s last step: HEAD back to the base, the branch kept under `refs/pai/`.
     Discard,
+    /// A plan whose steps are writing, until its commit's own record takes over: rolled
+    /// back, never finished, when found (`plan.rs`).
+    Plan,
 }
 
 impl OpKind {
@@ -39,6 +43,7 @@ impl OpKind {
             OpKind::Undo => "undo",
             OpKind::Redo => "redo",
             OpKind::Discard => "discard",
+            OpKind::Plan => "plan",
         }
     }
 }
@@ -153,6 +158,11 @@ impl FileMove {
             entry_of(self.after.as_ref())?,
         ))
     }
+
+    /// A plan's record: what the path holds now that a step wrote it.
+    pub(crate) fn set_after(&mut self, after: Option<Entry>) {
+        self.after = blob_of(after);
+    }
 }
 
 /// What an operation in progress changes. A record with no moves at all is an intent: the
@@ -178,6 +188,20 @@ pub(crate) struct Record {
     pub files: Vec<FileMove>,
     /// Index entries changed.
     pub index: Vec<FileMove>,
+    /// A plan's record only: the paths the step under way writes (a folder stands for the
+    /// files under it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writing: Vec<String>,
+    /// A plan's record only: the step under way may write anywhere (a RUN, a TOOL call).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub writing_all: bool,
+    /// A plan's record only: the folders that stood before the plan wrote into them, where
+    /// removing a file it created stops (only folders the plan made are removed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_dirs: Vec<String>,
+    /// A plan's record only: the permission bits of the files it recorded, to put back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub perms: BTreeMap<String, u32>,
 }
 
 impl Record {
@@ -194,6 +218,10 @@ impl Record {
             head: None,
             files: Vec::new(),
             index: Vec::new(),
+            writing: Vec::new(),
+            writing_all: false,
+            kept_dirs: Vec::new(),
+            perms: BTreeMap::new(),
         }
     }
 
@@ -246,6 +274,7 @@ impl Record {
             return format!("a pai {what}");
         }
         match (self.kind, self.plan) {
+            (OpKind::Plan, n) => format!("plan {n} of session {}", self.session),
             (OpKind::Discard, _) => format!("the discard of session {}", self.session),
             (_, 0) => format!("the {what} of session {}", self.session),
             _ => format!(

@@ -1,7 +1,8 @@
 //! Recovery at the start of every pai command: an operation record left in the journal is an
 //! operation whose process died (or whose roll back failed). It is finished — the record is
 //! the point of no return, and everything it names is in the object store — after removing
-//! the lock files it left; the caller shows the one line returned.
+//! the lock files it left; the caller shows the one line returned. A plan record
+//! (`plan.rs`) is a plan killed while its steps were writing: it is rolled back.
 
 use std::path::Path;
 
@@ -11,7 +12,8 @@ use super::super::repo;
 use super::super::worktree::WorkTree;
 use super::apply::{self, Direction};
 use super::locks;
-use super::record::{self, Record};
+use super::plan;
+use super::record::{self, OpKind, Record};
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;
@@ -24,10 +26,13 @@ pub fn recover(root: &Path, wt: &dyn WorkTree) -> Result<Option<String>, History
         return Ok(None);
     };
     // No state directory (no HOME): nothing was ever journaled there either.
-    let Ok(path) = record::path_for(&hr.repo, root) else {
+    let (Ok(path), Ok(plan_path)) = (
+        record::path_for(&hr.repo, root),
+        plan::path_for(&hr.repo, root),
+    ) else {
         return Ok(None);
     };
-    if !path.exists() {
+    if !path.exists() && !plan_path.exists() {
         return Ok(None);
     }
     let _lock = match WorkTreeLock::acquire(root) {
@@ -35,11 +40,40 @@ pub fn recover(root: &Path, wt: &dyn WorkTree) -> Result<Option<String>, History
         Err(HistoryError::Busy { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
-    let rec = Record::read(&path)?;
-    let removed = locks::remove_ours(&hr.repo, &rec)?;
-    let applied = apply::apply(&hr.repo, wt, &rec, Direction::Forward)?;
-    record::remove(&path)?;
-    Ok(Some(line(&rec, &removed, &applied.kept)))
+    let mut said = Vec::new();
+    let mut removed = Vec::new();
+    if path.exists() {
+        let rec = Record::read(&path)?;
+        removed = locks::remove_ours(&hr.repo, &rec)?;
+        let applied = apply::apply(&hr.repo, wt, &rec, Direction::Forward)?;
+        // A plan commit whose full record was written took over from the plan's own record:
+        // that one goes first, so a crash here never finds it alone and rolls the plan back.
+        let committed = rec.kind == OpKind::PlanCommit && rec.has_moves();
+        if committed {
+            record::remove(&plan_path)?;
+        }
+        record::remove(&path)?;
+        // A commit that had only recorded its intent changed nothing: the plan's roll back
+        // below is the line to say.
+        if committed || !plan_path.exists() {
+            said.push(line(&rec, &removed, &applied.kept));
+            removed.clear();
+        }
+    }
+    if plan_path.exists() {
+        let rec = Record::read(&plan_path)?;
+        let applied = plan::roll_back(&hr.repo, wt, &rec)?;
+        record::remove(&plan_path)?;
+        let mut text = plan::line(&rec, &applied);
+        if !removed.is_empty() {
+            text.push_str(&format!(
+                "; removed the lock {} it left",
+                removed.join(", ")
+            ));
+        }
+        said.push(text);
+    }
+    Ok((!said.is_empty()).then(|| said.join("; ")))
 }
 
 /// "finished the undo of plan 3 of session X interrupted at ..." (shown as a note), plus the locks removed

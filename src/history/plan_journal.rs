@@ -1,0 +1,116 @@
+//! The session's side of a plan's journal (`ops/plan.rs`, issue 27): the user's versions
+//! [`Session::prepare`] reads become the plan record's before states, every step that writes
+//! names its paths first ([`Session::step_begins`]), what a RUN changed is added once it is
+//! known, and the record is dropped when the plan's commit takes over or the plan ends
+//! without one ([`Session::end_plan`]).
+
+use super::error::HistoryError;
+use super::names;
+use super::ops::{Before, PlanJournal, StepWrites};
+use super::run_index::RunIndex;
+use super::session::{Session, Writer};
+use super::snapshot::RunBaseline;
+use super::worktree::WorkTree;
+use crate::workspace::Tracked as _;
+
+impl Session {
+    /// Before a step of the plan under way runs: name what it may write in the plan's
+    /// journal, so a crash while it writes is rolled back by the next pai command. `Err`
+    /// (and the step must not run) when the journal cannot be written. Nothing for a
+    /// read-only session.
+    pub fn step_begins(
+        &mut self,
+        wt: &dyn WorkTree,
+        writes: StepWrites,
+    ) -> Result<(), HistoryError> {
+        let session = self.id.clone();
+        let root = self.root.clone();
+        let Ok(w) = self.writer() else {
+            return Ok(());
+        };
+        if w.plan_journal.is_none() {
+            if writes == StepWrites::Nothing {
+                return Ok(());
+            }
+            w.plan_journal = Some(PlanJournal::new(&w.repo, &root, &session, w.next_plan)?);
+        }
+        let pending = w
+            .pending
+            .as_ref()
+            .map(|p| (names::pending_ref(&session), p.top));
+        match &mut w.plan_journal {
+            Some(j) => j.step(wt, writes, pending),
+            None => Ok(()),
+        }
+    }
+
+    /// The plan under way ended (committed, or with nothing to commit): drop its journal.
+    pub fn end_plan(&mut self) -> Result<(), HistoryError> {
+        let Ok(w) = self.writer() else {
+            return Ok(());
+        };
+        w.end_plan_journal()
+    }
+
+    /// After a RUN, before its changes are snapshotted: every path it changed goes into the
+    /// plan's journal with what stood there before it (the user's file remembered before the
+    /// command, else the index's entry, else absent), so a crash before the plan's commit
+    /// rolls the command's changes back too.
+    pub(super) fn journal_run_changes(
+        &mut self,
+        wt: &dyn WorkTree,
+        index: &RunIndex,
+        baseline: &RunBaseline,
+        changed: &[String],
+    ) -> Result<(), HistoryError> {
+        let session = self.id.clone();
+        let root = self.root.clone();
+        let w = self.writer()?;
+        let plan = w.next_plan;
+        let mut befores = Vec::new();
+        for path in changed {
+            let before = match baseline.before(path) {
+                Some(Ok(file)) => Before::stored(&w.repo, path, file, baseline.perm(path))?,
+                Some(Err(())) => continue,
+                None => Before {
+                    path: path.clone(),
+                    entry: index.get(path),
+                    perm: None,
+                    standing: Some(stood_before(index, baseline, path)),
+                },
+            };
+            befores.push(before);
+        }
+        PlanJournal::note_befores(
+            &mut w.plan_journal,
+            &w.repo,
+            wt,
+            (&root, &session, plan),
+            befores,
+        )
+    }
+}
+
+impl Writer {
+    /// Drop the plan's journal, if one is open.
+    pub(super) fn end_plan_journal(&mut self) -> Result<(), HistoryError> {
+        match self.plan_journal.take() {
+            Some(j) => j.close(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The nearest folder above `path` that stood before the RUN (`None`: the project root): one
+/// holding a tracked file, or one the status pass before it met something in or found empty.
+/// Rolled back, what the command created is removed up to there, with the folders it made.
+pub(super) fn stood_before(index: &RunIndex, baseline: &RunBaseline, path: &str) -> Option<String> {
+    let mut dir = path;
+    while let Some((parent, _)) = dir.rsplit_once('/') {
+        if index.has_under(parent.as_bytes()) || baseline.saw_under(parent) {
+            return Some(parent.to_string());
+        }
+        dir = parent;
+    }
+    None
+}
