@@ -62,7 +62,10 @@ pub fn discard(
     {
         return Err(HistoryError::Refused {
             message: format!("HEAD is on session {id}, not {want}"),
-            hint: format!("switch to it first: `git switch pai/{want}`, then `pai discard`"),
+            hint: format!(
+                "switch to it first: `git switch {}`, then `pai discard`",
+                crate::shell::quote(&format!("pai/{want}"))
+            ),
         });
     }
     let info = meta::read(repo, &id).unwrap_or_default();
@@ -187,7 +190,8 @@ fn check_only_pai_commits(
                     c.summary().ok().flatten().unwrap_or_default()
                 ),
                 hint: format!(
-                    "move that commit to a branch of your own first (`git branch keep {short}`), or undo the session's plans one by one with `pai undo`"
+                    "move that commit to a branch of your own first (`git branch keep {}`), or undo the session's plans one by one with `pai undo`",
+                    crate::shell::quote(&short)
                 ),
             });
         }

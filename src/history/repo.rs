@@ -308,7 +308,7 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
             ),
             format!(
                 "remove it (`rm {}`) and start pai again",
-                root.join(&rel).display()
+                crate::shell::quote_path(&root.join(&rel))
             ),
         )));
     }
@@ -361,7 +361,7 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
             ),
             format!(
                 "if you trust it, run `git config --global --add safe.directory {}` and start pai again",
-                root.display()
+                crate::shell::quote_path(root)
             ),
         ))),
         Err(e) => Ok(Found::Blocked(Blocker::new(

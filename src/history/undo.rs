@@ -256,7 +256,10 @@ fn newest_plan<'r>(
                 "nothing to undo on {short_branch}: its newest commit {short} \"{}\" is not a pai plan",
                 plan_commit.summary().ok().flatten().unwrap_or_default()
             ),
-            hint: format!("to revert a commit pai did not make, use `git revert {short}`"),
+            hint: format!(
+                "to revert a commit pai did not make, use `git revert {}`",
+                crate::shell::quote(&short)
+            ),
         });
     }
     let trailers = super::auth::trailers(&plan_commit);
@@ -275,7 +278,8 @@ fn newest_plan<'r>(
                 holders.join(", ")
             ),
             hint: format!(
-                "moving {short_branch} back would not take it off there; revert it instead with `git revert {short}`"
+                "moving {short_branch} back would not take it off there; revert it instead with `git revert {}`",
+                crate::shell::quote(&short)
             ),
         });
     }
@@ -901,7 +905,7 @@ fn newest_undone(
             stale.push(format!(
                 "plan {number} ({}): `git cherry-pick {}`",
                 names::short_id(id),
-                names::short_id(id)
+                crate::shell::quote(&names::short_id(id))
             ));
         }
     }
@@ -985,7 +989,8 @@ fn refuse_redo(changed: &[String], number: u32, short: &str) -> Result<(), Histo
             changed.join(", ")
         ),
         hint: format!(
-            "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {short}`"
+            "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {}`",
+            crate::shell::quote(short)
         ),
     })
 }
