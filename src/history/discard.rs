@@ -186,8 +186,11 @@ fn check_only_pai_commits(
             let short = names::short_id(id);
             return Err(HistoryError::Refused {
                 message: format!(
-                    "cannot discard session {session}: its branch holds {short} \"{}\", a commit pai did not make",
-                    c.summary().ok().flatten().unwrap_or_default()
+                    "cannot discard session {session}: its branch holds {short} \"{}\", a commit pai did not make{}",
+                    c.summary().ok().flatten().unwrap_or_default(),
+                    super::forged::why_unverified(&c)
+                        .map(|why| format!(" ({why})"))
+                        .unwrap_or_default()
                 ),
                 hint: format!(
                     "move that commit to a branch of your own first (`git branch keep {}`), or undo the session's plans one by one with `pai undo`",

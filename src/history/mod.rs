@@ -55,6 +55,7 @@ mod store;
 mod trash;
 mod tree_edit;
 mod undo;
+mod unverified;
 mod user_state;
 mod worktree;
 
@@ -66,7 +67,7 @@ pub use error::HistoryError;
 pub use gc::{GcOptions, GcReport, gc};
 pub use leftover::LeftoverSnapshot;
 pub use linked::{CreateOptions, Held, Linked};
-pub use log::{FileStat, PlanLog, SessionLog, log, render_json, render_text};
+pub use log::{FileStat, PlanLog, SessionLog, UnverifiedCommit, log, render_json, render_text};
 pub use merge_preview::{SessionView, render_sessions};
 pub use message::{Kind, PlanRecord};
 pub use ops::recover;

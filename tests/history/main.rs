@@ -11,3 +11,4 @@ mod history_index;
 mod history_log;
 mod history_run;
 mod history_undo;
+mod history_unverified;
