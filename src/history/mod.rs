@@ -28,6 +28,7 @@ mod discard;
 mod error;
 mod forged;
 mod gc;
+mod gc_kept;
 mod index_file;
 mod kept;
 mod left;

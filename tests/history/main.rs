@@ -7,6 +7,7 @@
 mod support;
 
 mod history_commit;
+mod history_gc_kept;
 mod history_index;
 mod history_log;
 mod history_run;
