@@ -83,8 +83,8 @@ fn is_placeholder(word: &str) -> bool {
         && word.starts_with('<')
         && word.ends_with('>')
         && word[1..word.len() - 1]
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
+            .bytes()
+            .all(crate::shell::is_literal_byte)
 }
 
 #[cfg(test)]
