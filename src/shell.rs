@@ -26,10 +26,11 @@
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
-/// `name` (pai's spelling of a file name: bytes that are not UTF-8 as `rawname` escapes) as one
-/// shell word meaning exactly its bytes.
+/// `name` as one shell word meaning exactly its UTF-8 bytes. A file name in pai's spelling
+/// (bytes that are not UTF-8 as `rawname` escapes) is decoded first by the caller, who
+/// passes the bytes to [`quote_bytes`].
 pub fn quote(name: &str) -> String {
-    quote_bytes(&crate::rawname::decode(name))
+    quote_bytes(name.as_bytes())
 }
 
 /// `path` as one shell word meaning exactly its bytes.
@@ -135,7 +136,9 @@ impl Word {
 
 /// Whether `word` (as printed, after the output layer's cleaning) is one shell word in a shape
 /// [`quote_bytes`] writes, or plain text in double quotes without `$`, `` ` `` or `\`
-/// (`"Your Name"`): text the shell reads as data, with nothing expanded or run.
+/// (`"Your Name"`): text the shell reads as data, with nothing run. (A leading `~` is
+/// accepted: the shell expands it to a home directory, which runs nothing; `~` and
+/// `~/.config` are written that way for a reader.)
 pub fn is_quoted(word: &str) -> bool {
     let mut rest = word;
     while !rest.is_empty() {
@@ -163,7 +166,7 @@ pub fn is_quoted(word: &str) -> bool {
             &rest[end..]
         };
     }
-    !word.is_empty() && !word.starts_with('~') && !word.starts_with('=')
+    !word.is_empty()
 }
 
 /// After a `"$(printf '\ooo...')"` part at the start of `text`, or `None`.
@@ -180,8 +183,36 @@ fn printf_part(text: &str) -> Option<&str> {
     well_formed.then(|| &inner[end + 3..])
 }
 
+/// Names a repository or a file system can hold that a shell would misread unquoted (for
+/// the tests here and in `ui/safe.rs`).
 #[cfg(test)]
-pub(crate) mod tests {
+pub(crate) fn hostile_names() -> Vec<Vec<u8>> {
+    vec![
+        b"plain-name_1.txt".to_vec(),
+        b"with space".to_vec(),
+        b"it's \"quoted\"".to_vec(),
+        b"x$(touch PWNED)".to_vec(),
+        b"x`touch PWNED`".to_vec(),
+        b"$(touch${IFS}PWNED)".to_vec(),
+        b"new\nline\n".to_vec(),
+        b"\n".to_vec(),
+        b"tab\there\r\x1b]52;c;eA==\x07".to_vec(),
+        b"caf\xe9 \xff\xfe".to_vec(),
+        "bidi \u{202E}txt.exe".as_bytes().to_vec(),
+        b"~root".to_vec(),
+        b"=x".to_vec(),
+        b"-n".to_vec(),
+        b"a;touch PWNED;b".to_vec(),
+        b"*".to_vec(),
+        b"\\".to_vec(),
+        b"'".to_vec(),
+        b"''".to_vec(),
+        Vec::new(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
     use super::*;
     use std::process::Command;
 
@@ -195,32 +226,6 @@ pub(crate) mod tests {
             .unwrap();
         assert!(out.status.success(), "{word}: {out:?}");
         out.stdout
-    }
-
-    /// Names a repository or a file system can hold that a shell would misread unquoted.
-    pub(crate) fn hostile_names() -> Vec<Vec<u8>> {
-        vec![
-            b"plain-name_1.txt".to_vec(),
-            b"with space".to_vec(),
-            b"it's \"quoted\"".to_vec(),
-            b"x$(touch PWNED)".to_vec(),
-            b"x`touch PWNED`".to_vec(),
-            b"$(touch${IFS}PWNED)".to_vec(),
-            b"new\nline\n".to_vec(),
-            b"\n".to_vec(),
-            b"tab\there\r\x1b]52;c;eA==\x07".to_vec(),
-            b"caf\xe9 \xff\xfe".to_vec(),
-            "bidi \u{202E}txt.exe".as_bytes().to_vec(),
-            b"~root".to_vec(),
-            b"=x".to_vec(),
-            b"-n".to_vec(),
-            b"a;touch PWNED;b".to_vec(),
-            b"*".to_vec(),
-            b"\\".to_vec(),
-            b"'".to_vec(),
-            b"''".to_vec(),
-            Vec::new(),
-        ]
     }
 
     #[test]
@@ -245,8 +250,8 @@ pub(crate) mod tests {
         assert_eq!(quote("with space"), "'with space'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote(""), "''");
-        let escaped = crate::rawname::encode(b"caf\xe9");
-        assert_eq!(quote(&escaped), "'caf'\"$(printf '\\351')\"");
+        assert_eq!(quote_bytes(b"caf\xe9"), "'caf'\"$(printf '\\351')\"");
+        assert_eq!(quote("~root"), "'~root'");
     }
 
     #[test]
@@ -266,7 +271,6 @@ pub(crate) mod tests {
             "\"$(printf '\\351'; touch x)\"",
             "'open",
             "a;b",
-            "~root",
             "`x`",
             "\"a\\\"\"",
             "",

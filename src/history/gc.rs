@@ -55,7 +55,10 @@ pub fn gc(root: &Path, opts: GcOptions) -> Result<GcReport, HistoryError> {
     if let Some(repo) = &repo {
         prune_refs(repo, cutoff, &mut report, &over)?;
         if !report.stopped_early {
-            super::gc_kept::prune(repo, root, cutoff, &mut report, &over);
+            let kept = super::gc_kept::prune(repo, root, cutoff, started_at, &over);
+            report.refs.extend(kept.refs);
+            report.records.extend(kept.records);
+            report.stopped_early = kept.stopped_early;
         }
     }
     if !report.stopped_early {
@@ -158,7 +161,7 @@ fn prune_logs(
 }
 
 /// The start time of session `id` (`YYYYMMDD_HHMMSS`, maybe with `-n`), as a Unix time.
-pub(super) fn started_at(id: &str) -> Option<i64> {
+fn started_at(id: &str) -> Option<i64> {
     let stamp = id.get(..15)?;
     let naive = NaiveDateTime::parse_from_str(stamp, "%Y%m%d_%H%M%S").ok()?;
     Local

@@ -12,8 +12,22 @@ use std::path::Path;
 
 use git2::Repository;
 
-use super::gc::GcReport;
 use super::{names, user_state};
+
+/// What the pass removed.
+#[derive(Debug, Default)]
+pub(super) struct Pruned {
+    /// `refs/pai/kept/...` refs deleted.
+    pub refs: Vec<String>,
+    /// Record files removed, as `undone/<file>`.
+    pub records: Vec<String>,
+    /// The pass stopped at its time budget.
+    pub stopped_early: bool,
+}
+
+/// A session's start time from its id (`gc::started_at`), passed in so this module and `gc`
+/// do not import each other.
+pub(super) type StartedAt = fn(&str) -> Option<i64>;
 
 /// Prune the kept records and refs no undone ref needs and older than `cutoff` (see the
 /// module documentation).
@@ -21,9 +35,11 @@ pub(super) fn prune(
     repo: &Repository,
     root: &Path,
     cutoff: i64,
-    report: &mut GcReport,
+    started_at: StartedAt,
     over: &dyn Fn() -> bool,
-) {
+) -> Pruned {
+    let mut pruned = Pruned::default();
+    let report = &mut pruned;
     let live = live_undone(repo);
     let records = user_state::dir(repo.commondir(), root)
         .ok()
@@ -32,10 +48,10 @@ pub(super) fn prune(
         .as_deref()
         .map(|dir| prune_records(dir, &live, cutoff, report, over))
         .unwrap_or_default();
-    if report.stopped_early {
-        return;
+    if !report.stopped_early {
+        prune_refs(repo, &live, &fresh, cutoff, started_at, report, over);
     }
-    prune_refs(repo, &live, &fresh, cutoff, report, over);
+    pruned
 }
 
 /// `<session>.<plan>` of every `refs/pai/undone/<session>/<plan>` left.
@@ -72,7 +88,7 @@ fn prune_records(
     dir: &Path,
     live: &BTreeSet<String>,
     cutoff: i64,
-    report: &mut GcReport,
+    report: &mut Pruned,
     over: &dyn Fn() -> bool,
 ) -> Vec<String> {
     let mut fresh = Vec::new();
@@ -114,7 +130,8 @@ fn prune_refs(
     live: &BTreeSet<String>,
     fresh: &[String],
     cutoff: i64,
-    report: &mut GcReport,
+    started_at: StartedAt,
+    report: &mut Pruned,
     over: &dyn Fn() -> bool,
 ) {
     let mut found = Vec::new();
@@ -142,7 +159,7 @@ fn prune_refs(
         let key = BTreeSet::from([format!("{session}.{plan}")]);
         let needed = live.contains(&format!("{session}.{plan}"))
             || fresh.iter().any(|f| key_of(f, &key).is_some());
-        let old = super::gc::started_at(session).is_some_and(|t| t < cutoff);
+        let old = started_at(session).is_some_and(|t| t < cutoff);
         if needed || !old {
             continue;
         }

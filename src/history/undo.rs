@@ -897,6 +897,12 @@ fn newest_undone(
         let commit = read_commit(repo, id)?;
         // Only a plan pai made for this user, kept under its own session and number.
         let Some(number) = super::forged::undone_plan(&commit, &name) else {
+            if let Some(why) = super::forged::why_unverified(&commit).filter(|_| own) {
+                stale.push(format!(
+                    "commit {} (kept for redo) is not pai's as it stands: {why}",
+                    names::short_id(id)
+                ));
+            }
             continue;
         };
         if lands_on(&commit, branch.tip) {
@@ -916,7 +922,7 @@ fn newest_undone(
             "pai redo re-applies a plan taken off the session branch by pai undo".into()
         } else {
             format!(
-                "the branch has moved on since these plans were undone; re-apply one with git: {}",
+                "these plans cannot be redone by pai (the branch moved on since the undo, or the plan is not verified); re-apply one with git if you want it: {}",
                 stale.join("; ")
             )
         },

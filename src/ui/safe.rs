@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_printed_command_runs_exactly_as_meant_whatever_the_names() {
-        for name in crate::shell::tests::hostile_names() {
+        for name in crate::shell::hostile_names() {
             let dir = tempfile::tempdir().unwrap();
             let (branch, base) = (
                 crate::shell::quote_bytes(&name),
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn an_rm_printed_for_a_hostile_path_removes_that_file_and_nothing_else() {
-        for name in crate::shell::tests::hostile_names() {
+        for name in crate::shell::hostile_names() {
             if name.is_empty() || name.contains(&b'/') || name == b"." || name == b".." {
                 continue;
             }

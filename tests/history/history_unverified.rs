@@ -101,3 +101,27 @@ fn a_commit_imitating_pai_without_a_mark_is_told_apart_from_an_amended_one() {
     let (message, _) = refusal(undo(&p.root, &p.wt(), false).unwrap_err());
     assert!(message.contains("it has no pai mark"), "{message}");
 }
+
+#[test]
+fn redo_names_a_kept_plan_that_no_longer_verifies_instead_of_redoing_it() {
+    let p = Project::repo();
+    let base = p.rev("HEAD");
+    let mut s = p.start();
+    let session = s.id().to_string();
+    run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"alpha\n1\n")]).unwrap();
+    let two = run_plan(&mut s, &p.wt(), "two", &[Op::Write("d.txt", b"d\n")]).unwrap();
+    drop(s);
+    undo(&p.root, &p.wt(), false).unwrap();
+    // The kept plan rewritten onto another parent (as a rebase would): same tree, same
+    // message and mark, so the mark no longer verifies.
+    let message = p.git(&["log", "-1", "--format=%B", &two.id]);
+    let tree = format!("{}^{{tree}}", two.id);
+    let moved = p.git(&["commit-tree", &tree, "-p", &base, "-m", message.trim_end()]);
+    let moved = moved.trim();
+    p.git(&["update-ref", &format!("refs/pai/undone/{session}/2"), moved]);
+    let (message, hint) = refusal(pai::history::redo(&p.root, &p.wt()).unwrap_err());
+    assert!(message.contains("nothing to redo"), "{message}");
+    assert!(hint.contains(&moved[..7]), "{hint}");
+    assert!(hint.contains("changed after pai made it"), "{hint}");
+    assert!(!p.exists("d.txt"), "redo wrote the unverified plan's file");
+}
