@@ -17,6 +17,7 @@ pub mod llm;
 pub mod map;
 pub mod mcp;
 pub mod rawname;
+pub mod shell;
 pub mod ui;
 pub mod workspace;
 

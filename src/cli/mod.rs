@@ -313,10 +313,13 @@ impl SessionArgs {
 
 /// Parse the process arguments, run the command, and return the exit code.
 pub fn main() -> i32 {
-    // pai holds API keys in memory and in its environment; a RUN child (same user) must not
-    // read them through /proc/<pai's pid>/environ or mem. Not dumpable, such access needs
-    // CAP_SYS_PTRACE.
-    // Best effort, as before: a kernel that refuses leaves pai as it was.
+    // pai holds API keys in memory and in its environment; a RUN child must not read them
+    // through /proc/<pai's pid>/environ or mem. Root reads environ whatever the dumpable flag
+    // and its capabilities say, so first (while pai has one thread, see exec/environ.rs) the
+    // kernel is told the environment block is empty. Then, not dumpable, mem needs
+    // CAP_SYS_PTRACE, which RUN children lose. Both best effort: a kernel that refuses leaves
+    // pai as it was.
+    let _ = crate::exec::hide_from_proc();
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -246,8 +246,8 @@ fn render_end(linked: &Linked, root: &Path, summary: Option<&SessionSummary>) ->
     }
     text.push_str(&format!(
         "  discard   pai discard {}\nYour checkout is as you left it; `pai log {id}`, `pai undo {id}`, `pai resume {id}` work on this session from anywhere in the repository.\n",
-        linked.id,
-        id = linked.id
+        crate::shell::quote(&linked.id),
+        id = crate::shell::quote(&linked.id)
     ));
     text
 }

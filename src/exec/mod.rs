@@ -9,10 +9,12 @@
 //!
 //! Modules, one job each: `runner` (spawn, wait, timeout, cancellation), `group` (signalling
 //! and watching the process group), `output` (the head+tail cap), `env` (environment
-//! scrubbing), `sandbox` (Landlock), `allow` (the pre-approval allow-list).
+//! scrubbing), `environ` (pai's own environment hidden from `/proc`), `sandbox` (Landlock),
+//! `allow` (the pre-approval allow-list).
 
 mod allow;
 mod env;
+mod environ;
 mod group;
 mod output;
 mod redact;
@@ -25,6 +27,7 @@ use std::path::PathBuf;
 
 pub use allow::{is_preapproved, only_looks, rule_for};
 pub use env::{carries_secret, child_environment, scrub_environment};
+pub use environ::hide_from_proc;
 pub use redact::{LineRedactor, REDACTED, redact};
 pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};
 /// Output bytes kept of a RUN command (and of an MCP tool's result): head and tail, with a

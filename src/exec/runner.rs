@@ -339,12 +339,11 @@ fn spawn(
             if let Some(shield) = &shield {
                 shield.apply();
             }
+            // After the mounts (which need CAP_SYS_ADMIN as root), before Landlock; for an
+            // unconfined command too, whose environment is scrubbed of keys just the same.
+            sandbox::drop_ptrace_capability();
             match ruleset_fd {
-                Some(fd) => {
-                    // After the mounts (which need CAP_SYS_ADMIN as root), before Landlock.
-                    sandbox::drop_ptrace_capability();
-                    sandbox::confine_current_process(fd)
-                }
+                Some(fd) => sandbox::confine_current_process(fd),
                 None => Ok(()),
             }
         });

@@ -357,14 +357,16 @@ fn class_reason(
         Class::Ignored => Some("ignored"),
         Class::Lfs => {
             warnings.push(format!(
-                "{path} is stored with Git LFS (filter=lfs); pai left it out of the commit: add it with `git add {path}`"
+                "{path} is stored with Git LFS (filter=lfs); pai left it out of the commit: add it with `git add {}`",
+                crate::shell::quote_bytes(&crate::rawname::decode(path))
             ));
             Some("filter=lfs")
         }
         Class::Filtered => {
             let driver = scope::filter_driver(repo, path).unwrap_or_default();
             warnings.push(format!(
-                "{path} goes through the git filter `{driver}`, which only git can run; pai left it out of the commit (its previous version is in the trash): add it with `git add {path}`"
+                "{path} goes through the git filter `{driver}`, which only git can run; pai left it out of the commit (its previous version is in the trash): add it with `git add {}`",
+                crate::shell::quote_bytes(&crate::rawname::decode(path))
             ));
             Some("filter driver")
         }

@@ -62,7 +62,10 @@ pub fn discard(
     {
         return Err(HistoryError::Refused {
             message: format!("HEAD is on session {id}, not {want}"),
-            hint: format!("switch to it first: `git switch pai/{want}`, then `pai discard`"),
+            hint: format!(
+                "switch to it first: `git switch {}`, then `pai discard`",
+                crate::shell::quote(&format!("pai/{want}"))
+            ),
         });
     }
     let info = meta::read(repo, &id).unwrap_or_default();
@@ -183,11 +186,15 @@ fn check_only_pai_commits(
             let short = names::short_id(id);
             return Err(HistoryError::Refused {
                 message: format!(
-                    "cannot discard session {session}: its branch holds {short} \"{}\", a commit pai did not make",
-                    c.summary().ok().flatten().unwrap_or_default()
+                    "cannot discard session {session}: its branch holds {short} \"{}\", a commit pai did not make{}",
+                    c.summary().ok().flatten().unwrap_or_default(),
+                    super::forged::why_unverified(&c)
+                        .map(|why| format!(" ({why})"))
+                        .unwrap_or_default()
                 ),
                 hint: format!(
-                    "move that commit to a branch of your own first (`git branch keep {short}`), or undo the session's plans one by one with `pai undo`"
+                    "move that commit to a branch of your own first (`git branch keep {}`), or undo the session's plans one by one with `pai undo`",
+                    crate::shell::quote(&short)
                 ),
             });
         }

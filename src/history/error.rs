@@ -156,7 +156,10 @@ impl<T> Context<T> for Result<T, git2::Error> {
         self.map_err(|source| match lock_file(&source) {
             Some(lock) => HistoryError::Locked {
                 context: context(),
-                hint: format!("if no git command is running, remove it: `rm {lock}`"),
+                hint: format!(
+                    "if no git command is running, remove it: `rm {}`",
+                    crate::shell::quote_path(std::path::Path::new(&lock))
+                ),
                 lock,
             },
             None => HistoryError::Git {

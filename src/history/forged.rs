@@ -9,22 +9,44 @@ use super::error::HistoryError;
 use super::message::Kind;
 use super::{auth, message, names};
 
+/// Why pai does not take `commit` for its own although its message carries pai's trailers:
+/// `None` when it carries none (an ordinary commit) or its mark verifies (pai's own).
+///
+/// A commit whose `Pai-Auth` mark is present but wrong was most likely pai's and then changed:
+/// the mark covers its tree, parents and message, so amending or rebasing it (even onto
+/// an updated branch, with no conflict) breaks it, as does another user's pai (another
+/// secret). Without a mark it was made by a pai older than the mark, or imitates pai.
+pub(crate) fn why_unverified(commit: &Commit<'_>) -> Option<&'static str> {
+    let message = commit.message().unwrap_or_default();
+    if message::parse(message).kind.is_none() || auth::verified(commit) {
+        return None;
+    }
+    let marked = message.lines().any(|l| {
+        l.strip_prefix(auth::TRAILER)
+            .is_some_and(|r| r.starts_with(": "))
+    });
+    Some(if marked {
+        "it was changed after pai made it (amended or rebased: its mark covers its tree, parents \
+         and message), or made by another user's pai"
+    } else {
+        "it has no pai mark: it was made by a pai older than the mark, or imitates pai"
+    })
+}
+
 /// The refusal of `action` on `commit` when it carries pai's trailers but not pai's mark for
 /// this user; `None` when it carries no trailers (an ordinary commit: the caller's own
 /// refusal fits) or is pai's own.
 pub(crate) fn refusal(commit: &Commit<'_>, action: &str) -> Option<HistoryError> {
-    let claims = message::parse(commit.message().unwrap_or_default()).kind;
-    if claims.is_none() || auth::verified(commit) {
-        return None;
-    }
+    let why = why_unverified(commit)?;
     let short = names::short_id(commit.id());
+    let word = crate::shell::quote(&short);
     Some(HistoryError::Refused {
         message: format!(
-            "cannot {action}: commit {short} \"{}\" looks like a pai plan but was not made by pai for this user",
+            "cannot {action}: commit {short} \"{}\" looks like a pai plan but was not made by pai for this user: {why}",
             commit.summary().ok().flatten().unwrap_or_default()
         ),
         hint: format!(
-            "pai acts only on commits it marked with your secret (a Pai-Auth trailer); a repository can ship commits that imitate pai's. Look at it with `git show {short}`, and revert it yourself with `git revert {short}` if you want its change gone"
+            "pai acts only on commits exactly as it made and marked them with your secret (a Pai-Auth trailer). To take this commit's change out, revert it yourself: `git revert {word}` (look at it first with `git show {word}`)"
         ),
     })
 }

@@ -1,7 +1,8 @@
 //! `pai gc` (and a short automatic pass when a session starts): prune what pai keeps only so
 //! an undo can be redone or a discarded session recovered — `refs/pai/undone/*` (with the
 //! trash refs of those plans) and `refs/pai/discarded/*` — and the session logs in
-//! `.pai_history`, once they are older than a setting (default 30 days). Never anything still
+//! `.pai_history`, once they are older than a setting (default 30 days), and then what undo
+//! kept for redo that no undone ref needs any more (`gc_kept`). Never anything still
 //! on a branch: a ref whose commit a branch or a remote-tracking ref holds is kept, and so is
 //! the log of a session whose branch still exists.
 
@@ -23,6 +24,8 @@ pub struct GcReport {
     pub refs: Vec<String>,
     /// Session log files removed from `.pai_history`.
     pub logs: Vec<String>,
+    /// What undo kept for redo, removed from the user's state directory (`undone/<file>`).
+    pub records: Vec<String>,
     /// The pass stopped at its time budget before looking at everything.
     pub stopped_early: bool,
 }
@@ -51,6 +54,12 @@ pub fn gc(root: &Path, opts: GcOptions) -> Result<GcReport, HistoryError> {
     };
     if let Some(repo) = &repo {
         prune_refs(repo, cutoff, &mut report, &over)?;
+        if !report.stopped_early {
+            let kept = super::gc_kept::prune(repo, root, cutoff, started_at, &over);
+            report.refs.extend(kept.refs);
+            report.records.extend(kept.records);
+            report.stopped_early = kept.stopped_early;
+        }
     }
     if !report.stopped_early {
         prune_logs(root, repo.as_ref(), cutoff, &mut report, &over);

@@ -33,6 +33,10 @@ pub struct SessionLog {
     pub merge: Option<String>,
     /// Plans, newest first (undone ones included, marked).
     pub plans: Vec<PlanLog>,
+    /// Commits that claim to be this session's but whose mark does not verify (amended,
+    /// rebased), newest first: shown, never acted on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unverified: Vec<UnverifiedCommit>,
 }
 
 /// One plan commit.
@@ -77,6 +81,7 @@ pub struct PlanLog {
 }
 
 pub use super::plan_files::FileStat;
+pub use super::unverified::UnverifiedCommit;
 
 /// The plan history of the project at `root`: every session, or only `session`.
 pub fn log(
@@ -110,7 +115,7 @@ pub fn log(
     let mut commits = Commits::default();
     for s in wanted {
         let entry = session_log(repo, &mut commits, &s, with_patch, hr.private)?;
-        if session.is_some() || !entry.plans.is_empty() {
+        if session.is_some() || !entry.plans.is_empty() || !entry.unverified.is_empty() {
             out.push(entry);
         }
     }
@@ -178,12 +183,15 @@ fn session_log<'r>(
         names::target(repo, &branch).ctx(|| format!("cannot read {}", names::short(&branch)))?;
     let meta = meta::read(repo, session);
     let mut plans = Vec::new();
+    let mut unverified = Vec::new();
     if let Some(tip) = tip {
         for id in branch_commits(repo, commits, session, tip, meta.as_ref())? {
             let commit = commits.get(repo, id)?;
             let t = super::auth::trailers(commit);
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
                 plans.push(plan_log(repo, commit, session, false, with_patch)?);
+            } else if let Some(u) = super::unverified::of_session(commit, session) {
+                unverified.push(u);
             }
         }
     }
@@ -219,6 +227,7 @@ fn session_log<'r>(
         review: summary.review,
         merge: summary.merge,
         plans,
+        unverified,
     })
 }
 
@@ -321,6 +330,7 @@ pub fn render_text(sessions: &[SessionLog]) -> String {
         for p in &s.plans {
             render_plan(&mut out, p);
         }
+        super::unverified::render(&mut out, &s.unverified);
     }
     out
 }

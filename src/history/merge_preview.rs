@@ -105,9 +105,13 @@ fn view_of(
     let plans = tip.map_or(0, |_| {
         count_plans(repo, &l.id, &l.branch_ref(), Oid::from_str(&l.base).ok())
     });
-    let merge = match &l.base_branch {
-        Some(_) => format!("git switch {base} && git merge {branch}"),
-        None => format!("git switch --detach {base} && git merge {branch}"),
+    let merge = {
+        // Printed as a command the user may paste.
+        let (base, branch) = (crate::shell::quote(&base), crate::shell::quote(&branch));
+        match &l.base_branch {
+            Some(_) => format!("git switch {base} && git merge {branch}"),
+            None => format!("git switch --detach {base} && git merge {branch}"),
+        }
     };
     Ok(SessionView {
         id: l.id.clone(),

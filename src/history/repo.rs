@@ -308,7 +308,7 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
             ),
             format!(
                 "remove it (`rm {}`) and start pai again",
-                root.join(&rel).display()
+                crate::shell::quote_path(&root.join(&rel))
             ),
         )));
     }
@@ -361,7 +361,7 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
             ),
             format!(
                 "if you trust it, run `git config --global --add safe.directory {}` and start pai again",
-                root.display()
+                crate::shell::quote_path(root)
             ),
         ))),
         Err(e) => Ok(Found::Blocked(Blocker::new(
@@ -415,11 +415,13 @@ fn record_private_history(root: &Path, git_dir: &Path) -> std::io::Result<()> {
 /// ship one, with a `commondir` or `core.worktree` of its own), or it shares another
 /// repository's refs through a `commondir`.
 fn unrecognised_private_history(root: &Path, git_dir: &Path) -> Option<Blocker> {
+    let mut shipped = git_dir.as_os_str().to_owned();
+    shipped.push(".shipped");
     let todo = format!(
         "pai keeps its own history only in a `.pai_history/git` it created; move this one \
-         aside (`mv {} {}.shipped`) and start pai again",
-        git_dir.display(),
-        git_dir.display()
+         aside (`mv {} {}`) and start pai again",
+        crate::shell::quote_path(git_dir),
+        crate::shell::quote_path(Path::new(&shipped))
     );
     if std::fs::symlink_metadata(git_dir.join("commondir")).is_ok() {
         return Some(Blocker::new(

@@ -123,7 +123,7 @@ pub(crate) fn session_branch(repo: &Repository, action: &str) -> Result<String, 
         hint: match newest {
             Some(b) => format!(
                 "switch to the session branch first (e.g. `git switch {}`); to revert a plan already merged elsewhere, use `git revert <commit>`",
-                names::short(&b)
+                crate::shell::quote(names::short(&b))
             ),
             None => "this repository has no pai session branches".into(),
         },

@@ -224,7 +224,7 @@ impl Session {
                     ),
                     &format!(
                         "commit or stash your changes, `git switch {}`, then continue; or start a new session with `pai`",
-                        names::short(&branch)
+                        crate::shell::quote(names::short(&branch))
                     ),
                 ));
             }
@@ -562,35 +562,13 @@ pub(super) fn summary_for(
         .as_deref()
         .filter(|_| !private)
         .map(|b| names::short(b).to_string());
-    let (review, merge, discard) = if private {
-        (
-            Some(format!("git --git-dir={}/git log -p {branch}", store::DIR)),
-            None,
-            None,
-        )
-    } else {
-        let review = match &base_short {
-            Some(base) => format!("git diff {base}...{branch}"),
-            None => format!("git log -p {branch}"),
-        };
-        // Discarding undoes the plans and keeps the branch under refs/pai/discarded/: a
-        // `git branch -D` would drop the only copy of the edits pai snapshotted.
-        let discard = format!("pai discard {session}");
-        let (merge, discard) = match (&base_branch, &base_short) {
-            (Some(b), Some(_)) => (format!("git switch {b} && git merge {branch}"), discard),
-            (Some(b), None) => (format!("git switch -c {b} {branch}"), discard),
-            (None, Some(base)) => (
-                format!("git switch --detach {base} && git merge {branch}"),
-                discard,
-            ),
-            (None, None) => (String::new(), String::new()),
-        };
-        (
-            Some(review),
-            (!merge.is_empty()).then_some(merge),
-            (!discard.is_empty()).then_some(discard),
-        )
-    };
+    let (review, merge, discard) = suggested_commands(
+        session,
+        &branch,
+        base_short.as_deref(),
+        base_branch.as_deref(),
+        private,
+    );
     SessionSummary {
         session: session.to_string(),
         branch: branch_exists.then_some(branch),
@@ -604,6 +582,41 @@ pub(super) fn summary_for(
         merge,
         discard,
     }
+}
+
+/// The commands a session's end suggests (review, merge, discard), every name in them
+/// shell-quoted: the user may paste them.
+fn suggested_commands(
+    session: &str,
+    branch: &str,
+    base_short: Option<&str>,
+    base_branch: Option<&str>,
+    private: bool,
+) -> (Option<String>, Option<String>, Option<String>) {
+    use crate::shell::quote;
+    let branch = quote(branch);
+    if private {
+        return (
+            Some(format!("git --git-dir={}/git log -p {branch}", store::DIR)),
+            None,
+            None,
+        );
+    }
+    let base_short = base_short.map(quote);
+    let review = match &base_short {
+        Some(base) => format!("git diff {base}...{branch}"),
+        None => format!("git log -p {branch}"),
+    };
+    // Discarding undoes the plans and keeps the branch under refs/pai/discarded/: a
+    // `git branch -D` would drop the only copy of the edits pai snapshotted.
+    let discard = format!("pai discard {}", quote(session));
+    let merge = match (base_branch.map(quote), &base_short) {
+        (Some(b), Some(_)) => format!("git switch {b} && git merge {branch}"),
+        (Some(b), None) => format!("git switch -c {b} {branch}"),
+        (None, Some(base)) => format!("git switch --detach {base} && git merge {branch}"),
+        (None, None) => return (Some(review), None, None),
+    };
+    (Some(review), Some(merge), Some(discard))
 }
 
 impl SessionSummary {

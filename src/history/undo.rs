@@ -256,7 +256,10 @@ fn newest_plan<'r>(
                 "nothing to undo on {short_branch}: its newest commit {short} \"{}\" is not a pai plan",
                 plan_commit.summary().ok().flatten().unwrap_or_default()
             ),
-            hint: format!("to revert a commit pai did not make, use `git revert {short}`"),
+            hint: format!(
+                "to revert a commit pai did not make, use `git revert {}`",
+                crate::shell::quote(&short)
+            ),
         });
     }
     let trailers = super::auth::trailers(&plan_commit);
@@ -275,7 +278,8 @@ fn newest_plan<'r>(
                 holders.join(", ")
             ),
             hint: format!(
-                "moving {short_branch} back would not take it off there; revert it instead with `git revert {short}`"
+                "moving {short_branch} back would not take it off there; revert it instead with `git revert {}`",
+                crate::shell::quote(&short)
             ),
         });
     }
@@ -895,6 +899,12 @@ fn newest_undone(
         let commit = read_commit(repo, id)?;
         // Only a plan pai made for this user, kept under its own session and number.
         let Some(number) = super::forged::undone_plan(&commit, &name) else {
+            if let Some(why) = super::forged::why_unverified(&commit).filter(|_| own) {
+                stale.push(format!(
+                    "commit {} (kept for redo) is not pai's as it stands: {why}",
+                    names::short_id(id)
+                ));
+            }
             continue;
         };
         if lands_on(&commit, branch.tip) {
@@ -903,7 +913,7 @@ fn newest_undone(
             stale.push(format!(
                 "plan {number} ({}): `git cherry-pick {}`",
                 names::short_id(id),
-                names::short_id(id)
+                crate::shell::quote(&names::short_id(id))
             ));
         }
     }
@@ -914,7 +924,7 @@ fn newest_undone(
             "pai redo re-applies a plan taken off the session branch by pai undo".into()
         } else {
             format!(
-                "the branch has moved on since these plans were undone; re-apply one with git: {}",
+                "these plans cannot be redone by pai (the branch moved on since the undo, or the plan is not verified); re-apply one with git if you want it: {}",
                 stale.join("; ")
             )
         },
@@ -987,7 +997,8 @@ fn refuse_redo(changed: &[String], number: u32, short: &str) -> Result<(), Histo
             changed.join(", ")
         ),
         hint: format!(
-            "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {short}`"
+            "redo would overwrite those changes; commit or move them away first, or re-apply the plan with `git cherry-pick {}`",
+            crate::shell::quote(short)
         ),
     })
 }

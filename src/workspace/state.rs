@@ -31,7 +31,7 @@ fn not_plain(path: &Path, what: &str) -> io::Error {
         "{} is a symbolic link or not a {what}; pai keeps its own state there and never follows \
          a link or opens a special file in it: remove it (`rm {}`) and try again",
         path.display(),
-        path.display()
+        crate::shell::quote_path(path)
     ))
 }
 

@@ -7,7 +7,9 @@
 mod support;
 
 mod history_commit;
+mod history_gc_kept;
 mod history_index;
 mod history_log;
 mod history_run;
 mod history_undo;
+mod history_unverified;

@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
     ("layout", 0),
     ("rawname", 0),
+    ("shell", 0),
     ("llm", 1),
     ("workspace", 1),
     ("exec", 1),

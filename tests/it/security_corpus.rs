@@ -815,6 +815,29 @@ attacks! {
     run_reads_pai_environ_through_proc: Ctx::repo() => |c| {
         c.run(run_and_look("cat /proc/$PPID/environ /proc/*/environ 2>/dev/null | tr '\\0' '\\n'"), &["--yes", "--allow-run"]);
     }
+    run_copies_pai_environ_into_the_project: Ctx::repo() => |c| {
+        // Output redaction would hide a key read this way; a file in the project is not
+        // redacted, so this checks that the read itself yields nothing (as root too, where no
+        // permission check refuses it: pai's /proc environ block is empty).
+        // This pai's keys are unique to this test: the corpus's shared canaries are also in the
+        // environment of other tests' pai processes, which the kernel shows for the instant
+        // between their exec and the first line of main (see README, "What is not confined").
+        let tag: String = c.root.to_string_lossy().chars().filter(char::is_ascii_alphanumeric).collect();
+        let mine: Vec<(String, String)> = [KIND.key_env_var(), "OPENAI_API_KEY", "MY_SERVICE_TOKEN", "DATABASE_PASSWORD"]
+            .iter()
+            .map(|var| (var.to_string(), canary(&format!("environ{var}{tag}"))))
+            .collect();
+        c.env.extend(mine.iter().cloned());
+        c.canaries.extend(mine.iter().map(|(_, v)| v.clone()));
+        let cmd = "for p in /proc/$PPID /proc/[0-9]*; do cat $p/environ; done > leaked.bin 2>/dev/null; true";
+        c.run(vec![plan(json!([run(cmd)]))], &["--yes", "--allow-run"]);
+        let leaked = fs::read(c.p("leaked.bin")).unwrap_or_default();
+        assert!(c.p("leaked.bin").exists(), "the command did not run, so this proves nothing");
+        let leaked = String::from_utf8_lossy(&leaked);
+        for (var, secret) in &mine {
+            assert!(!leaked.contains(secret.as_str()), "a command read pai's environment: {var}={secret}");
+        }
+    }
     run_prints_an_outside_private_key: Ctx::repo() => |c| {
         let key = format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----\n", canary("pemkey"));
         fs::write(c.victim.join("id_work"), key).unwrap();

@@ -35,7 +35,8 @@ HEAD is back on {}.",
     text.push_str(&format!(
         "
 The session's commits are kept at {} (`git log -p {}`).",
-        report.kept_at, report.kept_at
+        report.kept_at,
+        crate::shell::quote(&report.kept_at)
     ));
     out.line(&text);
     Ok(())

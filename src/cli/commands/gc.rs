@@ -25,7 +25,7 @@ pub fn gc(settings: &Settings, out: &Output, days: Option<u32>) -> Result<(), Er
 
 /// What a gc pass removed, in words.
 pub(crate) fn describe(report: &GcReport, days: u32) -> String {
-    if report.refs.is_empty() && report.logs.is_empty() {
+    if report.refs.is_empty() && report.logs.is_empty() && report.records.is_empty() {
         return format!("Nothing older than {days} days to prune.");
     }
     let mut text = format!("Pruned what was older than {days} days:\n");
@@ -34,6 +34,11 @@ pub(crate) fn describe(report: &GcReport, days: u32) -> String {
     }
     for l in &report.logs {
         text.push_str(&format!("  log  .pai_history/{l}\n"));
+    }
+    for r in &report.records {
+        text.push_str(&format!(
+            "  kept for redo  {r} (in pai's state directory)\n"
+        ));
     }
     text.trim_end().to_string()
 }
