@@ -84,10 +84,14 @@ pub fn recover_interrupted(out: &Output) -> Result<(), Error> {
     let Ok(workspace) = Workspace::open_unswept(&root, WorkspaceConfig::default()) else {
         return Ok(());
     };
+    if !history::interrupted(workspace.root()) {
+        return Ok(());
+    }
+    // The killed process may have left a temporary of an atomic write beside a file it was
+    // replacing: sweep first, so none is left, and none keeps a folder the plan made (which
+    // the roll back removes) from being empty.
+    workspace.stale_temps_removed();
     if let Some(line) = history::recover(workspace.root(), &workspace).map_err(history_error)? {
-        // The killed process may have left a temporary of an atomic write beside a file it
-        // was replacing: sweep now, so none is left.
-        workspace.stale_temps_removed();
         out.note(&line);
     }
     Ok(())

@@ -293,7 +293,7 @@ pub fn list(out: &Output, json: bool) -> Result<(), Error> {
     if json {
         let text = serde_json::to_string_pretty(&views)
             .map_err(|e| Error::failed(format!("cannot print the sessions as JSON: {e}")))?;
-        out.line(&text);
+        out.json_line(&text);
     } else {
         out.text(&history::render_sessions(&views));
     }

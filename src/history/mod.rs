@@ -73,7 +73,7 @@ pub use linked::{CreateOptions, Held, Linked};
 pub use log::{FileStat, PlanLog, SessionLog, UnverifiedCommit, log, render_json, render_text};
 pub use merge_preview::{SessionView, render_sessions};
 pub use message::{Kind, PlanRecord};
-pub use ops::{StepWrites, recover};
+pub use ops::{StepWrites, interrupted, recover};
 pub use repo::project_root;
 pub use run_index::RunIndex;
 pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_branch};

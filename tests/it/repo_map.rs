@@ -87,6 +87,29 @@ fn pai_map_ranks_the_file_a_request_is_about_and_says_why() {
 }
 
 #[test]
+fn pai_map_json_carries_backticked_text_exactly() {
+    // Rails' own docs hold SQL in backticks; the output layer quotes words of backticked
+    // commands for the terminal, which must never reach JSON (an escaped quote is not JSON).
+    let p = big_project();
+    let sql = "# Invoice tax: `SELECT `invoices`.* WHERE name IN ('bell' 'hooks')` $(touch x)\n";
+    fs::write(p.root.join("app/billing/invoice_tax.rb"), sql).unwrap();
+    let out = p
+        .pai()
+        .args(["map", "the tax on an invoice uses the wrong rate", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains(sql), "{text}");
+}
+
+#[test]
 fn the_first_call_of_a_big_project_carries_the_map_and_the_files_text_in_one_call() {
     let p = big_project();
     let plan = task_plan(

@@ -60,7 +60,7 @@ pub fn map(
         let mut value = serde_json::to_value(&report)
             .map_err(|e| Error::failed(format!("cannot encode the map: {e}")))?;
         value["first_call_uses_map"] = serde_json::Value::Bool(!small);
-        out.line(&value.to_string());
+        out.json_line(&value.to_string());
         return Ok(());
     }
     // Paths and file text are the repository's: no control character reaches the terminal.

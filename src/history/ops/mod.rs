@@ -38,4 +38,4 @@ pub(crate) use op::Op;
 pub use plan::StepWrites;
 pub(crate) use plan::{Before, PlanJournal};
 pub(crate) use record::{OpKind, Record};
-pub use recover::recover;
+pub use recover::{interrupted, recover};

@@ -18,6 +18,21 @@ use super::record::{self, OpKind, Record};
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;
 
+/// Whether an operation or a plan of the work tree at `root` was interrupted and waits for
+/// [`recover`] (a look at the user's state directory, nothing more).
+pub fn interrupted(root: &Path) -> bool {
+    let Ok(hr) = repo::open_existing(root) else {
+        return false;
+    };
+    [
+        record::path_for(&hr.repo, root),
+        plan::path_for(&hr.repo, root),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|p| p.exists())
+}
+
 /// Finish the operation an earlier pai process left unfinished in the work tree at `root`,
 /// if any, and say in one line what was done. `Ok(None)` when there is none, when there is
 /// no history here, or when another pai process is still running it.
