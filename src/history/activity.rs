@@ -82,18 +82,7 @@ pub fn index_blobs(root: &Path) -> Vec<(String, [u8; 20])> {
     let Ok(index) = index_file::load(&hr.repo) else {
         return Vec::new();
     };
-    index
-        .stage0()
-        .into_iter()
-        .map(|(path, (oid, _))| {
-            let mut id = [0u8; 20];
-            let bytes = oid.as_bytes();
-            if bytes.len() == 20 {
-                id.copy_from_slice(bytes);
-            }
-            (path, id)
-        })
-        .collect()
+    index.stage0_blobs()
 }
 
 #[cfg(test)]
@@ -114,6 +103,40 @@ mod tests {
             .output()
             .unwrap();
         assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn index_blobs_are_what_git_stages() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        git(root, &["init", "-q"]);
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a b.py"), "a = 1\n").unwrap();
+        std::fs::write(root.join("README"), "hello\n").unwrap();
+        git(root, &["add", "-A"]);
+        let out = Command::new("git")
+            .args(["ls-files", "-s", "-z"])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        // "<mode> <id> <stage>\t<path>\0" per entry.
+        let expected: Vec<(String, String)> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split('\0')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (meta, path) = l.split_once('\t').unwrap();
+                (
+                    path.to_string(),
+                    meta.split(' ').nth(1).unwrap().to_string(),
+                )
+            })
+            .collect();
+        let got: Vec<(String, String)> = index_blobs(root)
+            .into_iter()
+            .map(|(p, id)| (p, id.iter().map(|b| format!("{b:02x}")).collect()))
+            .collect();
+        assert_eq!(got, expected);
     }
 
     #[test]
