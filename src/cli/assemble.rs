@@ -78,15 +78,19 @@ pub fn recover_interrupted(out: &Output) -> Result<(), Error> {
     let Ok(cwd) = std::env::current_dir() else {
         return Ok(());
     };
-    let root = history::project_root(&cwd);
+    // The project as the workspace names it (canonical), looked up before anything is opened:
+    // nearly every command finds nothing to recover.
+    let Ok(root) = std::fs::canonicalize(history::project_root(&cwd)) else {
+        return Ok(());
+    };
+    if !history::interrupted(&root) {
+        return Ok(());
+    }
     // Unswept: the command opens the project again (and sweeps then, if it writes), and a
     // second walk of the whole tree on every command costs more than the check it serves.
     let Ok(workspace) = Workspace::open_unswept(&root, WorkspaceConfig::default()) else {
         return Ok(());
     };
-    if !history::interrupted(workspace.root()) {
-        return Ok(());
-    }
     // The killed process may have left a temporary of an atomic write beside a file it was
     // replacing: sweep first, so none is left, and none keeps a folder the plan made (which
     // the roll back removes) from being empty.

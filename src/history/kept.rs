@@ -55,6 +55,30 @@ fn record_path(
     Ok(dir.join(format!("{session}.{plan}")))
 }
 
+/// `<state>/undone/<session>.<plan>.rewrite`: the record of what redo writes back.
+fn rewrite_path(
+    repo: &Repository,
+    root: &Path,
+    session: &str,
+    plan: u32,
+) -> Result<PathBuf, HistoryError> {
+    record_path(repo, root, session, plan).map(|p| p.with_extension(format!("{plan}.rewrite")))
+}
+
+/// Write `tree`'s id to the record at `path` (a temporary renamed over it).
+fn write_record(path: &Path, plan: u32, tree: Oid) -> Result<(), HistoryError> {
+    let tmp = path.with_extension(format!("{plan}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, format!("{tree}\n"))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .ctx(|| format!("cannot write {}", path.display()))
+}
+
+/// The tree id the record at `path` holds (`None`: no record, or one that is unreadable).
+fn read_record(path: &Path) -> Option<Oid> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Oid::from_str(text.trim()).ok()
+}
+
 /// Record the files redo must write back as the plan left them after writing the plan's
 /// blobs (`files`: path, blob already in the object store, permission bits): bytes git's
 /// checkout of the plan's blob would not give back (files git converts), and ignored files the
@@ -71,7 +95,7 @@ pub(crate) fn save_rewrite(
         forget_rewrite(repo, root, session, plan);
         return Ok(());
     }
-    let path = record_path(repo, root, session, plan)?.with_extension(format!("{plan}.rewrite"));
+    let path = rewrite_path(repo, root, session, plan)?;
     let what = || format!("cannot keep plan {plan}'s files for redo");
     let tree = trash::copies_tree(repo, files, None).ctx(what)?;
     repo.reference(
@@ -81,10 +105,7 @@ pub(crate) fn save_rewrite(
         "pai: kept for redo",
     )
     .ctx(what)?;
-    let tmp = path.with_extension(format!("{plan}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, format!("{tree}\n"))
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .ctx(|| format!("cannot write {}", path.display()))
+    write_record(&path, plan, tree)
 }
 
 /// What [`save_rewrite`] recorded for `plan` of `session` (nothing when nothing was, or the
@@ -96,23 +117,19 @@ pub(crate) fn read_rewrite(
     session: &str,
     plan: u32,
 ) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
-    let Ok(path) = record_path(repo, root, session, plan) else {
-        return Ok(Vec::new());
-    };
-    let path = path.with_extension(format!("{plan}.rewrite"));
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(Vec::new());
-    };
-    let Ok(tree) = Oid::from_str(text.trim()) else {
-        return Ok(Vec::new());
-    };
-    trash::recorded(repo, tree)
+    let tree = rewrite_path(repo, root, session, plan)
+        .ok()
+        .and_then(|p| read_record(&p));
+    match tree {
+        Some(tree) => trash::recorded(repo, tree),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Drop the rewrite record and its ref (failures are harmless, as for [`forget`]).
 pub(crate) fn forget_rewrite(repo: &Repository, root: &Path, session: &str, plan: u32) {
-    if let Ok(path) = record_path(repo, root, session, plan) {
-        let _ = std::fs::remove_file(path.with_extension(format!("{plan}.rewrite")));
+    if let Ok(path) = rewrite_path(repo, root, session, plan) {
+        let _ = std::fs::remove_file(path);
     }
     if let Ok(mut r) = repo.find_reference(&rewrite_ref(session, plan)) {
         let _ = r.delete();
@@ -146,10 +163,7 @@ pub(crate) fn save(
     let tree = trash::copies_tree(repo, replaced, Some((ABSENT, list))).ctx(what)?;
     repo.reference(&keep_ref(session, plan), tree, true, "pai: kept for redo")
         .ctx(what)?;
-    let tmp = path.with_extension(format!("{plan}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, format!("{tree}\n"))
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .ctx(|| format!("cannot write {}", path.display()))
+    write_record(&path, plan, tree)
 }
 
 /// What undo recorded for `plan` of `session`; nothing when it recorded nothing (or the
@@ -160,13 +174,10 @@ pub(crate) fn read(
     session: &str,
     plan: u32,
 ) -> Result<Kept, HistoryError> {
-    let Ok(path) = record_path(repo, root, session, plan) else {
-        return Ok(Kept::default());
-    };
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(Kept::default());
-    };
-    let Ok(tree) = Oid::from_str(text.trim()) else {
+    let Some(tree) = record_path(repo, root, session, plan)
+        .ok()
+        .and_then(|p| read_record(&p))
+    else {
         return Ok(Kept::default());
     };
     let replaced = trash::recorded(repo, tree)?;

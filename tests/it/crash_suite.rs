@@ -648,6 +648,20 @@ impl Tally {
     }
 }
 
+/// Start `pai run` carrying out `plan` (commands allowed) in the background; the mock serves
+/// the plan for as long as it is kept.
+fn start_plan(dir: &Path, plan: serde_json::Value) -> (MockLlm, std::process::Child) {
+    let mock = MockLlm::start(Script::new().fallback(Reply::plan(plan)));
+    let mut args = op_args(Op::Plan, &mock);
+    args.push("--allow-run".into());
+    let child = command(dir, &args, None)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    (mock, child)
+}
+
 /// Issue 27: a plan killed while its steps wrote left its files on disk and unrecorded, and
 /// `pai undo` then pointed at `git revert` of the user's own commit. Now the next command,
 /// whatever it is, rolls the plan back first and says so in one line: the files the plan
@@ -669,14 +683,7 @@ fn a_plan_killed_while_its_steps_write_is_rolled_back_by_the_next_command() {
             {"action": "WRITE", "path": "new.txt", "content": "new\n", "purpose": "add new"}
         ]),
     );
-    let mock = MockLlm::start(Script::new().fallback(Reply::plan(plan)));
-    let mut args = op_args(Op::Plan, &mock);
-    args.push("--allow-run".into());
-    let mut child = command(dir, &args, None)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (_mock, mut child) = start_plan(dir, plan);
     let written = dir.join("project/newdir/sub/e.txt");
     let deadline = Instant::now() + std::time::Duration::from_secs(60);
     while !written.exists() && Instant::now() < deadline {
@@ -734,14 +741,7 @@ fn a_plan_killed_after_a_command_made_files_is_rolled_back_with_them() {
             {"action": "RUN", "command": "sleep 10", "purpose": "wait"}
         ]),
     );
-    let mock = MockLlm::start(Script::new().fallback(Reply::plan(plan)));
-    let mut args = op_args(Op::Plan, &mock);
-    args.push("--allow-run".into());
-    let mut child = command(dir, &args, None)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (_mock, mut child) = start_plan(dir, plan);
     // Killed once the plan's journal names what the first command made.
     let journaled = || {
         let Ok(found) = Command::new("find")
