@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::context::ProjectView;
 use super::protocol::{Event, Frontend};
-use crate::map::{self, Activity, MapOptions, MapReport};
+use crate::map::{self, Activity, MapOptions, MapReport, TrackedFiles};
 use crate::workspace::{CorpusFile, Workspace};
 
 /// How often progress is reported while a cold map parses.
@@ -34,7 +34,10 @@ pub fn build(
 ) -> MapReport {
     let root: &Path = ws.root();
     let recent = || crate::history::recently_changed(root, crate::history::RECENT_COMMITS);
-    let index = || crate::history::index_blobs(root);
+    let index = || {
+        crate::history::TrackedBlobs::read(root)
+            .map(|t| Box::new(Index(t)) as Box<dyn TrackedFiles>)
+    };
     let activity = Activity {
         last_plan: last_files,
         head: crate::history::head_commit(root),
@@ -53,6 +56,15 @@ pub fn build(
             cache: dirs::cache_dir(),
         },
     )
+}
+
+/// git's index as the map looks tracked files up in it.
+struct Index(crate::history::TrackedBlobs);
+
+impl TrackedFiles for Index {
+    fn blob(&self, path: &str) -> Option<map::store::BlobId> {
+        self.0.blob(path)
+    }
 }
 
 /// The project as the context builder sees it, with the map, for one turn. The project's

@@ -1,12 +1,10 @@
 //! What the user has been doing, as git records it, for the repository map's ranking: the
-//! files recent commits changed, and the blob each tracked file has in the index (a file whose
-//! content differs from it has uncommitted changes). Read-only, and never an error: a project
+//! files recent commits changed. Read-only, and never an error: a project
 //! without git, or a repository pai cannot read, simply has no activity.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::index_file;
 use super::repo::{self, Found};
 
 /// Commits read for "recently changed".
@@ -71,20 +69,6 @@ pub fn recently_changed(root: &Path, max: usize) -> Vec<(String, u32)> {
     counts.into_iter().collect()
 }
 
-/// Each tracked file's blob id in the index (stage 0), as raw bytes.
-pub fn index_blobs(root: &Path) -> Vec<(String, [u8; 20])> {
-    let Ok(Found::Repo(hr)) = repo::find(root) else {
-        return Vec::new();
-    };
-    if hr.private {
-        return Vec::new();
-    }
-    let Ok(index) = index_file::load(&hr.repo) else {
-        return Vec::new();
-    };
-    index.stage0_blobs()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,40 +87,6 @@ mod tests {
             .output()
             .unwrap();
         assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
-
-    #[test]
-    fn index_blobs_are_what_git_stages() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        git(root, &["init", "-q"]);
-        std::fs::create_dir(root.join("src")).unwrap();
-        std::fs::write(root.join("src/a b.py"), "a = 1\n").unwrap();
-        std::fs::write(root.join("README"), "hello\n").unwrap();
-        git(root, &["add", "-A"]);
-        let out = Command::new("git")
-            .args(["ls-files", "-s", "-z"])
-            .current_dir(root)
-            .output()
-            .unwrap();
-        // "<mode> <id> <stage>\t<path>\0" per entry.
-        let expected: Vec<(String, String)> = String::from_utf8(out.stdout)
-            .unwrap()
-            .split('\0')
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let (meta, path) = l.split_once('\t').unwrap();
-                (
-                    path.to_string(),
-                    meta.split(' ').nth(1).unwrap().to_string(),
-                )
-            })
-            .collect();
-        let got: Vec<(String, String)> = index_blobs(root)
-            .into_iter()
-            .map(|(p, id)| (p, id.iter().map(|b| format!("{b:02x}")).collect()))
-            .collect();
-        assert_eq!(got, expected);
     }
 
     #[test]

@@ -490,21 +490,6 @@ impl IndexFile {
             .map(|e| self.entry_of(e))
     }
 
-    /// Each stage-0 entry's path and raw blob id, made in one pass (no intermediate list of
-    /// full entries: at 100,000 files that list alone is several megabytes).
-    pub(crate) fn stage0_blobs(&self) -> Vec<(String, [u8; 20])> {
-        self.entries
-            .iter()
-            .filter(|e| e.stage == 0)
-            .map(|e| {
-                let at = e.start as usize;
-                let mut id = [0u8; 20];
-                id.copy_from_slice(&self.buf[at + OID_OFFSET..at + OID_OFFSET + 20]);
-                (crate::rawname::encode(self.path_of(e)).into_owned(), id)
-            })
-            .collect()
-    }
-
     /// Paths of the entries below directory `dir`.
     pub(crate) fn under(&self, dir: &str) -> Vec<String> {
         let mut prefix = crate::rawname::decode(dir).into_owned();

@@ -37,9 +37,17 @@ pub struct Activity<'a> {
     /// The files recent commits changed, with counts; called only when HEAD moved since the
     /// cache read them.
     pub recent: &'a dyn Fn() -> Vec<(String, u32)>,
-    /// The blob each tracked file has in the index (read on a thread of its own while the
-    /// cache loads).
-    pub index: &'a (dyn Fn() -> Vec<(String, [u8; 20])> + Sync),
+    /// git's index, where each tracked file's blob is looked up (read on a thread of its own
+    /// while the cache loads; `None` outside git).
+    pub index: &'a (dyn Fn() -> Option<Box<dyn TrackedFiles>> + Sync),
+}
+
+/// The blob git's index records for each tracked file: the version the map takes a tracked
+/// file to be, without a `stat` of every file. A file edited since it was staged is seen as
+/// its staged version until the map has reason to read it (see `gather`).
+pub trait TrackedFiles: Send + Sync {
+    /// The raw blob id of the regular file at `path`, when git tracks it.
+    fn blob(&self, path: &str) -> Option<store::BlobId>;
 }
 
 /// How to build a map.
@@ -170,7 +178,7 @@ fn build_with(
     request: &str,
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
-    index: Background<'_, Vec<(String, [u8; 20])>>,
+    index: Background<'_, Option<Box<dyn TrackedFiles>>>,
 ) -> MapReport {
     let started = Instant::now();
     prepare_languages(corpus);
@@ -186,6 +194,7 @@ fn build_with(
     let query = Query::parse(request);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
+    let index = index.value();
     let mut clock = Stages::new(started);
     clock.mark("load");
     let mut g = gather::gather(
@@ -196,15 +205,17 @@ fn build_with(
             time_budget: opts.time_budget,
             progress: opts.progress,
             priority: &priority,
+            tracked: index.as_deref(),
         },
     );
+    drop(index);
     clock.mark("gather");
     let named = named::named_files(request, &g.files);
     let head_before = g.store.recent.as_ref().map(|r| r.head.clone());
     let signals = Signals {
         named: named.clone(),
         last_plan: activity.last_plan.to_vec(),
-        uncommitted: uncommitted(&g.files, &index.value()),
+        uncommitted: std::mem::take(&mut g.uncommitted),
         recent: recent(&mut g.store, activity),
     };
     clock.mark("signals");
@@ -233,9 +244,9 @@ fn build_with(
         .collect();
     let files = g.files.len();
     if let Some(l) = location
-        && (g.parsed > 0 || g.store.files.len() != files || head_before != activity.head)
+        && (g.parsed > 0 || g.dropped > 0 || head_before != activity.head)
     {
-        let live = g.files.iter().map(|f| f.path.to_string()).collect();
+        let live = g.files.iter().filter_map(|f| f.blob).collect();
         store::save_in_background(l, root, g.store, live);
     }
     clock.mark("save");
@@ -304,19 +315,6 @@ fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
     class * 64 + depth.min(63)
 }
 
-/// Tracked files whose content differs from their index blob.
-fn uncommitted(files: &[gather::MapFile], index: &[(String, [u8; 20])]) -> HashSet<String> {
-    let index: HashMap<&str, &[u8; 20]> = index.iter().map(|(p, id)| (p.as_str(), id)).collect();
-    files
-        .iter()
-        .filter(|f| match (f.id, index.get(f.path)) {
-            (Some(id), Some(ix)) => id != **ix,
-            _ => false,
-        })
-        .map(|f| f.path.to_string())
-        .collect()
-}
-
 /// Recently changed files, from the cache when HEAD has not moved.
 fn recent(store: &mut store::Store, activity: &Activity<'_>) -> HashMap<String, u32> {
     let Some(head) = &activity.head else {
@@ -366,17 +364,47 @@ mod tests {
         Vec::new()
     }
 
-    fn no_index() -> Vec<(String, [u8; 20])> {
-        Vec::new()
+    fn no_index() -> Option<Box<dyn TrackedFiles>> {
+        None
     }
 
     fn build_in(dir: &Path, cache: Option<&Path>, request: &str) -> MapReport {
+        build_indexed(dir, cache, request, &no_index)
+    }
+
+    /// A stand-in for git's index: path to blob id.
+    struct FakeIndex(HashMap<String, store::BlobId>);
+
+    impl TrackedFiles for FakeIndex {
+        fn blob(&self, path: &str) -> Option<store::BlobId> {
+            self.0.get(path).copied()
+        }
+    }
+
+    /// An index that stages every file of `dir` as it is now.
+    fn staged(dir: &Path) -> HashMap<String, store::BlobId> {
+        let ws = Workspace::open(dir, WorkspaceConfig::default()).unwrap();
+        ws.corpus()
+            .into_iter()
+            .map(|f| {
+                let id = gather::blob_id(&fs::read(dir.join(&f.path)).unwrap());
+                (f.path, id)
+            })
+            .collect()
+    }
+
+    fn build_indexed(
+        dir: &Path,
+        cache: Option<&Path>,
+        request: &str,
+        index: &(dyn Fn() -> Option<Box<dyn TrackedFiles>> + Sync),
+    ) -> MapReport {
         let ws = Workspace::open(dir, WorkspaceConfig::default()).unwrap();
         let activity = Activity {
             last_plan: &[],
             head: None,
             recent: &none,
-            index: &no_index,
+            index,
         };
         build(
             &ws,
@@ -435,6 +463,96 @@ mod tests {
     }
 
     #[test]
+    fn tracked_files_are_known_by_their_index_blob() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        project(tmp.path());
+        let index = std::sync::Mutex::new(staged(tmp.path()));
+        let read = || {
+            let table = index.lock().unwrap().clone();
+            Some(Box::new(FakeIndex(table)) as Box<dyn TrackedFiles>)
+        };
+        let cold = build_indexed(tmp.path(), Some(cache.path()), "invoice tax", &read);
+        assert_eq!(cold.parsed, 301);
+        let warm = build_indexed(tmp.path(), Some(cache.path()), "invoice tax", &read);
+        assert_eq!(warm.parsed, 0);
+        // A new version, staged: the index names a blob the cache does not know.
+        let changed = "pkg/module_00/helper_000.py";
+        fs::write(
+            tmp.path().join(changed),
+            "def reconcile_ledger():\n    pass\n",
+        )
+        .unwrap();
+        *index.lock().unwrap() = staged(tmp.path());
+        let after = build_indexed(tmp.path(), Some(cache.path()), "reconcile ledger", &read);
+        assert_eq!(after.parsed, 1);
+        assert_eq!(after.ranked[0].path, changed);
+        assert!(
+            after.text.contains("def reconcile_ledger():"),
+            "{}",
+            after.text
+        );
+        assert!(
+            !after.ranked[0].why.signals.contains(&"uncommitted changes"),
+            "{:?}",
+            after.ranked[0].why
+        );
+    }
+
+    #[test]
+    fn a_file_unlike_its_index_blob_is_uncommitted_and_known_by_its_stamp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        project(tmp.path());
+        let edited = "src/billing/invoice.py";
+        let mut table = staged(tmp.path());
+        // Staged before its last edit: the index holds another version.
+        table.insert(
+            edited.to_string(),
+            gather::blob_id(b"class Invoice:\n    pass\n"),
+        );
+        let table = std::sync::Mutex::new(table);
+        let read = || {
+            let t = table.lock().unwrap().clone();
+            Some(Box::new(FakeIndex(t)) as Box<dyn TrackedFiles>)
+        };
+        let uncommitted = |r: &MapReport| {
+            r.ranked
+                .iter()
+                .filter(|f| f.why.signals.contains(&"uncommitted changes"))
+                .map(|f| f.path.clone())
+                .collect::<Vec<_>>()
+        };
+        let cold = build_indexed(tmp.path(), Some(cache.path()), "invoice tax", &read);
+        assert_eq!(cold.parsed, 301);
+        assert_eq!(uncommitted(&cold), [edited]);
+        assert!(
+            cold.text.contains("def compute_tax(self, rate):"),
+            "{}",
+            cold.text
+        );
+        // Known by its stamp now: not read again, still uncommitted.
+        let warm = build_indexed(tmp.path(), Some(cache.path()), "invoice tax", &read);
+        assert_eq!(
+            (warm.parsed, uncommitted(&warm)),
+            (0, vec![edited.to_string()])
+        );
+        // Edited again: its stamp changed, so it is read again.
+        fs::write(
+            tmp.path().join(edited),
+            "class Invoice:\n    def compute_tax(self, rate, region):\n        return 0\n",
+        )
+        .unwrap();
+        let again = build_indexed(tmp.path(), Some(cache.path()), "invoice tax", &read);
+        assert_eq!(again.parsed, 1);
+        assert!(again.text.contains("rate, region"), "{}", again.text);
+        // Staged as it is: the index vouches for it, nothing is read, nothing uncommitted.
+        *table.lock().unwrap() = staged(tmp.path());
+        let staged_now = build_indexed(tmp.path(), Some(cache.path()), "invoice tax", &read);
+        assert_eq!((staged_now.parsed, uncommitted(&staged_now)), (0, vec![]));
+    }
+
+    #[test]
     fn a_corrupt_cache_is_ignored_and_rebuilt() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = tempfile::tempdir().unwrap();
@@ -468,7 +586,8 @@ mod tests {
         .intern(&mut planted.names);
         let blob = planted.add_blob([7; 20], forged);
         for f in ws.corpus() {
-            planted.files.insert(f.path, (f.stamp, blob));
+            let stamp = ws.stamp_of(&f.path).unwrap();
+            planted.files.insert(f.path, (stamp, blob));
         }
         let loc = base.join("pai/map").join(store::file_name(&root));
         fs::create_dir_all(loc.parent().unwrap()).unwrap();

@@ -14,7 +14,7 @@ use super::facts::{Facts, Names};
 use crate::workspace::Stamp;
 
 /// Bumped whenever the stored shape or what the facts mean changes.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 /// A git blob id: the content's identity.
 pub type BlobId = [u8; 20];
@@ -83,34 +83,26 @@ fn files_table<'de, D: serde::Deserializer<'de>>(
 pub struct Store {
     /// Interned names and terms.
     pub names: Names,
-    /// Each file's stamp when read and the index of its blob.
+    /// Files known by their stat stamp rather than by git's index (untracked files, files
+    /// whose text differs from the index, files without text): the stamp when read and the
+    /// index of the blob. Tracked files the index describes are not in it.
     pub files: HashMap<String, (Stamp, u32)>,
-    /// Blob facts.
+    /// Blob facts; the first `sorted` in order of their ids (as saved), the rest added since.
     pub blobs: Vec<(BlobId, Facts)>,
     /// Recent history.
     pub recent: Option<Recent>,
+    /// How many of `blobs` are in id order (found by binary search, no table to build).
+    sorted: usize,
+    /// The blobs after the first `sorted`, by id.
     by_id: HashMap<BlobId, u32>,
-    scans: u32,
 }
-
-/// Blob lookups answered by a scan before the store builds a table of its blobs.
-const LOOKUPS_BEFORE_TABLE: u32 = 64;
 
 impl Store {
     /// The facts of a blob already known by its id.
-    pub fn blob_index(&mut self, id: &BlobId) -> Option<u32> {
-        if self.by_id.len() != self.blobs.len() {
-            // A warm map looks up the few files that changed: scanning is cheaper than a
-            // table of every blob, until there are many.
-            if self.scans < LOOKUPS_BEFORE_TABLE {
-                self.scans += 1;
-                return self
-                    .blobs
-                    .iter()
-                    .position(|(b, _)| b == id)
-                    .and_then(|i| u32::try_from(i).ok());
-            }
-            self.by_id = self.blobs.iter().map(|(b, _)| *b).zip(0u32..).collect();
+    pub fn blob_index(&self, id: &BlobId) -> Option<u32> {
+        let saved = self.blobs.get(..self.sorted).unwrap_or_default();
+        if let Ok(i) = saved.binary_search_by(|(b, _)| b.cmp(id)) {
+            return u32::try_from(i).ok();
         }
         self.by_id.get(id).copied()
     }
@@ -121,48 +113,64 @@ impl Store {
             return i;
         }
         let i = u32::try_from(self.blobs.len()).unwrap_or(u32::MAX);
-        let indexed = self.by_id.len() == self.blobs.len();
         self.blobs.push((id, facts));
-        if indexed {
-            self.by_id.insert(id, i);
-        }
+        self.by_id.insert(id, i);
         i
     }
 
-    /// Keep only the files in `live` and the blobs they use, renumbering names, so the cache
-    /// does not grow with every version of every file.
-    pub fn compact(&mut self, live: &std::collections::HashSet<&str>) {
-        self.files.retain(|p, _| live.contains(p.as_str()));
-        let used: std::collections::BTreeSet<u32> = self.files.values().map(|(_, b)| *b).collect();
-        if used.len() * 4 >= self.blobs.len() * 3 && self.names.len() < 4 * 1024 * 1024 {
-            return;
+    /// Keep only the blobs in `live` and those the stamped files use, renumbering names when
+    /// many went, so the cache does not grow with every version of every file; then put the
+    /// blobs in id order, so the next map finds them without building a table.
+    pub fn compact(&mut self, live: &[u32]) {
+        let mut used: Vec<u32> = live
+            .iter()
+            .copied()
+            .chain(self.files.values().map(|(_, b)| *b))
+            .filter(|&b| (b as usize) < self.blobs.len())
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        let prune = used.len() * 4 < self.blobs.len() * 3 || self.names.len() >= 4 * 1024 * 1024;
+        if !prune {
+            used = (0..u32::try_from(self.blobs.len()).unwrap_or(u32::MAX)).collect();
         }
+        used.sort_by(|&a, &b| self.blobs[a as usize].0.cmp(&self.blobs[b as usize].0));
         let mut names = Names::default();
         let mut blobs = Vec::with_capacity(used.len());
-        let mut renumber = HashMap::new();
-        for old in used {
-            let Some((id, facts)) = self.blobs.get(old as usize) else {
+        let mut renumber = HashMap::with_capacity(used.len());
+        let old = std::mem::take(&mut self.blobs);
+        let mut old: Vec<Option<(BlobId, Facts)>> = old.into_iter().map(Some).collect();
+        for i in used {
+            let Some((id, mut f)) = old.get_mut(i as usize).and_then(Option::take) else {
                 continue;
             };
-            let mut f = facts.clone();
-            let mut re = |id: &mut u32| *id = names.intern(self.names.get(*id));
-            f.defs.iter_mut().for_each(|d| {
-                re(&mut d.name);
-                re(&mut d.signature);
-            });
-            f.refs.iter_mut().for_each(|(id, _)| re(id));
-            f.terms.iter_mut().for_each(|(id, _)| re(id));
-            f.def_terms.iter_mut().for_each(&mut re);
-            f.def_terms.sort_unstable();
-            f.refs.sort_unstable();
-            f.terms.sort_unstable();
-            renumber.insert(old, u32::try_from(blobs.len()).unwrap_or(u32::MAX));
-            blobs.push((*id, f));
+            if prune {
+                let mut re = |id: &mut u32| *id = names.intern(self.names.get(*id));
+                f.defs.iter_mut().for_each(|d| {
+                    re(&mut d.name);
+                    re(&mut d.signature);
+                });
+                f.refs.iter_mut().for_each(|(id, _)| re(id));
+                f.terms.iter_mut().for_each(|(id, _)| re(id));
+                f.def_terms.iter_mut().for_each(&mut re);
+                f.def_terms.sort_unstable();
+                f.refs.sort_unstable();
+                f.terms.sort_unstable();
+            }
+            renumber.insert(i, u32::try_from(blobs.len()).unwrap_or(u32::MAX));
+            blobs.push((id, f));
         }
-        for (_, b) in self.files.values_mut() {
-            *b = renumber.get(b).copied().unwrap_or(u32::MAX);
+        self.files.retain(|_, (_, b)| match renumber.get(b) {
+            Some(&n) => {
+                *b = n;
+                true
+            }
+            None => false,
+        });
+        if prune {
+            self.names = names;
         }
-        self.names = names;
+        self.sorted = blobs.len();
         self.blobs = blobs;
         self.by_id.clear();
     }
@@ -216,13 +224,20 @@ pub fn load(file: &Path, root: &Path) -> Store {
     if !sound {
         return Store::default();
     }
+    // Saved in id order; a file that is not (edited by hand) still works, through a table.
+    let in_order = stored.blobs.windows(2).all(|w| w[0].0 < w[1].0);
+    let by_id = if in_order {
+        HashMap::new()
+    } else {
+        stored.blobs.iter().map(|(b, _)| *b).zip(0u32..).collect()
+    };
     Store {
         names: stored.names,
         files: stored.files,
+        sorted: if in_order { stored.blobs.len() } else { 0 },
         blobs: stored.blobs,
         recent: stored.recent,
-        by_id: HashMap::new(),
-        scans: 0,
+        by_id,
     }
 }
 
@@ -264,17 +279,16 @@ pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> 
 /// The cache being written after the last map, if any.
 static SAVING: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
 
-/// Keep only the files in `live` and write the cache on a thread of its own: the first call
-/// of a turn does not wait for it (it overlaps the model's answer). [`wait_for_save`] joins
-/// it; [`load`] does so first, so a later map in the same process reads what this one
-/// learned. A cache that cannot be written, or a thread that cannot be started, only makes
-/// the next map cold.
-pub fn save_in_background(file: PathBuf, root: PathBuf, mut store: Store, live: Vec<String>) {
+/// Keep only the blobs in `live` (and the stamped files') and write the cache on a thread of
+/// its own: the first call of a turn does not wait for it (it overlaps the model's answer).
+/// [`wait_for_save`] joins it; [`load`] does so first, so a later map in the same process
+/// reads what this one learned. A cache that cannot be written, or a thread that cannot be
+/// started, only makes the next map cold.
+pub fn save_in_background(file: PathBuf, root: PathBuf, mut store: Store, live: Vec<u32>) {
     wait_for_save();
     let spawned = std::thread::Builder::new()
         .name("pai-map-save".into())
         .spawn(move || {
-            let live: std::collections::HashSet<&str> = live.iter().map(String::as_str).collect();
             store.compact(&live);
             let _ = save(&file, &root, &mut store);
         });

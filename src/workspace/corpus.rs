@@ -1,13 +1,13 @@
-//! The project's files with their stat stamps, for the repository map: one scan (the same
-//! ignore rules and deny-list as the file list) and one no-follow `fstatat` per file from its
-//! directory's descriptor, so the map can tell which files changed since it last read them
-//! without opening any of them. Reads for the map go through the gate like every other read.
+//! The project's files for the repository map: one scan (the same ignore rules and deny-list
+//! as the file list), no `stat` per file (the listing's file types say which entries are
+//! regular files; the map takes tracked files' versions from git's index and stamps only the
+//! files it must). Reads for the map go through the gate like every other read.
 
 use std::os::fd::AsFd;
 
 use super::Workspace;
 use super::beneath::open_parent;
-use super::scan::{Scan, scan_stamped};
+use super::scan::{Scan, scan};
 use super::sys::{self, Kind, Stamp};
 use super::walk::{Walker, join};
 
@@ -16,22 +16,17 @@ use super::walk::{Walker, join};
 pub struct CorpusFile {
     /// Project-relative path.
     pub path: String,
-    /// Its stamp when the corpus was taken.
-    pub stamp: Stamp,
 }
 
 impl Workspace {
     /// Every visible regular file of the project (`.gitignore`-aware, deny-list filtered, no
-    /// symlinks), in the file list's order, each with its stamp. Unreadable directories are
-    /// left out.
+    /// symlinks), in the file list's order. Unreadable directories are left out.
     pub fn corpus(&self) -> Vec<CorpusFile> {
         let start = Walker::new(&self.gate.deny, &self.ignores);
         let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
             return Vec::new();
         };
-        // Stamped while each directory is open, on the scan's threads: one listing and one
-        // `lstat` per file, no directory opened twice.
-        let mut tree = scan_stamped(start, root, "");
+        let mut tree = scan(start, root, "");
         let mut out = Vec::new();
         flatten(&mut tree, 0, &mut out);
         out
@@ -68,7 +63,7 @@ impl Workspace {
     }
 }
 
-/// The stamped files of directory `id` and its scanned subdirectories, in the file list's
+/// The files of directory `id` and its scanned subdirectories, in the file list's
 /// order (a directory's subdirectories, then its files). Each directory is taken out of the
 /// scan as it is turned into paths, so the two are not both held whole.
 fn flatten(tree: &mut Scan, id: usize, out: &mut Vec<CorpusFile>) {
@@ -76,14 +71,9 @@ fn flatten(tree: &mut Scan, id: usize, out: &mut Vec<CorpusFile>) {
     for (i, e) in d.entries.iter().enumerate() {
         match (e.kind, d.sub.get(i).copied().flatten()) {
             (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
-            (Kind::File, _) => {
-                if let Some(Some(stamp)) = d.stamps.get(i) {
-                    out.push(CorpusFile {
-                        path: join(&d.rel, &e.name()),
-                        stamp: *stamp,
-                    });
-                }
-            }
+            (Kind::File, _) => out.push(CorpusFile {
+                path: join(&d.rel, &e.name()),
+            }),
             _ => {}
         }
     }

@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::sys::{self, Kind, Stamp};
+use super::sys::{self, Kind};
 use super::walk::{Entry, Level, MAX_DEPTH, Rules, Scratch, Walker, join};
 
 /// Most threads a scan uses: past four, the file system's locks, not the cores, set the pace.
@@ -38,10 +38,6 @@ pub(crate) struct ScanDir {
     pub sub: Vec<Option<usize>>,
     /// Whether this directory could not be opened or read.
     pub unreadable: bool,
-    /// For a stamped scan ([`scan_stamped`]), each entry's stamp when it is a regular file
-    /// (`lstat`ed from this directory's descriptor, no link followed), else `None`; empty for
-    /// a plain scan.
-    pub stamps: Vec<Option<Stamp>>,
 }
 
 impl Scan {
@@ -62,7 +58,6 @@ impl Scan {
             entries: Vec::new(),
             sub: Vec::new(),
             unreadable: true,
-            stamps: Vec::new(),
         };
         self.dirs.get(id).unwrap_or(&EMPTY)
     }
@@ -95,8 +90,6 @@ struct Queue {
 
 struct Shared<'w> {
     rules: Rules<'w>,
-    /// Whether to stamp each file while its directory is open.
-    stamp: bool,
     queue: Mutex<Queue>,
     wake: Condvar,
     next_id: AtomicUsize,
@@ -105,20 +98,9 @@ struct Shared<'w> {
 /// Scan the tree below `dir` (at project-relative `rel`), going on from `start`: the rules,
 /// and the ignore rules of the directories above `dir`.
 pub(crate) fn scan(start: Walker<'_>, dir: OwnedFd, rel: &str) -> Scan {
-    scan_with(start, dir, rel, false)
-}
-
-/// [`scan`], with each regular file's stamp taken while its directory is open (on the scan's
-/// threads), so nothing needs to open the directories a second time to stamp them.
-pub(crate) fn scan_stamped(start: Walker<'_>, dir: OwnedFd, rel: &str) -> Scan {
-    scan_with(start, dir, rel, true)
-}
-
-fn scan_with(start: Walker<'_>, dir: OwnedFd, rel: &str, stamp: bool) -> Scan {
     let (rules, parent_rules) = start.into_parts();
     let shared = Shared {
         rules,
-        stamp,
         queue: Mutex::new(Queue::default()),
         wake: Condvar::new(),
         next_id: AtomicUsize::new(1),
@@ -269,20 +251,6 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
             });
         }
     }
-    let stamps = if shared.stamp {
-        entries
-            .iter()
-            .map(|e| {
-                (e.kind == Kind::File)
-                    .then(|| sys::lstatat(dir.as_fd(), &e.cname).ok())
-                    .flatten()
-                    .filter(|st| st.kind == Kind::File)
-                    .map(|st| st.stamp())
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
     if !children.is_empty() {
         // Last in, first out, and pushed in reverse: a worker takes the first subdirectory
         // next, so the directories waiting (each holding its parent's descriptor open) stay
@@ -298,7 +266,6 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
             entries,
             sub,
             unreadable: false,
-            stamps,
         },
     )
 }
