@@ -503,7 +503,7 @@ pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
     if let Some(b) = state_blocker(repo) {
         return Some(b);
     }
-    match super::index_file::load(repo) {
+    match super::index_file::load_shared(repo) {
         Ok(index) => index_blocker(&index),
         Err(e) => Some(unreadable_index(&e)),
     }

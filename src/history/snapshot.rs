@@ -315,7 +315,7 @@ impl Session {
             ),
             None => None,
         };
-        let index = index_file::load(repo)?;
+        let index = index_file::load_shared(repo)?;
         if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
             return Err(HistoryError::ReadOnly { reason: b.reason() });
         }
@@ -617,7 +617,7 @@ impl Session {
             return Vec::new();
         };
         let tree = tip.and_then(|t| w.repo.find_commit(t).ok()?.tree().ok());
-        let Ok(index) = index_file::load(&w.repo) else {
+        let Ok(index) = index_file::load_shared(&w.repo) else {
             return Vec::new();
         };
         paths

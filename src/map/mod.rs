@@ -232,16 +232,7 @@ fn build_with(
         text_of: &text_of,
     });
     clock.mark("render");
-    let ranked = ranked
-        .into_iter()
-        .take(SCORED_SHOWN)
-        .filter(|r| r.score > 0.0)
-        .map(|r| ScoredFile {
-            path: g.files[r.file].path.to_string(),
-            score: r.score,
-            why: r.why.map(|w| *w).unwrap_or_default(),
-        })
-        .collect();
+    let ranked = best_scored(ranked, &g.files);
     let files = g.files.len();
     if let Some(l) = location
         && (g.parsed > 0 || g.dropped > 0 || head_before != activity.head)
@@ -261,6 +252,20 @@ fn build_with(
         elapsed: started.elapsed(),
         stages: clock.stages,
     }
+}
+
+/// The best files with a score above zero, with their reasons, for the report.
+fn best_scored(ranked: Vec<rank::Ranked>, files: &[gather::MapFile]) -> Vec<ScoredFile> {
+    ranked
+        .into_iter()
+        .take(SCORED_SHOWN)
+        .filter(|r| r.score > 0.0)
+        .map(|r| ScoredFile {
+            path: files[r.file].path.to_string(),
+            score: r.score,
+            why: r.why.map(|w| *w).unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Start compiling the tags configurations of the project's main languages on a thread of

@@ -283,7 +283,7 @@ mod tests {
         assert!(done.kept.is_empty(), "{:?}", done.kept);
         assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"two\n");
         assert_eq!(std::fs::read(dir.path().join("new.txt")).unwrap(), b"two\n");
-        let index = index_file::load(&repo).unwrap();
+        let index = index_file::load_shared(&repo).unwrap();
         assert_eq!(index.get("a.txt"), Some((two, MODE_FILE)));
         assert_eq!(
             names::target(&repo, "refs/pai/undone/s1/1").unwrap(),
@@ -297,7 +297,7 @@ mod tests {
         apply(&repo, &ws, &rec, Direction::Back).unwrap();
         assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"one\n");
         assert!(!dir.path().join("new.txt").exists());
-        let index = index_file::load(&repo).unwrap();
+        let index = index_file::load_shared(&repo).unwrap();
         assert_eq!(index.get("a.txt"), Some((one, MODE_FILE)));
         assert_eq!(names::target(&repo, "refs/pai/undone/s1/1").unwrap(), None);
     }
