@@ -32,7 +32,11 @@ pub struct Project {
 
 /// Find the project root from the current directory and open the workspace gate over it.
 pub fn open_project(settings: &Settings) -> Result<Project, Error> {
-    open_project_with(settings, Workspace::open)
+    open_project_with(settings, |root, mut cfg| {
+        // Where a writing pai registers, so temporaries are swept only after a crash.
+        cfg.state_dir = history::project_dir(root);
+        Workspace::open(root, cfg)
+    })
 }
 
 /// [`open_project`] for a command that only reads the project (`pai map`): no sweep for

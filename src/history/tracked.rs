@@ -21,18 +21,20 @@ pub struct TrackedBlobs {
     slots: Vec<u32>,
 }
 
-/// A hash of a path's bytes, eight at a time (paths are data here, not keys an attacker can
-/// pick to slow a lookup down more than a long probe, which the table's load bounds).
+/// A hash of a path's bytes, eight at a time, finished with splitmix64's mixer so that the
+/// low bits the table uses depend on every byte (paths of one folder differ in a few).
 fn hash(path: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ path.len() as u64;
     for chunk in path.chunks(8) {
         let mut word = [0u8; 8];
         word[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(word))
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
-    (h ^ (h >> 32)).wrapping_mul(0xd6e8_feb8_6659_fd93)
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
 impl TrackedBlobs {

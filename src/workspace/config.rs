@@ -36,6 +36,10 @@ pub struct WorkspaceConfig {
     pub max_diff_lines: usize,
     /// The diff-guard refusal shows this many diff lines.
     pub preview_lines: usize,
+    /// pai's per-project state directory (outside the project), where a process that writes
+    /// registers itself so the next one sweeps temporaries only after a crash; `None`: every
+    /// [`super::Workspace::open`] sweeps.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for WorkspaceConfig {
@@ -53,6 +57,7 @@ impl Default for WorkspaceConfig {
             max_search_file_bytes: 4 << 20,
             max_diff_lines: 2_000,
             preview_lines: 60,
+            state_dir: None,
         }
     }
 }

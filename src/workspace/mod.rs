@@ -40,6 +40,7 @@ mod status;
 mod sys;
 mod text;
 mod walk;
+mod writers;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -72,6 +73,10 @@ pub struct Workspace {
     /// The sweep for temporaries of crashed runs, running in the background: it walks the
     /// whole tree, and start-up must not wait for that on a big project.
     stale_sweep: std::sync::Mutex<StaleSweep>,
+    /// Where this process registers before its first atomic write (`None`: no state dir).
+    writers: Option<writers::Registry>,
+    /// This process's record, once registered (removed when the workspace is dropped).
+    writer: std::sync::OnceLock<Option<writers::Record>>,
     after_check: Option<AfterCheckHook>,
     /// Test hook run by MODIFY after reading and editing, just before replacing the file.
     before_replace: Option<AfterCheckHook>,
@@ -144,12 +149,15 @@ impl Workspace {
         let later = crate::layout::configured_runs_later(&canon);
         deny = deny.with_later(later.into_iter().map(|(path, _)| path));
         let ignores = walk::GlobalIgnores::load(&fd);
+        let writers = cfg.state_dir.as_deref().map(writers::Registry::new);
         Ok(Workspace {
             root: canon,
             gate: gate::Gate::new(fd, root_str, deny),
             cfg,
             ignores,
             stale_sweep: std::sync::Mutex::new(StaleSweep::NotStarted),
+            writers,
+            writer: std::sync::OnceLock::new(),
             after_check: None,
             before_replace: None,
             ledger: ledger::Ledger::default(),
@@ -176,19 +184,43 @@ impl Workspace {
         if !matches!(*sweep, StaleSweep::NotStarted) {
             return;
         }
+        // Only a process that died while writing leaves temporaries: without one, no walk.
+        let gone = match self.writers.as_ref().map(writers::Registry::left) {
+            Some(writers::Left::Nothing) => {
+                *sweep = StaleSweep::Done(0);
+                return;
+            }
+            Some(writers::Left::Crashed(gone)) => gone,
+            Some(writers::Left::Unknown) | None => Vec::new(),
+        };
         let Ok(fd) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
             *sweep = StaleSweep::Done(0);
             return;
         };
         let deny = self.gate.deny.clone();
+        let registry = self.writers.clone();
         *sweep = match std::thread::Builder::new()
             .name("pai-stale-sweep".into())
-            .spawn(move || atomic::remove_stale(fd.as_fd(), &deny))
+            .spawn(move || {
+                let removed = atomic::remove_stale(fd.as_fd(), &deny);
+                if let Some(r) = registry {
+                    r.forget(&gone);
+                }
+                removed
+            })
         {
             Ok(handle) => StaleSweep::Running(handle),
             // No thread: `stale_temps_removed` sweeps when asked.
             Err(_) => StaleSweep::NotStarted,
         };
+    }
+
+    /// Register this process as one that writes in the project (once), before its first
+    /// atomic write: should it die mid-write, the next pai knows to sweep. A registry that
+    /// cannot be written only loses that: the write goes ahead.
+    fn register_writer(&self) {
+        self.writer
+            .get_or_init(|| self.writers.as_ref().and_then(|r| r.register().ok()));
     }
 
     /// How many stale temporary files the sweep removed: waits for the sweep

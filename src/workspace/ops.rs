@@ -328,6 +328,7 @@ impl Workspace {
             guard::guard(&self.cfg, &base, &text::to_lf(content), rel.resolved())
                 .map_err(|r| guard::plan_refusal_error(&self.cfg, shown, r))?;
         }
+        self.register_writer();
         atomic::write(&dir, &name, content.as_bytes(), Mode::Keep, true, None).map_err(|e| {
             if e.raw_os_error() == Some(libc::EEXIST) {
                 WorkspaceError::exists("write", shown, hint)
@@ -379,6 +380,7 @@ impl Workspace {
         if let Some(h) = &self.before_replace {
             h(&rel);
         }
+        self.register_writer();
         Self::replace_if_unchanged(&dir, &name, &st, bytes, new_bytes.as_bytes(), shown)?;
         Ok(FileChange {
             before: Some(before),
@@ -972,6 +974,7 @@ impl Workspace {
         Self::require_file_target(&rel, "write")?;
         let (dir, name) = open_parent(&self.gate, &rel, true, "write")?;
         let mode = mode.map_or(Mode::Keep, Mode::Exact);
+        self.register_writer();
         atomic::write(&dir, &name, bytes, mode, false, None)
             .map_err(|e| WorkspaceError::io("write", rel.display(), e))
     }

@@ -150,6 +150,42 @@ fn open_unswept_leaves_stale_temporaries_until_asked() {
     assert_eq!(ws.stale_temps_removed(), 1);
 }
 
+/// With a state directory, a workspace sweeps only when a process that wrote died without
+/// removing its record (or the registry is new): a stale temporary planted while every writer
+/// ended cleanly stays, and goes once a dead writer's record says a crash happened.
+#[test]
+fn open_sweeps_only_after_a_writer_died() {
+    let fx = Fx::new();
+    let state = tempfile::tempdir().unwrap();
+    let cfg = || WorkspaceConfig {
+        state_dir: Some(state.path().to_path_buf()),
+        ..WorkspaceConfig::default()
+    };
+    let temp = "deep/er/.pai-tmp-999999998-7-abc";
+    fx.put(temp, "half");
+    // A new registry: earlier pai versions kept none, so this first open sweeps.
+    let ws = Workspace::open(&fx.root, cfg()).unwrap();
+    assert_eq!(ws.stale_temps_removed(), 1);
+    // A writer that ends cleanly leaves no record behind.
+    ws.write_new("a.txt", "one\n").unwrap();
+    let records = state.path().join("writers");
+    assert_eq!(fs::read_dir(&records).unwrap().count(), 1, "registered while it writes");
+    drop(ws);
+    assert_eq!(fs::read_dir(&records).unwrap().count(), 0, "record removed when done");
+    fx.put(temp, "half");
+    let ws = Workspace::open(&fx.root, cfg()).unwrap();
+    assert_eq!(ws.stale_temps_removed(), 0, "no writer died: no walk");
+    assert!(fx.exists(temp));
+    drop(ws);
+    // A writer that died (a pid no process has) left its record: the next open sweeps, and
+    // forgets the record.
+    fs::write(records.join("999999998-12345"), "").unwrap();
+    let ws = Workspace::open(&fx.root, cfg()).unwrap();
+    assert_eq!(ws.stale_temps_removed(), 1);
+    assert!(!fx.exists(temp));
+    assert_eq!(fs::read_dir(&records).unwrap().count(), 0);
+}
+
 // ---------------------------------------------------------------- READ
 
 #[test]
