@@ -53,8 +53,6 @@ pub struct MapFile<'a> {
     pub path: &'a str,
     /// Index of its facts in the store (`None`: not parsed yet, or no text).
     pub blob: Option<u32>,
-    /// Its blob id, when known.
-    pub id: Option<BlobId>,
 }
 
 impl AsRef<str> for MapFile<'_> {
@@ -139,7 +137,6 @@ pub fn gather<'a>(
         files.push(MapFile {
             path: &f.path,
             blob,
-            id,
         });
     }
     let dropped = before.saturating_sub(store.files.len());
@@ -183,7 +180,6 @@ pub fn gather<'a>(
             }
         }
         f.blob = Some(blob);
-        f.id = Some(p.id);
     });
     Gathered {
         store,

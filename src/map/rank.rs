@@ -224,22 +224,31 @@ fn is_doc_name(name: &str) -> bool {
 }
 
 /// Test-or-doc for many paths, each folder judged once (a project has a few hundred folders
-/// and tens of thousands of files).
+/// and tens of thousands of files, which come folder by folder: the last folder is checked
+/// before the table).
 #[derive(Default)]
 struct MinorPaths<'a> {
     folders: HashMap<&'a str, (bool, bool)>,
+    last: Option<(&'a str, (bool, bool))>,
 }
 
 impl<'a> MinorPaths<'a> {
     /// Whether `path` is a test, and whether it is a doc or example.
     fn of(&mut self, path: &'a str) -> (bool, bool) {
         let (dir, name) = split_dir(path);
-        let (test_dir, doc_dir) = *self.folders.entry(dir).or_insert_with(|| {
-            (
-                dir.split('/').any(is_test_folder),
-                dir.split('/').any(is_doc_folder),
-            )
-        });
+        let (test_dir, doc_dir) = match self.last {
+            Some((last, judged)) if last == dir => judged,
+            _ => {
+                let judged = *self.folders.entry(dir).or_insert_with(|| {
+                    (
+                        dir.split('/').any(is_test_folder),
+                        dir.split('/').any(is_doc_folder),
+                    )
+                });
+                self.last = Some((dir, judged));
+                judged
+            }
+        };
         (test_dir || is_test_name(name), doc_dir || is_doc_name(name))
     }
 }
@@ -689,10 +698,13 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
         if signals.last_plan.iter().any(|n| n == path) {
             add(LAST_PLAN, 0.5 * top);
         }
-        if signals.uncommitted.contains(path) {
+        if !signals.uncommitted.is_empty() && signals.uncommitted.contains(path) {
             add(UNCOMMITTED, 0.15 * top);
         }
-        if let Some(&n) = signals.recent.get(path) {
+        if let Some(&n) = (!signals.recent.is_empty())
+            .then(|| signals.recent.get(path))
+            .flatten()
+        {
             add(RECENT, 0.05 * top * (1.0 + n as f32).ln());
         }
         let (test, doc) = minor.of(path);
@@ -734,11 +746,7 @@ mod tests {
     }
 
     fn file(path: &str) -> MapFile<'_> {
-        MapFile {
-            path,
-            blob: None,
-            id: None,
-        }
+        MapFile { path, blob: None }
     }
 
     #[test]

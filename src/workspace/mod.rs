@@ -207,8 +207,7 @@ impl Workspace {
                     r.forget(&gone);
                 }
                 removed
-            })
-        {
+            }) {
             Ok(handle) => StaleSweep::Running(handle),
             // No thread: `stale_temps_removed` sweeps when asked.
             Err(_) => StaleSweep::NotStarted,

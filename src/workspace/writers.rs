@@ -138,7 +138,10 @@ fn make_private(dir: &Path) -> io::Result<()> {
             if std::fs::symlink_metadata(dir)?.is_dir() {
                 Ok(())
             } else {
-                Err(io::Error::other(format!("{} is not a folder", dir.display())))
+                Err(io::Error::other(format!(
+                    "{} is not a folder",
+                    dir.display()
+                )))
             }
         }
         Err(e) => Err(e),
@@ -153,7 +156,11 @@ mod tests {
     fn a_new_registry_asks_for_a_sweep_then_none_until_a_writer_dies() {
         let state = tempfile::tempdir().unwrap();
         let reg = Registry::new(state.path());
-        assert_eq!(reg.left(), Left::Unknown, "no registry yet: older pai kept none");
+        assert_eq!(
+            reg.left(),
+            Left::Unknown,
+            "no registry yet: older pai kept none"
+        );
         assert_eq!(reg.left(), Left::Nothing);
         let record = reg.register().unwrap();
         assert_eq!(reg.left(), Left::Nothing, "this process runs");
@@ -161,7 +168,11 @@ mod tests {
         assert_eq!(reg.left(), Left::Nothing, "a record is removed when done");
         // A writer that died: a pid that runs with another start time, and one that is free.
         let me = std::process::id();
-        let dead = [format!("{me}-1"), "999999999-5".to_string(), "junk".to_string()];
+        let dead = [
+            format!("{me}-1"),
+            "999999999-5".to_string(),
+            "junk".to_string(),
+        ];
         for name in &dead {
             std::fs::write(state.path().join(FOLDER).join(name), "").unwrap();
         }

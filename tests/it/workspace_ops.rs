@@ -169,9 +169,17 @@ fn open_sweeps_only_after_a_writer_died() {
     // A writer that ends cleanly leaves no record behind.
     ws.write_new("a.txt", "one\n").unwrap();
     let records = state.path().join("writers");
-    assert_eq!(fs::read_dir(&records).unwrap().count(), 1, "registered while it writes");
+    assert_eq!(
+        fs::read_dir(&records).unwrap().count(),
+        1,
+        "registered while it writes"
+    );
     drop(ws);
-    assert_eq!(fs::read_dir(&records).unwrap().count(), 0, "record removed when done");
+    assert_eq!(
+        fs::read_dir(&records).unwrap().count(),
+        0,
+        "record removed when done"
+    );
     fx.put(temp, "half");
     let ws = Workspace::open(&fx.root, cfg()).unwrap();
     assert_eq!(ws.stale_temps_removed(), 0, "no writer died: no walk");
