@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::context::ProjectView;
 use super::protocol::{Event, Frontend};
 use crate::map::{self, Activity, MapOptions, MapReport, TrackedFiles};
-use crate::workspace::{CorpusFile, Workspace};
+use crate::workspace::{Corpus, Workspace};
 
 /// How often progress is reported while a cold map parses.
 const PROGRESS_EVERY: Duration = Duration::from_millis(300);
@@ -25,7 +25,7 @@ pub fn finish() {
 /// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
 pub fn build(
     ws: &Workspace,
-    corpus: &[CorpusFile],
+    corpus: &Corpus,
     request: &str,
     last_files: &[String],
     budget_chars: usize,
@@ -73,7 +73,7 @@ pub struct MapView<'a> {
     ws: &'a Workspace,
     frontend: &'a dyn Frontend,
     time_budget: Duration,
-    corpus: OnceCell<Vec<CorpusFile>>,
+    corpus: OnceCell<Corpus>,
 }
 
 impl<'a> MapView<'a> {
@@ -88,7 +88,7 @@ impl<'a> MapView<'a> {
         }
     }
 
-    fn corpus(&self) -> &[CorpusFile] {
+    fn corpus(&self) -> &Corpus {
         self.corpus.get_or_init(|| self.ws.corpus())
     }
 }
@@ -96,7 +96,7 @@ impl<'a> MapView<'a> {
 impl ProjectView for MapView<'_> {
     fn files(&self, max: usize) -> (Vec<String>, usize) {
         let all = self.corpus();
-        let listed = all.iter().take(max).map(|f| f.path.clone()).collect();
+        let listed = all.iter().take(max).map(str::to_string).collect();
         (listed, all.len().saturating_sub(max))
     }
 

@@ -22,7 +22,7 @@ use super::TrackedFiles;
 use super::facts::{Facts, RawFacts};
 use super::store::{BlobId, Store};
 use super::symbols::Extractor;
-use crate::workspace::{CorpusFile, Stamp, Workspace};
+use crate::workspace::{Corpus, Stamp, Workspace};
 
 /// Files larger than this are listed by path only (generated code, data, bundles).
 pub const MAX_FILE_BYTES: usize = 512 * 1024;
@@ -107,7 +107,7 @@ enum Known {
 /// `corpus` is the project's files as [`Workspace::corpus`] took them.
 pub fn gather<'a>(
     ws: &Workspace,
-    corpus: &'a [CorpusFile],
+    corpus: &'a Corpus,
     mut store: Store,
     opts: &GatherOptions<'_>,
 ) -> Gathered<'a> {
@@ -118,10 +118,10 @@ pub fn gather<'a>(
     let mut todo = Vec::new();
     let mut uncommitted = HashSet::new();
     for (i, f) in corpus.iter().enumerate() {
-        let tracked = opts.tracked.and_then(|t| t.blob(&f.path));
-        let (known, keep) = known(ws, &store, &mut stamped, &f.path, tracked);
+        let tracked = opts.tracked.and_then(|t| t.blob(f));
+        let (known, keep) = known(ws, &store, &mut stamped, f, tracked);
         if let Some(entry) = keep {
-            store.files.insert(f.path.clone(), entry);
+            store.files.insert(f.to_string(), entry);
         }
         let (blob, id) = match known {
             Known::Blob(b, id) => (Some(b), Some(id)),
@@ -132,12 +132,9 @@ pub fn gather<'a>(
             }
         };
         if id.is_some() && tracked.is_some() && id != tracked {
-            uncommitted.insert(f.path.clone());
+            uncommitted.insert(f.to_string());
         }
-        files.push(MapFile {
-            path: &f.path,
-            blob,
-        });
+        files.push(MapFile { path: f, blob });
     }
     let dropped = before.saturating_sub(store.files.len());
     drop(stamped);

@@ -17,7 +17,7 @@ pub mod terms;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use crate::workspace::{CorpusFile, Workspace};
+use crate::workspace::{Corpus, Workspace};
 use gather::{GatherOptions, MAX_FILE_BYTES};
 use rank::Signals;
 use render::Shown;
@@ -132,7 +132,7 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 /// [`Workspace::corpus`] took them (the caller may already have needed them).
 pub fn build(
     ws: &Workspace,
-    corpus: &[CorpusFile],
+    corpus: &Corpus,
     request: &str,
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
@@ -174,7 +174,7 @@ impl<'scope, T: Send + Default> Background<'scope, T> {
 
 fn build_with(
     ws: &Workspace,
-    corpus: &[CorpusFile],
+    corpus: &Corpus,
     request: &str,
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
@@ -273,13 +273,13 @@ fn best_scored(ranked: Vec<rank::Ranked>, files: &[gather::MapFile]) -> Vec<Scor
 /// map, and the few files that changed since the last map are most likely in those languages.
 /// Judged from a sample of the paths; a language needed but not guessed is compiled when
 /// first parsed, as before.
-fn prepare_languages(corpus: &[CorpusFile]) {
+fn prepare_languages(corpus: &Corpus) {
     const SAMPLE_EVERY: usize = 16;
     const SHARE: usize = 10;
     let sample: Vec<String> = corpus
         .iter()
         .step_by(SAMPLE_EVERY)
-        .map(|f| f.path.to_string())
+        .map(str::to_string)
         .collect();
     let _ = std::thread::Builder::new()
         .name("pai-map-langs".into())
@@ -390,10 +390,10 @@ mod tests {
     fn staged(dir: &Path) -> HashMap<String, store::BlobId> {
         let ws = Workspace::open(dir, WorkspaceConfig::default()).unwrap();
         ws.corpus()
-            .into_iter()
+            .iter()
             .map(|f| {
-                let id = gather::blob_id(&fs::read(dir.join(&f.path)).unwrap());
-                (f.path, id)
+                let id = gather::blob_id(&fs::read(dir.join(f)).unwrap());
+                (f.to_string(), id)
             })
             .collect()
     }
@@ -590,9 +590,9 @@ mod tests {
         )
         .intern(&mut planted.names);
         let blob = planted.add_blob([7; 20], forged);
-        for f in ws.corpus() {
-            let stamp = ws.stamp_of(&f.path).unwrap();
-            planted.files.insert(f.path, (stamp, blob));
+        for f in ws.corpus().iter() {
+            let stamp = ws.stamp_of(f).unwrap();
+            planted.files.insert(f.to_string(), (stamp, blob));
         }
         let loc = base.join("pai/map").join(store::file_name(&root));
         fs::create_dir_all(loc.parent().unwrap()).unwrap();

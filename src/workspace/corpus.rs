@@ -9,26 +9,71 @@ use super::Workspace;
 use super::beneath::open_parent;
 use super::scan::{Scan, scan};
 use super::sys::{self, Kind, Stamp};
-use super::walk::{Walker, join};
+use super::walk::Walker;
 
-/// One project file as the map sees it.
-#[derive(Debug, Clone)]
-pub struct CorpusFile {
-    /// Project-relative path.
-    pub path: String,
+/// The project's files as the map sees them: their project-relative paths, one after another
+/// in one buffer (at 100,000 files a `String` each would be 100,000 allocations and twice
+/// the memory).
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    text: String,
+    ends: Vec<u32>,
+}
+
+impl Corpus {
+    /// How many files.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The path of file `i` (empty past the end).
+    pub fn get(&self, i: usize) -> &str {
+        let start = i
+            .checked_sub(1)
+            .and_then(|k| self.ends.get(k))
+            .map_or(0, |&e| e as usize);
+        let end = self.ends.get(i).map_or(start, |&e| e as usize);
+        self.text.get(start..end).unwrap_or("")
+    }
+
+    /// The paths, in the file list's order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Add a path (a corpus past 4 GB of paths takes no more).
+    fn push(&mut self, dir: &str, name: &str) {
+        let sep = usize::from(!dir.is_empty());
+        let Ok(end) = u32::try_from(self.text.len() + dir.len() + sep + name.len()) else {
+            return;
+        };
+        self.text.push_str(dir);
+        if sep == 1 {
+            self.text.push('/');
+        }
+        self.text.push_str(name);
+        self.ends.push(end);
+    }
 }
 
 impl Workspace {
     /// Every visible regular file of the project (`.gitignore`-aware, deny-list filtered, no
     /// symlinks), in the file list's order. Unreadable directories are left out.
-    pub fn corpus(&self) -> Vec<CorpusFile> {
+    pub fn corpus(&self) -> Corpus {
         let start = Walker::new(&self.gate.deny, &self.ignores);
         let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
-            return Vec::new();
+            return Corpus::default();
         };
         let mut tree = scan(start, root, "");
-        let mut out = Vec::new();
+        let mut out = Corpus::default();
         flatten(&mut tree, 0, &mut out);
+        out.text.shrink_to_fit();
+        out.ends.shrink_to_fit();
         out
     }
 
@@ -66,14 +111,12 @@ impl Workspace {
 /// The files of directory `id` and its scanned subdirectories, in the file list's
 /// order (a directory's subdirectories, then its files). Each directory is taken out of the
 /// scan as it is turned into paths, so the two are not both held whole.
-fn flatten(tree: &mut Scan, id: usize, out: &mut Vec<CorpusFile>) {
+fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
     let d = tree.take(id);
     for (i, e) in d.entries.iter().enumerate() {
         match (e.kind, d.sub.get(i).copied().flatten()) {
             (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
-            (Kind::File, _) => out.push(CorpusFile {
-                path: join(&d.rel, &e.name()),
-            }),
+            (Kind::File, _) => out.push(&d.rel, &e.name()),
             _ => {}
         }
     }

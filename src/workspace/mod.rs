@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 pub use change::{ChangeKind, EditPreview, FileChange, Probe, ReadContent, ReadOutput};
 pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
-pub use corpus::CorpusFile;
+pub use corpus::Corpus;
 pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;

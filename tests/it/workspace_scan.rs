@@ -183,14 +183,14 @@ fn scan_agrees_with_git_is_ordered_and_deterministic_within_few_descriptors() {
 /// directory.
 fn corpus_is_the_file_list(ws: &Workspace, root: &Path, project: &[String]) {
     let corpus = ws.corpus();
-    let paths: Vec<&str> = corpus.iter().map(|f| f.path.as_str()).collect();
+    let paths: Vec<&str> = corpus.iter().collect();
     assert_eq!(
         paths,
         project.iter().map(String::as_str).collect::<Vec<_>>()
     );
-    for f in &corpus {
-        let m = fs::symlink_metadata(root.join(&f.path)).unwrap();
-        assert!(m.is_file(), "{}", f.path);
+    for f in corpus.iter() {
+        let m = fs::symlink_metadata(root.join(f)).unwrap();
+        assert!(m.is_file(), "{f}");
     }
 }
 

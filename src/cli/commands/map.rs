@@ -34,7 +34,7 @@ pub fn map(
         ..Budget::default()
     };
     let corpus = project.workspace.corpus();
-    let small = context::fits_paths(corpus.iter().map(|f| f.path.as_str()), &budget);
+    let small = context::fits_paths(corpus.iter(), &budget);
     let chars = budget
         .context_tokens
         .saturating_mul(4)
