@@ -685,33 +685,84 @@ fn out_edges(
 /// Named files first, then the user's recent work; tests and docs below source.
 fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut Board) {
     let top = out.score.iter().copied().fold(1.0_f32, f32::max);
+    let by_folder = SignalsByFolder::new(signals);
     let mut minor = MinorPaths::default();
+    let mut folder: Option<(&str, Option<&Vec<Signalled>>)> = None;
     for (i, file) in files.iter().enumerate() {
-        let path = file.path;
+        let (dir, name) = split_dir(file.path);
+        // Files come folder by folder: the signals of a folder are looked up once for all.
+        let here = match folder {
+            Some((d, here)) if d == dir => here,
+            _ => {
+                let here = by_folder.0.get(dir);
+                folder = Some((dir, here));
+                here
+            }
+        };
         let mut add = |bit: u8, s: f32| {
             out.score[i] += s;
             out.signals[i] |= bit;
         };
-        if signals.named.iter().any(|n| n == path) {
-            add(NAMED, 10.0 * top);
+        for s in here.into_iter().flatten().filter(|s| s.name == name) {
+            if s.bits & NAMED != 0 {
+                add(NAMED, 10.0 * top);
+            }
+            if s.bits & LAST_PLAN != 0 {
+                add(LAST_PLAN, 0.5 * top);
+            }
+            if s.bits & UNCOMMITTED != 0 {
+                add(UNCOMMITTED, 0.15 * top);
+            }
+            if s.bits & RECENT != 0 {
+                add(RECENT, 0.05 * top * (1.0 + s.recent as f32).ln());
+            }
         }
-        if signals.last_plan.iter().any(|n| n == path) {
-            add(LAST_PLAN, 0.5 * top);
-        }
-        if !signals.uncommitted.is_empty() && signals.uncommitted.contains(path) {
-            add(UNCOMMITTED, 0.15 * top);
-        }
-        if let Some(&n) = (!signals.recent.is_empty())
-            .then(|| signals.recent.get(path))
-            .flatten()
-        {
-            add(RECENT, 0.05 * top * (1.0 + n as f32).ln());
-        }
-        let (test, doc) = minor.of(path);
+        let (test, doc) = minor.of(file.path);
         if (test && !query.about_tests) || (doc && !query.about_docs) {
             out.score[i] *= 0.5;
             out.signals[i] |= MINOR;
         }
+    }
+}
+
+/// One file some signal names: its name in its folder, the signals' bits, and how many
+/// recent commits changed it.
+struct Signalled<'s> {
+    name: &'s str,
+    bits: u8,
+    recent: u32,
+}
+
+/// The signals by folder: a ranking looks each folder up once, not each of its files (a
+/// lookup per file hashed every path of a big project once per signal).
+struct SignalsByFolder<'s>(HashMap<&'s str, Vec<Signalled<'s>>>);
+
+impl<'s> SignalsByFolder<'s> {
+    fn new(signals: &'s Signals) -> Self {
+        let mut by: HashMap<&str, Vec<Signalled>> = HashMap::new();
+        let mut add = |path: &'s str, bit: u8, recent: u32| {
+            let (dir, name) = split_dir(path);
+            let list = by.entry(dir).or_default();
+            match list.iter_mut().find(|s| s.name == name) {
+                Some(s) => {
+                    s.bits |= bit;
+                    s.recent = s.recent.max(recent);
+                }
+                None => list.push(Signalled {
+                    name,
+                    bits: bit,
+                    recent,
+                }),
+            }
+        };
+        signals.named.iter().for_each(|p| add(p, NAMED, 0));
+        signals.last_plan.iter().for_each(|p| add(p, LAST_PLAN, 0));
+        signals
+            .uncommitted
+            .iter()
+            .for_each(|p| add(p, UNCOMMITTED, 0));
+        signals.recent.iter().for_each(|(p, &n)| add(p, RECENT, n));
+        SignalsByFolder(by)
     }
 }
 
