@@ -23,6 +23,7 @@ mod activity;
 mod auth;
 mod chain;
 mod commit;
+mod commit_files;
 mod convert;
 mod discard;
 mod error;
