@@ -287,7 +287,8 @@ mod tests {
         }
         commit_all(root, "first");
         // Every kind of change, each in its own commit and then all at once.
-        let steps: Vec<Box<dyn Fn(&Path)>> = vec![
+        type Step = Box<dyn Fn(&Path)>;
+        let steps: Vec<Step> = vec![
             Box::new(|r| write(r, "a/y/z", "changed\n")),
             Box::new(|r| write(r, "a/new/deep/file", "new\n")),
             Box::new(|r| remove(r, "a-b")),

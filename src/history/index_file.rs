@@ -491,7 +491,9 @@ impl IndexFile {
     }
 
     /// Each stage-0 entry's path and raw blob id, made in one pass (no intermediate list of
-    /// full entries: at 100,000 files that list alone is several megabytes).
+    /// full entries: at 100,000 files that list alone is several megabytes). The map reads
+    /// them streamed (`index_stream`); this is what that stream is checked against.
+    #[cfg(test)]
     pub(crate) fn stage0_blobs(&self) -> Vec<(String, [u8; 20])> {
         self.entries
             .iter()

@@ -31,6 +31,7 @@ mod forged;
 mod gc;
 mod gc_kept;
 mod index_file;
+mod index_stream;
 mod kept;
 mod left;
 mod leftover;
