@@ -232,7 +232,7 @@ fn session_log<'r>(
             let commit = commits.get(repo, id)?;
             let t = super::auth::trailers(commit);
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
-                plans.push(plan_log(repo, commit, session, false, with_patch)?);
+                plans.push(plan_log(repo, commit, t, session, false, with_patch)?);
             } else if let Some(u) = super::unverified::of_session(commit, session) {
                 unverified.push(u);
             }
@@ -251,7 +251,8 @@ fn session_log<'r>(
             if super::forged::undone_plan(&commit, name).is_none() {
                 continue;
             }
-            plans.push(plan_log(repo, &commit, session, true, with_patch)?);
+            let t = message::parse(commit.message().unwrap_or_default());
+            plans.push(plan_log(repo, &commit, t, session, true, with_patch)?);
         }
     }
     plans.sort_by(|a, b| b.time.cmp(&a.time).then(b.plan.cmp(&a.plan)));
@@ -316,15 +317,17 @@ fn walked_commits(repo: &Repository, tip: Oid, base: Oid) -> Result<Vec<Oid>, Hi
     Ok(walk.flatten().collect())
 }
 
+/// One plan commit for the log, `t` its trailers as already parsed (libgit2's trailer
+/// parser is the largest part of reading a plan: once per commit is enough).
 fn plan_log(
     repo: &Repository,
     commit: &Commit<'_>,
+    t: message::Trailers,
     session: &str,
     undone: bool,
     with_patch: bool,
 ) -> Result<PlanLog, HistoryError> {
     let msg = commit.message().unwrap_or_default();
-    let t = message::parse(msg);
     let (files, patch) = if with_patch {
         let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
         let parent = revert::parent_tree(commit)?;
