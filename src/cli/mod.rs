@@ -354,7 +354,7 @@ pub fn main() -> i32 {
 
 /// Dispatch: one arm per command, each handing its arguments to the command's function.
 fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
-    if reads_history(cli.command.as_ref()) {
+    if reads_history(cli.command.as_ref()) && !checks_itself(cli.command.as_ref()) {
         assemble::recover_interrupted(out)?;
     }
     match cli.command {
@@ -415,6 +415,12 @@ fn reads_history(command: Option<&Command>) -> bool {
         command,
         Some(Command::Config(_) | Command::Mcp(_) | Command::Completions { .. })
     )
+}
+
+/// Whether `command` makes the recovery check itself, with the repository it opens anyway
+/// (`pai log`, whose whole cost is a few milliseconds of which each open is a part).
+fn checks_itself(command: Option<&Command>) -> bool {
+    matches!(command, Some(Command::Log { .. }))
 }
 
 /// Into a worktree session's worktree (see [`worktree::enter_named`]), first finishing an
@@ -482,17 +488,18 @@ fn config(cmd: ConfigCommand, env: &Env, out: &Output) -> Result<(), Error> {
     }
 }
 
-/// `pai log`: reads git only, so it needs no settings, only the project root.
+/// `pai log`: reads git only, so it needs no settings, only the project and its history,
+/// opened once for the recovery check (made here, see [`checks_itself`]) and the log.
 fn plan_log(session: Option<&str>, patch: bool, json: bool, out: &Output) -> Result<(), Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
-    log::log(
-        &crate::history::project_root(&cwd),
-        out,
-        session,
-        patch,
-        json,
-    )
+    let mut source = crate::history::open_log(&cwd);
+    if source.interrupted() {
+        assemble::recover_interrupted(out)?;
+        // Read what the recovery left, not what the repository held before it.
+        source = crate::history::open_log(&cwd);
+    }
+    log::log(source, out, session, patch, json)
 }
 
 /// `pai mcp ...`, with the settings resolved (and their warnings shown) first.

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::commit_files::{self, Changed};
 use super::repo::{self, Found};
 
 /// Commits read for "recently changed".
@@ -52,17 +53,17 @@ pub fn recently_changed(root: &Path, max: usize) -> Vec<(String, u32)> {
         if commit.parent_count() > 1 {
             continue;
         }
-        let parent = commit.parent(0).ok().and_then(|p| p.tree().ok());
-        let Ok(tree) = commit.tree() else { continue };
-        let Ok(diff) = repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), None) else {
+        // The diff stops once a commit is bulk: a repository's first commit (after an
+        // undo, HEAD may well be it) is not read through all its files.
+        let parent = commit.parent(0).ok().map(|p| p.tree_id());
+        let Some(Changed::Paths(paths)) =
+            commit_files::changed(repo, parent, commit.tree_id(), BULK_COMMIT_FILES)
+        else {
             continue;
         };
-        if diff.deltas().len() > BULK_COMMIT_FILES {
-            continue;
-        }
-        for d in diff.deltas() {
-            if let Some(p) = d.new_file().path().and_then(|p| p.to_str()) {
-                *counts.entry(p.to_string()).or_default() += 1;
+        for p in paths {
+            if let Ok(p) = String::from_utf8(p) {
+                *counts.entry(p).or_default() += 1;
             }
         }
     }

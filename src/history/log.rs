@@ -4,7 +4,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, FixedOffset};
 use git2::{Commit, Oid, Repository, Sort};
@@ -13,8 +13,9 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::message::{self, Kind};
 use super::meta::{self, Meta};
+use super::repo::{self, HistoryRepo};
 use super::session::summary_for;
-use super::{names, plan_files, repo, revert};
+use super::{names, plan_files, revert};
 
 /// One session and its plans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,13 +84,55 @@ pub struct PlanLog {
 pub use super::plan_files::FileStat;
 pub use super::unverified::UnverifiedCommit;
 
+/// The project `pai log` lists, found from the directory it started in, with its history
+/// opened once for both the recovery check every command makes first and the log itself
+/// (each open of a repository reads git's config files anew).
+pub struct LogSource {
+    root: PathBuf,
+    history: Result<HistoryRepo, HistoryError>,
+}
+
+/// Find the project `cwd` is in and open its history (see [`LogSource`]).
+pub fn open_log(cwd: &Path) -> LogSource {
+    let (root, found) = repo::locate(cwd);
+    let history = found.and_then(|found| repo::existing(found, &root));
+    LogSource { root, history }
+}
+
+impl LogSource {
+    /// Whether an operation or a plan was interrupted here (see [`super::interrupted`]).
+    pub fn interrupted(&self) -> bool {
+        self.history
+            .as_ref()
+            .is_ok_and(|hr| super::ops::interrupted_in(&hr.repo, &self.root))
+    }
+
+    /// The plan history: every session, or only `session` (see [`log`]).
+    pub fn log(
+        self,
+        session: Option<&str>,
+        with_patch: bool,
+    ) -> Result<Vec<SessionLog>, HistoryError> {
+        log_of(&self.history?, &self.root, session, with_patch)
+    }
+}
+
 /// The plan history of the project at `root`: every session, or only `session`.
 pub fn log(
     root: &Path,
     session: Option<&str>,
     with_patch: bool,
 ) -> Result<Vec<SessionLog>, HistoryError> {
-    let hr = repo::open_existing(root)?;
+    log_of(&repo::open_existing(root)?, root, session, with_patch)
+}
+
+/// [`log`] of the history `hr` of the project at `root`.
+fn log_of(
+    hr: &HistoryRepo,
+    root: &Path,
+    session: Option<&str>,
+    with_patch: bool,
+) -> Result<Vec<SessionLog>, HistoryError> {
     let repo = &hr.repo;
     let all = sessions(repo);
     let wanted: Vec<String> = match session {
@@ -189,7 +232,7 @@ fn session_log<'r>(
             let commit = commits.get(repo, id)?;
             let t = super::auth::trailers(commit);
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
-                plans.push(plan_log(repo, commit, session, false, with_patch)?);
+                plans.push(plan_log(repo, commit, t, session, false, with_patch)?);
             } else if let Some(u) = super::unverified::of_session(commit, session) {
                 unverified.push(u);
             }
@@ -208,7 +251,8 @@ fn session_log<'r>(
             if super::forged::undone_plan(&commit, name).is_none() {
                 continue;
             }
-            plans.push(plan_log(repo, &commit, session, true, with_patch)?);
+            let t = message::parse(commit.message().unwrap_or_default());
+            plans.push(plan_log(repo, &commit, t, session, true, with_patch)?);
         }
     }
     plans.sort_by(|a, b| b.time.cmp(&a.time).then(b.plan.cmp(&a.plan)));
@@ -273,15 +317,17 @@ fn walked_commits(repo: &Repository, tip: Oid, base: Oid) -> Result<Vec<Oid>, Hi
     Ok(walk.flatten().collect())
 }
 
+/// One plan commit for the log, `t` its trailers as already parsed (libgit2's trailer
+/// parser is the largest part of reading a plan: once per commit is enough).
 fn plan_log(
     repo: &Repository,
     commit: &Commit<'_>,
+    t: message::Trailers,
     session: &str,
     undone: bool,
     with_patch: bool,
 ) -> Result<PlanLog, HistoryError> {
     let msg = commit.message().unwrap_or_default();
-    let t = message::parse(msg);
     let (files, patch) = if with_patch {
         let tree = commit.tree().ctx(|| "cannot read a plan's tree".into())?;
         let parent = revert::parent_tree(commit)?;

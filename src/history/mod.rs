@@ -23,6 +23,7 @@ mod activity;
 mod auth;
 mod chain;
 mod commit;
+mod commit_files;
 mod convert;
 mod discard;
 mod error;
@@ -71,7 +72,10 @@ pub use error::HistoryError;
 pub use gc::{GcOptions, GcReport, gc};
 pub use leftover::LeftoverSnapshot;
 pub use linked::{CreateOptions, Held, Linked};
-pub use log::{FileStat, PlanLog, SessionLog, UnverifiedCommit, log, render_json, render_text};
+pub use log::{
+    FileStat, LogSource, PlanLog, SessionLog, UnverifiedCommit, log, open_log, render_json,
+    render_text,
+};
 pub use merge_preview::{SessionView, render_sessions};
 pub use message::{Kind, PlanRecord};
 pub use ops::{StepWrites, interrupted, recover};

@@ -35,6 +35,39 @@ pub fn project_root(cwd: &Path) -> PathBuf {
     }
 }
 
+/// The project root for a command started in `cwd` ([`project_root`]) and what [`find`] finds
+/// there, with the repository opened once: `pai log` and the recovery check before it need
+/// both, and each open reads git's config files anew.
+pub(crate) fn locate(cwd: &Path) -> (PathBuf, Result<Found, HistoryError>) {
+    if let Some((root, repo)) = found_from(cwd) {
+        let found = opened(repo, &root).and_then(detached);
+        return (root, found);
+    }
+    let root = project_root(cwd);
+    let found = find(&root);
+    (root, found)
+}
+
+/// The repository found upward from `cwd` and the project root it gives, when it is the one
+/// [`find`] would open at that root after the same checks: no `GIT_DIR`, its work tree holds
+/// the `.git` nearest `cwd` (whose layout moves nothing), and no special file in it.
+fn found_from(cwd: &Path) -> Option<(PathBuf, Repository)> {
+    if git_dir_from_env() {
+        return None;
+    }
+    let holder = cwd.ancestors().find(|d| d.join(".git").exists())?;
+    if layout_blocker(holder).is_some() {
+        return None;
+    }
+    let repo = Repository::discover(cwd).ok()?;
+    let root: PathBuf = linked_workdir(&repo, cwd)
+        .as_deref()
+        .or(repo.workdir())?
+        .components()
+        .collect();
+    (root == holder && special_git_file(&root).is_none()).then_some((root, repo))
+}
+
 /// The repository for `dir`: found upward from it, or, when `GIT_DIR` is set, the one the
 /// environment names (`GIT_DIR`, `GIT_WORK_TREE`, as git reads them).
 fn open_repo(dir: &Path) -> Result<Repository, git2::Error> {
@@ -251,7 +284,11 @@ pub(crate) enum Found {
 
 /// Look for the repository of the project at `root`.
 pub(crate) fn find(root: &Path) -> Result<Found, HistoryError> {
-    let found = find_inner(root)?;
+    detached(find_inner(root)?)
+}
+
+/// `found`, its repository (if any) given an in-memory index ([`detach_index`]).
+fn detached(found: Found) -> Result<Found, HistoryError> {
     if let Found::Repo(hr) = &found {
         detach_index(&hr.repo)?;
     }
@@ -318,25 +355,7 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
         return Ok(Found::Blocked(b));
     }
     match open_repo(root) {
-        Ok(repo) => {
-            if let Some(dir) = linked_workdir(&repo, root) {
-                repo.set_workdir(&dir, false)
-                    .ctx(|| format!("cannot use {} as the work tree", dir.display()))?;
-            }
-            if repo.is_bare() || repo.workdir().is_none() {
-                return Ok(Found::Blocked(Blocker::new(
-                    format!(
-                        "the repository at {} is bare (it has no work tree)",
-                        repo.path().display()
-                    ),
-                    "run pai in a clone or a worktree of it (`git worktree add <dir>`)",
-                )));
-            }
-            Ok(Found::Repo(HistoryRepo {
-                repo,
-                private: false,
-            }))
-        }
+        Ok(repo) => opened(repo, root),
         Err(e) if e.code() == ErrorCode::NotFound => {
             let git_dir = store::private_git_dir(root);
             if std::fs::symlink_metadata(&git_dir).is_err() {
@@ -373,6 +392,28 @@ fn find_inner(root: &Path) -> Result<Found, HistoryError> {
             "pai will not write history it cannot read back; work in a clone that plain git tools (libgit2) can open",
         ))),
     }
+}
+
+/// The git repository opened for the project at `root`: its work tree set to `root` when
+/// libgit2 would take another ([`linked_workdir`]), refused when it has none.
+fn opened(repo: Repository, root: &Path) -> Result<Found, HistoryError> {
+    if let Some(dir) = linked_workdir(&repo, root) {
+        repo.set_workdir(&dir, false)
+            .ctx(|| format!("cannot use {} as the work tree", dir.display()))?;
+    }
+    if repo.is_bare() || repo.workdir().is_none() {
+        return Ok(Found::Blocked(Blocker::new(
+            format!(
+                "the repository at {} is bare (it has no work tree)",
+                repo.path().display()
+            ),
+            "run pai in a clone or a worktree of it (`git worktree add <dir>`)",
+        )));
+    }
+    Ok(Found::Repo(HistoryRepo {
+        repo,
+        private: false,
+    }))
 }
 
 /// Where pai records the private histories it created: in the user's state directory
@@ -487,7 +528,12 @@ pub(crate) fn find_or_create(root: &Path) -> Result<Found, HistoryError> {
 
 /// Open the existing history at `root` for undo, redo or log.
 pub(crate) fn open_existing(root: &Path) -> Result<HistoryRepo, HistoryError> {
-    match find(root)? {
+    existing(find(root)?, root)
+}
+
+/// The history [`find`] found at `root`, or why there is none to read.
+pub(crate) fn existing(found: Found, root: &Path) -> Result<HistoryRepo, HistoryError> {
+    match found {
         Found::Repo(repo) => Ok(repo),
         Found::Blocked(blocker) => Err(HistoryError::ReadOnly {
             reason: blocker.reason(),

@@ -1,7 +1,5 @@
 //! `pai log`: the session's plans, with their requests, files and tokens.
 
-use std::path::Path;
-
 use crate::cli::assemble::history_error;
 use crate::error::Error;
 use crate::history::{self};
@@ -9,7 +7,7 @@ use crate::ui::output::Output;
 
 /// `pai log`.
 pub fn log(
-    root: &Path,
+    source: history::LogSource,
     out: &Output,
     session: Option<&str>,
     patch: bool,
@@ -17,7 +15,7 @@ pub fn log(
 ) -> Result<(), Error> {
     // No history here at all (not a repository, nothing pai recorded) is the same answer as
     // a repository without plans: nothing to list, which is no failure.
-    let sessions = match history::log(root, session, patch) {
+    let sessions = match source.log(session, patch) {
         Err(history::HistoryError::NoHistory { .. }) if session.is_none() => Vec::new(),
         other => other.map_err(history_error)?,
     };

@@ -45,7 +45,12 @@ pub enum StepWrites {
 
 /// Where the plan record of the work tree at `root` of `repo` lives.
 pub(crate) fn path_for(repo: &Repository, root: &Path) -> Result<PathBuf, HistoryError> {
-    Ok(record::path_for(repo, root)?.with_extension("plan.json"))
+    Ok(beside(&record::path_for(repo, root)?))
+}
+
+/// The plan record's path beside the operation record at `record`.
+pub(crate) fn beside(record: &Path) -> PathBuf {
+    record.with_extension("plan.json")
 }
 
 /// The journal of the plan under way (kept by the session between its steps).

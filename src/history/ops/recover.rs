@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use git2::Repository;
+
 use super::super::error::HistoryError;
 use super::super::lock::WorkTreeLock;
 use super::super::repo;
@@ -24,13 +26,13 @@ pub fn interrupted(root: &Path) -> bool {
     let Ok(hr) = repo::open_existing(root) else {
         return false;
     };
-    [
-        record::path_for(&hr.repo, root),
-        plan::path_for(&hr.repo, root),
-    ]
-    .into_iter()
-    .flatten()
-    .any(|p| p.exists())
+    interrupted_in(&hr.repo, root)
+}
+
+/// [`interrupted`], for the work tree at `root` of `repo`, already open.
+pub(crate) fn interrupted_in(repo: &Repository, root: &Path) -> bool {
+    record::path_for(repo, root)
+        .is_ok_and(|record| record.exists() || plan::beside(&record).exists())
 }
 
 /// Finish the operation an earlier pai process left unfinished in the work tree at `root`,
