@@ -237,7 +237,7 @@ pub fn file_name(root: &Path) -> String {
 
 /// Load the cache for `root` from `file`; anything unusable gives an empty store.
 pub fn load(file: &Path, root: &Path) -> Store {
-    wait_for_save();
+    join_saves(&mut lock_saving(), Some(file));
     let Ok(bytes) = std::fs::read(file) else {
         return Store::default();
     };
@@ -314,31 +314,51 @@ pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> 
     Ok(())
 }
 
-/// The cache being written after the last map, if any.
-static SAVING: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
+/// The caches being written, each with its file.
+type Saving = Vec<(PathBuf, std::thread::JoinHandle<()>)>;
+
+/// The caches being written after the last maps. Joined under the lock: whoever waits for a
+/// cache to be written finds it written, even when another thread took the handle first.
+static SAVING: std::sync::Mutex<Saving> = std::sync::Mutex::new(Vec::new());
 
 /// Keep only the blobs in `live` (and the stamped files') and write the cache on a thread of
 /// its own: the first call of a turn does not wait for it (it overlaps the model's answer).
-/// [`wait_for_save`] joins it; [`load`] does so first, so a later map in the same process
-/// reads what this one learned. A cache that cannot be written, or a thread that cannot be
-/// started, only makes the next map cold.
+/// [`wait_for_save`] joins it; [`load`] waits for the same file's first, so a later map in the
+/// same process reads what this one learned. A cache that cannot be written, or a thread that
+/// cannot be started, only makes the next map cold.
 pub fn save_in_background(file: PathBuf, root: PathBuf, mut store: Store, live: Vec<u32>) {
-    wait_for_save();
+    let mut saving = lock_saving();
+    join_saves(&mut saving, Some(&file));
+    let target = file.clone();
     let spawned = std::thread::Builder::new()
         .name("pai-map-save".into())
         .spawn(move || {
             store.compact(&live);
-            let _ = save(&file, &root, &mut store);
+            let _ = save(&target, &root, &mut store);
         });
-    if let (Ok(handle), Ok(mut slot)) = (spawned, SAVING.lock()) {
-        *slot = Some(handle);
+    if let Ok(handle) = spawned {
+        saving.push((file, handle));
     }
 }
 
-/// Wait until the cache the last map is writing is on disk (before the process exits).
+/// Wait until every cache the last maps are writing is on disk (before the process exits).
 pub fn wait_for_save() {
-    let handle = SAVING.lock().ok().and_then(|mut slot| slot.take());
-    if let Some(handle) = handle {
+    join_saves(&mut lock_saving(), None);
+}
+
+fn lock_saving() -> std::sync::MutexGuard<'static, Saving> {
+    SAVING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Join the saves of `file` (all, for `None`).
+fn join_saves(saving: &mut Saving, file: Option<&Path>) {
+    let (done, rest): (Saving, Saving) = std::mem::take(saving)
+        .into_iter()
+        .partition(|(f, _)| file.is_none_or(|file| f == file));
+    *saving = rest;
+    for (_, handle) in done {
         let _ = handle.join();
     }
 }
