@@ -37,6 +37,7 @@ mod scan;
 mod search;
 mod state;
 mod status;
+mod status_walk;
 mod sys;
 mod text;
 mod walk;

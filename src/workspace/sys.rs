@@ -37,6 +37,18 @@ pub fn counts() -> SysCounts {
     COUNTS.with(Cell::get)
 }
 
+/// Add calls another thread made on this thread's behalf (a walk spread over helpers) to
+/// this thread's counts.
+pub(crate) fn add_counts(more: SysCounts) {
+    COUNTS.with(|c| {
+        let n = c.get();
+        c.set(SysCounts {
+            listings: n.listings + more.listings,
+            stats: n.stats + more.stats,
+        });
+    });
+}
+
 fn count(listing: bool) {
     COUNTS.with(|c| {
         let mut n = c.get();
