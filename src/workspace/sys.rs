@@ -441,6 +441,18 @@ pub(crate) fn read_dir_with(dir: BorrowedFd<'_>, buf: &mut Vec<u8>) -> io::Resul
     Ok(out)
 }
 
+/// [`read_up_to`] for a file an `lstat` just said holds `size` bytes: room for them up front,
+/// so a small file takes two `read` calls (from an empty buffer, reading to the end starts
+/// with 32-byte probes: about ten calls for a 4 KiB file).
+pub(crate) fn read_up_to_sized(fd: &OwnedFd, limit: usize, size: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::from(fd.try_clone()?);
+    let room = usize::try_from(size).unwrap_or(limit).min(limit);
+    let mut out = Vec::with_capacity(room.saturating_add(1));
+    file.take(limit as u64).read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// Read a whole file from an open descriptor, at most `limit` bytes.
 pub(crate) fn read_up_to(fd: &OwnedFd, limit: usize) -> io::Result<Vec<u8>> {
     use std::io::Read;
