@@ -55,7 +55,8 @@ pub use gate::RelPath;
 pub use inspect::StatSnapshot;
 pub use later::LaterState;
 pub use state::{STATE_DIR, StateDir};
-pub use status::{Later, StatusPass, Tracked};
+pub use status::{Later, StatusPass};
+pub use status_walk::Tracked;
 pub use sys::Stamp;
 pub use sys::{FileStat, SysCounts, counts as sys_counts};
 

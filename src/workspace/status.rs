@@ -18,26 +18,9 @@ use std::os::fd::AsFd;
 use super::Workspace;
 use super::beneath::open_parent;
 use super::later::LaterState;
-use super::status_walk::{self, Found, Visited};
+use super::status_walk::{self, Found, Tracked, Visited};
 use super::sys::{self, FileStat};
 use super::walk::Walker;
-
-/// The files the caller already knows (git's index): sorted by path bytes, as git sorts them.
-pub trait Tracked: Sync {
-    /// How many there are; positions run from 0 to this, exclusive.
-    fn count(&self) -> usize;
-    /// The path at position `i` (raw bytes, `/`-separated, relative to the root).
-    fn path(&self, i: usize) -> &[u8];
-    /// The position of `path`, when it is tracked.
-    fn find(&self, path: &[u8]) -> Option<usize>;
-    /// Whether anything tracked lies below the directory `dir`.
-    fn has_under(&self, dir: &[u8]) -> bool;
-    /// Whether position `i` is a submodule (its directory belongs to another repository).
-    fn is_submodule(&self, i: usize) -> bool;
-    /// Whether the file at position `i`, which now has the stat data `st`, is certainly what
-    /// the caller recorded (`false` when in doubt: the caller then reads it).
-    fn unchanged(&self, i: usize, st: &FileStat) -> bool;
-}
 
 /// What the pass does with the files that make code run later.
 pub enum Later<'a> {
@@ -68,7 +51,8 @@ pub struct StatusPass {
 
 impl Workspace {
     /// One status pass over the project against `tracked` (see the module comment). Fails
-    /// only when the root itself cannot be listed.
+    /// only when the root itself cannot be listed, or the walk stopped short (a helper thread
+    /// panicked).
     pub fn status_pass(
         &self,
         tracked: &dyn Tracked,
@@ -96,7 +80,7 @@ impl Workspace {
             // Putting back removed or added entries at the root: list it as it is now.
             raw = rules.read_raw(&root, "", None, &mut dirents).1?;
         }
-        let (found, visited) = status_walk::walk(rules, tracked, root, &level, raw);
+        let (found, visited) = status_walk::walk(rules, tracked, root, &level, raw)?;
         let Found {
             mut changed,
             mut untracked,

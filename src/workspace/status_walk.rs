@@ -16,14 +16,30 @@
 use std::ffi::CString;
 use std::ops::Range;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::ThreadId;
 
 use super::scan::{on_threads, thread_count};
-use super::status::Tracked;
-use super::sys::{self, DirEntry, Kind, SysCounts};
+use super::sys::{self, DirEntry, FileStat, Kind, SysCounts};
 use super::walk::{Level, MAX_DEPTH, Rules};
+
+/// The files the caller already knows (git's index): sorted by path bytes, as git sorts them.
+pub trait Tracked: Sync {
+    /// How many there are; positions run from 0 to this, exclusive.
+    fn count(&self) -> usize;
+    /// The path at position `i` (raw bytes, `/`-separated, relative to the root).
+    fn path(&self, i: usize) -> &[u8];
+    /// The position of `path`, when it is tracked.
+    fn find(&self, path: &[u8]) -> Option<usize>;
+    /// Whether anything tracked lies below the directory `dir`.
+    fn has_under(&self, dir: &[u8]) -> bool;
+    /// Whether position `i` is a submodule (its directory belongs to another repository).
+    fn is_submodule(&self, i: usize) -> bool;
+    /// Whether the file at position `i`, which now has the stat data `st`, is certainly what
+    /// the caller recorded (`false` when in doubt: the caller then reads it).
+    fn unchanged(&self, i: usize, st: &FileStat) -> bool;
+}
 
 /// One flag per tracked position: met by the walk. Set by whichever worker meets the file.
 pub(super) struct Visited(Vec<AtomicU64>);
@@ -89,6 +105,10 @@ struct Shared<'w, 't> {
     visited: Visited,
     queue: Mutex<Queue>,
     wake: Condvar,
+    /// Directories queued, and looked at to the end: a helper that panicked loses the ones it
+    /// took, and the walk must then fail rather than miss what they hold.
+    queued: AtomicUsize,
+    finished: AtomicUsize,
 }
 
 /// One worker's state.
@@ -101,20 +121,23 @@ struct Worker<'s, 'w, 't> {
 }
 
 /// Walk the tree whose root is open as `root`, listed as `raw` with rules `level`, against
-/// `tracked`. Returns what it found and which tracked files it met.
+/// `tracked`. Returns what it found and which tracked files it met; `Err` when a directory
+/// taken by a helper thread was not looked at to the end (the helper panicked).
 pub(super) fn walk(
     rules: Rules<'_>,
     tracked: &dyn Tracked,
     root: OwnedFd,
     level: &Arc<Level>,
     raw: Vec<DirEntry>,
-) -> (Found, Visited) {
+) -> std::io::Result<(Found, Visited)> {
     let shared = Shared {
         rules,
         tracked,
         visited: Visited::new(tracked.count()),
         queue: Mutex::new(Queue::default()),
         wake: Condvar::new(),
+        queued: AtomicUsize::new(0),
+        finished: AtomicUsize::new(0),
     };
     // The root is looked at here: a project without subdirectories needs no threads.
     let mut first = Worker::new(&shared);
@@ -132,7 +155,17 @@ pub(super) fn walk(
             }
         }
     }
-    (found, shared.visited)
+    let (queued, finished) = (
+        shared.queued.load(Ordering::Relaxed),
+        shared.finished.load(Ordering::Relaxed),
+    );
+    if finished != queued {
+        return Err(std::io::Error::other(format!(
+            "the walk of the project stopped short: {} of {queued} folders were not looked at",
+            queued - finished.min(queued)
+        )));
+    }
+    Ok((found, shared.visited))
 }
 
 fn lock<'a>(q: &'a Mutex<Queue>) -> std::sync::MutexGuard<'a, Queue> {
@@ -167,6 +200,7 @@ fn work(shared: &Shared<'_, '_>) -> (Found, SysCounts, ThreadId) {
             let busy = Busy(shared);
             worker.job(job);
             worker.queue_children();
+            shared.finished.fetch_add(1, Ordering::Relaxed);
             drop(busy);
             q = lock(&shared.queue);
         } else if q.busy == 0 {
@@ -233,6 +267,9 @@ impl<'s, 'w, 't> Worker<'s, 'w, 't> {
         }
         // Pushed in reverse: the first subdirectory is taken next (see the module comment).
         self.children.reverse();
+        self.shared
+            .queued
+            .fetch_add(self.children.len(), Ordering::Relaxed);
         lock(&self.shared.queue).jobs.append(&mut self.children);
         self.shared.wake.notify_all();
     }
@@ -394,7 +431,7 @@ mod tests {
         fn is_submodule(&self, _: usize) -> bool {
             false
         }
-        fn unchanged(&self, _: usize, _: &sys::FileStat) -> bool {
+        fn unchanged(&self, _: usize, _: &FileStat) -> bool {
             false
         }
     }
