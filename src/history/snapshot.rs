@@ -613,6 +613,10 @@ impl Session {
         let super::session::State::Writable(w) = &self.state else {
             return Vec::new();
         };
+        // A plan that names no file (a RUN) needs no read of the index.
+        if paths.is_empty() {
+            return Vec::new();
+        }
         let Ok(tip) = w.line.tip(&w.repo, &w.branch) else {
             return Vec::new();
         };

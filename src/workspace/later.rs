@@ -60,19 +60,18 @@ fn scan(root: &Path, present: Present<'_>) -> LaterState {
         let Ok(dir) = StateDir::open_named(root, top, false) else {
             continue;
         };
-        if let Ok(found) = dir.walk(&inside, depth) {
+        // The state directory's own logs grow while pai works: only whether one is there is
+        // compared (so a log a command adds is still caught), and they are not read.
+        let log = |path: &[String]| {
+            top == STATE_DIR && path.len() == 1 && path[0].starts_with("session_")
+        };
+        if let Ok(found) = dir.walk(&inside, depth, &log) {
             for (path, entry) in found {
-                // The state directory's own logs grow while pai works: only whether one is
-                // there is compared, so a log a command adds is still caught. The lock file
-                // is pai's to create at any time.
+                // The lock file is pai's to create at any time.
                 let at_top = top == STATE_DIR && path.len() == 1;
                 if at_top && path[0] == "session.lock" {
                     continue;
                 }
-                let entry = match entry {
-                    Some(_) if at_top && path[0].starts_with("session_") => Some((Vec::new(), 0)),
-                    other => other,
-                };
                 entries.insert((top.to_string(), path), entry);
             }
         }
@@ -253,6 +252,33 @@ mod tests {
                 .is_file()
         );
         assert!(LaterState::record(root).restore_changes(root).is_empty());
+    }
+
+    #[test]
+    fn session_logs_count_by_presence_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let logs = root.join(".pai_history");
+        std::fs::create_dir_all(&logs).unwrap();
+        std::fs::write(logs.join("session_1.jsonl"), "{}\n").unwrap();
+        std::fs::write(logs.join("session_2.jsonl"), "{}\n").unwrap();
+        let before = LaterState::record(root);
+        // pai's own logs grow while it works: no change.
+        std::fs::write(logs.join("session_1.jsonl"), "{}\n{}\n").unwrap();
+        assert!(before.restore_changes(root).is_empty());
+        // A log swapped for a link, and a log the command added, are caught.
+        std::fs::remove_file(logs.join("session_2.jsonl")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", logs.join("session_2.jsonl")).unwrap();
+        std::fs::write(logs.join("session_3.jsonl"), "{}\n").unwrap();
+        let changed = before.restore_changes(root);
+        assert_eq!(
+            changed,
+            [
+                ".pai_history/session_2.jsonl",
+                ".pai_history/session_3.jsonl"
+            ]
+        );
+        assert!(!logs.join("session_3.jsonl").exists());
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod scan;
 mod search;
 mod state;
 mod status;
+mod status_walk;
 mod sys;
 mod text;
 mod walk;
@@ -55,7 +56,8 @@ pub use gate::RelPath;
 pub use inspect::StatSnapshot;
 pub use later::LaterState;
 pub use state::{STATE_DIR, StateDir};
-pub use status::{Later, StatusPass, Tracked};
+pub use status::{Later, StatusPass};
+pub use status_walk::Tracked;
 pub use sys::Stamp;
 pub use sys::{FileStat, SysCounts, counts as sys_counts};
 

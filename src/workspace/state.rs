@@ -288,8 +288,16 @@ impl StateDir {
     /// `(path components, Some(bytes, mode))` for regular files and `(path, None)` for links
     /// and special files, which are never followed or opened. A missing directory, or one that
     /// is itself a link, reads as `[(components, None)]` when it is a link and as nothing when
-    /// it is missing.
-    pub fn walk(&self, components: &[&str], depth: usize) -> io::Result<Vec<WalkedEntry>> {
+    /// it is missing. A regular file (as its directory's listing types it) for which `unread`
+    /// holds, given its path components, is neither stat'ed nor opened: it reads as
+    /// `Some((empty, 0))`, present and nothing more (pai's own session logs, hundreds of
+    /// megabytes in an old project, are only checked for being there).
+    pub fn walk(
+        &self,
+        components: &[&str],
+        depth: usize,
+        unread: &dyn Fn(&[String]) -> bool,
+    ) -> io::Result<Vec<WalkedEntry>> {
         let base: Vec<String> = components.iter().map(|c| c.to_string()).collect();
         let mut out = Vec::new();
         let dir = match self.dir(components, false) {
@@ -305,6 +313,11 @@ impl StateDir {
             for e in sys::read_dir(dir.as_fd())? {
                 let mut path = at.clone();
                 path.push(crate::rawname::encode(e.name.to_bytes()).into_owned());
+                if e.kind == sys::Kind::File && unread(&path) {
+                    // The listing's type says enough: no stat, no read.
+                    out.push((path, Some((Vec::new(), 0))));
+                    continue;
+                }
                 let st = sys::lstatat(dir.as_fd(), &e.name)?;
                 match st.kind {
                     sys::Kind::Dir if level < depth => {
@@ -314,7 +327,7 @@ impl StateDir {
                     sys::Kind::File => {
                         let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
                         let fd = sys::openat(dir.as_fd(), &e.name, flags, 0)?;
-                        let bytes = sys::read_up_to(&fd, 1 << 22)?;
+                        let bytes = sys::read_up_to_sized(&fd, 1 << 22, st.size)?;
                         out.push((path, Some((bytes, st.perm))));
                     }
                     _ => out.push((path, None)),

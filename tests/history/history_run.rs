@@ -8,13 +8,17 @@ use pai::workspace::{Later, StatusPass, SysCounts, Workspace, WorkspaceConfig, s
 
 use crate::support::history::Project;
 
+/// Session logs in pai's state directory.
+const LOGS: usize = 40;
+
 /// Directories of tracked files, and files in each.
 const DIRS: usize = 30;
 const FILES_PER_DIR: usize = 10;
 
 /// A committed tree of `DIRS` directories (`src/dNN/`) of `FILES_PER_DIR` files, an ignored
 /// `build/` of 50 files in 5 directories, and a denied `node_modules/`; then one tracked file
-/// edited and two untracked files, as a user leaves a checkout.
+/// edited and two untracked files, as a user leaves a checkout, and `LOGS` of pai's session
+/// logs.
 fn fixture() -> Project {
     let p = Project::unborn();
     for d in 0..DIRS {
@@ -31,6 +35,12 @@ fn fixture() -> Project {
         }
     }
     p.write("node_modules/pkg/index.js", "module.exports = 1\n");
+    // pai's own session logs pile up, one or two per session: the files-that-run-later check
+    // looks only at whether each is there, from its folder's listing (no stat, no read), so
+    // they do not show in the counts below.
+    for n in 0..LOGS {
+        p.write(&format!(".pai_history/session_{n:03}.jsonl"), "{}\n");
+    }
     p.write("src/d03/f1.py", "x = 'edited'\n");
     p.write("notes.txt", "todo\n");
     p.write("src/d07/new.py", "y = 2\n");
