@@ -117,9 +117,20 @@ pub fn gather<'a>(
     let mut files = Vec::with_capacity(corpus.len());
     let mut todo = Vec::new();
     let mut uncommitted = HashSet::new();
+    // The files the cache knows by their stamp, stamped now in one pass (folder by folder).
+    let to_stamp: Vec<&str> = corpus.iter().filter(|f| stamped.contains_key(*f)).collect();
+    let mut stamps_now = to_stamp.iter().copied().zip(ws.stamps_of(&to_stamp));
+    let mut next_stamp = stamps_now.next();
     for (i, f) in corpus.iter().enumerate() {
         let tracked = opts.tracked.and_then(|t| t.blob(f));
-        let (known, keep) = known(ws, &store, &mut stamped, f, tracked);
+        let now = match next_stamp {
+            Some((p, st)) if p == f => {
+                next_stamp = stamps_now.next();
+                st
+            }
+            _ => None,
+        };
+        let (known, keep) = known(&store, &mut stamped, f, tracked, now);
         if let Some(entry) = keep {
             store.files.insert(f.to_string(), entry);
         }
@@ -188,15 +199,15 @@ pub fn gather<'a>(
     }
 }
 
-/// What the cache knows of the file at `path` (`tracked`: its index blob), and the stamped
-/// entry to keep for it. A stamped entry is taken out of `stamped` and kept while it holds:
-/// it is checked against the file's stamp now, so only stamped files cost a `stat`.
+/// What the cache knows of the file at `path` (`tracked`: its index blob; `now`: its stamp,
+/// taken only when the cache knows it by one), and the stamped entry to keep for it. A
+/// stamped entry is taken out of `stamped` and kept while it holds.
 fn known(
-    ws: &Workspace,
     store: &Store,
     stamped: &mut HashMap<String, (Stamp, u32)>,
     path: &str,
     tracked: Option<BlobId>,
+    now: Option<Stamp>,
 ) -> (Known, Option<(Stamp, u32)>) {
     if let Some((stamp, b)) = stamped.remove(path) {
         let Some(id) = store.blobs.get(b as usize).map(|(id, _)| *id) else {
@@ -206,7 +217,7 @@ fn known(
             // Staged or committed as read: the index vouches for it now.
             return (Known::Blob(b, id), None);
         }
-        if ws.stamp_of(path) != Some(stamp) {
+        if now != Some(stamp) {
             return (Known::Unknown, None);
         }
         let known = if id == NO_FACTS {

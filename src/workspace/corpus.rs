@@ -3,10 +3,10 @@
 //! regular files; the map takes tracked files' versions from git's index and stamps only the
 //! files it must). Reads for the map go through the gate like every other read.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use super::Workspace;
-use super::beneath::open_parent;
+use super::beneath::{open_dir, open_parent};
 use super::scan::{Scan, scan};
 use super::sys::{self, Kind, Stamp};
 use super::walk::Walker;
@@ -96,6 +96,49 @@ impl Workspace {
         }
         let text = String::from_utf8(bytes).ok()?;
         Some((text, st.stamp()))
+    }
+
+    /// The stamps of project files (`None` for one that is gone, refused or not a regular
+    /// file, no symlink followed), each folder gated and opened once for the consecutive files
+    /// in it: a project without git has every file stamped by the map, and [`Self::stamp_of`]
+    /// walks from the root for each.
+    pub fn stamps_of(&self, paths: &[&str]) -> Vec<Option<Stamp>> {
+        let mut open: Option<(&str, Option<OwnedFd>)> = None;
+        paths
+            .iter()
+            .map(|path| {
+                let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+                if name.is_empty() || name == "." || name == ".." || self.is_denied(path) {
+                    return None;
+                }
+                if open.as_ref().is_none_or(|(d, _)| *d != dir) {
+                    open = Some((dir, self.open_folder(dir)));
+                }
+                let fd = open.as_ref()?.1.as_ref()?;
+                let st = sys::lstatat(fd.as_fd(), &sys::cstr(name).ok()?).ok()?;
+                (st.kind == Kind::File).then(|| st.stamp())
+            })
+            .collect()
+    }
+
+    /// The project folder `dir` (`""`: the root), through the gate, opened without following
+    /// a link.
+    fn open_folder(&self, dir: &str) -> Option<OwnedFd> {
+        let comps: Vec<String> = if dir.is_empty() {
+            Vec::new()
+        } else {
+            let rel = self.gate_op(dir, false).ok()?;
+            rel.components().map(str::to_string).collect()
+        };
+        open_dir(
+            &self.gate,
+            comps.iter().map(String::as_str),
+            false,
+            "stat",
+            dir,
+        )
+        .ok()
+        .map(|(fd, _)| fd)
     }
 
     /// The stamp of a project file (no symlink followed), for files the map cannot read as

@@ -194,6 +194,41 @@ fn open_sweeps_only_after_a_writer_died() {
     assert_eq!(fs::read_dir(&records).unwrap().count(), 0);
 }
 
+/// `stamps_of` stamps many files a folder at a time, as `stamp_of` does one: regular files
+/// only, no link followed, nothing outside the project.
+#[test]
+fn stamps_of_agrees_with_stamp_of_and_refuses_what_it_refuses() {
+    let fx = Fx::new();
+    fx.put("top.txt", "a");
+    fx.put("src/a.py", "b");
+    fx.put("src/b.py", "c");
+    fx.put("other/c.py", "d");
+    symlink("top.txt", fx.root.join("src/link.txt")).unwrap();
+    let ws = fx.ws();
+    let paths = [
+        "top.txt",
+        "src/a.py",
+        "src/b.py",
+        "src/link.txt",
+        "src/gone.py",
+        "other/c.py",
+        "../outside.txt",
+        "src/..",
+        ".env",
+    ];
+    let got = ws.stamps_of(&paths);
+    for (path, stamp) in paths.iter().zip(&got) {
+        assert_eq!(*stamp, ws.stamp_of(path), "{path}");
+    }
+    let known: Vec<&str> = paths
+        .iter()
+        .zip(&got)
+        .filter(|(_, s)| s.is_some())
+        .map(|(p, _)| *p)
+        .collect();
+    assert_eq!(known, ["top.txt", "src/a.py", "src/b.py", "other/c.py"]);
+}
+
 // ---------------------------------------------------------------- READ
 
 #[test]
