@@ -117,19 +117,10 @@ pub fn gather<'a>(
     let mut files = Vec::with_capacity(corpus.len());
     let mut todo = Vec::new();
     let mut uncommitted = HashSet::new();
-    // The files the cache knows by their stamp, stamped now in one pass (folder by folder).
-    let to_stamp: Vec<&str> = corpus.iter().filter(|f| stamped.contains_key(*f)).collect();
-    let mut stamps_now = to_stamp.iter().copied().zip(ws.stamps_of(&to_stamp));
-    let mut next_stamp = stamps_now.next();
+    let mut stamps_now = stamps_now(ws, corpus, &stamped).into_iter().peekable();
     for (i, f) in corpus.iter().enumerate() {
         let tracked = opts.tracked.and_then(|t| t.blob(f));
-        let now = match next_stamp {
-            Some((p, st)) if p == f => {
-                next_stamp = stamps_now.next();
-                st
-            }
-            _ => None,
-        };
+        let now = stamps_now.next_if(|(p, _)| *p == f).and_then(|(_, st)| st);
         let (known, keep) = known(&store, &mut stamped, f, tracked, now);
         if let Some(entry) = keep {
             store.files.insert(f.to_string(), entry);
@@ -197,6 +188,18 @@ pub fn gather<'a>(
         uncommitted,
         dropped,
     }
+}
+
+/// The stamps now of the files the cache knows by their stamp, in corpus order, taken in one
+/// pass folder by folder.
+fn stamps_now<'c>(
+    ws: &Workspace,
+    corpus: &'c Corpus,
+    stamped: &HashMap<String, (Stamp, u32)>,
+) -> Vec<(&'c str, Option<Stamp>)> {
+    let paths: Vec<&str> = corpus.iter().filter(|f| stamped.contains_key(*f)).collect();
+    let stamps = ws.stamps_of(&paths);
+    paths.into_iter().zip(stamps).collect()
 }
 
 /// What the cache knows of the file at `path` (`tracked`: its index blob; `now`: its stamp,
