@@ -112,18 +112,20 @@ pub fn gather<'a>(
     opts: &GatherOptions<'_>,
 ) -> Gathered<'a> {
     let started = Instant::now();
-    let mut stamped = std::mem::take(&mut store.files);
-    let before = stamped.len();
+    let before = store.files.len();
     let mut files = Vec::with_capacity(corpus.len());
     let mut todo = Vec::new();
     let mut uncommitted = HashSet::new();
-    let mut stamps_now = stamps_now(ws, corpus, &stamped).into_iter().peekable();
+    let (mut seen, mut forget) = (0, Vec::new());
+    let mut stamps_now = stamps_now(ws, corpus, &store.files).into_iter().peekable();
     for (i, f) in corpus.iter().enumerate() {
         let tracked = opts.tracked.and_then(|t| t.blob(f));
         let now = stamps_now.next_if(|(p, _)| *p == f).and_then(|(_, st)| st);
-        let (known, keep) = known(&store, &mut stamped, f, tracked, now);
-        if let Some(entry) = keep {
-            store.files.insert(f.to_string(), entry);
+        let entry = store.files.get(f).copied();
+        let (known, keep) = known(&store, entry, tracked, now);
+        seen += usize::from(entry.is_some());
+        if entry.is_some() && !keep {
+            forget.push(f);
         }
         let (blob, id) = match known {
             Known::Blob(b, id) => (Some(b), Some(id)),
@@ -138,8 +140,8 @@ pub fn gather<'a>(
         }
         files.push(MapFile { path: f, blob });
     }
-    let dropped = before.saturating_sub(store.files.len());
-    drop(stamped);
+    let dropped = forget.len() + before - seen;
+    forget_stamped(&mut store, corpus, &forget, seen < before);
     // The key splits and stems a path: worked out once a file, not once a comparison.
     todo.sort_by_cached_key(|&i| ((opts.priority)(files[i].path), i));
     // What follows parsing (ranking, rendering, saving the cache) grows with the project:
@@ -202,39 +204,50 @@ fn stamps_now<'c>(
     paths.into_iter().zip(stamps).collect()
 }
 
-/// What the cache knows of the file at `path` (`tracked`: its index blob; `now`: its stamp,
-/// taken only when the cache knows it by one), and the stamped entry to keep for it. A
-/// stamped entry is taken out of `stamped` and kept while it holds.
+/// Drop the stamped entries of `forget`, and (`gone`) those of files no longer in the corpus.
+fn forget_stamped(store: &mut Store, corpus: &Corpus, forget: &[&str], gone: bool) {
+    for f in forget {
+        store.files.remove(*f);
+    }
+    if gone {
+        let live: HashSet<&str> = corpus.iter().collect();
+        store.files.retain(|p, _| live.contains(p.as_str()));
+    }
+}
+
+/// What the cache knows of a file (`entry`: its stamped entry, if any; `tracked`: its index
+/// blob; `now`: its stamp, taken only when it has a stamped entry), and whether to keep its
+/// stamped entry.
 fn known(
     store: &Store,
-    stamped: &mut HashMap<String, (Stamp, u32)>,
-    path: &str,
+    entry: Option<(Stamp, u32)>,
     tracked: Option<BlobId>,
     now: Option<Stamp>,
-) -> (Known, Option<(Stamp, u32)>) {
-    if let Some((stamp, b)) = stamped.remove(path) {
+) -> (Known, bool) {
+    if let Some((stamp, b)) = entry {
         let Some(id) = store.blobs.get(b as usize).map(|(id, _)| *id) else {
-            return (Known::Unknown, None);
+            return (Known::Unknown, false);
         };
         if Some(id) == tracked {
             // Staged or committed as read: the index vouches for it now.
-            return (Known::Blob(b, id), None);
+            return (Known::Blob(b, id), false);
         }
         if now != Some(stamp) {
-            return (Known::Unknown, None);
+            return (Known::Unknown, false);
         }
         let known = if id == NO_FACTS {
             Known::NoText
         } else {
             Known::Blob(b, id)
         };
-        return (known, Some((stamp, b)));
+        return (known, true);
     }
     match tracked.and_then(|id| Some((store.blob_index(&id)?, id))) {
-        Some((b, id)) => (Known::Blob(b, id), None),
-        None => (Known::Unknown, None),
+        Some((b, id)) => (Known::Blob(b, id), false),
+        None => (Known::Unknown, false),
     }
 }
+
 /// Read and parse the `todo` files on every core until `deadline`, handing each result to
 /// `take` on this thread (which owns the store).
 fn parse_all(
