@@ -103,6 +103,35 @@ impl Workspace {
     /// in it: a project without git has every file stamped by the map, and [`Self::stamp_of`]
     /// walks from the root for each.
     pub fn stamps_of(&self, paths: &[&str]) -> Vec<Option<Stamp>> {
+        // Many files (a project without git has all of them stamped): on several threads, as
+        // the scan stamped them, each taking a run of the list (a folder split between two runs
+        // is opened by both).
+        const PER_THREAD: usize = 4_096;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 4)
+            .min(paths.len().div_ceil(PER_THREAD));
+        if threads <= 1 {
+            return self.stamps_in_turn(paths);
+        }
+        let run = paths.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = paths
+                .chunks(run)
+                .map(|chunk| (chunk, s.spawn(move || self.stamps_in_turn(chunk))))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|(chunk, h)| {
+                    // A thread that panicked stamps nothing: its files are read again.
+                    h.join().unwrap_or_else(|_| vec![None; chunk.len()])
+                })
+                .collect()
+        })
+    }
+
+    /// [`Self::stamps_of`] on this thread.
+    fn stamps_in_turn(&self, paths: &[&str]) -> Vec<Option<Stamp>> {
         let mut open: Option<(&str, Option<OwnedFd>)> = None;
         paths
             .iter()

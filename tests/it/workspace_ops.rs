@@ -227,6 +227,21 @@ fn stamps_of_agrees_with_stamp_of_and_refuses_what_it_refuses() {
         .map(|(p, _)| *p)
         .collect();
     assert_eq!(known, ["top.txt", "src/a.py", "src/b.py", "other/c.py"]);
+    // Enough files for several threads, each taking a run of the list.
+    let many: Vec<String> = (0..9_000)
+        .map(|i| format!("many/d{:02}/f{i}.txt", i / 300))
+        .collect();
+    for p in &many {
+        fx.put(p, "x");
+    }
+    let mut paths: Vec<&str> = many.iter().map(String::as_str).collect();
+    paths.insert(4_500, "many/d15/missing.txt");
+    let got = ws.stamps_of(&paths);
+    assert_eq!(got.len(), paths.len());
+    for (path, stamp) in paths.iter().zip(&got) {
+        assert_eq!(*stamp, ws.stamp_of(path), "{path}");
+    }
+    assert_eq!(got.iter().filter(|s| s.is_none()).count(), 1);
 }
 
 // ---------------------------------------------------------------- READ
