@@ -56,6 +56,8 @@ mod scope;
 mod session;
 mod snapshot;
 mod store;
+#[cfg(test)]
+mod test_git;
 mod tracked;
 mod trash;
 mod tree_edit;

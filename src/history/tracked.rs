@@ -99,16 +99,6 @@ impl TrackedBlobs {
             slot = (slot + 1) & mask;
         }
     }
-
-    /// How many entries the index has.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-
-    /// Whether the index has no entries.
-    pub fn is_empty(&self) -> bool {
-        self.index.len() == 0
-    }
 }
 
 /// The lookup table of `index`'s stage-0 entries, at most half full (so a probe ends soon).
@@ -135,19 +125,7 @@ fn table(index: &IndexFile) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        out.stdout
-    }
+    use crate::history::test_git::git;
 
     #[test]
     fn tracked_blobs_are_what_git_stages() {

@@ -87,15 +87,16 @@ pub struct Store {
     /// whose text differs from the index, files without text): the stamp when read and the
     /// index of the blob. Tracked files the index describes are not in it.
     pub files: HashMap<String, (Stamp, u32)>,
-    /// Blob facts; the first `sorted` in order of their ids (as saved), the rest added since.
+    /// Blob facts: the first `saved` as loaded (or kept by [`Store::compact`]), the rest added
+    /// since.
     pub blobs: Vec<(BlobId, Facts)>,
     /// Recent history.
     pub recent: Option<Recent>,
-    /// How many of `blobs` are in id order (found by binary search, no table to build).
-    sorted: usize,
-    /// The blobs after the first `sorted`, by id.
+    /// How many of `blobs` the lookup table `slots` covers.
+    saved: usize,
+    /// The blobs after the first `saved`, by id.
     by_id: HashMap<BlobId, u32>,
-    /// An open-addressing table over the first `sorted` blobs (slot -> index + 1; 0 empty),
+    /// An open-addressing table over the first `saved` blobs (slot -> index + 1; 0 empty),
     /// made at the first lookup: a map looks up every tracked file's blob, and a binary search
     /// of 100,000 ids costs seventeen comparisons in memory read at random.
     slots: std::sync::OnceLock<Vec<u32>>,
@@ -129,7 +130,7 @@ fn slot_table(blobs: &[(BlobId, Facts)]) -> Vec<u32> {
 impl Store {
     /// The facts of a blob already known by its id.
     pub fn blob_index(&self, id: &BlobId) -> Option<u32> {
-        let saved = self.blobs.get(..self.sorted).unwrap_or_default();
+        let saved = self.blobs.get(..self.saved).unwrap_or_default();
         let slots = self.slots.get_or_init(|| slot_table(saved));
         if let Some(mask) = slots.len().checked_sub(1) {
             let mut slot = slot_of(id) & mask;
@@ -154,9 +155,8 @@ impl Store {
         i
     }
 
-    /// Keep only the blobs in `live` and those the stamped files use, renumbering names when
-    /// many went, so the cache does not grow with every version of every file; then put the
-    /// blobs in id order, so the next map finds them without building a table.
+    /// Keep only the blobs in `live` and those the stamped files use, renumbering names, when
+    /// many went, so the cache does not grow with every version of every file.
     pub fn compact(&mut self, live: &[u32]) {
         let mut used: Vec<u32> = live
             .iter()
@@ -166,11 +166,9 @@ impl Store {
             .collect();
         used.sort_unstable();
         used.dedup();
-        let prune = used.len() * 4 < self.blobs.len() * 3 || self.names.len() >= 4 * 1024 * 1024;
-        if !prune {
-            used = (0..u32::try_from(self.blobs.len()).unwrap_or(u32::MAX)).collect();
+        if used.len() * 4 >= self.blobs.len() * 3 && self.names.len() < 4 * 1024 * 1024 {
+            return;
         }
-        used.sort_by(|&a, &b| self.blobs[a as usize].0.cmp(&self.blobs[b as usize].0));
         let mut names = Names::default();
         let mut blobs = Vec::with_capacity(used.len());
         let mut renumber = HashMap::with_capacity(used.len());
@@ -180,19 +178,17 @@ impl Store {
             let Some((id, mut f)) = old.get_mut(i as usize).and_then(Option::take) else {
                 continue;
             };
-            if prune {
-                let mut re = |id: &mut u32| *id = names.intern(self.names.get(*id));
-                f.defs.iter_mut().for_each(|d| {
-                    re(&mut d.name);
-                    re(&mut d.signature);
-                });
-                f.refs.iter_mut().for_each(|(id, _)| re(id));
-                f.terms.iter_mut().for_each(|(id, _)| re(id));
-                f.def_terms.iter_mut().for_each(&mut re);
-                f.def_terms.sort_unstable();
-                f.refs.sort_unstable();
-                f.terms.sort_unstable();
-            }
+            let mut re = |id: &mut u32| *id = names.intern(self.names.get(*id));
+            f.defs.iter_mut().for_each(|d| {
+                re(&mut d.name);
+                re(&mut d.signature);
+            });
+            f.refs.iter_mut().for_each(|(id, _)| re(id));
+            f.terms.iter_mut().for_each(|(id, _)| re(id));
+            f.def_terms.iter_mut().for_each(&mut re);
+            f.def_terms.sort_unstable();
+            f.refs.sort_unstable();
+            f.terms.sort_unstable();
             renumber.insert(i, u32::try_from(blobs.len()).unwrap_or(u32::MAX));
             blobs.push((id, f));
         }
@@ -203,10 +199,8 @@ impl Store {
             }
             None => false,
         });
-        if prune {
-            self.names = names;
-        }
-        self.sorted = blobs.len();
+        self.names = names;
+        self.saved = blobs.len();
         self.blobs = blobs;
         self.by_id.clear();
         self.slots = std::sync::OnceLock::new();
@@ -261,20 +255,13 @@ pub fn load(file: &Path, root: &Path) -> Store {
     if !sound {
         return Store::default();
     }
-    // Saved in id order; a file that is not (edited by hand) still works, through a table.
-    let in_order = stored.blobs.windows(2).all(|w| w[0].0 < w[1].0);
-    let by_id = if in_order {
-        HashMap::new()
-    } else {
-        stored.blobs.iter().map(|(b, _)| *b).zip(0u32..).collect()
-    };
     Store {
         names: stored.names,
         files: stored.files,
-        sorted: if in_order { stored.blobs.len() } else { 0 },
+        saved: stored.blobs.len(),
         blobs: stored.blobs,
         recent: stored.recent,
-        by_id,
+        by_id: HashMap::new(),
         slots: std::sync::OnceLock::new(),
     }
 }
