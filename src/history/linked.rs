@@ -121,6 +121,15 @@ fn record_path(state: &Path, id: &str) -> PathBuf {
     records_dir(state).join(format!("{id}.json"))
 }
 
+/// The mark that session `id`'s worktree is being made: created before its record is
+/// written, removed once the worktree is checked out whole. A process killed in between
+/// leaves it, so the next command knows the worktree holds only part of pai's checkout. (A
+/// mark beside the record, not a field in it: the record is the lock the session holds, so
+/// it is written once, never rewritten where a reader could catch it half written.)
+fn making_path(state: &Path, id: &str) -> PathBuf {
+    records_dir(state).join(format!("{id}.making"))
+}
+
 /// Create a worktree session for the project at `root`: reserve an id no other session
 /// has, create `pai/<id>` at the base and a linked worktree checked out on it, and record it.
 /// The returned session is held (locked) until dropped.
@@ -152,12 +161,16 @@ pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
         linked,
         _lock: file,
     };
-    write_record(&state, &held.linked)?;
-    if let Err(e) = add_worktree(&repo, &held.linked, base) {
+    let making = making_path(&state, &id);
+    std::fs::write(&making, b"").ctx(|| format!("cannot create {}", making.display()))?;
+    let made =
+        write_record(&state, &held.linked).and_then(|()| add_worktree(&repo, &held.linked, base));
+    if let Err(e) = made {
         // Nothing of it is left to confuse the next session.
         let _ = remove_parts(&repo, &state, &held.linked);
         return Err(e);
     }
+    std::fs::remove_file(&making).ctx(|| format!("cannot remove {}", making.display()))?;
     Ok(held)
 }
 
@@ -248,6 +261,10 @@ fn add_worktree(repo: &Repository, linked: &Linked, base: Oid) -> Result<(), His
     if let Some(parent) = linked.path.parent() {
         std::fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
     }
+    // libgit2 makes git's `worktrees` folder as it adds the first worktree and fails when a
+    // session starting at the same moment made it first; made here, it already exists.
+    let admin = repo.commondir().join("worktrees");
+    std::fs::create_dir_all(&admin).ctx(|| format!("cannot create {}", admin.display()))?;
     let mut opts = WorktreeAddOptions::new();
     opts.reference(Some(branch.get()));
     repo.worktree(
@@ -299,6 +316,7 @@ fn read_records(state: &Path) -> Vec<Linked> {
     };
     let mut out: Vec<Linked> = entries
         .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|bytes| serde_json::from_slice::<Linked>(&bytes).ok())
         .collect();
@@ -483,6 +501,7 @@ fn remove_parts(repo: &Repository, state: &Path, linked: &Linked) -> Result<(), 
             .ctx(|| format!("cannot remove the empty branch pai/{}", linked.id))?;
     }
     let _ = std::fs::remove_file(record_path(state, &linked.id));
+    let _ = std::fs::remove_file(making_path(state, &linked.id));
     Ok(())
 }
 
@@ -507,8 +526,9 @@ fn remove_worktree(repo: &Repository, linked: &Linked) -> Result<(), HistoryErro
 }
 
 /// Tidy what crashed or abandoned worktree sessions left: a session nobody runs that carried
-/// out nothing is removed whole; a worktree directory that is gone takes its admin entry and
-/// record with it; admin entries `pai-*` pai no longer records are pruned. The ids removed.
+/// out nothing is removed whole, and so is one killed while its worktree was being checked
+/// out (whatever the checkout got to); a worktree directory that is gone takes its admin
+/// entry and record with it; admin entries `pai-*` pai no longer records are pruned. The ids removed.
 pub fn tidy(root: &Path) -> Result<Vec<String>, HistoryError> {
     let (repo, state) = open(root)?;
     let mut removed = Vec::new();
@@ -517,11 +537,15 @@ pub fn tidy(root: &Path) -> Result<Vec<String>, HistoryError> {
             continue;
         };
         let gone = !held.linked.path.exists();
+        // A half-made worktree holds only what pai's own checkout put there.
+        let half_made = making_path(&state, &held.linked.id).exists()
+            && carried_out_nothing(&repo, &held.linked);
         if gone
+            || half_made
             || (carried_out_nothing(&repo, &held.linked)
                 && uncommitted(&held.linked.path).is_ok_and(|d| d.is_empty()))
         {
-            if gone {
+            if gone && !half_made {
                 remove_worktree(&repo, &held.linked)?;
                 let _ = std::fs::remove_file(record_path(&state, &held.linked.id));
             } else {

@@ -158,7 +158,10 @@ fn conflict_ids(v: &Value) -> Vec<(String, Vec<String>)> {
 /// `pai run -w` three times at once (a.py, b.py, a.py again); their outputs, and whether
 /// `pai sessions` saw all three running at the same moment.
 fn three_at_once(p: &Project) -> (Vec<std::process::Output>, bool) {
-    // Each model answers after a pause, so the three sessions are running at the same time.
+    // Each model holds its answer until the test has seen the three sessions running at the
+    // same time (a fixed pause raced the start of the third on a loaded machine).
+    let signals = tempfile::tempdir().unwrap();
+    let go = signals.path().join("go");
     let mocks: Vec<MockLlm> = [
         ("a.py", "print('a')\n"),
         ("b.py", "print('b')\n"),
@@ -166,8 +169,9 @@ fn three_at_once(p: &Project) -> (Vec<std::process::Output>, bool) {
     ]
     .iter()
     .map(|(path, content)| {
-        MockLlm::start(Script::with_replies([Reply::delay(
-            3_000,
+        MockLlm::start(Script::with_replies([Reply::await_file(
+            &go,
+            60_000,
             write_plan(path, content),
         )]))
     })
@@ -179,11 +183,14 @@ fn three_at_once(p: &Project) -> (Vec<std::process::Output>, bool) {
         .collect();
     let start = Instant::now();
     let mut all_running = false;
-    while start.elapsed() < Duration::from_secs(20) && !all_running {
+    while start.elapsed() < Duration::from_secs(50) && !all_running {
         let views = sessions(p);
         all_running = views.len() == 3 && views.iter().all(|v| v["running"] == true);
-        std::thread::sleep(Duration::from_millis(100));
+        if !all_running {
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
+    fs::write(&go, "").unwrap();
     let outputs: Vec<_> = children
         .into_iter()
         .map(|c| c.wait_with_output().unwrap())
@@ -445,6 +452,49 @@ fn a_killed_session_leaves_no_lock_and_no_orphaned_worktree() {
     assert!(!text.contains("read-only"), "{text}");
     let list = git(&p.root, &["worktree", "list", "--porcelain"]);
     assert!(!list.contains("prunable"), "{list}");
+}
+
+#[test]
+fn a_session_killed_while_its_worktree_was_checked_out_is_removed_whole() {
+    let p = busy_repo();
+    let mock = MockLlm::start(Script::with_replies([Reply::delay(
+        30_000,
+        write_plan("a.py", "x\n"),
+    )]));
+    let mut child = spawn_run(&p, &mock, "write a.py", &["-w"], &p.root);
+    let mut view = Value::Null;
+    support::session::wait_until(Duration::from_secs(30), "the session to start", || {
+        view = sessions(&p).first().cloned().unwrap_or_default();
+        view["running"] == true
+    });
+    // What a kill in the middle of the checkout leaves: the mark that the worktree is being
+    // made, a worktree missing files and its index, and the branch at the base.
+    let wt = PathBuf::from(view["worktree"].as_str().unwrap());
+    let id = view["id"].as_str().unwrap();
+    let records = wt.parent().and_then(Path::parent).unwrap().join("sessions");
+    let (record, making) = (
+        records.join(format!("{id}.json")),
+        records.join(format!("{id}.making")),
+    );
+    assert!(record.is_file());
+    assert!(
+        !making.exists(),
+        "a whole worktree is still marked as being made"
+    );
+    fs::write(&making, "").unwrap();
+    fs::remove_file(wt.join("app.py")).unwrap();
+    let admin = p.root.join(".git/worktrees").join(format!("pai-{id}"));
+    fs::remove_file(admin.join("index")).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    assert_eq!(sessions(&p), Vec::<Value>::new());
+    assert!(!wt.exists());
+    assert!(!record.exists());
+    assert!(!making.exists());
+    let list = git(&p.root, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    assert!(git(&p.root, &["branch", "--list", "pai/*"]).is_empty());
 }
 
 #[test]

@@ -186,6 +186,17 @@ pub enum Reply {
         /// The answer after the pause.
         then: Box<Reply>,
     },
+    /// Waits until the file `path` exists (the test's go-ahead), at most `max_ms`, then
+    /// answers with `then`: for tests that need several clients waiting at the same time,
+    /// however slowly a loaded machine starts them.
+    AwaitFile {
+        /// The file whose existence releases the answer.
+        path: std::path::PathBuf,
+        /// The longest wait, after which the answer goes anyway.
+        max_ms: u64,
+        /// The answer after the wait.
+        then: Box<Reply>,
+    },
 }
 
 fn default_drip_interval() -> u64 {
@@ -249,6 +260,15 @@ impl Reply {
         }
     }
 
+    /// `then`, once `path` exists (or after `max_ms`).
+    pub fn await_file(path: impl Into<std::path::PathBuf>, max_ms: u64, then: Reply) -> Self {
+        Reply::AwaitFile {
+            path: path.into(),
+            max_ms,
+            then: Box::new(then),
+        }
+    }
+
     /// A short label for recordings ("plan", "rate_limit", ...).
     pub fn label(&self) -> &'static str {
         match self {
@@ -264,6 +284,7 @@ impl Reply {
             Reply::Safety => "safety",
             Reply::Drip { .. } => "drip",
             Reply::Delay { .. } => "delay",
+            Reply::AwaitFile { .. } => "await_file",
             Reply::Raw { .. } => "raw",
         }
     }
@@ -1353,10 +1374,25 @@ async fn respond(
     chunk: usize,
 ) -> Response {
     let mut reply = reply;
-    // Unwrap delays first; they only postpone the answer.
-    while let Reply::Delay { ms, then } = reply {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-        reply = *then;
+    // Unwrap delays and waits first; they only postpone the answer.
+    loop {
+        match reply {
+            Reply::Delay { ms, then } => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                reply = *then;
+            }
+            Reply::AwaitFile { path, max_ms, then } => {
+                let until = std::time::Instant::now() + Duration::from_millis(max_ms);
+                while !path.exists() && std::time::Instant::now() < until {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                reply = *then;
+            }
+            other => {
+                reply = other;
+                break;
+            }
+        }
     }
     match reply {
         Reply::Raw { status, body } => Response::builder()
