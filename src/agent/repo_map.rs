@@ -3,7 +3,7 @@
 //! builder. `pai map` shows the same map.
 
 use std::cell::{Cell, OnceCell};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::context::ProjectView;
@@ -20,6 +20,24 @@ const PROGRESS_FROM: usize = 300;
 /// process calls this before it exits.
 pub fn finish() {
     map::store::wait_for_save();
+}
+
+/// The project's files as the map sees them, their listing kept between runs beside the
+/// map's cache (in the user's cache directory) so a warm map reads no folder.
+pub fn corpus(ws: &Workspace) -> Corpus {
+    ws.corpus_kept(listing_cache(ws.root()).as_deref())
+}
+
+/// Where the listing of the project at `root` is kept (`None`: not kept, as when the cache
+/// directory lies inside the project).
+fn listing_cache(root: &Path) -> Option<PathBuf> {
+    let base = dirs::cache_dir()?;
+    let map_cache = map::store::location(&base, root)?;
+    Some(
+        base.join("pai")
+            .join("listing")
+            .join(map_cache.file_name()?),
+    )
 }
 
 /// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
@@ -89,7 +107,7 @@ impl<'a> MapView<'a> {
     }
 
     fn corpus(&self) -> &Corpus {
-        self.corpus.get_or_init(|| self.ws.corpus())
+        self.corpus.get_or_init(|| corpus(self.ws))
     }
 }
 

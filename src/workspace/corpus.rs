@@ -4,10 +4,13 @@
 //! files it must). Reads for the map go through the gate like every other read.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use super::Workspace;
 use super::beneath::{open_dir, open_parent};
-use super::scan::{Scan, scan};
+use super::kept_listing;
+use super::scan::{Scan, scan, scan_recording};
 use super::sys::{self, Kind, Stamp};
 use super::walk::Walker;
 
@@ -46,6 +49,25 @@ impl Corpus {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    /// A corpus from its buffer and the end of each path in it; `None` unless every end lies
+    /// within the buffer, on a character boundary, and no end comes before the one before it.
+    pub(super) fn from_parts(text: String, ends: Vec<u32>) -> Option<Corpus> {
+        let mut last = 0;
+        for &end in &ends {
+            let end = end as usize;
+            if end < last || !text.is_char_boundary(end) {
+                return None;
+            }
+            last = end;
+        }
+        Some(Corpus { text, ends })
+    }
+
+    /// The buffer and the end of each path in it.
+    pub(super) fn parts(&self) -> (&str, &[u32]) {
+        (&self.text, &self.ends)
+    }
+
     /// Add a path (a corpus past 4 GB of paths takes no more).
     fn push(&mut self, dir: &str, name: &str) {
         let sep = usize::from(!dir.is_empty());
@@ -70,8 +92,61 @@ impl Workspace {
             return Corpus::default();
         };
         let mut tree = scan(start, root, "");
+        Self::corpus_of(&mut tree)
+    }
+
+    /// [`Self::corpus`], kept in `cache` (a file in the user's cache directory) between runs:
+    /// while no folder of the project changed, the kept listing is used and no folder is read
+    /// (see [`kept_listing`]). `None` walks as [`Self::corpus`] does.
+    pub fn corpus_kept(&self, cache: Option<&Path>) -> Corpus {
+        self.corpus_kept_with(cache, kept_listing::RACY)
+    }
+
+    /// [`Self::corpus_kept`], trusting stamps older than `racy` (tests shorten it).
+    pub fn corpus_kept_with(&self, cache: Option<&Path>, racy: Duration) -> Corpus {
+        let Some(file) = cache else {
+            return self.corpus();
+        };
+        let rules = self.listing_rules();
+        if let Some(kept) = kept_listing::load(file, rules, self.gate.root_fd.as_fd()) {
+            return kept;
+        }
+        let listed = SystemTime::now();
+        let start = Walker::new(&self.gate.deny, &self.ignores);
+        let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
+            return Corpus::default();
+        };
+        let mut tree = scan_recording(start, root, "");
+        let stamps = kept_listing::Stamps::of(&tree);
+        let corpus = Self::corpus_of(&mut tree);
+        if let Some(stamps) = stamps {
+            kept_listing::save(file, rules, stamps, &corpus, listed, racy);
+        }
+        corpus
+    }
+
+    /// A hash of everything besides the folders that decides what the listing shows: the
+    /// deny-list, the global ignore rules, and this very program (whose built-in rules a
+    /// rebuild may change).
+    fn listing_rules(&self) -> u64 {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?}", self.gate.deny).hash(&mut h);
+        self.ignores.fingerprint().hash(&mut h);
+        let program = std::env::current_exe()
+            .and_then(std::fs::metadata)
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt as _;
+                (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec())
+            })
+            .ok();
+        program.hash(&mut h);
+        h.finish()
+    }
+
+    fn corpus_of(tree: &mut Scan) -> Corpus {
         let mut out = Corpus::default();
-        flatten(&mut tree, 0, &mut out);
+        flatten(tree, 0, &mut out);
         out.text.shrink_to_fit();
         out.ends.shrink_to_fit();
         out

@@ -29,6 +29,7 @@ mod error;
 mod gate;
 mod guard;
 mod inspect;
+mod kept_listing;
 mod later;
 mod ledger;
 mod listing;

@@ -38,6 +38,9 @@ pub(crate) struct ScanDir {
     pub sub: Vec<Option<usize>>,
     /// Whether this directory could not be opened or read.
     pub unreadable: bool,
+    /// For a recording scan ([`scan_recording`]): the directory's stat and its `.gitignore`'s
+    /// (`None` when it has none), both taken before it was read.
+    pub stamps: Option<(sys::FileStat, Option<sys::FileStat>)>,
 }
 
 impl Scan {
@@ -58,6 +61,7 @@ impl Scan {
             entries: Vec::new(),
             sub: Vec::new(),
             unreadable: true,
+            stamps: None,
         };
         self.dirs.get(id).unwrap_or(&EMPTY)
     }
@@ -90,6 +94,8 @@ struct Queue {
 
 struct Shared<'w> {
     rules: Rules<'w>,
+    /// Take each directory's stamps (see [`ScanDir::stamps`]).
+    record: bool,
     queue: Mutex<Queue>,
     wake: Condvar,
     next_id: AtomicUsize,
@@ -98,9 +104,20 @@ struct Shared<'w> {
 /// Scan the tree below `dir` (at project-relative `rel`), going on from `start`: the rules,
 /// and the ignore rules of the directories above `dir`.
 pub(crate) fn scan(start: Walker<'_>, dir: OwnedFd, rel: &str) -> Scan {
+    scan_with(start, dir, rel, false)
+}
+
+/// [`scan`], taking every directory's stamps as it goes: what a kept listing is checked
+/// against later (two more `stat`s per directory).
+pub(crate) fn scan_recording(start: Walker<'_>, dir: OwnedFd, rel: &str) -> Scan {
+    scan_with(start, dir, rel, true)
+}
+
+fn scan_with(start: Walker<'_>, dir: OwnedFd, rel: &str, record: bool) -> Scan {
     let (rules, parent_rules) = start.into_parts();
     let shared = Shared {
         rules,
+        record,
         queue: Mutex::new(Queue::default()),
         wake: Condvar::new(),
         next_id: AtomicUsize::new(1),
@@ -227,6 +244,16 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
             Err(_) => return (job.id, failed(job.rel)),
         },
     };
+    // Stamped before reading, so a change made while the directory is read shows as a
+    // different stamp next time.
+    let stamps = if shared.record {
+        match sys::lstatat_full(dir.as_fd(), c".") {
+            Ok(st) => Some((st, sys::lstatat_full(dir.as_fd(), c".gitignore").ok())),
+            Err(_) => return (job.id, failed(job.rel)),
+        }
+    } else {
+        None
+    };
     let (level, entries) = shared
         .rules
         .read(&dir, &job.rel, job.parent_rules.as_ref(), scratch);
@@ -266,6 +293,7 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
             entries,
             sub,
             unreadable: false,
+            stamps,
         },
     )
 }

@@ -72,42 +72,61 @@ impl Level {
 #[derive(Debug, Default)]
 pub(crate) struct GlobalIgnores {
     matchers: Vec<Gitignore>,
+    /// A hash of what the rules were read from, so a kept listing knows they changed.
+    fingerprint: u64,
 }
 
 impl GlobalIgnores {
     /// Load the repository's exclude file (relative to the root descriptor) and the user's
     /// global excludes. Unreadable or missing files just contribute nothing.
     pub(crate) fn load(root: &OwnedFd) -> GlobalIgnores {
+        use std::hash::{Hash as _, Hasher as _};
         let mut matchers = Vec::new();
-        if let Ok(name) = sys::cstr(".git/info/exclude")
-            && let Ok(fd) = sys::openat(
+        let mut hash = std::collections::hash_map::DefaultHasher::new();
+        let exclude = sys::cstr(".git/info/exclude").ok().and_then(|name| {
+            sys::openat(
                 root.as_fd(),
                 &name,
                 // Never blocking: a FIFO planted there must not hang pai.
                 libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
                 0,
             )
-            && let Some(m) = matcher_from_fd(&fd)
-        {
+            .ok()
+        });
+        let exclude = exclude.and_then(|fd| bytes_from_fd(&fd));
+        exclude.hash(&mut hash);
+        if let Some(m) = exclude.as_deref().and_then(matcher_from_bytes) {
             matchers.push(m);
         }
-        if let Some(path) = ignore::gitignore::gitconfig_excludes_path()
-            && let Ok(bytes) = std::fs::read(&path)
-            && let Some(m) = matcher_from_bytes(&bytes)
-        {
+        let global =
+            ignore::gitignore::gitconfig_excludes_path().and_then(|path| std::fs::read(path).ok());
+        global.hash(&mut hash);
+        if let Some(m) = global.as_deref().and_then(matcher_from_bytes) {
             matchers.push(m);
         }
-        GlobalIgnores { matchers }
+        GlobalIgnores {
+            matchers,
+            fingerprint: hash.finish(),
+        }
+    }
+
+    /// A hash of the rules' sources: equal for equal rules.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 }
 
-fn matcher_from_fd(fd: &OwnedFd) -> Option<Gitignore> {
+/// The bytes of an ignore file open as `fd` (`None` unless it is a regular file).
+fn bytes_from_fd(fd: &OwnedFd) -> Option<Vec<u8>> {
     let st = sys::fstat(fd.as_fd()).ok()?;
     if st.kind != Kind::File {
         return None;
     }
-    let bytes = sys::read_up_to(fd, MAX_IGNORE_FILE).ok()?;
-    matcher_from_bytes(&bytes)
+    sys::read_up_to(fd, MAX_IGNORE_FILE).ok()
+}
+
+fn matcher_from_fd(fd: &OwnedFd) -> Option<Gitignore> {
+    matcher_from_bytes(&bytes_from_fd(fd)?)
 }
 
 fn matcher_from_bytes(bytes: &[u8]) -> Option<Gitignore> {
