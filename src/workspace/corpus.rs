@@ -49,25 +49,6 @@ impl Corpus {
         (0..self.len()).map(|i| self.get(i))
     }
 
-    /// A corpus from its buffer and the end of each path in it; `None` unless every end lies
-    /// within the buffer, on a character boundary, and no end comes before the one before it.
-    pub(super) fn from_parts(text: String, ends: Vec<u32>) -> Option<Corpus> {
-        let mut last = 0;
-        for &end in &ends {
-            let end = end as usize;
-            if end < last || !text.is_char_boundary(end) {
-                return None;
-            }
-            last = end;
-        }
-        Some(Corpus { text, ends })
-    }
-
-    /// The buffer and the end of each path in it.
-    pub(super) fn parts(&self) -> (&str, &[u32]) {
-        (&self.text, &self.ends)
-    }
-
     /// Add a path (a corpus past 4 GB of paths takes no more).
     fn push(&mut self, dir: &str, name: &str) {
         let sep = usize::from(!dir.is_empty());
@@ -95,9 +76,9 @@ impl Workspace {
         Self::corpus_of(&mut tree)
     }
 
-    /// [`Self::corpus`], kept in `cache` (a file in the user's cache directory) between runs:
-    /// while no folder of the project changed, the kept listing is used and no folder is read
-    /// (see [`kept_listing`]). `None` walks as [`Self::corpus`] does.
+    /// [`Self::corpus`], with what the walk reads kept in `cache` (a file in the user's cache
+    /// directory) between runs: a folder that did not change since is not read again (see
+    /// [`kept_listing`]). `None` walks as [`Self::corpus`] does.
     pub fn corpus_kept(&self, cache: Option<&Path>) -> Corpus {
         self.corpus_kept_with(cache, kept_listing::RACY)
     }
@@ -108,21 +89,32 @@ impl Workspace {
             return self.corpus();
         };
         let rules = self.listing_rules();
-        if let Some(kept) = kept_listing::load(file, rules, self.gate.root_fd.as_fd()) {
-            return kept;
-        }
-        let listed = SystemTime::now();
+        let bytes = kept_listing::read(file);
+        let kept = bytes.as_deref().and_then(|b| kept_listing::parse(b, rules));
+        let walked = SystemTime::now();
         let start = Walker::new(&self.gate.deny, &self.ignores);
         let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
             return Corpus::default();
         };
-        let mut tree = scan_recording(start, root, "");
-        let stamps = kept_listing::Stamps::of(&tree);
-        let corpus = Self::corpus_of(&mut tree);
-        if let Some(stamps) = stamps {
-            kept_listing::save(file, rules, stamps, &corpus, listed, racy);
-        }
-        corpus
+        let mut tree = scan_recording(start, root, "", kept.as_ref());
+        drop(kept);
+        drop(bytes);
+        let read: Vec<kept_listing::Read<'_>> = (0..tree.len())
+            .map(|id| tree.dir(id))
+            .filter(|d| !d.unreadable)
+            .filter_map(|d| {
+                Some(kept_listing::Read {
+                    rel: &d.rel,
+                    stamps: d.stamps?,
+                    entries: &d.entries,
+                    kept: &d.kept,
+                    reused: d.reused,
+                })
+            })
+            .collect();
+        kept_listing::save(file, rules, &read, walked, racy);
+        drop(read);
+        Self::corpus_of(&mut tree)
     }
 
     /// A hash of everything besides the folders that decides what the listing shows: the
@@ -260,10 +252,15 @@ impl Workspace {
 /// scan as it is turned into paths, so the two are not both held whole.
 fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
     let d = tree.take(id);
-    for (i, e) in d.entries.iter().enumerate() {
-        match (e.kind, d.sub.get(i).copied().flatten()) {
+    let listed = d
+        .entries
+        .iter()
+        .map(|e| (e.cname.as_bytes(), e.kind))
+        .chain(d.kept.iter());
+    for (i, (name, kind)) in listed.enumerate() {
+        match (kind, d.sub.get(i).copied().flatten()) {
             (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
-            (Kind::File, _) => out.push(&d.rel, &e.name()),
+            (Kind::File, _) => out.push(&d.rel, &String::from_utf8_lossy(name)),
             _ => {}
         }
     }

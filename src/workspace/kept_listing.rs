@@ -1,38 +1,40 @@
-//! The project's file listing for the map, kept between runs in the user's cache directory
-//! (never in the project) with the stamps of every folder it was read from and of their
-//! `.gitignore` files. A folder's entries change only with its modification or status-change
-//! time, so when every folder still has its stamp, no rule changed, and nothing was stamped
-//! within the file system's timestamp granularity of the listing (git's "racily clean"
-//! problem), the kept listing is what a walk would give: a warm `--plan` then makes one
-//! `stat` per folder instead of reading every entry of the tree. Anything else (a folder
-//! added, removed or changed, an ignore file edited, a cache that does not parse) means a
-//! fresh walk, which keeps the listing again.
+//! What the walk for the map's project listing read of each folder, kept between runs in the
+//! user's cache directory (never in the project): the folder's visible entries, with the
+//! stamps of the folder and of its `.gitignore` taken before it was read.
+//!
+//! A folder's entries change only with its modification or status-change time, and what is
+//! visible of them only with the ignore rules: its own `.gitignore`, its ancestors', the
+//! global ones and the deny-list. So the next walk reuses a folder's kept entries, instead of
+//! listing it and matching every entry against the rules, when the folder still has its stamp
+//! and neither its `.gitignore` nor an ancestor's changed (a folder whose own entries changed
+//! is read again; its unchanged subfolders are still reused). A stamp taken within the file
+//! system's timestamp granularity of the walk is not trusted (git's "racily clean" problem):
+//! such a folder is read again next time. Anything unusable (another format, other rules, a
+//! file that does not parse) means every folder is read.
 
-use std::ffi::CString;
+use std::collections::HashMap;
 use std::io::Write as _;
-use std::os::fd::BorrowedFd;
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::corpus::Corpus;
-use super::scan::Scan;
-use super::sys::{self, FileStat, Kind};
+use super::sys::{FileStat, Kind};
+use super::walk::Entry;
 
 /// Bumped whenever what is kept, or how it is read, changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// A kept listing larger than this is not read (nothing pai writes comes near it).
 const MAX_BYTES: u64 = 1 << 30;
-/// How close to the listing a stamp may be and still be trusted: a change made within the
-/// file system's timestamp granularity of the stamp could leave it unchanged. Two seconds
-/// covers the coarsest common file systems.
+/// How close to the walk a stamp may be and still be trusted: a change made within the file
+/// system's timestamp granularity of the stamp could leave it unchanged. Two seconds covers
+/// the coarsest common file systems.
 pub(crate) const RACY: Duration = Duration::from_secs(2);
 
 /// What `stat` says of a folder or ignore file: equal keys, same entries (or same rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-struct Key {
+pub(crate) struct Key {
     mode: u32,
     size: u64,
     dev: u64,
@@ -55,11 +57,11 @@ impl From<FileStat> for Key {
 }
 
 impl Key {
-    /// Whether the key was taken so soon before `listed` (or after it) that a change in the
+    /// Whether the key was taken so soon before `walked` (or after it) that a change in the
     /// same timestamp tick would not show in it.
-    fn racy(&self, listed: SystemTime, racy: Duration) -> bool {
+    fn racy(&self, walked: SystemTime, racy: Duration) -> bool {
         let ns = |(secs, nanos): (i64, u32)| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
-        let edge = listed
+        let edge = walked
             .checked_sub(racy)
             .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
             .map_or(i128::MAX, |d| {
@@ -69,138 +71,224 @@ impl Key {
     }
 }
 
-/// One folder the listing was read from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Folder {
-    /// Project-relative path (`""`: the root).
-    rel: String,
-    /// The folder's stamp.
-    key: Key,
-    /// Its `.gitignore`'s stamp, when it had one (one created since changes the folder).
-    ignore: Option<Key>,
+/// A folder's `.gitignore` as the walk found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Ignore {
+    /// It had none.
+    Absent,
+    /// It had one with this stamp.
+    Present(Key),
+    /// Not known (stamped too close to the walk): the rules below it are read again.
+    Unknown,
 }
 
-/// The listing and what it was read from.
-#[derive(Debug, Serialize, Deserialize)]
-struct Kept {
-    format: u32,
-    rules: u64,
-    folders: Vec<Folder>,
-    text: String,
-    ends: Vec<u32>,
-}
-
-/// The stamps of every folder of `scan`, or `None` when the scan cannot be kept: a folder
-/// was unreadable, was not stamped, or had folders past the depth limit.
-pub(crate) struct Stamps(Vec<Folder>);
-
-impl Stamps {
-    /// The stamps a recording scan took.
-    pub(crate) fn of(scan: &Scan) -> Option<Stamps> {
-        let mut folders = Vec::with_capacity(scan.len());
-        for id in 0..scan.len() {
-            let d = scan.dir(id);
-            if d.unreadable {
-                return None;
-            }
-            let (key, ignore) = d.stamps?;
-            let cut = d
-                .entries
-                .iter()
-                .zip(&d.sub)
-                .any(|(e, sub)| e.kind == Kind::Dir && sub.is_none());
-            if cut {
-                return None;
-            }
-            folders.push(Folder {
-                rel: d.rel.clone(),
-                key: key.into(),
-                ignore: ignore.map(Key::from),
-            });
-        }
-        Some(Stamps(folders))
+impl Ignore {
+    /// The `.gitignore` stamp a walk took (`None`: there was none).
+    pub(crate) fn of(stat: Option<FileStat>) -> Ignore {
+        stat.map_or(Ignore::Absent, |st| Ignore::Present(st.into()))
     }
 }
 
-/// The listing kept in `file`, when it was read under the same `rules` and every folder
-/// (and ignore file) below `root` still has its stamp.
-pub(crate) fn load(file: &Path, rules: u64, root: BorrowedFd<'_>) -> Option<Corpus> {
+/// One folder as kept: borrowed from the kept file's bytes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Folder<'a> {
+    /// Project-relative path (`""`: the root).
+    rel: &'a str,
+    /// The folder's stamp; `None` when it was too close to the walk to trust.
+    key: Option<Key>,
+    /// Its `.gitignore`.
+    ignore: Ignore,
+    /// Its visible entries' names, each ended by a NUL, in the walk's order.
+    names: &'a [u8],
+    /// Each entry's kind (see [`kind_code`]).
+    kinds: &'a [u8],
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    format: u32,
+    rules: u64,
+}
+
+/// The folders of a kept listing, by path.
+pub(crate) struct KeptFolders<'a>(HashMap<&'a str, Folder<'a>>);
+
+impl<'a> KeptFolders<'a> {
+    /// The folder at `rel`, when kept.
+    fn get(&self, rel: &str) -> Option<&Folder<'a>> {
+        self.0.get(rel)
+    }
+
+    /// Whether the folder at `rel` keeps the rules it had: its `.gitignore` is `ignore` as
+    /// before (the caller checks the ancestors).
+    pub(crate) fn same_rules(&self, rel: &str, ignore: Ignore) -> bool {
+        ignore != Ignore::Unknown && self.get(rel).is_some_and(|f| f.ignore == ignore)
+    }
+
+    /// The kept entries of the folder at `rel` when its stamp is still `key` (the caller
+    /// knows its rules are the same); `None` when it must be read.
+    pub(crate) fn entries(&self, rel: &str, key: Key) -> Option<KeptEntries> {
+        let f = self.get(rel)?;
+        if f.key != Some(key) {
+            return None;
+        }
+        let mut count = 0;
+        for name in f.names.split(|&b| b == 0) {
+            // A name a walk can list: anything else means the file is not what pai wrote.
+            if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
+                // The piece after the last NUL is empty and ends the names.
+                if name.is_empty() && count == f.kinds.len() {
+                    break;
+                }
+                return None;
+            }
+            count += 1;
+        }
+        let complete = count == f.kinds.len() && f.names.last().is_none_or(|&b| b == 0);
+        let kinds_known = f.kinds.iter().all(|&k| kind_of(k).is_some());
+        (complete && kinds_known).then(|| KeptEntries {
+            names: f.names.to_vec(),
+            kinds: f.kinds.to_vec(),
+        })
+    }
+}
+
+/// A folder's entries as kept: what a reading would give, without a `CString` per entry.
+#[derive(Debug, Default)]
+pub(crate) struct KeptEntries {
+    /// The names, each ended by a NUL.
+    names: Vec<u8>,
+    /// Each entry's kind.
+    kinds: Vec<u8>,
+}
+
+impl KeptEntries {
+    /// None.
+    pub(crate) const fn new() -> Self {
+        KeptEntries {
+            names: Vec::new(),
+            kinds: Vec::new(),
+        }
+    }
+
+    /// How many entries.
+    pub(crate) fn len(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Each entry's name and kind, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], Kind)> {
+        self.names
+            .split(|&b| b == 0)
+            .zip(&self.kinds)
+            .map(|(name, &k)| (name, kind_of(k).unwrap_or(Kind::Other)))
+    }
+}
+
+fn kind_code(kind: Kind) -> u8 {
+    match kind {
+        Kind::Dir => 0,
+        Kind::File => 1,
+        Kind::Symlink => 2,
+        Kind::Other => 3,
+    }
+}
+
+fn kind_of(code: u8) -> Option<Kind> {
+    Some(match code {
+        0 => Kind::Dir,
+        1 => Kind::File,
+        2 => Kind::Symlink,
+        3 => Kind::Other,
+        _ => return None,
+    })
+}
+
+/// The bytes of the listing kept in `file` (`None`: none usable).
+pub(crate) fn read(file: &Path) -> Option<Vec<u8>> {
     let meta = std::fs::metadata(file).ok()?;
     if !meta.is_file() || meta.len() > MAX_BYTES {
         return None;
     }
-    let bytes = std::fs::read(file).ok()?;
-    let kept: Kept = postcard::from_bytes(&bytes).ok()?;
-    drop(bytes);
-    if kept.format != FORMAT || kept.rules != rules || kept.folders.is_empty() {
-        return None;
-    }
-    if !kept.folders.iter().all(|f| still(root, f)) {
-        return None;
-    }
-    Corpus::from_parts(kept.text, kept.ends)
+    std::fs::read(file).ok()
 }
 
-/// Whether folder `f` and its ignore file still have their stamps.
-fn still(root: BorrowedFd<'_>, f: &Folder) -> bool {
-    let stat = |path: &str| -> Option<Key> {
-        let name = if path.is_empty() {
-            CString::from(c".")
-        } else {
-            CString::new(path).ok()?
-        };
-        sys::lstatat_full(root, &name).ok().map(Key::from)
-    };
-    if stat(&f.rel) != Some(f.key) {
-        return false;
+/// The folders kept in `bytes`, when they were listed under the same `rules`.
+pub(crate) fn parse(bytes: &[u8], rules: u64) -> Option<KeptFolders<'_>> {
+    let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes).ok()?;
+    if header.format != FORMAT || header.rules != rules {
+        return None;
     }
-    match f.ignore {
-        None => true,
-        Some(ignore) => {
-            let path = if f.rel.is_empty() {
-                ".gitignore".to_string()
-            } else {
-                format!("{}/.gitignore", f.rel)
-            };
-            stat(&path) == Some(ignore)
-        }
-    }
+    let folders: Vec<Folder<'_>> = postcard::from_bytes(rest).ok()?;
+    Some(KeptFolders(
+        folders.into_iter().map(|f| (f.rel, f)).collect(),
+    ))
 }
 
-/// Keep `corpus`, listed under `rules` from the folders `stamps` describes, in `file`
-/// (written whole or not at all, private to the user). Not kept when a stamp is too close to
-/// `listed`, the time the listing began (within `racy`): a later change could hide in the
-/// same tick. Failing to keep it only makes the next listing a walk.
-pub(crate) fn save(
-    file: &Path,
-    rules: u64,
-    stamps: Stamps,
-    corpus: &Corpus,
-    listed: SystemTime,
-    racy: Duration,
-) {
-    let too_recent = |k: &Key| k.racy(listed, racy);
-    if stamps
-        .0
+/// What a recording walk read of one folder.
+pub(crate) struct Read<'a> {
+    /// Project-relative path.
+    pub rel: &'a str,
+    /// The folder's stamp and its `.gitignore`'s, taken before it was read.
+    pub stamps: (FileStat, Option<FileStat>),
+    /// Its visible entries as read.
+    pub entries: &'a [Entry],
+    /// Its visible entries as kept (when it was not read).
+    pub kept: &'a KeptEntries,
+    /// Whether they came from the kept listing.
+    pub reused: bool,
+}
+
+/// Keep what a recording walk read of every folder it read or reused (`read`), under
+/// `rules`, in `file` (written whole or not at all, private to the user). `walked` is when
+/// the walk began: stamps within `racy` of it are not trusted. Failing to keep it only makes
+/// the next walk read every folder. A walk that read few entries (under a sixteenth: a folder
+/// where a file was added, say) writes nothing: reading them again next time costs less than
+/// writing every folder's entries now.
+pub(crate) fn save(file: &Path, rules: u64, read: &[Read<'_>], walked: SystemTime, racy: Duration) {
+    let total: usize = read.iter().map(|r| r.entries.len() + r.kept.len()).sum();
+    let fresh: usize = read
         .iter()
-        .any(|f| too_recent(&f.key) || f.ignore.as_ref().is_some_and(too_recent))
-    {
-        // An older listing kept there no longer holds either.
-        let _ = std::fs::remove_file(file);
+        .filter(|r| !r.reused)
+        .map(|r| r.entries.len().max(1))
+        .sum();
+    if fresh == 0 || fresh.saturating_mul(16) < total {
         return;
     }
-    let (text, ends) = corpus.parts();
-    let kept = Kept {
-        format: FORMAT,
-        rules,
-        folders: stamps.0,
-        text: text.to_string(),
-        ends: ends.to_vec(),
-    };
-    let _ = write(file, &kept);
+    let mut names = Vec::new();
+    let mut kinds = Vec::new();
+    let mut spans = Vec::with_capacity(read.len());
+    for r in read {
+        let start = (names.len(), kinds.len());
+        for e in r.entries {
+            names.extend_from_slice(e.cname.as_bytes_with_nul());
+            kinds.push(kind_code(e.kind));
+        }
+        names.extend_from_slice(&r.kept.names);
+        kinds.extend_from_slice(&r.kept.kinds);
+        spans.push((start, (names.len(), kinds.len())));
+    }
+    let kept: Vec<Folder<'_>> = read
+        .iter()
+        .zip(spans)
+        .map(|(r, ((n0, k0), (n1, k1)))| {
+            let key = Key::from(r.stamps.0);
+            Folder {
+                rel: r.rel,
+                key: (!key.racy(walked, racy)).then_some(key),
+                ignore: match Ignore::of(r.stamps.1) {
+                    Ignore::Present(k) if k.racy(walked, racy) => Ignore::Unknown,
+                    other => other,
+                },
+                names: &names[n0..n1],
+                kinds: &kinds[k0..k1],
+            }
+        })
+        .collect();
+    let _ = write(file, rules, &kept);
 }
 
-fn write(file: &Path, kept: &Kept) -> std::io::Result<()> {
+fn write(file: &Path, rules: u64, folders: &[Folder<'_>]) -> std::io::Result<()> {
     let Some(dir) = file.parent() else {
         return Ok(());
     };
@@ -208,7 +296,12 @@ fn write(file: &Path, kept: &Kept) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let bytes = postcard::to_stdvec(kept).map_err(std::io::Error::other)?;
+    let header = Header {
+        format: FORMAT,
+        rules,
+    };
+    let mut bytes = postcard::to_stdvec(&header).map_err(std::io::Error::other)?;
+    bytes.extend(postcard::to_stdvec(folders).map_err(std::io::Error::other)?);
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(0o600))?;

@@ -15,6 +15,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
+use super::kept_listing::{Ignore, KeptEntries, KeptFolders};
 use super::sys::{self, Kind};
 use super::walk::{Entry, Level, MAX_DEPTH, Rules, Scratch, Walker, join};
 
@@ -41,6 +42,10 @@ pub(crate) struct ScanDir {
     /// For a recording scan ([`scan_recording`]): the directory's stat and its `.gitignore`'s
     /// (`None` when it has none), both taken before it was read.
     pub stamps: Option<(sys::FileStat, Option<sys::FileStat>)>,
+    /// Whether its entries came from the kept listing rather than from reading it.
+    pub reused: bool,
+    /// Its visible entries when they came from the kept listing (`entries` is then empty).
+    pub kept: KeptEntries,
 }
 
 impl Scan {
@@ -62,6 +67,8 @@ impl Scan {
             sub: Vec::new(),
             unreadable: true,
             stamps: None,
+            reused: false,
+            kept: KeptEntries::new(),
         };
         self.dirs.get(id).unwrap_or(&EMPTY)
     }
@@ -83,6 +90,8 @@ struct Job {
     name: Option<CString>,
     rel: String,
     parent_rules: Option<Arc<Level>>,
+    /// Whether no ignore rule above this directory changed since the kept listing.
+    rules_same: bool,
 }
 
 /// Jobs waiting, and how many are being worked on (a worker may still add jobs).
@@ -96,6 +105,8 @@ struct Shared<'w> {
     rules: Rules<'w>,
     /// Take each directory's stamps (see [`ScanDir::stamps`]).
     record: bool,
+    /// What an earlier recording scan read, reused for directories that did not change.
+    kept: Option<&'w KeptFolders<'w>>,
     queue: Mutex<Queue>,
     wake: Condvar,
     next_id: AtomicUsize,
@@ -104,20 +115,33 @@ struct Shared<'w> {
 /// Scan the tree below `dir` (at project-relative `rel`), going on from `start`: the rules,
 /// and the ignore rules of the directories above `dir`.
 pub(crate) fn scan(start: Walker<'_>, dir: OwnedFd, rel: &str) -> Scan {
-    scan_with(start, dir, rel, false)
+    scan_with(start, dir, rel, false, None)
 }
 
-/// [`scan`], taking every directory's stamps as it goes: what a kept listing is checked
-/// against later (two more `stat`s per directory).
-pub(crate) fn scan_recording(start: Walker<'_>, dir: OwnedFd, rel: &str) -> Scan {
-    scan_with(start, dir, rel, true)
+/// [`scan`], taking every directory's stamps as it goes (two more `stat`s per directory), and
+/// reusing what `kept` holds of a directory whose stamps and rules did not change instead of
+/// reading it (see [`super::kept_listing`]).
+pub(crate) fn scan_recording<'w>(
+    start: Walker<'w>,
+    dir: OwnedFd,
+    rel: &str,
+    kept: Option<&'w KeptFolders<'w>>,
+) -> Scan {
+    scan_with(start, dir, rel, true, kept)
 }
 
-fn scan_with(start: Walker<'_>, dir: OwnedFd, rel: &str, record: bool) -> Scan {
+fn scan_with<'w>(
+    start: Walker<'w>,
+    dir: OwnedFd,
+    rel: &str,
+    record: bool,
+    kept: Option<&'w KeptFolders<'w>>,
+) -> Scan {
     let (rules, parent_rules) = start.into_parts();
     let shared = Shared {
         rules,
         record,
+        kept,
         queue: Mutex::new(Queue::default()),
         wake: Condvar::new(),
         next_id: AtomicUsize::new(1),
@@ -128,6 +152,7 @@ fn scan_with(start: Walker<'_>, dir: OwnedFd, rel: &str, record: bool) -> Scan {
         name: None,
         rel: rel.to_string(),
         parent_rules,
+        rules_same: true,
     };
     let mut scratch = Scratch::default();
     // The start directory is read here: a directory without subdirectories (the common case
@@ -135,7 +160,24 @@ fn scan_with(start: Walker<'_>, dir: OwnedFd, rel: &str, record: bool) -> Scan {
     let mut done = vec![read_one(&shared, root, &mut scratch)];
     if !lock(&shared.queue).jobs.is_empty() {
         // Directories a panicked helper took are missing from `done`: they show as unreadable.
-        done.extend(on_threads(thread_count(), "pai-scan", || work(&shared)));
+        let me = std::thread::current().id();
+        let parts = on_threads(thread_count(), "pai-scan", || {
+            let start = sys::counts();
+            let read = work(&shared);
+            let now = sys::counts();
+            let made = sys::SysCounts {
+                listings: now.listings - start.listings,
+                stats: now.stats - start.stats,
+            };
+            vec![(read, made, std::thread::current().id())]
+        });
+        for (read, made, thread) in parts {
+            done.extend(read);
+            // The counts a test pins are the calling thread's: add the helpers' to them.
+            if thread != me {
+                sys::add_counts(made);
+            }
+        }
     }
     let total = shared.next_id.load(Ordering::Relaxed);
     let mut dirs: Vec<ScanDir> = (0..total).map(|_| ScanDir::unread()).collect();
@@ -254,27 +296,62 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
     } else {
         None
     };
-    let (level, entries) = shared
-        .rules
-        .read(&dir, &job.rel, job.parent_rules.as_ref(), scratch);
-    let Ok(entries) = entries else {
-        return (job.id, failed(job.rel));
+    let (rules_same, kept) = match (shared.kept, stamps) {
+        (Some(kept), Some((st, ignore))) => {
+            let same = job.rules_same && kept.same_rules(&job.rel, Ignore::of(ignore));
+            (
+                same,
+                same.then(|| kept.entries(&job.rel, st.into())).flatten(),
+            )
+        }
+        _ => (false, None),
     };
-    let mut sub = vec![None; entries.len()];
+    let reused = kept.is_some();
+    let (level, entries, kept) = match kept {
+        Some(kept) => {
+            let has_gitignore = stamps
+                .and_then(|(_, ignore)| ignore)
+                .is_some_and(|st| st.mode & libc::S_IFMT == libc::S_IFREG);
+            let level =
+                shared
+                    .rules
+                    .level(&dir, &job.rel, job.parent_rules.as_ref(), has_gitignore);
+            (level, Vec::new(), kept)
+        }
+        None => {
+            let (level, read) =
+                shared
+                    .rules
+                    .read(&dir, &job.rel, job.parent_rules.as_ref(), scratch);
+            let Ok(entries) = read else {
+                return (job.id, failed(job.rel));
+            };
+            (level, entries, KeptEntries::default())
+        }
+    };
+    let mut sub = vec![None; entries.len() + kept.len()];
     let mut children = Vec::new();
     if level.depth() < MAX_DEPTH {
-        for (i, e) in entries.iter().enumerate() {
-            if e.kind != Kind::Dir {
+        let listed = entries
+            .iter()
+            .map(|e| (e.cname.as_bytes(), e.kind))
+            .chain(kept.iter());
+        for (i, (name, kind)) in listed.enumerate() {
+            if kind != Kind::Dir {
                 continue;
             }
+            let Ok(cname) = CString::new(name) else {
+                continue;
+            };
             let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
             sub[i] = Some(id);
             children.push(Job {
                 id,
                 dir: Arc::clone(&dir),
-                name: Some(e.cname.clone()),
-                rel: join(&job.rel, &e.name()),
+                rel: join(&job.rel, &String::from_utf8_lossy(name)),
+                name: Some(cname),
                 parent_rules: Some(Arc::clone(&level)),
+                rules_same,
             });
         }
     }
@@ -294,6 +371,8 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
             sub,
             unreadable: false,
             stamps,
+            reused,
+            kept,
         },
     )
 }

@@ -220,28 +220,36 @@ impl<'w> Rules<'w> {
         parent: Option<&Arc<Level>>,
         dirents: &mut Vec<u8>,
     ) -> (Arc<Level>, std::io::Result<Vec<sys::DirEntry>>) {
-        let depth = parent.map_or(0, |p| p.depth) + 1;
-        let level = |ignore| {
-            Arc::new(Level {
-                base_len: rel.len(),
-                ignore,
-                parent: parent.cloned(),
-                depth,
-            })
-        };
         let raw = match sys::read_dir_with(dir.as_fd(), dirents) {
             Ok(r) => r,
-            Err(e) => return (level(None), Err(e)),
+            Err(e) => return (self.level(dir, rel, parent, false), Err(e)),
         };
         let has_gitignore = raw
             .iter()
             .any(|e| e.kind == Kind::File && e.name.to_bytes() == b".gitignore");
-        let level = level(if has_gitignore {
-            read_gitignore(dir)
-        } else {
-            None
-        });
-        (level, Ok(raw))
+        (self.level(dir, rel, parent, has_gitignore), Ok(raw))
+    }
+
+    /// The rules of the directory `rel` (open as `dir`) below the directory whose rules are
+    /// `parent`, its `.gitignore` read when `has_gitignore`: for a directory whose entries are
+    /// known without reading it (see [`super::kept_listing`]).
+    pub(crate) fn level(
+        self,
+        dir: &OwnedFd,
+        rel: &str,
+        parent: Option<&Arc<Level>>,
+        has_gitignore: bool,
+    ) -> Arc<Level> {
+        Arc::new(Level {
+            base_len: rel.len(),
+            ignore: if has_gitignore {
+                read_gitignore(dir)
+            } else {
+                None
+            },
+            parent: parent.cloned(),
+            depth: parent.map_or(0, |p| p.depth) + 1,
+        })
     }
 
     /// Whether any ignore rule applies in the directory whose rules are `level`.

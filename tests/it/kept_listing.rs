@@ -1,7 +1,8 @@
-//! The project listing kept between runs (`Workspace::corpus_kept`): used only while every
-//! folder and ignore file still has its stamp, and then exactly what a walk gives. The oracle
-//! is a fresh walk (`Workspace::corpus`) after every change; "used" is checked by the
-//! directory listings the call made (none when the kept listing holds).
+//! The walk for the project listing keeps what it read of each folder between runs
+//! (`Workspace::corpus_kept`): a folder is read again only when it, its `.gitignore` or an
+//! ancestor's `.gitignore` changed, and the listing is always exactly what a full walk gives.
+//! The oracle is a fresh walk (`Workspace::corpus`) after every change; the folders read
+//! again are counted by the directory listings the call made.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use pai::workspace::{Workspace, WorkspaceConfig, sys_counts};
 
 /// Timestamps come from a coarse clock; a pause longer than its tick keeps a change out of
-/// the tick the listing was stamped in (the tests trust stamps older than zero seconds).
+/// the tick the walk stamped (the tests trust any stamp taken before the walk).
 const TICK: Duration = Duration::from_millis(30);
 
 struct Fx {
@@ -43,31 +44,37 @@ impl Fx {
         Workspace::open(&self.root, WorkspaceConfig::default()).unwrap()
     }
 
-    /// The kept listing (trusting any stamp taken before the call), the walk's, and whether
-    /// the kept one was used (no folder listed).
-    fn both(&self, ws: &Workspace) -> (Vec<String>, Vec<String>, bool) {
+    /// The listing through the kept one (trusting stamps older than `racy`), a full walk's,
+    /// and how many folders the first call read.
+    fn both_with(&self, ws: &Workspace, racy: Duration) -> (Vec<String>, Vec<String>, u64) {
         std::thread::sleep(TICK);
         let before = sys_counts().listings;
-        let kept = ws.corpus_kept_with(Some(&self.cache), Duration::ZERO);
-        let used = sys_counts().listings == before;
+        let kept = ws.corpus_kept_with(Some(&self.cache), racy);
+        let read = sys_counts().listings - before;
         let walked = ws.corpus();
         std::thread::sleep(TICK);
         let strings = |c: &pai::workspace::Corpus| c.iter().map(str::to_string).collect();
-        (strings(&kept), strings(&walked), used)
+        (strings(&kept), strings(&walked), read)
     }
 
-    /// The kept listing agrees with a walk, is then kept, and is used by the next call.
-    fn agrees_and_is_kept(&self, ws: &Workspace, what: &str) -> Vec<String> {
-        let (kept, walked, used) = self.both(ws);
+    fn both(&self, ws: &Workspace) -> (Vec<String>, Vec<String>, u64) {
+        self.both_with(ws, Duration::ZERO)
+    }
+
+    /// After a change: the listing agrees with a full walk having read `reads` folders, and
+    /// the next one reads none.
+    fn agrees(&self, ws: &Workspace, what: &str, reads: u64) -> Vec<String> {
+        let (kept, walked, read) = self.both(ws);
         assert_eq!(kept, walked, "after {what}");
-        assert!(!used, "after {what} the kept listing was used");
-        let (kept, walked, used) = self.both(ws);
-        assert_eq!(kept, walked, "after {what}, kept");
-        assert!(used, "after {what} the listing was not kept");
+        assert_eq!(read, reads, "folders read after {what}");
+        let (kept, walked, read) = self.both(ws);
+        assert_eq!(kept, walked, "after {what}, again");
+        assert_eq!(read, 0, "folders read again after {what}");
         kept
     }
 }
 
+/// Folders walked: the root, src, src/deep, src/deep/er, src/deep/er/still.
 fn tree() -> Fx {
     let fx = Fx::new();
     fx.put("README.md", "r");
@@ -77,102 +84,150 @@ fn tree() -> Fx {
     fx.put("build/artifact.o", "a");
     fx.put("app.log", "l");
     fx.put(".gitignore", "build/\n*.log\n");
-    fx.put("src/.gitignore", "gen/\n");
+    // An ignore file that ignores itself still holds rules for the folders below.
+    fx.put("src/.gitignore", "gen/\n*.tmp\n.gitignore\n");
     fx.put(".env", "SECRET=1");
     symlink("README.md", fx.root.join("link.md")).unwrap();
     fx
 }
 
+fn has(list: &[String], path: &str) -> bool {
+    list.iter().any(|p| p == path)
+}
+
 #[test]
-fn a_kept_listing_is_used_only_while_nothing_it_came_from_changed() {
+fn only_the_folders_that_changed_are_read_again() {
     let fx = tree();
     let ws = fx.ws();
-    let first = fx.agrees_and_is_kept(&ws, "the first listing");
-    assert!(first.contains(&"src/deep/er/still/x.rs".to_string()));
+    let first = fx.agrees(&ws, "the first walk", 5);
+    assert!(has(&first, "src/deep/er/still/x.rs"));
     for hidden in [
         "build/artifact.o",
         "app.log",
         "src/gen/out.rs",
+        "src/.gitignore",
         ".env",
         "link.md",
     ] {
-        assert!(!first.contains(&hidden.to_string()), "{hidden}: {first:?}");
+        assert!(!has(&first, hidden), "{hidden}: {first:?}");
     }
 
     fx.put("src/deep/er/still/new.rs", "n");
-    let l = fx.agrees_and_is_kept(&ws, "a file added four folders down");
-    assert!(l.contains(&"src/deep/er/still/new.rs".to_string()));
+    fx.put("src/deep/er/still/scratch.tmp", "t");
+    let l = fx.agrees(&ws, "files added four folders down", 1);
+    assert!(has(&l, "src/deep/er/still/new.rs"));
+    assert!(!has(&l, "src/deep/er/still/scratch.tmp"), "{l:?}");
 
     fs::remove_file(fx.root.join("src/main.rs")).unwrap();
-    fx.agrees_and_is_kept(&ws, "a file removed");
+    fx.agrees(&ws, "a file removed", 1);
 
     fs::rename(fx.root.join("src/deep"), fx.root.join("src/moved")).unwrap();
-    let l = fx.agrees_and_is_kept(&ws, "a folder renamed");
-    assert!(l.contains(&"src/moved/er/still/x.rs".to_string()));
+    let l = fx.agrees(&ws, "a folder renamed", 4);
+    assert!(has(&l, "src/moved/er/still/x.rs"));
 
-    // Written in place: the folder's stamp stays, only the ignore file's own stamp tells.
+    // Written in place: the folder keeps its stamp, only the ignore file's own tells, and
+    // every folder below it is read again under the new rules.
     fx.put("src/.gitignore", "xyz\n");
-    let l = fx.agrees_and_is_kept(&ws, "an ignore file rewritten in place");
-    assert!(l.contains(&"src/gen/out.rs".to_string()), "{l:?}");
+    let l = fx.agrees(&ws, "an ignore file rewritten in place", 5);
+    assert!(has(&l, "src/gen/out.rs"), "{l:?}");
+    assert!(has(&l, "src/moved/er/still/scratch.tmp"), "{l:?}");
 
     fx.put("src/moved/.gitignore", "er/\n");
-    let l = fx.agrees_and_is_kept(&ws, "an ignore file created below");
+    let l = fx.agrees(&ws, "an ignore file created below", 1);
     assert!(!l.iter().any(|p| p.starts_with("src/moved/er/")), "{l:?}");
 
     fs::remove_file(fx.root.join("README.md")).unwrap();
     symlink("src/gen/out.rs", fx.root.join("README.md")).unwrap();
-    let l = fx.agrees_and_is_kept(&ws, "a file replaced by a link");
-    assert!(!l.contains(&"README.md".to_string()));
+    let l = fx.agrees(&ws, "a file replaced by a link", 1);
+    assert!(!has(&l, "README.md"));
 
     fs::create_dir(fx.root.join("empty")).unwrap();
-    fx.agrees_and_is_kept(&ws, "an empty folder added");
+    fx.agrees(&ws, "an empty folder added", 2);
     fx.put("empty/now.txt", "n");
-    let l = fx.agrees_and_is_kept(&ws, "a file in the new folder");
-    assert!(l.contains(&"empty/now.txt".to_string()));
+    let l = fx.agrees(&ws, "a file in the new folder", 1);
+    assert!(has(&l, "empty/now.txt"));
 }
 
 #[test]
-fn rules_that_change_outside_the_folders_mean_a_fresh_walk() {
+fn rules_that_change_outside_the_folders_mean_every_folder_is_read() {
     let fx = tree();
     fs::create_dir_all(fx.root.join(".git/info")).unwrap();
-    fx.agrees_and_is_kept(&fx.ws(), "the first listing");
+    fx.agrees(&fx.ws(), "the first walk", 5);
     fs::write(fx.root.join(".git/info/exclude"), "*.md\n").unwrap();
-    let l = fx.agrees_and_is_kept(&fx.ws(), "git's exclude file changed");
-    assert!(!l.contains(&"README.md".to_string()), "{l:?}");
+    let l = fx.agrees(&fx.ws(), "git's exclude file changed", 5);
+    assert!(!has(&l, "README.md"), "{l:?}");
     let cfg = WorkspaceConfig {
         extra_deny: vec!["src".to_string()],
         ..WorkspaceConfig::default()
     };
     let ws = Workspace::open(&fx.root, cfg).unwrap();
-    let l = fx.agrees_and_is_kept(&ws, "a deny pattern added");
+    let l = fx.agrees(&ws, "a deny pattern added", 1);
     assert!(!l.iter().any(|p| p.starts_with("src/")), "{l:?}");
 }
 
 #[test]
-fn a_listing_too_close_to_a_change_or_unreadable_is_not_kept() {
+fn stamps_too_close_to_the_walk_and_corrupt_files_are_not_trusted() {
     let fx = tree();
     let ws = fx.ws();
-    // The tree was made just now: within the default two seconds, nothing is trusted.
-    let c = ws.corpus_kept(Some(&fx.cache));
-    assert_eq!(c.len(), ws.corpus().len());
-    assert!(!fx.cache.exists());
-
-    fx.agrees_and_is_kept(&ws, "the first listing");
+    // The tree was made just now: within the default two seconds nothing is trusted, so the
+    // next walk reads every folder again.
+    for _ in 0..2 {
+        let (kept, walked, read) = fx.both_with(&ws, Duration::from_secs(2));
+        assert_eq!(kept, walked);
+        assert_eq!(read, 5);
+    }
+    fx.agrees(&ws, "stamps trusted", 5);
     for garbage in [&b""[..], b"\x01\x02\x03", &[0xff; 4096]] {
         fs::write(&fx.cache, garbage).unwrap();
-        fx.agrees_and_is_kept(&ws, "a corrupt kept listing");
+        fx.agrees(&ws, "a corrupt kept listing", 5);
     }
 }
 
 #[test]
-fn no_cache_file_walks_every_time() {
+fn without_a_cache_file_every_folder_is_read() {
     let fx = tree();
     let ws = fx.ws();
     std::thread::sleep(TICK);
     for _ in 0..2 {
         let before = sys_counts().listings;
         let c = ws.corpus_kept_with(None, Duration::ZERO);
-        assert!(sys_counts().listings > before);
+        assert_eq!(sys_counts().listings - before, 5);
         assert_eq!(c.len(), ws.corpus().len());
     }
+}
+
+#[test]
+fn a_few_entries_read_again_are_not_worth_rewriting_the_kept_listing() {
+    let fx = Fx::new();
+    for i in 0..100 {
+        fx.put(&format!("big/file_{i:03}.rs"), "x");
+    }
+    fx.put("top.txt", "t");
+    let ws = fx.ws();
+    fx.agrees(&ws, "the first walk", 2);
+    let written = fs::metadata(&fx.cache).unwrap().modified().unwrap();
+
+    // Two entries read again against a hundred kept: the file stays, and the next walk
+    // reads the root again (it is cheap), always agreeing with a full walk.
+    fx.put("new.txt", "n");
+    for _ in 0..2 {
+        let (kept, walked, read) = fx.both(&ws);
+        assert_eq!(kept, walked);
+        assert_eq!(read, 1);
+    }
+    assert_eq!(
+        fs::metadata(&fx.cache).unwrap().modified().unwrap(),
+        written
+    );
+
+    // Many entries read again: kept anew.
+    for i in 0..20 {
+        fx.put(&format!("more_{i}.txt"), "m");
+    }
+    let l = fx.agrees(&ws, "twenty files added", 1);
+    assert!(has(&l, "more_7.txt") && has(&l, "new.txt"));
+    assert_ne!(
+        fs::metadata(&fx.cache).unwrap().modified().unwrap(),
+        written
+    );
 }
