@@ -273,26 +273,29 @@ fn work(shared: &Shared<'_>) -> Vec<(usize, ScanDir)> {
     }
 }
 
-/// Read one directory and queue its subdirectories.
-fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, ScanDir) {
-    let failed = |rel: String| ScanDir {
-        rel,
-        ..ScanDir::unread()
-    };
-    let dir = match &job.name {
-        None => job.dir,
-        Some(name) => match sys::openat(job.dir.as_fd(), name, sys::DIR_READ, 0) {
-            Ok(fd) => Arc::new(fd),
-            Err(_) => return (job.id, failed(job.rel)),
-        },
-    };
+/// What one directory holds, and how it was found.
+struct Listed {
+    level: Arc<Level>,
+    /// Its visible entries, when read.
+    entries: Vec<Entry>,
+    /// Its visible entries, when reused from the kept listing.
+    kept: KeptEntries,
+    stamps: Option<(sys::FileStat, Option<sys::FileStat>)>,
+    /// Whether no ignore rule from here up changed since the kept listing.
+    rules_same: bool,
+    /// Whether the entries came from the kept listing.
+    reused: bool,
+}
+
+/// The directory `job` (open as `dir`): stamped when recording, its entries reused from the
+/// kept listing when it and the rules above it did not change, else read. `None` when it
+/// cannot be stamped or read.
+fn list(shared: &Shared<'_>, job: &Job, dir: &OwnedFd, scratch: &mut Scratch) -> Option<Listed> {
     // Stamped before reading, so a change made while the directory is read shows as a
     // different stamp next time.
     let stamps = if shared.record {
-        match sys::lstatat_full(dir.as_fd(), c".") {
-            Ok(st) => Some((st, sys::lstatat_full(dir.as_fd(), c".gitignore").ok())),
-            Err(_) => return (job.id, failed(job.rel)),
-        }
+        let st = sys::lstatat_full(dir.as_fd(), c".").ok()?;
+        Some((st, sys::lstatat_full(dir.as_fd(), c".gitignore").ok()))
     } else {
         None
     };
@@ -306,29 +309,59 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
         }
         _ => (false, None),
     };
-    let reused = kept.is_some();
-    let (level, entries, kept) = match kept {
+    let parent = job.parent_rules.as_ref();
+    Some(match kept {
         Some(kept) => {
             let has_gitignore = stamps
                 .and_then(|(_, ignore)| ignore)
                 .is_some_and(|st| st.mode & libc::S_IFMT == libc::S_IFREG);
-            let level =
-                shared
-                    .rules
-                    .level(&dir, &job.rel, job.parent_rules.as_ref(), has_gitignore);
-            (level, Vec::new(), kept)
+            Listed {
+                level: shared.rules.level(dir, &job.rel, parent, has_gitignore),
+                entries: Vec::new(),
+                kept,
+                stamps,
+                rules_same,
+                reused: true,
+            }
         }
         None => {
-            let (level, read) =
-                shared
-                    .rules
-                    .read(&dir, &job.rel, job.parent_rules.as_ref(), scratch);
-            let Ok(entries) = read else {
-                return (job.id, failed(job.rel));
-            };
-            (level, entries, KeptEntries::default())
+            let (level, read) = shared.rules.read(dir, &job.rel, parent, scratch);
+            Listed {
+                level,
+                entries: read.ok()?,
+                kept: KeptEntries::new(),
+                stamps,
+                rules_same,
+                reused: false,
+            }
         }
+    })
+}
+
+/// Read one directory and queue its subdirectories.
+fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, ScanDir) {
+    let failed = |rel: String| ScanDir {
+        rel,
+        ..ScanDir::unread()
     };
+    let dir = match &job.name {
+        None => Arc::clone(&job.dir),
+        Some(name) => match sys::openat(job.dir.as_fd(), name, sys::DIR_READ, 0) {
+            Ok(fd) => Arc::new(fd),
+            Err(_) => return (job.id, failed(job.rel)),
+        },
+    };
+    let Some(found) = list(shared, &job, &dir, scratch) else {
+        return (job.id, failed(job.rel));
+    };
+    let Listed {
+        level,
+        entries,
+        kept,
+        stamps,
+        rules_same,
+        reused,
+    } = found;
     let mut sub = vec![None; entries.len() + kept.len()];
     let mut children = Vec::new();
     if level.depth() < MAX_DEPTH {
