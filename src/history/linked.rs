@@ -163,8 +163,10 @@ pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
     };
     let making = making_path(&state, &id);
     std::fs::write(&making, b"").ctx(|| format!("cannot create {}", making.display()))?;
-    let made =
-        write_record(&state, &held.linked).and_then(|()| add_worktree(&repo, &held.linked, base));
+    let made = write_record(&state, &held.linked).and_then(|()| {
+        let _turn = creating(&state)?;
+        add_worktree(&repo, &held.linked, base)
+    });
     if let Err(e) = made {
         // Nothing of it is left to confuse the next session.
         let _ = remove_parts(&repo, &state, &held.linked);
@@ -172,6 +174,24 @@ pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
     }
     std::fs::remove_file(&making).ctx(|| format!("cannot remove {}", making.display()))?;
     Ok(held)
+}
+
+/// This process's turn to add a worktree, until dropped: libgit2 checks whether a branch is
+/// checked out by reading every worktree, and one being added by another process at the same
+/// moment can make it refuse a branch nobody else has. Sessions started together take turns
+/// for the few milliseconds each takes.
+fn creating(state: &Path) -> Result<File, HistoryError> {
+    let path = records_dir(state).join("adding.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .ctx(|| format!("cannot open {}", path.display()))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(std::io::Error::from)
+        .ctx(|| format!("cannot lock {}", path.display()))?;
+    Ok(file)
 }
 
 /// The commit and branch a session starts from: `from`, else HEAD.

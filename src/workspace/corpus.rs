@@ -5,11 +5,11 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use super::Workspace;
 use super::beneath::{open_dir, open_parent};
-use super::kept_listing;
+use super::kept_listing::{self, Keeping};
 use super::scan::{Scan, scan, scan_recording};
 use super::sys::{self, Kind, Stamp};
 use super::walk::Walker;
@@ -80,11 +80,11 @@ impl Workspace {
     /// directory) between runs: a folder that did not change since is not read again (see
     /// [`kept_listing`]). `None` walks as [`Self::corpus`] does.
     pub fn corpus_kept(&self, cache: Option<&Path>) -> Corpus {
-        self.corpus_kept_with(cache, kept_listing::RACY)
+        self.corpus_kept_with(cache, Keeping::default())
     }
 
-    /// [`Self::corpus_kept`], trusting stamps older than `racy` (tests shorten it).
-    pub fn corpus_kept_with(&self, cache: Option<&Path>, racy: Duration) -> Corpus {
+    /// [`Self::corpus_kept`], keeping as `keeping` says (tests keep small trees at once).
+    pub fn corpus_kept_with(&self, cache: Option<&Path>, keeping: Keeping) -> Corpus {
         let Some(file) = cache else {
             return self.corpus();
         };
@@ -112,7 +112,7 @@ impl Workspace {
                 })
             })
             .collect();
-        kept_listing::save(file, rules, &read, walked, racy);
+        kept_listing::save(file, rules, &read, walked, keeping);
         drop(read);
         Self::corpus_of(&mut tree)
     }

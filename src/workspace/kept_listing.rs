@@ -27,10 +27,26 @@ use super::walk::Entry;
 const FORMAT: u32 = 2;
 /// A kept listing larger than this is not read (nothing pai writes comes near it).
 const MAX_BYTES: u64 = 1 << 30;
-/// How close to the walk a stamp may be and still be trusted: a change made within the file
-/// system's timestamp granularity of the stamp could leave it unchanged. Two seconds covers
-/// the coarsest common file systems.
-pub(crate) const RACY: Duration = Duration::from_secs(2);
+/// When a walk's listing is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Keeping {
+    /// How close to the walk a stamp may be and still be trusted: a change made within the
+    /// file system's timestamp granularity of the stamp could leave it unchanged.
+    pub racy: Duration,
+    /// The fewest entries worth keeping: a smaller tree is read faster than a file written.
+    pub min_entries: usize,
+}
+
+impl Default for Keeping {
+    /// Two seconds covers the coarsest common file systems; a few thousand entries take a
+    /// millisecond or two to read.
+    fn default() -> Self {
+        Keeping {
+            racy: Duration::from_secs(2),
+            min_entries: 4_096,
+        }
+    }
+}
 
 /// What `stat` says of a folder or ignore file: equal keys, same entries (or same rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,20 +257,28 @@ pub(crate) struct Read<'a> {
 
 /// Keep what a recording walk read of every folder it read or reused (`read`), under
 /// `rules`, in `file` (written whole or not at all, private to the user). `walked` is when
-/// the walk began: stamps within `racy` of it are not trusted. Failing to keep it only makes
-/// the next walk read every folder. A walk that read few entries (under a sixteenth: a folder
-/// where a file was added, say) writes nothing: reading them again next time costs less than
-/// writing every folder's entries now.
-pub(crate) fn save(file: &Path, rules: u64, read: &[Read<'_>], walked: SystemTime, racy: Duration) {
+/// the walk began: stamps within `keeping.racy` of it are not trusted. Failing to keep it only
+/// makes the next walk read every folder. Nothing is written for a tree under
+/// `keeping.min_entries`, nor for a walk that read few entries (under a sixteenth: a folder
+/// where a file was added, say): reading them again next time costs less than writing every
+/// folder's entries now.
+pub(crate) fn save(
+    file: &Path,
+    rules: u64,
+    read: &[Read<'_>],
+    walked: SystemTime,
+    keeping: Keeping,
+) {
     let total: usize = read.iter().map(|r| r.entries.len() + r.kept.len()).sum();
     let fresh: usize = read
         .iter()
         .filter(|r| !r.reused)
         .map(|r| r.entries.len().max(1))
         .sum();
-    if fresh == 0 || fresh.saturating_mul(16) < total {
+    if total < keeping.min_entries || fresh == 0 || fresh.saturating_mul(16) < total {
         return;
     }
+    let racy = keeping.racy;
     let mut names = Vec::new();
     let mut kinds = Vec::new();
     let mut spans = Vec::with_capacity(read.len());

@@ -55,6 +55,7 @@ pub use edits::{Edit, Modification, edit_text};
 pub use error::WorkspaceError;
 pub use gate::RelPath;
 pub use inspect::StatSnapshot;
+pub use kept_listing::Keeping;
 pub use later::LaterState;
 pub use state::{STATE_DIR, StateDir};
 pub use status::{Later, StatusPass};

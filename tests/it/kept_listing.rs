@@ -9,7 +9,7 @@ use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pai::workspace::{Workspace, WorkspaceConfig, sys_counts};
+use pai::workspace::{Keeping, Workspace, WorkspaceConfig, sys_counts};
 
 /// Timestamps come from a coarse clock; a pause longer than its tick keeps a change out of
 /// the tick the walk stamped (the tests trust any stamp taken before the walk).
@@ -49,7 +49,11 @@ impl Fx {
     fn both_with(&self, ws: &Workspace, racy: Duration) -> (Vec<String>, Vec<String>, u64) {
         std::thread::sleep(TICK);
         let before = sys_counts().listings;
-        let kept = ws.corpus_kept_with(Some(&self.cache), racy);
+        let keeping = Keeping {
+            racy,
+            min_entries: 0,
+        };
+        let kept = ws.corpus_kept_with(Some(&self.cache), keeping);
         let read = sys_counts().listings - before;
         let walked = ws.corpus();
         std::thread::sleep(TICK);
@@ -190,10 +194,28 @@ fn without_a_cache_file_every_folder_is_read() {
     std::thread::sleep(TICK);
     for _ in 0..2 {
         let before = sys_counts().listings;
-        let c = ws.corpus_kept_with(None, Duration::ZERO);
+        let c = ws.corpus_kept_with(None, Keeping::default());
         assert_eq!(sys_counts().listings - before, 5);
         assert_eq!(c.len(), ws.corpus().len());
     }
+}
+
+#[test]
+fn a_small_tree_is_not_kept() {
+    let fx = tree();
+    std::thread::sleep(TICK);
+    let ws = fx.ws();
+    let keeping = Keeping {
+        racy: Duration::ZERO,
+        min_entries: 100,
+    };
+    for _ in 0..2 {
+        let before = sys_counts().listings;
+        let c = ws.corpus_kept_with(Some(&fx.cache), keeping);
+        assert_eq!(sys_counts().listings - before, 5);
+        assert_eq!(c.len(), ws.corpus().len());
+    }
+    assert!(!fx.cache.exists());
 }
 
 #[test]

@@ -463,24 +463,30 @@ fn a_session_killed_while_its_worktree_was_checked_out_is_removed_whole() {
     )]));
     let mut child = spawn_run(&p, &mock, "write a.py", &["-w"], &p.root);
     let mut view = Value::Null;
+    // Running, and its worktree whole (no longer marked as being made).
+    let making_of = |view: &Value| {
+        let wt = PathBuf::from(view["worktree"].as_str().unwrap_or_default());
+        let records = wt
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(&wt)
+            .join("sessions");
+        let id = view["id"].as_str().unwrap_or_default();
+        (
+            wt,
+            records.join(format!("{id}.json")),
+            records.join(format!("{id}.making")),
+        )
+    };
     support::session::wait_until(Duration::from_secs(30), "the session to start", || {
         view = sessions(&p).first().cloned().unwrap_or_default();
-        view["running"] == true
+        view["running"] == true && !making_of(&view).2.exists()
     });
     // What a kill in the middle of the checkout leaves: the mark that the worktree is being
     // made, a worktree missing files and its index, and the branch at the base.
-    let wt = PathBuf::from(view["worktree"].as_str().unwrap());
+    let (wt, record, making) = making_of(&view);
     let id = view["id"].as_str().unwrap();
-    let records = wt.parent().and_then(Path::parent).unwrap().join("sessions");
-    let (record, making) = (
-        records.join(format!("{id}.json")),
-        records.join(format!("{id}.making")),
-    );
     assert!(record.is_file());
-    assert!(
-        !making.exists(),
-        "a whole worktree is still marked as being made"
-    );
     fs::write(&making, "").unwrap();
     fs::remove_file(wt.join("app.py")).unwrap();
     let admin = p.root.join(".git/worktrees").join(format!("pai-{id}"));
