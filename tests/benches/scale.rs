@@ -450,7 +450,7 @@ pub fn rows(reps: usize) -> Vec<Row> {
     ensure_plans(&root, 5_000);
     let mut s = Samples::default();
     // Each `pai log` here diffs 5,000 plans: a few reps are enough for a median.
-    for _ in 0..reps.min(3) {
+    for _ in 0..reps.min(5) {
         log_rep(&root, &mock, &mut s);
     }
     rows.extend(row(5, 1_000, &s));
