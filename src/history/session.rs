@@ -336,10 +336,10 @@ impl Session {
                 ..SessionSummary::default()
             },
             State::Writable(w) => {
-                let plans = count_plans(&w.repo, &self.id, &w.branch, w.meta.base);
+                let [plans, snapshots] = count_of(&w.repo, &self.id, &w.branch, w.meta.base);
                 let exists = w.repo.find_reference(&w.branch).is_ok();
                 SessionSummary {
-                    snapshots: count_of(&w.repo, &self.id, &w.branch, w.meta.base, Kind::User),
+                    snapshots,
                     ..summary_for(&self.id, &w.meta, plans, w.private, exists)
                 }
             }
@@ -481,36 +481,37 @@ pub(super) fn count_plans(
     branch: &str,
     base: Option<Oid>,
 ) -> usize {
-    count_of(repo, session, branch, base, Kind::Plan)
+    count_of(repo, session, branch, base)[0]
 }
 
-/// Commits of `kind` made by `session` on `branch` above `base`.
-fn count_of(
-    repo: &Repository,
-    session: &str,
-    branch: &str,
-    base: Option<Oid>,
-    kind: Kind,
-) -> usize {
+/// Commits made by `session` on `branch` above `base`: its plans, and its snapshots of the
+/// user's files, counted in one walk.
+fn count_of(repo: &Repository, session: &str, branch: &str, base: Option<Oid>) -> [usize; 2] {
+    let mut counts = [0, 0];
     let Ok(Some(tip)) = names::target(repo, branch) else {
-        return 0;
+        return counts;
     };
     let Ok(mut walk) = repo.revwalk() else {
-        return 0;
+        return counts;
     };
     if walk.push(tip).is_err() {
-        return 0;
+        return counts;
     }
     if let Some(base) = base {
         let _ = walk.hide(base);
     }
-    walk.flatten()
-        .filter_map(|oid| repo.find_commit(oid).ok())
-        .filter(|c| {
-            let t = super::auth::trailers(c);
-            t.kind == Some(kind) && t.session.as_deref() == Some(session)
-        })
-        .count()
+    for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
+        let t = super::auth::trailers(&commit);
+        if t.session.as_deref() != Some(session) {
+            continue;
+        }
+        match t.kind {
+            Some(Kind::Plan) => counts[0] += 1,
+            Some(Kind::User) => counts[1] += 1,
+            _ => {}
+        }
+    }
+    counts
 }
 
 /// The end-of-session facts and the commands that review, merge or discard the session.
