@@ -7,6 +7,8 @@
 
 pub mod facts;
 pub mod gather;
+#[cfg(test)]
+mod golden;
 pub mod named;
 pub mod rank;
 pub mod render;
