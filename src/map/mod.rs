@@ -183,7 +183,6 @@ fn build_with(
     index: Background<'_, Option<Box<dyn TrackedFiles>>>,
 ) -> MapReport {
     let started = Instant::now();
-    prepare_languages(corpus);
     let root = ws.root().to_path_buf();
     let location = opts
         .cache
@@ -193,6 +192,11 @@ fn build_with(
         .as_deref()
         .map(|l| store::load(l, &root))
         .unwrap_or_default();
+    if cached.blobs.is_empty() {
+        // Cold: nearly every file will be parsed. A warm map parses few files or none, and
+        // compiling a language it does not need would cost more than the rest of the map.
+        prepare_languages(corpus);
+    }
     let query = Query::parse(request);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
@@ -271,10 +275,9 @@ fn best_scored(ranked: Vec<rank::Ranked>, files: &[gather::MapFile]) -> Vec<Scor
 }
 
 /// Start compiling the tags configurations of the project's main languages on a thread of
-/// their own, while the cache loads: compiling one costs about as much as the rest of a warm
-/// map, and the few files that changed since the last map are most likely in those languages.
-/// Judged from a sample of the paths; a language needed but not guessed is compiled when
-/// first parsed, as before.
+/// their own, for a cold map, while git's index is read: compiling one costs about as much as
+/// the rest of a warm map. Judged from a sample of the paths; a language needed but not
+/// guessed (or by a warm map) is compiled when first parsed.
 fn prepare_languages(corpus: &Corpus) {
     const SAMPLE_EVERY: usize = 16;
     const SHARE: usize = 10;

@@ -198,7 +198,22 @@ fn is_doc_folder(c: &str) -> bool {
     )
 }
 
+/// Whether `name` holds "test" or "spec", case aside: every test name does, and most names
+/// do not (a pass over the bytes, where the full test searches the name several times).
+fn may_be_test_name(name: &str) -> bool {
+    name.as_bytes().windows(4).any(|w| {
+        let lower = |k: usize| w[k].to_ascii_lowercase();
+        matches!(
+            (lower(0), lower(1), lower(2), lower(3)),
+            (b't', b'e', b's', b't') | (b's', b'p', b'e', b'c')
+        )
+    })
+}
+
 fn is_test_name(name: &str) -> bool {
+    if !may_be_test_name(name) {
+        return false;
+    }
     let stem = name.split('.').next().unwrap_or(name);
     let ends = |s: &str, suffix: &str| {
         s.len() >= suffix.len()
@@ -233,9 +248,8 @@ struct MinorPaths<'a> {
 }
 
 impl<'a> MinorPaths<'a> {
-    /// Whether `path` is a test, and whether it is a doc or example.
-    fn of(&mut self, path: &'a str) -> (bool, bool) {
-        let (dir, name) = split_dir(path);
+    /// Whether the file `name` in folder `dir` is a test, and whether it is a doc or example.
+    fn of(&mut self, dir: &'a str, name: &str) -> (bool, bool) {
         let (test_dir, doc_dir) = match self.last {
             Some((last, judged)) if last == dir => judged,
             _ => {
@@ -437,19 +451,21 @@ fn score_paths(files: &[MapFile], query: &Query, out: &mut Board) {
     let prefixes = terms::prefixes(&query.terms);
     let mut parts: HashMap<&str, Vec<u16>> = HashMap::new();
     let mut terms_of = |part| -> Vec<u16> {
+        // Most names hold no request word's prefix: they are turned away before hashing.
+        if !terms::may_hold_prefix(part, &prefixes) {
+            return Vec::new();
+        }
         parts
             .entry(part)
             .or_insert_with(|| {
                 let mut v: Vec<u16> = Vec::new();
-                if terms::may_hold_prefix(part, &prefixes) {
-                    terms::for_each_term_like(part, &prefixes, |t| {
-                        if let Some(&k) = index.get(t)
-                            && !v.contains(&k)
-                        {
-                            v.push(k);
-                        }
-                    });
-                }
+                terms::for_each_term_like(part, &prefixes, |t| {
+                    if let Some(&k) = index.get(t)
+                        && !v.contains(&k)
+                    {
+                        v.push(k);
+                    }
+                });
                 v
             })
             .clone()
@@ -718,7 +734,7 @@ fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut 
                 add(RECENT, 0.05 * top * (1.0 + s.recent as f32).ln());
             }
         }
-        let (test, doc) = minor.of(file.path);
+        let (test, doc) = minor.of(dir, name);
         if (test && !query.about_tests) || (doc && !query.about_docs) {
             out.score[i] *= 0.5;
             out.signals[i] |= MINOR;

@@ -186,14 +186,28 @@ pub fn prefixes(terms: &[String]) -> Vec<String> {
 /// occurs in it, case and underscores aside. A cheap test before splitting and stemming (a
 /// project has tens of thousands of file names; a request matches few).
 pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
+    /// Names up to this long are folded on the stack (the test runs for every file name).
+    const SHORT: usize = 128;
     if !text.is_ascii() {
         return true;
     }
-    let folded: Vec<u8> = text
-        .bytes()
-        .filter(|b| *b != b'_')
-        .map(|b| b.to_ascii_lowercase())
-        .collect();
+    let mut short = [0u8; SHORT];
+    let mut long = Vec::new();
+    let folded: &[u8] = if text.len() <= SHORT {
+        let mut n = 0;
+        for b in text.bytes().filter(|b| *b != b'_') {
+            short[n] = b.to_ascii_lowercase();
+            n += 1;
+        }
+        &short[..n]
+    } else {
+        long.extend(
+            text.bytes()
+                .filter(|b| *b != b'_')
+                .map(|b| b.to_ascii_lowercase()),
+        );
+        &long
+    };
     prefixes
         .iter()
         .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
