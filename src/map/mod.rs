@@ -10,6 +10,7 @@ pub mod gather;
 #[cfg(test)]
 mod golden;
 pub mod named;
+pub mod paths;
 pub mod rank;
 pub mod render;
 pub mod store;
@@ -184,22 +185,13 @@ fn build_with(
 ) -> MapReport {
     let started = Instant::now();
     let root = ws.root().to_path_buf();
-    let location = opts
-        .cache
-        .as_deref()
-        .and_then(|base| store::location(base, &root));
-    let cached = location
-        .as_deref()
-        .map(|l| store::load(l, &root))
-        .unwrap_or_default();
-    if cached.blobs.is_empty() {
-        // Cold: nearly every file will be parsed. A warm map parses few files or none, and
-        // compiling a language it does not need would cost more than the rest of the map.
-        prepare_languages(corpus);
-    }
+    let (location, cached) = load_cache(opts, &root, corpus);
     let query = Query::parse(request);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
+    // What the paths alone tell, while git's index is read on its thread.
+    let named = named::named_in(request, corpus.iter());
+    let paths = paths::PathFacts::of(corpus.iter(), &query);
     let index = index.value();
     let mut clock = Stages::new(started);
     clock.mark("load");
@@ -216,7 +208,6 @@ fn build_with(
     );
     drop(index);
     clock.mark("gather");
-    let named = named::named_files(request, &g.files);
     let head_before = g.store.recent.as_ref().map(|r| r.head.clone());
     let signals = Signals {
         named: named.clone(),
@@ -225,7 +216,14 @@ fn build_with(
         recent: recent(&mut g.store, activity),
     };
     clock.mark("signals");
-    let ranked = rank::rank(&g.files, &g.store.blobs, &g.store.names, &query, &signals);
+    let ranked = rank::rank(
+        &g.files,
+        &g.store.blobs,
+        &g.store.names,
+        &query,
+        &signals,
+        &paths,
+    );
     let text_of = |p: &str| ws.read_stamped(p, MAX_FILE_BYTES).map(|(t, _)| t);
     clock.mark("rank");
     let (text, shown) = render::render(&render::Input {
@@ -258,6 +256,28 @@ fn build_with(
         elapsed: started.elapsed(),
         stages: clock.stages,
     }
+}
+
+/// Where the project's cache is, and what it holds (empty when cold).
+fn load_cache(
+    opts: &MapOptions<'_>,
+    root: &std::path::Path,
+    corpus: &Corpus,
+) -> (Option<std::path::PathBuf>, store::Store) {
+    let location = opts
+        .cache
+        .as_deref()
+        .and_then(|base| store::location(base, root));
+    let cached = location
+        .as_deref()
+        .map(|l| store::load(l, root))
+        .unwrap_or_default();
+    if cached.blobs.is_empty() {
+        // Cold: nearly every file will be parsed. A warm map parses few files or none, and
+        // compiling a language it does not need would cost more than the rest of the map.
+        prepare_languages(corpus);
+    }
+    (location, cached)
 }
 
 /// The best files with a score above zero, with their reasons, for the report.

@@ -72,6 +72,11 @@ impl Pairs {
 
 /// Files the request names, in the order of `files`: exact paths first, then file names.
 pub fn named_files<S: AsRef<str>>(request: &str, files: &[S]) -> Vec<String> {
+    named_in(request, files.iter().map(AsRef::as_ref))
+}
+
+/// [`named_files`] over any list of paths.
+pub fn named_in<'a>(request: &str, files: impl Iterator<Item = &'a str>) -> Vec<String> {
     // A file's path or name can be mentioned only if its name is in the request at all: that
     // test, made once per distinct name that passes the pairs' test, spares the rest of the
     // work for nearly every file of a big project.
@@ -80,7 +85,6 @@ pub fn named_files<S: AsRef<str>>(request: &str, files: &[S]) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let mut by_name: HashMap<&str, Vec<&str>> = HashMap::new();
     for f in files {
-        let f = f.as_ref();
         let name = f.rsplit_once('/').map_or(f, |(_, name)| name);
         if !pairs.may_hold(name) {
             continue;

@@ -1,0 +1,176 @@
+//! What a request's ranking needs from the files' paths alone: the request's words in each
+//! path, which files are tests or docs, the folders the files
+//! come in, and whether the paths are in byte order already. None of it needs the cache or
+//! git, so it is worked out while git's index is read (a warm map's main thread would
+//! otherwise wait for it), in one pass over the paths, and the ranking's passes over every
+//! file are left with the files' facts.
+
+use std::collections::HashMap;
+
+use super::rank::MinorPaths;
+use super::terms::{self, Query};
+
+/// The test bit of [`PathFacts::minor`].
+pub const TEST: u8 = 1;
+/// The doc-or-example bit of [`PathFacts::minor`].
+pub const DOC: u8 = 2;
+
+/// The request's words in one file's path: the file, the term, and whether the file's own
+/// name holds it (folders' words first, as a reader meets them).
+pub type PathHit = (usize, u16, bool);
+
+/// What the paths tell, for one request.
+#[derive(Debug, Default)]
+pub struct PathFacts<'p> {
+    /// Per file, [`TEST`] and [`DOC`].
+    pub minor: Vec<u8>,
+    /// The runs of files in one folder: the folder (`""` at the root) and where its run
+    /// starts; each run ends where the next starts (a folder whose files come in several runs
+    /// has several).
+    pub runs: Vec<(&'p str, usize)>,
+    /// The request's terms in the paths.
+    pub hits: Vec<PathHit>,
+    /// Per query term, how many paths hold it.
+    pub df: Vec<f32>,
+    /// Whether the paths are in byte order (most projects' listings are, which spares the
+    /// ranking a sort of the files nothing matched).
+    pub sorted: bool,
+    /// How many paths.
+    pub len: usize,
+}
+
+impl<'p> PathFacts<'p> {
+    /// Read `paths` (every file, in the map's order) for `query`.
+    pub fn of(paths: impl Iterator<Item = &'p str>, query: &Query) -> Self {
+        let mut out = PathFacts {
+            df: vec![0.0; query.terms.len()],
+            sorted: true,
+            ..PathFacts::default()
+        };
+        let mut words = PathWords::new(query);
+        let mut minor = MinorPaths::default();
+        let mut folder: Option<(&str, Vec<u16>)> = None;
+        let mut last: Option<&str> = None;
+        for (i, path) in paths.enumerate() {
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+            out.sorted &= last.is_none_or(|l| l <= path);
+            last = Some(path);
+            if folder.as_ref().is_none_or(|(d, _)| *d != dir) {
+                out.runs.push((dir, i));
+                folder = Some((dir, words.of_folder(dir)));
+            }
+            let (test, doc) = minor.of(dir, name);
+            out.minor
+                .push((u8::from(test) * TEST) | (u8::from(doc) * DOC));
+            let in_folder: &[u16] = folder.as_ref().map_or(&[], |(_, ks)| ks);
+            words.hits(i, in_folder, name, &mut out.hits);
+        }
+        for &(_, k, _) in &out.hits {
+            out.df[k as usize] += 1.0;
+        }
+        out.len = out.minor.len();
+        out
+    }
+
+    /// The files of each folder run: the folder, and the first and past-the-last file.
+    pub fn folders(&self) -> impl Iterator<Item = (&'p str, std::ops::Range<usize>)> + '_ {
+        self.runs.iter().enumerate().map(|(k, &(dir, start))| {
+            let end = self.runs.get(k + 1).map_or(self.len, |&(_, next)| next);
+            (dir, start..end)
+        })
+    }
+}
+
+/// The request's terms in folder and file names: each distinct name that may hold one is
+/// split once, and only words that could match are stemmed.
+struct PathWords<'q, 'p> {
+    index: HashMap<&'q str, u16>,
+    prefixes: Vec<String>,
+    parts: HashMap<&'p str, Vec<u16>>,
+}
+
+impl<'q, 'p> PathWords<'q, 'p> {
+    fn new(query: &'q Query) -> Self {
+        PathWords {
+            index: query
+                .terms
+                .iter()
+                .enumerate()
+                .map(|(k, t)| (t.as_str(), k as u16))
+                .collect(),
+            prefixes: terms::prefixes(&query.terms),
+            parts: HashMap::new(),
+        }
+    }
+
+    /// The terms in one folder or file name.
+    fn of_part(&mut self, part: &'p str) -> Vec<u16> {
+        // Most names hold no request word's prefix: they are turned away before hashing.
+        if self.index.is_empty() || !terms::may_hold_prefix(part, &self.prefixes) {
+            return Vec::new();
+        }
+        let (index, prefixes) = (&self.index, &self.prefixes);
+        self.parts
+            .entry(part)
+            .or_insert_with(|| {
+                let mut v: Vec<u16> = Vec::new();
+                terms::for_each_term_like(part, prefixes, |t| {
+                    if let Some(&k) = index.get(t)
+                        && !v.contains(&k)
+                    {
+                        v.push(k);
+                    }
+                });
+                v
+            })
+            .clone()
+    }
+
+    /// The terms in a folder's path, each once, in the order met.
+    fn of_folder(&mut self, dir: &'p str) -> Vec<u16> {
+        let mut ks: Vec<u16> = Vec::new();
+        for part in dir.split('/').filter(|p| !p.is_empty()) {
+            for k in self.of_part(part) {
+                if !ks.contains(&k) {
+                    ks.push(k);
+                }
+            }
+        }
+        ks
+    }
+
+    /// The hits of file `i`, named `name`, in a folder whose terms are `in_folder`.
+    fn hits(&mut self, i: usize, in_folder: &[u16], name: &'p str, out: &mut Vec<PathHit>) {
+        let in_name = self.of_part(name);
+        for &k in in_folder {
+            out.push((i, k, in_name.contains(&k)));
+        }
+        for &k in in_name.iter().filter(|k| !in_folder.contains(k)) {
+            out.push((i, k, true));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_come_in_runs_and_order_is_checked() {
+        let paths = ["a/x.py", "a/y.py", "a/b/z.py", "a/w.py", "top.md"];
+        let q = Query::parse("fix y");
+        let f = PathFacts::of(paths.iter().copied(), &q);
+        let runs: Vec<(&str, std::ops::Range<usize>)> = f.folders().collect();
+        assert_eq!(
+            runs,
+            [("a", 0..2), ("a/b", 2..3), ("a", 3..4), ("", 4..5)],
+            "a folder split by a subfolder has two runs"
+        );
+        assert!(!f.sorted, "a/b/z.py sorts before a/y.py");
+        assert_eq!(f.minor, [0, 0, 0, 0, DOC]);
+        let sorted = ["a/b/z.py", "a/w.py", "a/x.py", "tests/test_a.py"];
+        let f = PathFacts::of(sorted.iter().copied(), &Query::parse(""));
+        assert!(f.sorted);
+        assert_eq!(f.minor, [0, 0, 0, TEST]);
+    }
+}
