@@ -140,10 +140,42 @@ pub fn build(
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
 ) -> MapReport {
+    let query = Query::parse(request);
+    // What the paths alone tell (the request's words in them, tests and docs, the files the
+    // request names) is worked out on a thread of its own, while the cache loads, git's index
+    // is read and the files' facts are gathered.
+    let told = || Some(PathsTold::of(corpus, request, &query));
     std::thread::scope(|s| {
-        let index = Background::start(s, activity.index);
-        build_with(ws, corpus, request, activity, opts, index)
+        let index = Background::start(s, "pai-map-git", activity.index);
+        let paths = Background::start(s, "pai-map-paths", &told);
+        let helpers = Helpers { index, paths };
+        build_with(ws, corpus, request, &query, activity, opts, helpers)
     })
+}
+
+/// What a map's helper threads work out while it loads and gathers.
+struct Helpers<'scope, 'c> {
+    /// git's index.
+    index: Background<'scope, Option<Box<dyn TrackedFiles>>>,
+    /// What the paths tell.
+    paths: Background<'scope, Option<PathsTold<'c>>>,
+}
+
+/// What the paths alone tell a map.
+struct PathsTold<'c> {
+    /// Files the request names.
+    named: Vec<String>,
+    /// For the ranking.
+    facts: paths::PathFacts<'c>,
+}
+
+impl<'c> PathsTold<'c> {
+    fn of(corpus: &'c Corpus, request: &str, query: &Query) -> Self {
+        PathsTold {
+            named: named::named_in(request, corpus.iter()),
+            facts: paths::PathFacts::of(corpus.iter(), query),
+        }
+    }
 }
 
 /// A value computed on a scoped thread (or here, when no thread can be started).
@@ -155,10 +187,11 @@ enum Background<'scope, T> {
 impl<'scope, T: Send + Default> Background<'scope, T> {
     fn start<'env>(
         s: &'scope std::thread::Scope<'scope, 'env>,
+        name: &str,
         f: &'scope (dyn Fn() -> T + Sync),
     ) -> Self {
         match std::thread::Builder::new()
-            .name("pai-map-git".into())
+            .name(name.into())
             .spawn_scoped(s, f)
         {
             Ok(handle) => Background::Running(handle),
@@ -175,24 +208,21 @@ impl<'scope, T: Send + Default> Background<'scope, T> {
     }
 }
 
-fn build_with(
+fn build_with<'c>(
     ws: &Workspace,
-    corpus: &Corpus,
+    corpus: &'c Corpus,
     request: &str,
+    query: &Query,
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
-    index: Background<'_, Option<Box<dyn TrackedFiles>>>,
+    helpers: Helpers<'_, 'c>,
 ) -> MapReport {
     let started = Instant::now();
     let root = ws.root().to_path_buf();
     let (location, cached) = load_cache(opts, &root, corpus);
-    let query = Query::parse(request);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
-    // What the paths alone tell, while git's index is read on its thread.
-    let named = named::named_in(request, corpus.iter());
-    let paths = paths::PathFacts::of(corpus.iter(), &query);
-    let index = index.value();
+    let index = helpers.index.value();
     let mut clock = Stages::new(started);
     clock.mark("load");
     let mut g = gather::gather(
@@ -208,6 +238,13 @@ fn build_with(
     );
     drop(index);
     clock.mark("gather");
+    let PathsTold {
+        named,
+        facts: paths,
+    } = helpers
+        .paths
+        .value()
+        .unwrap_or_else(|| PathsTold::of(corpus, request, query));
     let head_before = g.store.recent.as_ref().map(|r| r.head.clone());
     let signals = Signals {
         named: named.clone(),
@@ -220,7 +257,7 @@ fn build_with(
         &g.files,
         &g.store.blobs,
         &g.store.names,
-        &query,
+        query,
         &signals,
         &paths,
     );
@@ -231,7 +268,7 @@ fn build_with(
         ranked: &ranked,
         blobs: &g.store.blobs,
         names: &g.store.names,
-        query: &query,
+        query,
         budget: opts.budget_chars,
         text_of: &text_of,
     });

@@ -32,9 +32,10 @@ pub struct PathFacts<'p> {
     pub hits: Vec<PathHit>,
     /// Per query term, how many paths hold it.
     pub df: Vec<f32>,
-    /// Whether the paths are in byte order (most projects' listings are, which spares the
-    /// ranking a sort of the files nothing matched).
-    pub sorted: bool,
+    /// The files in path (byte) order, when their own order is another (a listing puts a
+    /// folder's subfolders before its files): the order the ranking lists the files nothing
+    /// matched in, sorted here rather than after the scores.
+    pub by_path: Option<Vec<u32>>,
     /// How many paths.
     pub len: usize,
 }
@@ -44,17 +45,17 @@ impl<'p> PathFacts<'p> {
     pub fn of(paths: impl Iterator<Item = &'p str>, query: &Query) -> Self {
         let mut out = PathFacts {
             df: vec![0.0; query.terms.len()],
-            sorted: true,
             ..PathFacts::default()
         };
         let mut words = PathWords::new(query);
         let mut minor = MinorPaths::default();
         let mut folder: Option<(&str, Vec<u16>)> = None;
-        let mut last: Option<&str> = None;
+        let mut all: Vec<&str> = Vec::with_capacity(paths.size_hint().0);
+        let mut sorted = true;
         for (i, path) in paths.enumerate() {
             let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-            out.sorted &= last.is_none_or(|l| l <= path);
-            last = Some(path);
+            sorted &= all.last().is_none_or(|l| *l <= path);
+            all.push(path);
             if folder.as_ref().is_none_or(|(d, _)| *d != dir) {
                 out.runs.push((dir, i));
                 folder = Some((dir, words.of_folder(dir)));
@@ -69,6 +70,11 @@ impl<'p> PathFacts<'p> {
             out.df[k as usize] += 1.0;
         }
         out.len = out.minor.len();
+        if !sorted {
+            let mut order: Vec<u32> = (0..u32::try_from(all.len()).unwrap_or(u32::MAX)).collect();
+            order.sort_by(|&a, &b| all[a as usize].cmp(all[b as usize]));
+            out.by_path = Some(order);
+        }
         out
     }
 
@@ -166,11 +172,11 @@ mod tests {
             [("a", 0..2), ("a/b", 2..3), ("a", 3..4), ("", 4..5)],
             "a folder split by a subfolder has two runs"
         );
-        assert!(!f.sorted, "a/b/z.py sorts before a/y.py");
+        assert_eq!(f.by_path, Some(vec![2, 3, 0, 1, 4]), "a/b/z.py sorts first");
         assert_eq!(f.minor, [0, 0, 0, 0, DOC]);
         let sorted = ["a/b/z.py", "a/w.py", "a/x.py", "tests/test_a.py"];
         let f = PathFacts::of(sorted.iter().copied(), &Query::parse(""));
-        assert!(f.sorted);
+        assert_eq!(f.by_path, None, "in order already");
         assert_eq!(f.minor, [0, 0, 0, TEST]);
     }
 }

@@ -321,7 +321,7 @@ pub fn rank(
     let lexical = board.score.clone();
     score_graph(files, &facts, &ids, names, &lexical, &mut board);
     apply_signals(files, query, signals, paths, &mut board);
-    let mut out = sort_best_first(files, board, paths.sorted);
+    let mut out = sort_best_first(files, board, paths.by_path.as_deref());
     for r in out.iter_mut().take(WHY_FOR) {
         if let Some(why) = r.why.as_deref_mut() {
             spell_out(why, query, &ids);
@@ -332,16 +332,22 @@ pub fn rank(
 
 /// Best score first, ties by path. Most files of a big project score nothing and come in
 /// path order already, which the stable sort of that part finds in one pass.
-/// `sorted`: the files are in path order already (so those nothing matched are too).
-fn sort_best_first(files: &[MapFile], mut board: Board, sorted: bool) -> Vec<Ranked> {
+/// `order`: the files in path order, when that is not their own.
+fn sort_best_first(files: &[MapFile], mut board: Board, order: Option<&[u32]>) -> Vec<Ranked> {
     let score = &board.score;
     let by_path = |a: usize, b: usize| files[a].path.cmp(files[b].path);
-    let (mut scored, mut rest): (Vec<usize>, Vec<usize>) =
-        (0..score.len()).partition(|&i| score[i] > 0.0);
+    let positive = |i: usize| score.get(i).is_some_and(|s| *s > 0.0);
+    let mut scored: Vec<usize> = (0..score.len()).filter(|&i| positive(i)).collect();
     scored.sort_unstable_by(|&a, &b| score[b].total_cmp(&score[a]).then_with(|| by_path(a, b)));
-    if !sorted {
-        rest.sort_by(|&a, &b| by_path(a, b));
-    }
+    // The rest in path order, as a stable sort of them by path would put them.
+    let rest: Vec<usize> = match order {
+        Some(order) => order
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| !positive(i))
+            .collect(),
+        None => (0..score.len()).filter(|&i| !positive(i)).collect(),
+    };
     scored
         .into_iter()
         .chain(rest)

@@ -191,6 +191,17 @@ pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
     if !text.is_ascii() {
         return true;
     }
+    if !text.contains('_') {
+        // Folding only lowers the case: compared as it is, with no copy.
+        let hay = text.as_bytes();
+        return prefixes.iter().any(|p| {
+            let p = p.as_bytes();
+            p.is_empty()
+                || hay
+                    .windows(p.len())
+                    .any(|w| w[0].to_ascii_lowercase() == p[0] && lower_is(w, p))
+        });
+    }
     let mut short = [0u8; SHORT];
     let mut long = Vec::new();
     let folded: &[u8] = if text.len() <= SHORT {
@@ -211,6 +222,11 @@ pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
     prefixes
         .iter()
         .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
+}
+
+/// Whether `w` lowered is `p` (byte for byte: `p` may hold capitals no lowered text has).
+fn lower_is(w: &[u8], p: &[u8]) -> bool {
+    w.iter().map(u8::to_ascii_lowercase).eq(p.iter().copied())
 }
 
 /// The distinct terms of a text, sorted.
