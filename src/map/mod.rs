@@ -171,9 +171,12 @@ struct PathsTold<'c> {
 
 impl<'c> PathsTold<'c> {
     fn of(corpus: &'c Corpus, request: &str, query: &Query) -> Self {
+        let pairs = named::Pairs::of(request);
+        let facts = paths::PathFacts::of(corpus.iter(), query, Some(&pairs));
         PathsTold {
-            named: named::named_in(request, corpus.iter()),
-            facts: paths::PathFacts::of(corpus.iter(), query),
+            // Only paths whose names pass the pairs' test can be named.
+            named: named::named_in(request, facts.may_be_named.iter().copied()),
+            facts,
         }
     }
 }

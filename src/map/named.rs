@@ -35,13 +35,14 @@ pub fn mentions(request: &str, needle: &str) -> bool {
 /// The pairs of adjacent bytes in a request, as bits: a name none of whose pairs is missing
 /// from the request may occur in it. Most of a big project's names have a pair the request
 /// lacks, found within their first few bytes, without hashing the name or searching.
-struct Pairs {
+pub struct Pairs {
     bits: Vec<u64>,
     bytes: [bool; 256],
 }
 
 impl Pairs {
-    fn of(request: &str) -> Self {
+    /// The pairs of `request`.
+    pub fn of(request: &str) -> Self {
         let mut pairs = Pairs {
             bits: vec![0; 1 << 10],
             bytes: [false; 256],
@@ -58,7 +59,7 @@ impl Pairs {
     }
 
     /// False when `name` cannot occur in the request.
-    fn may_hold(&self, name: &str) -> bool {
+    pub fn may_hold(&self, name: &str) -> bool {
         let n = name.as_bytes();
         if n.len() < 2 {
             return n.iter().all(|&b| self.bytes[usize::from(b)]);

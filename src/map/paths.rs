@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use super::named;
 use super::rank::MinorPaths;
 use super::terms::{self, Query};
 
@@ -38,33 +39,44 @@ pub struct PathFacts<'p> {
     pub by_path: Option<Vec<u32>>,
     /// How many paths.
     pub len: usize,
+    /// Paths whose names may occur in the request (see [`PathFacts::of`]), in order.
+    pub may_be_named: Vec<&'p str>,
 }
 
 impl<'p> PathFacts<'p> {
     /// Read `paths` (every file, in the map's order) for `query`.
-    pub fn of(paths: impl Iterator<Item = &'p str>, query: &Query) -> Self {
+    /// With `named`, the paths whose names may occur in a request (those whose adjacent
+    /// bytes all do) are kept in [`PathFacts::may_be_named`].
+    pub fn of(
+        paths: impl Iterator<Item = &'p str>,
+        query: &Query,
+        named: Option<&named::Pairs>,
+    ) -> Self {
         let mut out = PathFacts {
             df: vec![0.0; query.terms.len()],
             ..PathFacts::default()
         };
         let mut words = PathWords::new(query);
         let mut minor = MinorPaths::default();
-        let mut folder: Option<(&str, Vec<u16>)> = None;
+        // The folder of the files now: its path, its words, whether of tests or docs.
+        let mut folder: (&str, Vec<u16>, (bool, bool)) = ("", Vec::new(), (false, false));
         let mut all: Vec<&str> = Vec::with_capacity(paths.size_hint().0);
         let mut sorted = true;
         for (i, path) in paths.enumerate() {
             let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
             sorted &= all.last().is_none_or(|l| *l <= path);
             all.push(path);
-            if folder.as_ref().is_none_or(|(d, _)| *d != dir) {
+            if i == 0 || folder.0 != dir {
                 out.runs.push((dir, i));
-                folder = Some((dir, words.of_folder(dir)));
+                folder = (dir, words.of_folder(dir), minor.folder(dir));
             }
-            let (test, doc) = minor.of(dir, name);
+            let (test, doc) = MinorPaths::file(folder.2, name);
             out.minor
                 .push((u8::from(test) * TEST) | (u8::from(doc) * DOC));
-            let in_folder: &[u16] = folder.as_ref().map_or(&[], |(_, ks)| ks);
-            words.hits(i, in_folder, name, &mut out.hits);
+            words.hits(i, &folder.1, name, &mut out.hits);
+            if named.is_some_and(|p| p.may_hold(name)) {
+                out.may_be_named.push(path);
+            }
         }
         for &(_, k, _) in &out.hits {
             out.df[k as usize] += 1.0;
@@ -165,7 +177,7 @@ mod tests {
     fn folders_come_in_runs_and_order_is_checked() {
         let paths = ["a/x.py", "a/y.py", "a/b/z.py", "a/w.py", "top.md"];
         let q = Query::parse("fix y");
-        let f = PathFacts::of(paths.iter().copied(), &q);
+        let f = PathFacts::of(paths.iter().copied(), &q, None);
         let runs: Vec<(&str, std::ops::Range<usize>)> = f.folders().collect();
         assert_eq!(
             runs,
@@ -175,7 +187,7 @@ mod tests {
         assert_eq!(f.by_path, Some(vec![2, 3, 0, 1, 4]), "a/b/z.py sorts first");
         assert_eq!(f.minor, [0, 0, 0, 0, DOC]);
         let sorted = ["a/b/z.py", "a/w.py", "a/x.py", "tests/test_a.py"];
-        let f = PathFacts::of(sorted.iter().copied(), &Query::parse(""));
+        let f = PathFacts::of(sorted.iter().copied(), &Query::parse(""), None);
         assert_eq!(f.by_path, None, "in order already");
         assert_eq!(f.minor, [0, 0, 0, TEST]);
     }

@@ -202,13 +202,16 @@ fn is_doc_folder(c: &str) -> bool {
 /// Whether `name` holds "test" or "spec", case aside: every test name does, and most names
 /// do not (a pass over the bytes, where the full test searches the name several times).
 fn may_be_test_name(name: &str) -> bool {
-    name.as_bytes().windows(4).any(|w| {
-        let lower = |k: usize| w[k].to_ascii_lowercase();
-        matches!(
-            (lower(0), lower(1), lower(2), lower(3)),
-            (b't', b'e', b's', b't') | (b's', b'p', b'e', b'c')
-        )
-    })
+    // Both words hold an `s`: a name without one is turned away in a byte-wide scan.
+    let b = name.as_bytes();
+    b.iter().any(|&c| c | 0x20 == b's')
+        && b.windows(4).any(|w| {
+            let lower = |k: usize| w[k].to_ascii_lowercase();
+            matches!(
+                (lower(0), lower(1), lower(2), lower(3)),
+                (b't', b'e', b's', b't') | (b's', b'p', b'e', b'c')
+            )
+        })
 }
 
 fn is_test_name(name: &str) -> bool {
@@ -249,9 +252,9 @@ pub(super) struct MinorPaths<'a> {
 }
 
 impl<'a> MinorPaths<'a> {
-    /// Whether the file `name` in folder `dir` is a test, and whether it is a doc or example.
-    pub(super) fn of(&mut self, dir: &'a str, name: &str) -> (bool, bool) {
-        let (test_dir, doc_dir) = match self.last {
+    /// Whether the folder `dir` is one of tests, and whether one of docs or examples.
+    pub(super) fn folder(&mut self, dir: &'a str) -> (bool, bool) {
+        match self.last {
             Some((last, judged)) if last == dir => judged,
             _ => {
                 let judged = *self.folders.entry(dir).or_insert_with(|| {
@@ -263,7 +266,13 @@ impl<'a> MinorPaths<'a> {
                 self.last = Some((dir, judged));
                 judged
             }
-        };
+        }
+    }
+
+    /// Whether the file `name` in a folder judged `(test_dir, doc_dir)` is a test, and
+    /// whether it is a doc or example.
+    pub(super) fn file(folder: (bool, bool), name: &str) -> (bool, bool) {
+        let (test_dir, doc_dir) = folder;
         (test_dir || is_test_name(name), doc_dir || is_doc_name(name))
     }
 }
@@ -308,7 +317,7 @@ pub fn rank(
     let paths = if paths.len == files.len() {
         paths
     } else {
-        own = PathFacts::of(files.iter().map(|f| f.path), query);
+        own = PathFacts::of(files.iter().map(|f| f.path), query, None);
         &own
     };
     let facts = |f: &MapFile| f.blob.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
@@ -785,7 +794,7 @@ mod tests {
             &Names::default(),
             &query,
             &Signals::default(),
-            &PathFacts::of(paths.iter().copied(), &query),
+            &PathFacts::of(paths.iter().copied(), &query, None),
         );
         let of = |p: &str| ranked.iter().find(|r| files[r.file].path == p).unwrap();
         let in_folder = of("src/invoice/helpers.py").score;
