@@ -373,7 +373,7 @@ fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
         .iter()
         .any(|t| wanted.contains(t.as_str()));
     let source = symbols::Lang::from_path(path).is_some();
-    let minor = rank::is_test_path(path) || rank::is_doc_path(path);
+    let minor = paths::is_test_path(path) || paths::is_doc_path(path);
     let depth = path.matches('/').count() as u32;
     let class = match (hits, source, minor) {
         (true, _, false) => 0,

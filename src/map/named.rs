@@ -144,6 +144,24 @@ fn pick<'a>(request: &str, candidates: &[&'a str]) -> Vec<&'a str> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_name_the_request_holds_passes_the_pairs_test() {
+        let request = "fix src/Parser.py, then a.b and x";
+        let pairs = Pairs::of(request);
+        for start in 0..request.len() {
+            for end in start + 1..=request.len() {
+                assert!(
+                    pairs.may_hold(&request[start..end]),
+                    "{}",
+                    &request[start..end]
+                );
+            }
+        }
+        for name in ["parser.py", "file000.py", "z", "Parser.pyc"] {
+            assert!(!pairs.may_hold(name), "{name}");
+        }
+    }
+
     fn list(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
     }

@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 
 use super::named;
-use super::rank::MinorPaths;
 use super::terms::{self, Query};
 
 /// The test bit of [`PathFacts::minor`].
@@ -169,9 +168,166 @@ impl<'q, 'p> PathWords<'q, 'p> {
     }
 }
 
+/// Whether a path is a test, fixture, doc or example rather than source.
+pub fn is_test_path(path: &str) -> bool {
+    let (dir, name) = split_dir(path);
+    dir.split('/').any(is_test_folder) || is_test_name(name)
+}
+
+/// Whether a path is documentation or an example.
+pub fn is_doc_path(path: &str) -> bool {
+    let (dir, name) = split_dir(path);
+    dir.split('/').any(is_doc_folder) || is_doc_name(name)
+}
+
+fn is_one_of(s: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| s.eq_ignore_ascii_case(w))
+}
+
+fn is_test_folder(c: &str) -> bool {
+    is_one_of(
+        c,
+        &[
+            "test",
+            "tests",
+            "testing",
+            "__tests__",
+            "spec",
+            "specs",
+            "fixtures",
+            "testdata",
+        ],
+    )
+}
+
+fn is_doc_folder(c: &str) -> bool {
+    is_one_of(
+        c,
+        &[
+            "doc",
+            "docs",
+            "documentation",
+            "example",
+            "examples",
+            "benches",
+            "bench",
+            "benchmarks",
+        ],
+    )
+}
+
+/// Whether `name` holds "test" or "spec", case aside: every test name does, and most names
+/// do not (a pass over the bytes, where the full test searches the name several times).
+fn may_be_test_name(name: &str) -> bool {
+    // Both words hold an `s`: a name without one is turned away in a byte-wide scan.
+    let b = name.as_bytes();
+    b.iter().any(|&c| c | 0x20 == b's')
+        && b.windows(4).any(|w| {
+            let lower = |k: usize| w[k].to_ascii_lowercase();
+            matches!(
+                (lower(0), lower(1), lower(2), lower(3)),
+                (b't', b'e', b's', b't') | (b's', b'p', b'e', b'c')
+            )
+        })
+}
+
+fn is_test_name(name: &str) -> bool {
+    if !may_be_test_name(name) {
+        return false;
+    }
+    let stem = name.split('.').next().unwrap_or(name);
+    let ends = |s: &str, suffix: &str| {
+        s.len() >= suffix.len()
+            && s.is_char_boundary(s.len() - suffix.len())
+            && s[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+    };
+    let starts = |s: &str, prefix: &str| {
+        s.len() >= prefix.len()
+            && s.is_char_boundary(prefix.len())
+            && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+    };
+    starts(stem, "test_")
+        || ends(stem, "_test")
+        || ends(stem, "_spec")
+        || (ends(stem, "test") && ends(name, ".java"))
+        || name.contains(".test.")
+        || name.contains(".spec.")
+}
+
+fn is_doc_name(name: &str) -> bool {
+    name.rsplit_once('.')
+        .is_some_and(|(_, ext)| is_one_of(ext, &["md", "rst", "txt", "adoc"]))
+}
+
+/// Test-or-doc for many paths, each folder judged once (a project has a few hundred folders
+/// and tens of thousands of files, which come folder by folder: the last folder is checked
+/// before the table).
+#[derive(Default)]
+pub(super) struct MinorPaths<'a> {
+    folders: HashMap<&'a str, (bool, bool)>,
+    last: Option<(&'a str, (bool, bool))>,
+}
+
+impl<'a> MinorPaths<'a> {
+    /// Whether the folder `dir` is one of tests, and whether one of docs or examples.
+    pub(super) fn folder(&mut self, dir: &'a str) -> (bool, bool) {
+        match self.last {
+            Some((last, judged)) if last == dir => judged,
+            _ => {
+                let judged = *self.folders.entry(dir).or_insert_with(|| {
+                    (
+                        dir.split('/').any(is_test_folder),
+                        dir.split('/').any(is_doc_folder),
+                    )
+                });
+                self.last = Some((dir, judged));
+                judged
+            }
+        }
+    }
+
+    /// Whether the file `name` in a folder judged `(test_dir, doc_dir)` is a test, and
+    /// whether it is a doc or example.
+    pub(super) fn file(folder: (bool, bool), name: &str) -> (bool, bool) {
+        let (test_dir, doc_dir) = folder;
+        (test_dir || is_test_name(name), doc_dir || is_doc_name(name))
+    }
+}
+
+/// A path's folder (`""` at the root) and file name.
+fn split_dir(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tests_and_docs_are_told_from_source() {
+        for p in [
+            "tests/test_app.py",
+            "src/__tests__/a.js",
+            "pkg/handler_test.go",
+            "lib/x.spec.ts",
+            "src/test/java/FooTest.java",
+            "Spec/models_spec.rb",
+        ] {
+            assert!(is_test_path(p), "{p}");
+        }
+        for p in [
+            "src/app.py",
+            "contest/main.go",
+            "src/latest.rs",
+            "testament.py",
+        ] {
+            assert!(!is_test_path(p), "{p}");
+        }
+        for p in ["README.md", "docs/index.html", "Examples/demo.py"] {
+            assert!(is_doc_path(p), "{p}");
+        }
+        assert!(!is_doc_path("src/docstring.py"));
+    }
 
     #[test]
     fn folders_come_in_runs_and_order_is_checked() {

@@ -315,6 +315,30 @@ fn code_identifiers(request: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_holds_a_prefix_whatever_its_case_and_underscores() {
+        let prefixes = prefixes(&["parser".to_string(), "invoic".to_string()]);
+        for (name, holds) in [
+            ("parser.py", true),
+            ("Parser.java", true),
+            ("JSONPARSER.ts", true),
+            ("pa_rser.rs", true),
+            ("in_voice.py", true),
+            ("part0", true),
+            ("file000.py", false),
+            ("pa.rser", false),
+            ("p", false),
+            ("", false),
+        ] {
+            assert_eq!(may_hold_prefix(name, &prefixes), holds, "{name}");
+        }
+        assert!(may_hold_prefix("café.py", &prefixes), "not ASCII: kept");
+        assert!(
+            may_hold_prefix("x", &[String::new()]),
+            "an empty prefix is in every name"
+        );
+    }
     use crate::map::terms;
 
     #[test]
