@@ -213,24 +213,19 @@ pub fn rank(
     out
 }
 
-/// Best score first, ties by path. Most files of a big project score nothing and come in
-/// path order already, which the stable sort of that part finds in one pass.
-/// `order`: the files in path order, when that is not their own.
+/// Best score first, ties by path. The files are taken in path order (`order`, when that is
+/// not their own) and sorted by score alone with a stable sort, so ties keep that order: no
+/// path is compared here, however many files a common word scores (a word in every path).
 fn sort_best_first(files: &[MapFile], mut board: Board, order: Option<&[u32]>) -> Vec<Ranked> {
     let score = &board.score;
-    let by_path = |a: usize, b: usize| files[a].path.cmp(files[b].path);
     let positive = |i: usize| score.get(i).is_some_and(|s| *s > 0.0);
-    let mut scored: Vec<usize> = (0..score.len()).filter(|&i| positive(i)).collect();
-    scored.sort_unstable_by(|&a, &b| score[b].total_cmp(&score[a]).then_with(|| by_path(a, b)));
-    // The rest in path order, as a stable sort of them by path would put them.
-    let rest: Vec<usize> = match order {
-        Some(order) => order
-            .iter()
-            .map(|&i| i as usize)
-            .filter(|&i| !positive(i))
-            .collect(),
-        None => (0..score.len()).filter(|&i| !positive(i)).collect(),
+    let in_path_order: Vec<usize> = match order {
+        Some(order) => order.iter().map(|&i| i as usize).collect(),
+        None => (0..files.len()).collect(),
     };
+    let (mut scored, rest): (Vec<usize>, Vec<usize>) =
+        in_path_order.into_iter().partition(|&i| positive(i));
+    scored.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
     scored
         .into_iter()
         .chain(rest)
