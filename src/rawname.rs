@@ -55,7 +55,8 @@ pub fn encode(bytes: &[u8]) -> Cow<'_, str> {
 
 /// The bytes a string spelling of a name stands for.
 pub fn decode(text: &str) -> Cow<'_, [u8]> {
-    if !text.chars().any(is_escape) {
+    // Escapes are far from ASCII: most names are checked a word at a time, not a char.
+    if text.is_ascii() || !text.chars().any(is_escape) {
         return Cow::Borrowed(text.as_bytes());
     }
     let mut out = Vec::with_capacity(text.len());

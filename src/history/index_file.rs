@@ -443,6 +443,15 @@ impl IndexFile {
             .map(|e| self.entry_of(e))
     }
 
+    /// The raw blob id and mode of entry `i`, when it is a stage-0 entry (no `Oid` made: the
+    /// map asks for every tracked file's).
+    pub(crate) fn raw_entry_at(&self, i: usize) -> Option<(&[u8], u32)> {
+        let e = self.entries.get(i).filter(|e| e.stage == 0)?;
+        let at = e.start as usize;
+        let id = self.buf.get(at + OID_OFFSET..at + OID_OFFSET + 20)?;
+        Some((id, be32(&self.buf, at + MODE_OFFSET)))
+    }
+
     /// The stat data entry `i` records, as git writes it: ctime and mtime (seconds,
     /// nanoseconds), dev, ino, mode, uid, gid, size, each 32 bits; `None` past the end.
     pub(crate) fn stat_at(&self, i: usize) -> Option<[u32; 10]> {

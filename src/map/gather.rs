@@ -117,11 +117,12 @@ pub fn gather<'a>(
     let mut todo = Vec::new();
     let mut uncommitted = HashSet::new();
     let (mut seen, mut forget) = (0, Vec::new());
-    let mut stamps_now = stamps_now(ws, corpus, &store.files).into_iter().peekable();
+    let mut stamped = stamped_now(ws, corpus, &store.files).into_iter().peekable();
     for (i, f) in corpus.iter().enumerate() {
         let tracked = opts.tracked.and_then(|t| t.blob(f));
-        let now = stamps_now.next_if(|(p, _)| *p == f).and_then(|(_, st)| st);
-        let entry = store.files.get(f).copied();
+        let (entry, now) = stamped
+            .next_if(|s| s.at == i)
+            .map_or((None, None), |s| (Some(s.entry), s.now));
         let (known, keep) = known(&store, entry, tracked, now);
         seen += usize::from(entry.is_some());
         if entry.is_some() && !keep {
@@ -192,16 +193,39 @@ pub fn gather<'a>(
     }
 }
 
-/// The stamps now of the files the cache knows by their stamp, in corpus order, taken in one
-/// pass folder by folder.
-fn stamps_now<'c>(
+/// A corpus file the cache knows by its stamp.
+struct Stamped {
+    /// Its place in the corpus.
+    at: usize,
+    /// The cache's entry: the stamp when read, and its blob.
+    entry: (Stamp, u32),
+    /// Its stamp now (`None`: gone or refused).
+    now: Option<Stamp>,
+}
+
+/// The files the cache knows by their stamp, with their stamps now, in corpus order: each
+/// path looked up once, and none when the cache knows no file by its stamp (a committed
+/// project), then the stamps taken in one pass folder by folder.
+fn stamped_now(
     ws: &Workspace,
-    corpus: &'c Corpus,
+    corpus: &Corpus,
     stamped: &HashMap<String, (Stamp, u32)>,
-) -> Vec<(&'c str, Option<Stamp>)> {
-    let paths: Vec<&str> = corpus.iter().filter(|f| stamped.contains_key(*f)).collect();
+) -> Vec<Stamped> {
+    if stamped.is_empty() {
+        return Vec::new();
+    }
+    let found: Vec<(usize, &str, (Stamp, u32))> = corpus
+        .iter()
+        .enumerate()
+        .filter_map(|(at, f)| stamped.get(f).map(|e| (at, f, *e)))
+        .collect();
+    let paths: Vec<&str> = found.iter().map(|(_, f, _)| *f).collect();
     let stamps = ws.stamps_of(&paths);
-    paths.into_iter().zip(stamps).collect()
+    found
+        .into_iter()
+        .zip(stamps)
+        .map(|((at, _, entry), now)| Stamped { at, entry, now })
+        .collect()
 }
 
 /// Drop the stamped entries of `forget`, and (`gone`) those of files no longer in the corpus.

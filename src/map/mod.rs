@@ -7,7 +7,10 @@
 
 pub mod facts;
 pub mod gather;
+#[cfg(test)]
+mod golden;
 pub mod named;
+pub mod paths;
 pub mod rank;
 pub mod render;
 pub mod store;
@@ -137,10 +140,45 @@ pub fn build(
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
 ) -> MapReport {
+    let query = Query::parse(request);
+    // What the paths alone tell (the request's words in them, tests and docs, the files the
+    // request names) is worked out on a thread of its own, while the cache loads, git's index
+    // is read and the files' facts are gathered.
+    let told = || Some(PathsTold::of(corpus, request, &query));
     std::thread::scope(|s| {
-        let index = Background::start(s, activity.index);
-        build_with(ws, corpus, request, activity, opts, index)
+        let index = Background::start(s, "pai-map-git", activity.index);
+        let paths = Background::start(s, "pai-map-paths", &told);
+        let helpers = Helpers { index, paths };
+        build_with(ws, corpus, request, &query, activity, opts, helpers)
     })
+}
+
+/// What a map's helper threads work out while it loads and gathers.
+struct Helpers<'scope, 'c> {
+    /// git's index.
+    index: Background<'scope, Option<Box<dyn TrackedFiles>>>,
+    /// What the paths tell.
+    paths: Background<'scope, Option<PathsTold<'c>>>,
+}
+
+/// What the paths alone tell a map.
+struct PathsTold<'c> {
+    /// Files the request names.
+    named: Vec<String>,
+    /// For the ranking.
+    facts: paths::PathFacts<'c>,
+}
+
+impl<'c> PathsTold<'c> {
+    fn of(corpus: &'c Corpus, request: &str, query: &Query) -> Self {
+        let pairs = named::Pairs::of(request);
+        let facts = paths::PathFacts::of(corpus.iter(), query, Some(&pairs));
+        PathsTold {
+            // Only paths whose names pass the pairs' test can be named.
+            named: named::named_in(request, facts.may_be_named.iter().copied()),
+            facts,
+        }
+    }
 }
 
 /// A value computed on a scoped thread (or here, when no thread can be started).
@@ -152,10 +190,11 @@ enum Background<'scope, T> {
 impl<'scope, T: Send + Default> Background<'scope, T> {
     fn start<'env>(
         s: &'scope std::thread::Scope<'scope, 'env>,
+        name: &str,
         f: &'scope (dyn Fn() -> T + Sync),
     ) -> Self {
         match std::thread::Builder::new()
-            .name("pai-map-git".into())
+            .name(name.into())
             .spawn_scoped(s, f)
         {
             Ok(handle) => Background::Running(handle),
@@ -172,29 +211,21 @@ impl<'scope, T: Send + Default> Background<'scope, T> {
     }
 }
 
-fn build_with(
+fn build_with<'c>(
     ws: &Workspace,
-    corpus: &Corpus,
+    corpus: &'c Corpus,
     request: &str,
+    query: &Query,
     activity: &Activity<'_>,
     opts: &MapOptions<'_>,
-    index: Background<'_, Option<Box<dyn TrackedFiles>>>,
+    helpers: Helpers<'_, 'c>,
 ) -> MapReport {
     let started = Instant::now();
-    prepare_languages(corpus);
     let root = ws.root().to_path_buf();
-    let location = opts
-        .cache
-        .as_deref()
-        .and_then(|base| store::location(base, &root));
-    let cached = location
-        .as_deref()
-        .map(|l| store::load(l, &root))
-        .unwrap_or_default();
-    let query = Query::parse(request);
+    let (location, cached) = load_cache(opts, &root, corpus);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
-    let index = index.value();
+    let index = helpers.index.value();
     let mut clock = Stages::new(started);
     clock.mark("load");
     let mut g = gather::gather(
@@ -210,7 +241,13 @@ fn build_with(
     );
     drop(index);
     clock.mark("gather");
-    let named = named::named_files(request, &g.files);
+    let PathsTold {
+        named,
+        facts: paths,
+    } = helpers
+        .paths
+        .value()
+        .unwrap_or_else(|| PathsTold::of(corpus, request, query));
     let head_before = g.store.recent.as_ref().map(|r| r.head.clone());
     let signals = Signals {
         named: named.clone(),
@@ -219,7 +256,14 @@ fn build_with(
         recent: recent(&mut g.store, activity),
     };
     clock.mark("signals");
-    let ranked = rank::rank(&g.files, &g.store.blobs, &g.store.names, &query, &signals);
+    let ranked = rank::rank(
+        &g.files,
+        &g.store.blobs,
+        &g.store.names,
+        query,
+        &signals,
+        &paths,
+    );
     let text_of = |p: &str| ws.read_stamped(p, MAX_FILE_BYTES).map(|(t, _)| t);
     clock.mark("rank");
     let (text, shown) = render::render(&render::Input {
@@ -227,7 +271,7 @@ fn build_with(
         ranked: &ranked,
         blobs: &g.store.blobs,
         names: &g.store.names,
-        query: &query,
+        query,
         budget: opts.budget_chars,
         text_of: &text_of,
     });
@@ -254,6 +298,28 @@ fn build_with(
     }
 }
 
+/// Where the project's cache is, and what it holds (empty when cold).
+fn load_cache(
+    opts: &MapOptions<'_>,
+    root: &std::path::Path,
+    corpus: &Corpus,
+) -> (Option<std::path::PathBuf>, store::Store) {
+    let location = opts
+        .cache
+        .as_deref()
+        .and_then(|base| store::location(base, root));
+    let cached = location
+        .as_deref()
+        .map(|l| store::load(l, root))
+        .unwrap_or_default();
+    if cached.blobs.is_empty() {
+        // Cold: nearly every file will be parsed. A warm map parses few files or none, and
+        // compiling a language it does not need would cost more than the rest of the map.
+        prepare_languages(corpus);
+    }
+    (location, cached)
+}
+
 /// The best files with a score above zero, with their reasons, for the report.
 fn best_scored(ranked: Vec<rank::Ranked>, files: &[gather::MapFile]) -> Vec<ScoredFile> {
     ranked
@@ -269,10 +335,9 @@ fn best_scored(ranked: Vec<rank::Ranked>, files: &[gather::MapFile]) -> Vec<Scor
 }
 
 /// Start compiling the tags configurations of the project's main languages on a thread of
-/// their own, while the cache loads: compiling one costs about as much as the rest of a warm
-/// map, and the few files that changed since the last map are most likely in those languages.
-/// Judged from a sample of the paths; a language needed but not guessed is compiled when
-/// first parsed, as before.
+/// their own, for a cold map, while git's index is read: compiling one costs about as much as
+/// the rest of a warm map. Judged from a sample of the paths; a language needed but not
+/// guessed (or by a warm map) is compiled when first parsed.
 fn prepare_languages(corpus: &Corpus) {
     const SAMPLE_EVERY: usize = 16;
     const SHARE: usize = 10;
@@ -308,7 +373,7 @@ fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
         .iter()
         .any(|t| wanted.contains(t.as_str()));
     let source = symbols::Lang::from_path(path).is_some();
-    let minor = rank::is_test_path(path) || rank::is_doc_path(path);
+    let minor = paths::is_test_path(path) || paths::is_doc_path(path);
     let depth = path.matches('/').count() as u32;
     let class = match (hits, source, minor) {
         (true, _, false) => 0,

@@ -32,17 +32,64 @@ pub fn mentions(request: &str, needle: &str) -> bool {
     false
 }
 
+/// The pairs of adjacent bytes in a request, as bits: a name none of whose pairs is missing
+/// from the request may occur in it. Most of a big project's names have a pair the request
+/// lacks, found within their first few bytes, without hashing the name or searching.
+pub struct Pairs {
+    bits: Vec<u64>,
+    bytes: [bool; 256],
+}
+
+impl Pairs {
+    /// The pairs of `request`.
+    pub fn of(request: &str) -> Self {
+        let mut pairs = Pairs {
+            bits: vec![0; 1 << 10],
+            bytes: [false; 256],
+        };
+        let r = request.as_bytes();
+        for w in r.windows(2) {
+            let k = usize::from(w[0]) << 8 | usize::from(w[1]);
+            pairs.bits[k >> 6] |= 1 << (k & 63);
+        }
+        for &b in r {
+            pairs.bytes[usize::from(b)] = true;
+        }
+        pairs
+    }
+
+    /// False when `name` cannot occur in the request.
+    pub fn may_hold(&self, name: &str) -> bool {
+        let n = name.as_bytes();
+        if n.len() < 2 {
+            return n.iter().all(|&b| self.bytes[usize::from(b)]);
+        }
+        n.windows(2).all(|w| {
+            let k = usize::from(w[0]) << 8 | usize::from(w[1]);
+            self.bits[k >> 6] & (1 << (k & 63)) != 0
+        })
+    }
+}
+
 /// Files the request names, in the order of `files`: exact paths first, then file names.
 pub fn named_files<S: AsRef<str>>(request: &str, files: &[S]) -> Vec<String> {
+    named_in(request, files.iter().map(AsRef::as_ref))
+}
+
+/// [`named_files`] over any list of paths.
+pub fn named_in<'a>(request: &str, files: impl Iterator<Item = &'a str>) -> Vec<String> {
     // A file's path or name can be mentioned only if its name is in the request at all: that
-    // test, made once per distinct name, spares the rest of the work for nearly every file of
-    // a big project.
+    // test, made once per distinct name that passes the pairs' test, spares the rest of the
+    // work for nearly every file of a big project.
+    let pairs = Pairs::of(request);
     let mut present: HashMap<&str, bool> = HashMap::new();
     let mut found: Vec<String> = Vec::new();
     let mut by_name: HashMap<&str, Vec<&str>> = HashMap::new();
     for f in files {
-        let f = f.as_ref();
         let name = f.rsplit_once('/').map_or(f, |(_, name)| name);
+        if !pairs.may_hold(name) {
+            continue;
+        }
         if !*present
             .entry(name)
             .or_insert_with(|| request.contains(name))
@@ -96,6 +143,24 @@ fn pick<'a>(request: &str, candidates: &[&'a str]) -> Vec<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_name_the_request_holds_passes_the_pairs_test() {
+        let request = "fix src/Parser.py, then a.b and x";
+        let pairs = Pairs::of(request);
+        for start in 0..request.len() {
+            for end in start + 1..=request.len() {
+                assert!(
+                    pairs.may_hold(&request[start..end]),
+                    "{}",
+                    &request[start..end]
+                );
+            }
+        }
+        for name in ["parser.py", "file000.py", "z", "Parser.pyc"] {
+            assert!(!pairs.may_hold(name), "{name}");
+        }
+    }
 
     fn list(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

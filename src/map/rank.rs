@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::facts::{Facts, Names};
 use super::gather::MapFile;
+use super::paths::{self, PathFacts};
 use super::terms::{self, Query};
 
 /// BM25's term-frequency saturation and length normalisation.
@@ -145,112 +146,9 @@ impl Board {
     }
 }
 
-/// Whether a path is a test, fixture, doc or example rather than source.
-pub fn is_test_path(path: &str) -> bool {
-    let (dir, name) = split_dir(path);
-    dir.split('/').any(is_test_folder) || is_test_name(name)
-}
-
-/// Whether a path is documentation or an example.
-pub fn is_doc_path(path: &str) -> bool {
-    let (dir, name) = split_dir(path);
-    dir.split('/').any(is_doc_folder) || is_doc_name(name)
-}
-
 /// A path's folder (`""` at the root) and file name.
 fn split_dir(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
-}
-
-fn is_one_of(s: &str, list: &[&str]) -> bool {
-    list.iter().any(|w| s.eq_ignore_ascii_case(w))
-}
-
-fn is_test_folder(c: &str) -> bool {
-    is_one_of(
-        c,
-        &[
-            "test",
-            "tests",
-            "testing",
-            "__tests__",
-            "spec",
-            "specs",
-            "fixtures",
-            "testdata",
-        ],
-    )
-}
-
-fn is_doc_folder(c: &str) -> bool {
-    is_one_of(
-        c,
-        &[
-            "doc",
-            "docs",
-            "documentation",
-            "example",
-            "examples",
-            "benches",
-            "bench",
-            "benchmarks",
-        ],
-    )
-}
-
-fn is_test_name(name: &str) -> bool {
-    let stem = name.split('.').next().unwrap_or(name);
-    let ends = |s: &str, suffix: &str| {
-        s.len() >= suffix.len()
-            && s.is_char_boundary(s.len() - suffix.len())
-            && s[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
-    };
-    let starts = |s: &str, prefix: &str| {
-        s.len() >= prefix.len()
-            && s.is_char_boundary(prefix.len())
-            && s[..prefix.len()].eq_ignore_ascii_case(prefix)
-    };
-    starts(stem, "test_")
-        || ends(stem, "_test")
-        || ends(stem, "_spec")
-        || (ends(stem, "test") && ends(name, ".java"))
-        || name.contains(".test.")
-        || name.contains(".spec.")
-}
-
-fn is_doc_name(name: &str) -> bool {
-    name.rsplit_once('.')
-        .is_some_and(|(_, ext)| is_one_of(ext, &["md", "rst", "txt", "adoc"]))
-}
-
-/// Test-or-doc for many paths, each folder judged once (a project has a few hundred folders
-/// and tens of thousands of files, which come folder by folder: the last folder is checked
-/// before the table).
-#[derive(Default)]
-struct MinorPaths<'a> {
-    folders: HashMap<&'a str, (bool, bool)>,
-    last: Option<(&'a str, (bool, bool))>,
-}
-
-impl<'a> MinorPaths<'a> {
-    /// Whether `path` is a test, and whether it is a doc or example.
-    fn of(&mut self, path: &'a str) -> (bool, bool) {
-        let (dir, name) = split_dir(path);
-        let (test_dir, doc_dir) = match self.last {
-            Some((last, judged)) if last == dir => judged,
-            _ => {
-                let judged = *self.folders.entry(dir).or_insert_with(|| {
-                    (
-                        dir.split('/').any(is_test_folder),
-                        dir.split('/').any(is_doc_folder),
-                    )
-                });
-                self.last = Some((dir, judged));
-                judged
-            }
-        };
-        (test_dir || is_test_name(name), doc_dir || is_doc_name(name))
-    }
 }
 
 /// The query's terms and identifiers as ids of `names` (those the cache knows).
@@ -278,24 +176,35 @@ fn query_ids(q: &Query, names: &Names) -> QueryIds {
     }
 }
 
-/// Rank `files` (with facts from `blobs`) for `query`.
+/// Rank `files` (with facts from `blobs`) for `query`; `paths` is what their paths tell
+/// ([`PathFacts::of`] the same files, for the same query; worked out here when it is of
+/// another list).
 pub fn rank(
     files: &[MapFile],
     blobs: &[(super::store::BlobId, Facts)],
     names: &Names,
     query: &Query,
     signals: &Signals,
+    paths: &PathFacts,
 ) -> Vec<Ranked> {
+    let own;
+    let paths = if paths.len == files.len() {
+        paths
+    } else {
+        own = PathFacts::of(files.iter().map(|f| f.path), query, None);
+        &own
+    };
     let facts = |f: &MapFile| f.blob.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
     let ids = query_ids(query, names);
     let mut board = Board::new(files.len());
-    score_text(files, &facts, &ids, &mut board);
-    score_paths(files, query, &mut board);
-    score_defs(files, &facts, &ids, &mut board);
+    let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
+    score_text(&indexed, &ids, &mut board);
+    score_paths(files, paths, &mut board);
+    score_defs(&indexed, &ids, &mut board);
     let lexical = board.score.clone();
     score_graph(files, &facts, &ids, names, &lexical, &mut board);
-    apply_signals(files, query, signals, &mut board);
-    let mut out = sort_best_first(files, board);
+    apply_signals(files, query, signals, paths, &mut board);
+    let mut out = sort_best_first(files, board, paths.by_path.as_deref());
     for r in out.iter_mut().take(WHY_FOR) {
         if let Some(why) = r.why.as_deref_mut() {
             spell_out(why, query, &ids);
@@ -304,15 +213,19 @@ pub fn rank(
     out
 }
 
-/// Best score first, ties by path. Most files of a big project score nothing and come in
-/// path order already, which the stable sort of that part finds in one pass.
-fn sort_best_first(files: &[MapFile], mut board: Board) -> Vec<Ranked> {
+/// Best score first, ties by path. The files are taken in path order (`order`, when that is
+/// not their own) and sorted by score alone with a stable sort, so ties keep that order: no
+/// path is compared here, however many files a common word scores (a word in every path).
+fn sort_best_first(files: &[MapFile], mut board: Board, order: Option<&[u32]>) -> Vec<Ranked> {
     let score = &board.score;
-    let by_path = |a: usize, b: usize| files[a].path.cmp(files[b].path);
-    let (mut scored, mut rest): (Vec<usize>, Vec<usize>) =
-        (0..score.len()).partition(|&i| score[i] > 0.0);
-    scored.sort_unstable_by(|&a, &b| score[b].total_cmp(&score[a]).then_with(|| by_path(a, b)));
-    rest.sort_by(|&a, &b| by_path(a, b));
+    let positive = |i: usize| score.get(i).is_some_and(|s| *s > 0.0);
+    let in_path_order: Vec<usize> = match order {
+        Some(order) => order.iter().map(|&i| i as usize).collect(),
+        None => (0..files.len()).collect(),
+    };
+    let (mut scored, rest): (Vec<usize>, Vec<usize>) =
+        in_path_order.into_iter().partition(|&i| positive(i));
+    scored.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
     scored
         .into_iter()
         .chain(rest)
@@ -352,16 +265,10 @@ fn spell_out(why: &mut Why, query: &Query, ids: &QueryIds) {
 }
 
 /// BM25 of the request's terms over the files' text.
-fn score_text<'a>(
-    files: &'a [MapFile],
-    facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>,
-    ids: &QueryIds,
-    out: &mut Board,
-) {
-    let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
+fn score_text(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
     let n = indexed.iter().flatten().count().max(1) as f32;
     let avg = indexed.iter().flatten().map(|f| f.len as f32).sum::<f32>() / n;
-    let tfs = PerFile::count(&indexed, ids.terms.len(), |f, k| f.tf(ids.terms[k].1));
+    let tfs = PerFile::count(indexed, ids.terms.len(), |f, k| f.tf(ids.terms[k].1));
     let idf: Vec<Option<f32>> = (0..ids.terms.len())
         .map(|k| {
             let df = tfs.files_with(k) as f32;
@@ -419,73 +326,12 @@ impl PerFile {
     }
 }
 
-/// The request's terms in the files' paths, weighted by how rare they are among paths; the
-/// file's own name counts more than its folders'.
-fn score_paths(files: &[MapFile], query: &Query, out: &mut Board) {
-    if query.terms.is_empty() {
-        return;
-    }
-    let index: HashMap<&str, u16> = query
-        .terms
-        .iter()
-        .enumerate()
-        .map(|(k, t)| (t.as_str(), k as u16))
-        .collect();
-    // Each distinct folder or file name is split once, and only words that could match are
-    // stemmed; a folder's words are worked out once for all the files in it (files come
-    // folder by folder).
-    let prefixes = terms::prefixes(&query.terms);
-    let mut parts: HashMap<&str, Vec<u16>> = HashMap::new();
-    let mut terms_of = |part| -> Vec<u16> {
-        parts
-            .entry(part)
-            .or_insert_with(|| {
-                let mut v: Vec<u16> = Vec::new();
-                if terms::may_hold_prefix(part, &prefixes) {
-                    terms::for_each_term_like(part, &prefixes, |t| {
-                        if let Some(&k) = index.get(t)
-                            && !v.contains(&k)
-                        {
-                            v.push(k);
-                        }
-                    });
-                }
-                v
-            })
-            .clone()
-    };
-    // (file, term, in the file's own name), folders' words first as a reader meets them.
-    let mut hits: Vec<(usize, u16, bool)> = Vec::new();
-    let mut df = vec![0.0_f32; query.terms.len()];
-    let mut folder: Option<(&str, Vec<u16>)> = None;
-    for (i, f) in files.iter().enumerate() {
-        let (dir, name) = f.path.rsplit_once('/').unwrap_or(("", f.path));
-        if folder.as_ref().is_none_or(|(d, _)| *d != dir) {
-            let mut ks: Vec<u16> = Vec::new();
-            for part in dir.split('/').filter(|p| !p.is_empty()) {
-                for k in terms_of(part) {
-                    if !ks.contains(&k) {
-                        ks.push(k);
-                    }
-                }
-            }
-            folder = Some((dir, ks));
-        }
-        let in_folder: &[u16] = folder.as_ref().map_or(&[], |(_, ks)| ks);
-        let in_name = terms_of(name);
-        for &k in in_folder {
-            hits.push((i, k, in_name.contains(&k)));
-        }
-        for &k in in_name.iter().filter(|k| !in_folder.contains(k)) {
-            hits.push((i, k, true));
-        }
-    }
-    for &(_, k, _) in &hits {
-        df[k as usize] += 1.0;
-    }
+/// The request's terms in the files' paths (found by [`PathFacts::of`]), weighted by how
+/// rare they are among paths; the file's own name counts more than its folders'.
+fn score_paths(files: &[MapFile], paths: &PathFacts, out: &mut Board) {
     let n = files.len().max(1) as f32;
-    for (i, k, in_name) in hits {
-        let d = df[k as usize];
+    for &(i, k, in_name) in &paths.hits {
+        let d = paths.df[k as usize];
         let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
         let s = PATH_WEIGHT * idf * if in_name { 1.5 } else { 1.0 };
         let why = out.add(i, s);
@@ -495,16 +341,10 @@ fn score_paths(files: &[MapFile], query: &Query, out: &mut Board) {
 }
 
 /// The request's terms in the names a file defines, and its identifiers matched exactly.
-fn score_defs<'a>(
-    files: &'a [MapFile],
-    facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>,
-    ids: &QueryIds,
-    out: &mut Board,
-) {
-    let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
+fn score_defs(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
     let n = indexed.iter().flatten().count().max(1) as f32;
     let terms = ids.terms.len();
-    let found = PerFile::count(&indexed, terms + ids.idents.len(), |f, k| {
+    let found = PerFile::count(indexed, terms + ids.idents.len(), |f, k| {
         u16::from(match k.checked_sub(terms) {
             None => f.def_terms.binary_search(&ids.terms[k].1).is_ok(),
             Some(j) => f.defs.iter().any(|d| d.name == ids.idents[j].1),
@@ -684,42 +524,48 @@ fn out_edges(
 }
 
 /// Named files first, then the user's recent work; tests and docs below source.
-fn apply_signals(files: &[MapFile], query: &Query, signals: &Signals, out: &mut Board) {
+fn apply_signals(
+    files: &[MapFile],
+    query: &Query,
+    signals: &Signals,
+    paths: &PathFacts,
+    out: &mut Board,
+) {
     let top = out.score.iter().copied().fold(1.0_f32, f32::max);
     let by_folder = SignalsByFolder::new(signals);
-    let mut minor = MinorPaths::default();
-    let mut folder: Option<(&str, Option<&Vec<Signalled>>)> = None;
-    for (i, file) in files.iter().enumerate() {
-        let (dir, name) = split_dir(file.path);
-        // Files come folder by folder: the signals of a folder are looked up once for all.
-        let here = match folder {
-            Some((d, here)) if d == dir => here,
-            _ => {
-                let here = by_folder.0.get(dir);
-                folder = Some((dir, here));
-                here
-            }
+    // Files come folder by folder: only the folders some signal names are looked into.
+    for (dir, run) in paths.folders() {
+        let Some(here) = by_folder.0.get(dir) else {
+            continue;
         };
-        let mut add = |bit: u8, s: f32| {
-            out.score[i] += s;
-            out.signals[i] |= bit;
-        };
-        for s in here.into_iter().flatten().filter(|s| s.name == name) {
-            if s.bits & NAMED != 0 {
-                add(NAMED, 10.0 * top);
-            }
-            if s.bits & LAST_PLAN != 0 {
-                add(LAST_PLAN, 0.5 * top);
-            }
-            if s.bits & UNCOMMITTED != 0 {
-                add(UNCOMMITTED, 0.15 * top);
-            }
-            if s.bits & RECENT != 0 {
-                add(RECENT, 0.05 * top * (1.0 + s.recent as f32).ln());
+        let skip = dir.len() + usize::from(!dir.is_empty());
+        for i in run {
+            let name = files[i].path.get(skip..).unwrap_or_default();
+            let mut add = |bit: u8, s: f32| {
+                out.score[i] += s;
+                out.signals[i] |= bit;
+            };
+            for s in here.iter().filter(|s| s.name == name) {
+                if s.bits & NAMED != 0 {
+                    add(NAMED, 10.0 * top);
+                }
+                if s.bits & LAST_PLAN != 0 {
+                    add(LAST_PLAN, 0.5 * top);
+                }
+                if s.bits & UNCOMMITTED != 0 {
+                    add(UNCOMMITTED, 0.15 * top);
+                }
+                if s.bits & RECENT != 0 {
+                    add(RECENT, 0.05 * top * (1.0 + s.recent as f32).ln());
+                }
             }
         }
-        let (test, doc) = minor.of(file.path);
-        if (test && !query.about_tests) || (doc && !query.about_docs) {
+    }
+    // After a file's signals, as they were added before: halved with them.
+    let down =
+        (u8::from(!query.about_tests) * paths::TEST) | (u8::from(!query.about_docs) * paths::DOC);
+    for (i, &minor) in paths.minor.iter().enumerate() {
+        if minor & down != 0 {
             out.score[i] *= 0.5;
             out.signals[i] |= MINOR;
         }
@@ -771,32 +617,6 @@ impl<'s> SignalsByFolder<'s> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn tests_and_docs_are_told_from_source() {
-        for p in [
-            "tests/test_app.py",
-            "src/__tests__/a.js",
-            "pkg/handler_test.go",
-            "lib/x.spec.ts",
-            "src/test/java/FooTest.java",
-            "Spec/models_spec.rb",
-        ] {
-            assert!(is_test_path(p), "{p}");
-        }
-        for p in [
-            "src/app.py",
-            "contest/main.go",
-            "src/latest.rs",
-            "testament.py",
-        ] {
-            assert!(!is_test_path(p), "{p}");
-        }
-        for p in ["README.md", "docs/index.html", "Examples/demo.py"] {
-            assert!(is_doc_path(p), "{p}");
-        }
-        assert!(!is_doc_path("src/docstring.py"));
-    }
-
     fn file(path: &str) -> MapFile<'_> {
         MapFile { path, blob: None }
     }
@@ -810,12 +630,14 @@ mod tests {
             "src/shipping/rates.py",
         ];
         let files: Vec<MapFile> = paths.iter().map(|p| file(p)).collect();
+        let query = Query::parse("billing invoice");
         let ranked = rank(
             &files,
             &[],
             &Names::default(),
-            &Query::parse("billing invoice"),
+            &query,
             &Signals::default(),
+            &PathFacts::of(paths.iter().copied(), &query, None),
         );
         let of = |p: &str| ranked.iter().find(|r| files[r.file].path == p).unwrap();
         let in_folder = of("src/invoice/helpers.py").score;
@@ -851,7 +673,14 @@ mod tests {
             recent: paths.iter().map(|p| (p.clone(), 1)).collect(),
         };
         let query = Query::parse("fix the billing rounding");
-        let ranked = rank(&files, &[], &Names::default(), &query, &signals);
+        let ranked = rank(
+            &files,
+            &[],
+            &Names::default(),
+            &query,
+            &signals,
+            &PathFacts::default(),
+        );
         let best = &ranked[0];
         assert_eq!(files[best.file].path, "src/billing.py");
         let why = best.why.as_deref().expect("the best file says why");

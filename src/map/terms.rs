@@ -186,17 +186,47 @@ pub fn prefixes(terms: &[String]) -> Vec<String> {
 /// occurs in it, case and underscores aside. A cheap test before splitting and stemming (a
 /// project has tens of thousands of file names; a request matches few).
 pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
+    /// Names up to this long are folded on the stack (the test runs for every file name).
+    const SHORT: usize = 128;
     if !text.is_ascii() {
         return true;
     }
-    let folded: Vec<u8> = text
-        .bytes()
-        .filter(|b| *b != b'_')
-        .map(|b| b.to_ascii_lowercase())
-        .collect();
+    if !text.contains('_') {
+        // Folding only lowers the case: compared as it is, with no copy.
+        let hay = text.as_bytes();
+        return prefixes.iter().any(|p| {
+            let p = p.as_bytes();
+            p.is_empty()
+                || hay
+                    .windows(p.len())
+                    .any(|w| w[0].to_ascii_lowercase() == p[0] && lower_is(w, p))
+        });
+    }
+    let mut short = [0u8; SHORT];
+    let mut long = Vec::new();
+    let folded: &[u8] = if text.len() <= SHORT {
+        let mut n = 0;
+        for b in text.bytes().filter(|b| *b != b'_') {
+            short[n] = b.to_ascii_lowercase();
+            n += 1;
+        }
+        &short[..n]
+    } else {
+        long.extend(
+            text.bytes()
+                .filter(|b| *b != b'_')
+                .map(|b| b.to_ascii_lowercase()),
+        );
+        &long
+    };
     prefixes
         .iter()
         .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
+}
+
+/// Whether `w` lowered is `p` (byte for byte: `p` may hold capitals no lowered text has).
+fn lower_is(w: &[u8], p: &[u8]) -> bool {
+    w.iter().map(u8::to_ascii_lowercase).eq(p.iter().copied())
 }
 
 /// The distinct terms of a text, sorted.
@@ -285,6 +315,30 @@ fn code_identifiers(request: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_holds_a_prefix_whatever_its_case_and_underscores() {
+        let prefixes = prefixes(&["parser".to_string(), "invoic".to_string()]);
+        for (name, holds) in [
+            ("parser.py", true),
+            ("Parser.java", true),
+            ("JSONPARSER.ts", true),
+            ("pa_rser.rs", true),
+            ("in_voice.py", true),
+            ("part0", true),
+            ("file000.py", false),
+            ("pa.rser", false),
+            ("p", false),
+            ("", false),
+        ] {
+            assert_eq!(may_hold_prefix(name, &prefixes), holds, "{name}");
+        }
+        assert!(may_hold_prefix("café.py", &prefixes), "not ASCII: kept");
+        assert!(
+            may_hold_prefix("x", &[String::new()]),
+            "an empty prefix is in every name"
+        );
+    }
     use crate::map::terms;
 
     #[test]

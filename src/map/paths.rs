@@ -1,0 +1,350 @@
+//! What a request's ranking needs from the files' paths alone: the request's words in each
+//! path, which files are tests or docs, the folders the files
+//! come in, and whether the paths are in byte order already. None of it needs the cache or
+//! git, so it is worked out while git's index is read (a warm map's main thread would
+//! otherwise wait for it), in one pass over the paths, and the ranking's passes over every
+//! file are left with the files' facts.
+
+use std::collections::HashMap;
+
+use super::named;
+use super::terms::{self, Query};
+
+/// The test bit of [`PathFacts::minor`].
+pub const TEST: u8 = 1;
+/// The doc-or-example bit of [`PathFacts::minor`].
+pub const DOC: u8 = 2;
+
+/// The request's words in one file's path: the file, the term, and whether the file's own
+/// name holds it (folders' words first, as a reader meets them).
+pub type PathHit = (usize, u16, bool);
+
+/// What the paths tell, for one request.
+#[derive(Debug, Default)]
+pub struct PathFacts<'p> {
+    /// Per file, [`TEST`] and [`DOC`].
+    pub minor: Vec<u8>,
+    /// The runs of files in one folder: the folder (`""` at the root) and where its run
+    /// starts; each run ends where the next starts (a folder whose files come in several runs
+    /// has several).
+    pub runs: Vec<(&'p str, usize)>,
+    /// The request's terms in the paths.
+    pub hits: Vec<PathHit>,
+    /// Per query term, how many paths hold it.
+    pub df: Vec<f32>,
+    /// The files in path (byte) order, when their own order is another (a listing puts a
+    /// folder's subfolders before its files): the order the ranking lists the files nothing
+    /// matched in, sorted here rather than after the scores.
+    pub by_path: Option<Vec<u32>>,
+    /// How many paths.
+    pub len: usize,
+    /// Paths whose names may occur in the request (see [`PathFacts::of`]), in order.
+    pub may_be_named: Vec<&'p str>,
+}
+
+impl<'p> PathFacts<'p> {
+    /// Read `paths` (every file, in the map's order) for `query`.
+    /// With `named`, the paths whose names may occur in a request (those whose adjacent
+    /// bytes all do) are kept in [`PathFacts::may_be_named`].
+    pub fn of(
+        paths: impl Iterator<Item = &'p str>,
+        query: &Query,
+        named: Option<&named::Pairs>,
+    ) -> Self {
+        let mut out = PathFacts {
+            df: vec![0.0; query.terms.len()],
+            ..PathFacts::default()
+        };
+        let mut words = PathWords::new(query);
+        let mut minor = MinorPaths::default();
+        // The folder of the files now: its path, its words, whether of tests or docs.
+        let mut folder: (&str, Vec<u16>, (bool, bool)) = ("", Vec::new(), (false, false));
+        let mut all: Vec<&str> = Vec::with_capacity(paths.size_hint().0);
+        let mut sorted = true;
+        for (i, path) in paths.enumerate() {
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+            sorted &= all.last().is_none_or(|l| *l <= path);
+            all.push(path);
+            if i == 0 || folder.0 != dir {
+                out.runs.push((dir, i));
+                folder = (dir, words.of_folder(dir), minor.folder(dir));
+            }
+            let (test, doc) = MinorPaths::file(folder.2, name);
+            out.minor
+                .push((u8::from(test) * TEST) | (u8::from(doc) * DOC));
+            words.hits(i, &folder.1, name, &mut out.hits);
+            if named.is_some_and(|p| p.may_hold(name)) {
+                out.may_be_named.push(path);
+            }
+        }
+        for &(_, k, _) in &out.hits {
+            out.df[k as usize] += 1.0;
+        }
+        out.len = out.minor.len();
+        if !sorted {
+            let mut order: Vec<u32> = (0..u32::try_from(all.len()).unwrap_or(u32::MAX)).collect();
+            order.sort_by(|&a, &b| all[a as usize].cmp(all[b as usize]));
+            out.by_path = Some(order);
+        }
+        out
+    }
+
+    /// The files of each folder run: the folder, and the first and past-the-last file.
+    pub fn folders(&self) -> impl Iterator<Item = (&'p str, std::ops::Range<usize>)> + '_ {
+        self.runs.iter().enumerate().map(|(k, &(dir, start))| {
+            let end = self.runs.get(k + 1).map_or(self.len, |&(_, next)| next);
+            (dir, start..end)
+        })
+    }
+}
+
+/// The request's terms in folder and file names: each distinct name that may hold one is
+/// split once, and only words that could match are stemmed.
+struct PathWords<'q, 'p> {
+    index: HashMap<&'q str, u16>,
+    prefixes: Vec<String>,
+    parts: HashMap<&'p str, Vec<u16>>,
+}
+
+impl<'q, 'p> PathWords<'q, 'p> {
+    fn new(query: &'q Query) -> Self {
+        PathWords {
+            index: query
+                .terms
+                .iter()
+                .enumerate()
+                .map(|(k, t)| (t.as_str(), k as u16))
+                .collect(),
+            prefixes: terms::prefixes(&query.terms),
+            parts: HashMap::new(),
+        }
+    }
+
+    /// The terms in one folder or file name.
+    fn of_part(&mut self, part: &'p str) -> Vec<u16> {
+        // Most names hold no request word's prefix: they are turned away before hashing.
+        if self.index.is_empty() || !terms::may_hold_prefix(part, &self.prefixes) {
+            return Vec::new();
+        }
+        let (index, prefixes) = (&self.index, &self.prefixes);
+        self.parts
+            .entry(part)
+            .or_insert_with(|| {
+                let mut v: Vec<u16> = Vec::new();
+                terms::for_each_term_like(part, prefixes, |t| {
+                    if let Some(&k) = index.get(t)
+                        && !v.contains(&k)
+                    {
+                        v.push(k);
+                    }
+                });
+                v
+            })
+            .clone()
+    }
+
+    /// The terms in a folder's path, each once, in the order met.
+    fn of_folder(&mut self, dir: &'p str) -> Vec<u16> {
+        let mut ks: Vec<u16> = Vec::new();
+        for part in dir.split('/').filter(|p| !p.is_empty()) {
+            for k in self.of_part(part) {
+                if !ks.contains(&k) {
+                    ks.push(k);
+                }
+            }
+        }
+        ks
+    }
+
+    /// The hits of file `i`, named `name`, in a folder whose terms are `in_folder`.
+    fn hits(&mut self, i: usize, in_folder: &[u16], name: &'p str, out: &mut Vec<PathHit>) {
+        let in_name = self.of_part(name);
+        for &k in in_folder {
+            out.push((i, k, in_name.contains(&k)));
+        }
+        for &k in in_name.iter().filter(|k| !in_folder.contains(k)) {
+            out.push((i, k, true));
+        }
+    }
+}
+
+/// Whether a path is a test, fixture, doc or example rather than source.
+pub fn is_test_path(path: &str) -> bool {
+    let (dir, name) = split_dir(path);
+    dir.split('/').any(is_test_folder) || is_test_name(name)
+}
+
+/// Whether a path is documentation or an example.
+pub fn is_doc_path(path: &str) -> bool {
+    let (dir, name) = split_dir(path);
+    dir.split('/').any(is_doc_folder) || is_doc_name(name)
+}
+
+fn is_one_of(s: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| s.eq_ignore_ascii_case(w))
+}
+
+fn is_test_folder(c: &str) -> bool {
+    is_one_of(
+        c,
+        &[
+            "test",
+            "tests",
+            "testing",
+            "__tests__",
+            "spec",
+            "specs",
+            "fixtures",
+            "testdata",
+        ],
+    )
+}
+
+fn is_doc_folder(c: &str) -> bool {
+    is_one_of(
+        c,
+        &[
+            "doc",
+            "docs",
+            "documentation",
+            "example",
+            "examples",
+            "benches",
+            "bench",
+            "benchmarks",
+        ],
+    )
+}
+
+/// Whether `name` holds "test" or "spec", case aside: every test name does, and most names
+/// do not (a pass over the bytes, where the full test searches the name several times).
+fn may_be_test_name(name: &str) -> bool {
+    // Both words hold an `s`: a name without one is turned away in a byte-wide scan.
+    let b = name.as_bytes();
+    b.iter().any(|&c| c | 0x20 == b's')
+        && b.windows(4).any(|w| {
+            let lower = |k: usize| w[k].to_ascii_lowercase();
+            matches!(
+                (lower(0), lower(1), lower(2), lower(3)),
+                (b't', b'e', b's', b't') | (b's', b'p', b'e', b'c')
+            )
+        })
+}
+
+fn is_test_name(name: &str) -> bool {
+    if !may_be_test_name(name) {
+        return false;
+    }
+    let stem = name.split('.').next().unwrap_or(name);
+    let ends = |s: &str, suffix: &str| {
+        s.len() >= suffix.len()
+            && s.is_char_boundary(s.len() - suffix.len())
+            && s[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+    };
+    let starts = |s: &str, prefix: &str| {
+        s.len() >= prefix.len()
+            && s.is_char_boundary(prefix.len())
+            && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+    };
+    starts(stem, "test_")
+        || ends(stem, "_test")
+        || ends(stem, "_spec")
+        || (ends(stem, "test") && ends(name, ".java"))
+        || name.contains(".test.")
+        || name.contains(".spec.")
+}
+
+fn is_doc_name(name: &str) -> bool {
+    name.rsplit_once('.')
+        .is_some_and(|(_, ext)| is_one_of(ext, &["md", "rst", "txt", "adoc"]))
+}
+
+/// Test-or-doc for many paths, each folder judged once (a project has a few hundred folders
+/// and tens of thousands of files, which come folder by folder: the last folder is checked
+/// before the table).
+#[derive(Default)]
+pub(super) struct MinorPaths<'a> {
+    folders: HashMap<&'a str, (bool, bool)>,
+    last: Option<(&'a str, (bool, bool))>,
+}
+
+impl<'a> MinorPaths<'a> {
+    /// Whether the folder `dir` is one of tests, and whether one of docs or examples.
+    pub(super) fn folder(&mut self, dir: &'a str) -> (bool, bool) {
+        match self.last {
+            Some((last, judged)) if last == dir => judged,
+            _ => {
+                let judged = *self.folders.entry(dir).or_insert_with(|| {
+                    (
+                        dir.split('/').any(is_test_folder),
+                        dir.split('/').any(is_doc_folder),
+                    )
+                });
+                self.last = Some((dir, judged));
+                judged
+            }
+        }
+    }
+
+    /// Whether the file `name` in a folder judged `(test_dir, doc_dir)` is a test, and
+    /// whether it is a doc or example.
+    pub(super) fn file(folder: (bool, bool), name: &str) -> (bool, bool) {
+        let (test_dir, doc_dir) = folder;
+        (test_dir || is_test_name(name), doc_dir || is_doc_name(name))
+    }
+}
+
+/// A path's folder (`""` at the root) and file name.
+fn split_dir(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_and_docs_are_told_from_source() {
+        for p in [
+            "tests/test_app.py",
+            "src/__tests__/a.js",
+            "pkg/handler_test.go",
+            "lib/x.spec.ts",
+            "src/test/java/FooTest.java",
+            "Spec/models_spec.rb",
+        ] {
+            assert!(is_test_path(p), "{p}");
+        }
+        for p in [
+            "src/app.py",
+            "contest/main.go",
+            "src/latest.rs",
+            "testament.py",
+        ] {
+            assert!(!is_test_path(p), "{p}");
+        }
+        for p in ["README.md", "docs/index.html", "Examples/demo.py"] {
+            assert!(is_doc_path(p), "{p}");
+        }
+        assert!(!is_doc_path("src/docstring.py"));
+    }
+
+    #[test]
+    fn folders_come_in_runs_and_order_is_checked() {
+        let paths = ["a/x.py", "a/y.py", "a/b/z.py", "a/w.py", "top.md"];
+        let q = Query::parse("fix y");
+        let f = PathFacts::of(paths.iter().copied(), &q, None);
+        let runs: Vec<(&str, std::ops::Range<usize>)> = f.folders().collect();
+        assert_eq!(
+            runs,
+            [("a", 0..2), ("a/b", 2..3), ("a", 3..4), ("", 4..5)],
+            "a folder split by a subfolder has two runs"
+        );
+        assert_eq!(f.by_path, Some(vec![2, 3, 0, 1, 4]), "a/b/z.py sorts first");
+        assert_eq!(f.minor, [0, 0, 0, 0, DOC]);
+        let sorted = ["a/b/z.py", "a/w.py", "a/x.py", "tests/test_a.py"];
+        let f = PathFacts::of(sorted.iter().copied(), &Query::parse(""), None);
+        assert_eq!(f.by_path, None, "in order already");
+        assert_eq!(f.minor, [0, 0, 0, TEST]);
+    }
+}
