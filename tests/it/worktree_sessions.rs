@@ -431,6 +431,13 @@ fn a_killed_session_leaves_no_lock_and_no_orphaned_worktree() {
     let mut child = spawn_run(&p, &mock, "write and wait", &["-w", "--allow-run"], &p.root);
     let mut wt = PathBuf::new();
     support::session::wait_until(Duration::from_secs(30), "the RUN step", || {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("pai ended before its RUN step ({status}):\n{err}");
+        }
         wt = sessions(&p)
             .first()
             .map(|v| PathBuf::from(v["worktree"].as_str().unwrap_or_default()))
