@@ -148,25 +148,33 @@ impl<'a> KeptFolders<'a> {
         if f.key != Some(key) {
             return None;
         }
-        let mut count = 0;
-        for name in f.names.split(|&b| b == 0) {
-            // A name a walk can list: anything else means the file is not what pai wrote.
-            if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
-                // The piece after the last NUL is empty and ends the names.
-                if name.is_empty() && count == f.kinds.len() {
-                    break;
-                }
-                return None;
-            }
-            count += 1;
-        }
-        let complete = count == f.kinds.len() && f.names.last().is_none_or(|&b| b == 0);
         let kinds_known = f.kinds.iter().all(|&k| kind_of(k).is_some());
-        (complete && kinds_known).then(|| KeptEntries {
+        (kinds_known && names_listable(f.names, f.kinds.len())).then(|| KeptEntries {
             names: f.names.to_vec(),
             kinds: f.kinds.to_vec(),
         })
     }
+}
+
+/// Whether `names` holds `count` names a walk can list (not empty, `.` or `..`, no `/`), each
+/// ended by a NUL: anything else means the file is not what pai wrote. One pass over the
+/// bytes, not a split per name.
+fn names_listable(names: &[u8], count: usize) -> bool {
+    let (mut seen, mut start) = (0, 0);
+    for (i, &b) in names.iter().enumerate() {
+        match b {
+            b'/' => return false,
+            0 => {
+                if matches!(&names[start..i], b"" | b"." | b"..") {
+                    return false;
+                }
+                seen += 1;
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    start == names.len() && seen == count
 }
 
 /// A folder's entries as kept: what a reading would give, without a `CString` per entry.
@@ -332,4 +340,38 @@ fn write(file: &Path, rules: u64, folders: &[Folder<'_>]) -> std::io::Result<()>
     tmp.write_all(&bytes)?;
     tmp.persist(file).map_err(|e| e.error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_listable;
+
+    #[test]
+    fn only_names_a_walk_can_list_are_taken_from_a_kept_listing() {
+        let good: [(&[u8], usize); 5] = [
+            (b"", 0),
+            (b"a\0", 1),
+            (b"..foo\0.x\0a.b\0", 3),
+            (b"\xff\xfe\0", 1),
+            (b".gitignore\0src\0", 2),
+        ];
+        for (names, count) in good {
+            assert!(names_listable(names, count), "{names:?}");
+        }
+        let bad: [(&[u8], usize); 10] = [
+            (b"\0", 1),
+            (b".\0", 1),
+            (b"..\0", 1),
+            (b"a\0\0", 2),
+            (b"a\0..\0", 2),
+            (b"a/b\0", 1),
+            (b"/\0", 1),
+            (b"a\0b", 2),
+            (b"a\0b\0", 1),
+            (b"a\0b\0", 3),
+        ];
+        for (names, count) in bad {
+            assert!(!names_listable(names, count), "{names:?}");
+        }
+    }
 }
