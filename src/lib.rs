@@ -16,6 +16,7 @@ pub mod layout;
 pub mod llm;
 pub mod map;
 pub mod mcp;
+pub mod private_file;
 pub mod rawname;
 pub mod shell;
 pub mod ui;

@@ -4,8 +4,6 @@
 //! names another project, or holds an id out of range is ignored and rebuilt.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -269,14 +267,7 @@ pub fn load(file: &Path, root: &Path) -> Store {
 /// Write the cache atomically (a temporary file renamed over the old one), private to the
 /// user. Failing to write a cache is not an error worth reporting: the next map rebuilds.
 pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> {
-    let Some(dir) = file.parent() else {
-        return Ok(());
-    };
     store.names.reindex();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
     let mut files: Vec<(&str, Stamp, u32)> = store
         .files
         .iter()
@@ -293,12 +284,7 @@ pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> 
         recent: &store.recent,
     };
     let bytes = postcard::to_stdvec(&stored).map_err(std::io::Error::other)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    tmp.write_all(&bytes)?;
-    tmp.persist(file).map_err(|e| e.error)?;
-    Ok(())
+    crate::private_file::write_atomic(file, &bytes)
 }
 
 /// The caches being written, each with its file.

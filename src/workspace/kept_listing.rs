@@ -13,8 +13,6 @@
 //! file that does not parse) means every folder is read.
 
 use std::collections::HashMap;
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -321,25 +319,13 @@ pub(crate) fn save(
 }
 
 fn write(file: &Path, rules: u64, folders: &[Folder<'_>]) -> std::io::Result<()> {
-    let Some(dir) = file.parent() else {
-        return Ok(());
-    };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
     let header = Header {
         format: FORMAT,
         rules,
     };
     let mut bytes = postcard::to_stdvec(&header).map_err(std::io::Error::other)?;
     bytes.extend(postcard::to_stdvec(folders).map_err(std::io::Error::other)?);
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    tmp.write_all(&bytes)?;
-    tmp.persist(file).map_err(|e| e.error)?;
-    Ok(())
+    crate::private_file::write_atomic(file, &bytes)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
     ("layout", 0),
+    ("private_file", 0),
     ("rawname", 0),
     ("shell", 0),
     ("llm", 1),
