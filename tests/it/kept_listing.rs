@@ -253,3 +253,107 @@ fn a_few_entries_read_again_are_not_worth_rewriting_the_kept_listing() {
         written
     );
 }
+
+/// One change to a project, as a user or a tool makes them.
+#[derive(Debug, Clone)]
+enum Change {
+    AddFile(usize, usize),
+    AddDir(usize, usize),
+    Remove(usize, usize),
+    RenameDir(usize, usize),
+    WriteIgnore(usize, usize),
+    Link(usize, usize),
+}
+
+const DIRS: [&str; 6] = ["", "a", "a/b", "a/b/c", "d", "d/gen"];
+const NAMES: [&str; 6] = ["x.rs", "y.log", "z.tmp", "gen", "build", "keep.log"];
+const PATTERNS: [&str; 6] = [
+    "*.log\n",
+    "gen/\n",
+    "*.tmp\n",
+    "*.log\n!keep.log\n",
+    "b/\n",
+    "xyz\n",
+];
+
+fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+    use proptest::prelude::*;
+    let pick = || (0..DIRS.len(), 0..NAMES.len());
+    prop_oneof![
+        pick().prop_map(|(d, n)| Change::AddFile(d, n)),
+        pick().prop_map(|(d, n)| Change::AddDir(d, n)),
+        pick().prop_map(|(d, n)| Change::Remove(d, n)),
+        pick().prop_map(|(d, n)| Change::RenameDir(d, n)),
+        (0..DIRS.len(), 0..PATTERNS.len()).prop_map(|(d, p)| Change::WriteIgnore(d, p)),
+        pick().prop_map(|(d, n)| Change::Link(d, n)),
+    ]
+}
+
+impl Fx {
+    /// Make `c` (a change that cannot be made, such as a rename of a missing folder, is
+    /// simply not made).
+    fn make(&self, c: &Change) {
+        let at = |d: usize, n: usize| self.root.join(DIRS[d]).join(NAMES[n]);
+        let _ = match *c {
+            Change::AddFile(d, n) => {
+                fs::create_dir_all(self.root.join(DIRS[d])).and_then(|()| fs::write(at(d, n), "f"))
+            }
+            Change::AddDir(d, n) => fs::create_dir_all(at(d, n)),
+            Change::Remove(d, n) => {
+                fs::remove_file(at(d, n)).or_else(|_| fs::remove_dir_all(at(d, n)))
+            }
+            Change::RenameDir(d, n) if !DIRS[d].is_empty() => {
+                let from = self.root.join(DIRS[d]);
+                fs::rename(&from, from.with_file_name(NAMES[n]))
+            }
+            Change::RenameDir(..) => Ok(()),
+            Change::WriteIgnore(d, p) => fs::create_dir_all(self.root.join(DIRS[d]))
+                .and_then(|()| fs::write(self.root.join(DIRS[d]).join(".gitignore"), PATTERNS[p])),
+            Change::Link(d, n) => symlink("x.rs", at(d, n)),
+        };
+    }
+}
+
+/// Files the rules hide or show in folders several levels below the rules' own folders, so
+/// a rule changed above a folder that did not change shows in it.
+fn spread_tree() -> Fx {
+    let fx = Fx::new();
+    for f in [
+        "a/b/c/y.log",
+        "a/b/c/x.rs",
+        "a/b/z.tmp",
+        "a/keep.log",
+        "d/gen/x.rs",
+        "d/y.log",
+        "x.rs",
+    ] {
+        fx.put(f, "f");
+    }
+    fx.put(".gitignore", "*.log\n");
+    fx.put("a/.gitignore", "*.tmp\n");
+    fx
+}
+
+#[test]
+fn after_any_changes_the_kept_listing_is_what_a_walk_gives() {
+    use proptest::test_runner::{Config, TestRunner};
+    let mut runner = TestRunner::new(Config {
+        cases: 24,
+        ..Config::default()
+    });
+    let changes = proptest::collection::vec(change(), 1..8);
+    runner
+        .run(&changes, |changes| {
+            let fx = spread_tree();
+            let ws = fx.ws();
+            let (kept, walked, _) = fx.both(&ws);
+            assert_eq!(kept, walked);
+            for c in &changes {
+                fx.make(c);
+                let (kept, walked, _) = fx.both(&ws);
+                assert_eq!(kept, walked, "after {c:?} in {changes:?}");
+            }
+            Ok(())
+        })
+        .unwrap();
+}
