@@ -557,13 +557,12 @@ pub fn tidy(root: &Path) -> Result<Vec<String>, HistoryError> {
             continue;
         };
         let gone = !held.linked.path.exists();
+        let nothing = carried_out_nothing(&repo, &held.linked);
         // A half-made worktree holds only what pai's own checkout put there.
-        let half_made = making_path(&state, &held.linked.id).exists()
-            && carried_out_nothing(&repo, &held.linked);
+        let half_made = nothing && making_path(&state, &held.linked.id).exists();
         if gone
             || half_made
-            || (carried_out_nothing(&repo, &held.linked)
-                && uncommitted(&held.linked.path).is_ok_and(|d| d.is_empty()))
+            || (nothing && uncommitted(&held.linked.path).is_ok_and(|d| d.is_empty()))
         {
             if gone && !half_made {
                 remove_worktree(&repo, &held.linked)?;

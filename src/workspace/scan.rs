@@ -160,23 +160,8 @@ fn scan_with<'w>(
     let mut done = vec![read_one(&shared, root, &mut scratch)];
     if !lock(&shared.queue).jobs.is_empty() {
         // Directories a panicked helper took are missing from `done`: they show as unreadable.
-        let me = std::thread::current().id();
-        let parts = on_threads(thread_count(), "pai-scan", || {
-            let start = sys::counts();
-            let read = work(&shared);
-            let now = sys::counts();
-            let made = sys::SysCounts {
-                listings: now.listings - start.listings,
-                stats: now.stats - start.stats,
-            };
-            vec![(read, made, std::thread::current().id())]
-        });
-        for (read, made, thread) in parts {
+        for read in on_threads_counted(thread_count(), "pai-scan", || work(&shared)) {
             done.extend(read);
-            // The counts a test pins are the calling thread's: add the helpers' to them.
-            if thread != me {
-                sys::add_counts(made);
-            }
         }
     }
     let total = shared.next_id.load(Ordering::Relaxed);
@@ -222,6 +207,35 @@ pub(crate) fn on_threads<T: Send>(
         }
     });
     done
+}
+
+/// [`on_threads`], one result per thread, with the system calls the helpers made added to
+/// the calling thread's counts (the counts a test pins are the caller's).
+pub(crate) fn on_threads_counted<T: Send>(
+    threads: usize,
+    name: &str,
+    work: impl Fn() -> T + Sync,
+) -> Vec<T> {
+    let me = std::thread::current().id();
+    let parts = on_threads(threads, name, || {
+        let start = sys::counts();
+        let out = work();
+        let now = sys::counts();
+        let made = sys::SysCounts {
+            listings: now.listings - start.listings,
+            stats: now.stats - start.stats,
+        };
+        vec![(out, made, std::thread::current().id())]
+    });
+    parts
+        .into_iter()
+        .map(|(out, made, thread)| {
+            if thread != me {
+                sys::add_counts(made);
+            }
+            out
+        })
+        .collect()
 }
 
 impl ScanDir {

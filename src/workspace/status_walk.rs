@@ -18,10 +18,9 @@ use std::ops::Range;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::ThreadId;
 
-use super::scan::{on_threads, thread_count};
-use super::sys::{self, DirEntry, FileStat, Kind, SysCounts};
+use super::scan::{on_threads_counted, thread_count};
+use super::sys::{self, DirEntry, FileStat, Kind};
 use super::walk::{Level, MAX_DEPTH, Rules};
 
 /// The files the caller already knows (git's index): sorted by path bytes, as git sorts them.
@@ -145,14 +144,8 @@ pub(super) fn walk(
     first.queue_children();
     let mut found = first.found;
     if !lock(&shared.queue).jobs.is_empty() {
-        let me = std::thread::current().id();
-        let parts = on_threads(thread_count(), "pai-status", || vec![work(&shared)]);
-        for (part, counts, thread) in parts {
+        for part in on_threads_counted(thread_count(), "pai-status", || work(&shared)) {
             found.merge(part);
-            // The counts a test pins are the calling thread's: add the helpers' to them.
-            if thread != me {
-                sys::add_counts(counts);
-            }
         }
     }
     let (queued, finished) = (
@@ -187,10 +180,8 @@ impl Drop for Busy<'_, '_, '_> {
     }
 }
 
-/// Take jobs until none are left and no worker can add more; what this worker found, the
-/// system calls it made, and its thread.
-fn work(shared: &Shared<'_, '_>) -> (Found, SysCounts, ThreadId) {
-    let start = sys::counts();
+/// Take jobs until none are left and no worker can add more; what this worker found.
+fn work(shared: &Shared<'_, '_>) -> Found {
     let mut worker = Worker::new(shared);
     let mut q = lock(&shared.queue);
     loop {
@@ -210,12 +201,7 @@ fn work(shared: &Shared<'_, '_>) -> (Found, SysCounts, ThreadId) {
         }
     }
     drop(q);
-    let now = sys::counts();
-    let counts = SysCounts {
-        listings: now.listings - start.listings,
-        stats: now.stats - start.stats,
-    };
-    (worker.found, counts, std::thread::current().id())
+    worker.found
 }
 
 /// The first index position in `range` whose path is not less than `key`.
