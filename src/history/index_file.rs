@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,6 +25,7 @@ use git2::Oid;
 use sha1::{Digest, Sha1};
 
 use super::error::HistoryError;
+use super::file_bytes::FileBytes;
 
 const SIGNATURE: &[u8; 4] = b"DIRC";
 const HEADER_LEN: usize = 12;
@@ -64,7 +65,7 @@ type Extension = ([u8; 4], Range<usize>);
 #[derive(Debug)]
 pub(crate) struct IndexFile {
     version: u32,
-    buf: Vec<u8>,
+    buf: FileBytes,
     entries: Vec<RawEntry>,
     arena: Vec<u8>,
     extensions: Vec<Extension>,
@@ -349,7 +350,7 @@ impl IndexFile {
     fn empty() -> IndexFile {
         IndexFile {
             version: 2,
-            buf: Vec::new(),
+            buf: FileBytes::Read(Vec::new()),
             entries: Vec::new(),
             arena: Vec::new(),
             extensions: Vec::new(),
@@ -360,14 +361,17 @@ impl IndexFile {
     /// checksum is not re-computed on read (that alone would cost as much as the rest); the
     /// structure is checked instead.
     pub(crate) fn read(path: &Path) -> Result<IndexFile, HistoryError> {
-        match fs::read(path) {
-            Ok(buf) => IndexFile::parse(path, buf),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(IndexFile::empty()),
-            Err(e) => Err(bad(path, e)),
-        }
+        let mut file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexFile::empty()),
+            Err(e) => return Err(bad(path, e)),
+        };
+        let buf = file_bytes(path, &mut file)?;
+        IndexFile::parse(path, buf)
     }
 
-    fn parse(path: &Path, buf: Vec<u8>) -> Result<IndexFile, HistoryError> {
+    fn parse(path: &Path, buf: impl Into<FileBytes>) -> Result<IndexFile, HistoryError> {
+        let buf: FileBytes = buf.into();
         let (version, count) = parse_header(path, &buf)?;
         let mut entries = Vec::with_capacity(count);
         let mut reader = EntryReader::new(path, &buf, version, count);
@@ -773,7 +777,11 @@ static SHARED: Mutex<Option<SharedIndex>> = Mutex::new(None);
 /// trailing checksum (git's SHA-1 of everything before it) tells whether it changed; an
 /// index written without one (`index.skipHash`) is read every time.
 pub(crate) fn load_shared(repo: &git2::Repository) -> Result<Arc<IndexFile>, HistoryError> {
-    let path = index_path(repo.path());
+    load_shared_at(index_path(repo.path()))
+}
+
+/// [`load_shared`] for the index file at `path`.
+fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryError> {
     let mut file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -796,8 +804,7 @@ pub(crate) fn load_shared(repo: &git2::Repository) -> Result<Arc<IndexFile>, His
             return Ok(Arc::clone(index));
         }
     }
-    let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.read_to_end(&mut buf).map_err(|e| bad(&path, e))?;
+    let buf = file_bytes(&path, &mut file)?;
     let read_sum: Option<[u8; HASH_LEN]> = buf
         .len()
         .checked_sub(HASH_LEN)
@@ -809,6 +816,13 @@ pub(crate) fn load_shared(repo: &git2::Repository) -> Result<Arc<IndexFile>, His
             Some((path, sum, Arc::clone(&index)));
     }
     Ok(index)
+}
+
+/// The bytes of the index file open as `file` at `path`: mapped when it is a large regular
+/// file (see [`FileBytes`]).
+fn file_bytes(path: &Path, file: &mut File) -> Result<FileBytes, HistoryError> {
+    let meta = file.metadata().map_err(|e| bad(path, e))?;
+    FileBytes::of(file, meta.len(), meta.is_file()).map_err(|e| bad(path, e))
 }
 
 /// Removes the lock file unless the update went through.
@@ -845,7 +859,7 @@ impl PendingIndex {
 /// The index read under git's `index.lock`: no git command can change it until this is
 /// dropped (lock removed, index unchanged) or [`LockedIndex::stage`]d.
 pub(crate) struct LockedIndex {
-    index: IndexFile,
+    index: Arc<IndexFile>,
     index_path: PathBuf,
     file: File,
     guard: LockGuard,
@@ -886,7 +900,9 @@ pub(crate) fn lock(git_dir: &Path) -> Result<LockedIndex, HistoryError> {
         path: lock_path,
         done: false,
     };
-    let index = IndexFile::read(&index_path)?;
+    // Read under the lock, so no git command changes it before the update lands; the index the
+    // plan already read is reused when the file still holds it.
+    let index = load_shared_at(index_path.clone())?;
     Ok(LockedIndex {
         index,
         index_path,

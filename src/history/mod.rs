@@ -27,6 +27,7 @@ mod commit_files;
 mod convert;
 mod discard;
 mod error;
+mod file_bytes;
 mod forged;
 mod gc;
 mod gc_kept;

@@ -137,7 +137,12 @@ impl Workspace {
     }
 
     fn corpus_of(tree: &mut Scan) -> Corpus {
-        let mut out = Corpus::default();
+        // Sized once: grown by doubling, the buffers would be copied and faulted in twice.
+        let (files, bytes) = corpus_size(tree);
+        let mut out = Corpus {
+            text: String::with_capacity(bytes),
+            ends: Vec::with_capacity(files),
+        };
         flatten(tree, 0, &mut out);
         out.text.shrink_to_fit();
         out.ends.shrink_to_fit();
@@ -247,6 +252,28 @@ impl Workspace {
     }
 }
 
+/// How many files the scan found and how long their paths are together (a directory's path
+/// is repeated in each of its files').
+fn corpus_size(tree: &Scan) -> (usize, usize) {
+    let (mut files, mut bytes) = (0, 0);
+    for id in 0..tree.len() {
+        let d = tree.dir(id);
+        let sep = d.rel.len() + usize::from(!d.rel.is_empty());
+        let listed = d
+            .entries
+            .iter()
+            .map(|e| (e.cname.as_bytes(), e.kind))
+            .chain(d.kept.iter());
+        for (name, kind) in listed {
+            if kind == Kind::File {
+                files += 1;
+                bytes += sep + name.len();
+            }
+        }
+    }
+    (files, bytes)
+}
+
 /// The files of directory `id` and its scanned subdirectories, in the file list's
 /// order (a directory's subdirectories, then its files). Each directory is taken out of the
 /// scan as it is turned into paths, so the two are not both held whole.
@@ -260,7 +287,11 @@ fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
     for (i, (name, kind)) in listed.enumerate() {
         match (kind, d.sub.get(i).copied().flatten()) {
             (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
-            (Kind::File, _) => out.push(&d.rel, &String::from_utf8_lossy(name)),
+            // Names are nearly always UTF-8: checked as is, made lossy only when not.
+            (Kind::File, _) => match std::str::from_utf8(name) {
+                Ok(name) => out.push(&d.rel, name),
+                Err(_) => out.push(&d.rel, &String::from_utf8_lossy(name)),
+            },
             _ => {}
         }
     }

@@ -139,6 +139,13 @@ impl<'a> KeptFolders<'a> {
         ignore != Ignore::Unknown && self.get(rel).is_some_and(|f| f.ignore == ignore)
     }
 
+    /// Whether the folder at `rel` still has the stamp `key` it was kept with, and had no
+    /// `.gitignore` then.
+    pub(crate) fn unchanged_without_ignore(&self, rel: &str, key: Key) -> bool {
+        self.get(rel)
+            .is_some_and(|f| f.key == Some(key) && f.ignore == Ignore::Absent)
+    }
+
     /// The kept entries of the folder at `rel` when its stamp is still `key` (the caller
     /// knows its rules are the same); `None` when it must be read.
     pub(crate) fn entries(&self, rel: &str, key: Key) -> Option<KeptEntries> {

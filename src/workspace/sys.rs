@@ -240,11 +240,22 @@ pub(crate) fn lstatat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Stat> {
 }
 
 /// `fstatat(2)` without following a final symlink, with every field git's index records.
-#[allow(clippy::unnecessary_cast)]
 pub(crate) fn lstatat_full(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<FileStat> {
     count(false);
     let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
-    Ok(FileStat {
+    Ok(full_stat_from(&st))
+}
+
+/// `fstat(2)` with every field git's index records: an open folder's own stamp without a
+/// lookup of `.` in it.
+pub(crate) fn fstat_full(fd: BorrowedFd<'_>) -> io::Result<FileStat> {
+    count(false);
+    Ok(full_stat_from(&rustix::fs::fstat(fd)?))
+}
+
+#[allow(clippy::unnecessary_cast)]
+fn full_stat_from(st: &rustix::fs::Stat) -> FileStat {
+    FileStat {
         mode: st.st_mode as u32,
         size: u64::try_from(st.st_size).unwrap_or(0),
         dev: st.st_dev as u64,
@@ -253,7 +264,7 @@ pub(crate) fn lstatat_full(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<FileS
         gid: st.st_gid as u32,
         mtime: (st.st_mtime as i64, st.st_mtime_nsec as u32),
         ctime: (st.st_ctime as i64, st.st_ctime_nsec as u32),
-    })
+    }
 }
 
 /// Everything `stat(2)` says that tells one version of a file from another: what git records

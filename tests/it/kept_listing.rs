@@ -153,6 +153,27 @@ fn only_the_folders_that_changed_are_read_again() {
 }
 
 #[test]
+fn a_walk_of_unchanged_folders_stats_each_once_and_only_the_ignore_files_there_are() {
+    let fx = tree();
+    let ws = fx.ws();
+    fx.agrees(&ws, "the first walk", 5);
+    std::thread::sleep(TICK);
+    let before = sys_counts();
+    let keeping = Keeping {
+        racy: Duration::ZERO,
+        min_entries: 0,
+    };
+    ws.corpus_kept_with(Some(&fx.cache), keeping);
+    let now = sys_counts();
+    assert_eq!(now.listings - before.listings, 0);
+    // Five folders stamped, and the two `.gitignore`s there are stamped (their in-place
+    // rewrites would not show in their folders' stamps) and read (their rules pass to the
+    // folders below): a folder without one still has none while its stamp holds, so it is
+    // not looked for (two stats a folder before).
+    assert_eq!(now.stats - before.stats, 5 + 2 * 2);
+}
+
+#[test]
 fn rules_that_change_outside_the_folders_mean_every_folder_is_read() {
     let fx = tree();
     fs::create_dir_all(fx.root.join(".git/info")).unwrap();
