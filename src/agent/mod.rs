@@ -6,6 +6,7 @@ mod bridge;
 pub mod context;
 pub mod events;
 pub mod journal;
+pub mod listing;
 pub mod live;
 pub mod plan;
 pub mod prompt;

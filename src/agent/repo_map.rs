@@ -3,10 +3,11 @@
 //! builder. `pai map` shows the same map.
 
 use std::cell::{Cell, OnceCell};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::context::ProjectView;
+use super::listing::{ListingSoon, corpus};
 use super::protocol::{Event, Frontend};
 use crate::map::{self, Activity, MapOptions, MapReport, TrackedFiles};
 use crate::workspace::{Corpus, Workspace};
@@ -20,24 +21,6 @@ const PROGRESS_FROM: usize = 300;
 /// process calls this before it exits.
 pub fn finish() {
     map::store::wait_for_save();
-}
-
-/// The project's files as the map sees them, their listing kept between runs beside the
-/// map's cache (in the user's cache directory) so a warm map reads no folder.
-pub fn corpus(ws: &Workspace) -> Corpus {
-    ws.corpus_kept(listing_cache(ws.root()).as_deref())
-}
-
-/// Where the listing of the project at `root` is kept (`None`: not kept, as when the cache
-/// directory lies inside the project).
-fn listing_cache(root: &Path) -> Option<PathBuf> {
-    let base = dirs::cache_dir()?;
-    let map_cache = map::store::location(&base, root)?;
-    Some(
-        base.join("pai")
-            .join("listing")
-            .join(map_cache.file_name()?),
-    )
 }
 
 /// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
@@ -104,6 +87,15 @@ impl<'a> MapView<'a> {
             time_budget,
             corpus: OnceCell::new(),
         }
+    }
+
+    /// This view with the project's listing taken by `soon` (when it has one) instead of
+    /// listing the project when first asked.
+    pub fn with_listing(self, soon: Option<ListingSoon>) -> Self {
+        if let Some(corpus) = soon.and_then(ListingSoon::take) {
+            let _ = self.corpus.set(corpus);
+        }
+        self
     }
 
     fn corpus(&self) -> &Corpus {

@@ -52,13 +52,7 @@ fn open_project_with(
     let cwd = std::env::current_dir()
         .map_err(|e| Error::failed(format!("cannot determine the current directory: {e}")))?;
     let root = history::project_root(&cwd);
-    let cfg = WorkspaceConfig {
-        extra_deny: settings.extra_deny.clone(),
-        modify_threshold: settings.modify_threshold,
-        modify_max_ratio: settings.modify_max_ratio,
-        ..WorkspaceConfig::default()
-    };
-    let workspace = open(&root, cfg).map_err(workspace_error)?;
+    let workspace = open(&root, workspace_config(settings)).map_err(workspace_error)?;
     let root = workspace.root().to_path_buf();
     let subdir = std::fs::canonicalize(&cwd)
         .ok()
@@ -73,6 +67,16 @@ fn open_project_with(
         subdir,
         workspace,
     })
+}
+
+/// The workspace as the settings configure it.
+fn workspace_config(settings: &Settings) -> WorkspaceConfig {
+    WorkspaceConfig {
+        extra_deny: settings.extra_deny.clone(),
+        modify_threshold: settings.modify_threshold,
+        modify_max_ratio: settings.modify_max_ratio,
+        ..WorkspaceConfig::default()
+    }
 }
 
 /// Finish (or clean up after) a history operation an earlier pai process was killed in,
@@ -258,23 +262,38 @@ fn open_session(root: &Path, resume: Option<Resume>) -> Result<Opened, Error> {
     }
 }
 
-/// Build the agent for a session in the current project (continuing `resume` when given).
-/// `housekeeping`: run the bounded pruning pass (not for a dry run, which touches nothing in
-/// `.git`).
-pub fn assemble(
-    settings: &Settings,
-    out: &Output,
-    stream: bool,
-    resume: Option<Resume>,
-    housekeeping: bool,
-    linked: Option<&history::Linked>,
-) -> Result<Assembled, Error> {
+/// How a session is assembled.
+pub struct Start<'a> {
+    /// Stream the model's text.
+    pub stream: bool,
+    /// The session to continue.
+    pub resume: Option<Resume>,
+    /// Run the bounded pruning pass (not for a dry run, which touches nothing in `.git`).
+    pub housekeeping: bool,
+    /// The worktree session pai entered.
+    pub linked: Option<&'a history::Linked>,
+    /// The first request is known now (`pai run`): the project's listing for its map starts
+    /// while the session opens.
+    pub request_known: bool,
+}
+
+/// Build the agent for a session in the current project, as `start` says.
+pub fn assemble(settings: &Settings, out: &Output, start: Start<'_>) -> Result<Assembled, Error> {
+    let Start {
+        stream,
+        resume,
+        housekeeping,
+        linked,
+        request_known,
+    } = start;
     let provider = llm::build_provider(&provider_config(settings)).map_err(llm_error)?;
     let Project {
         root,
         subdir,
         workspace,
     } = open_project(settings)?;
+    let listing = request_known
+        .then(|| crate::agent::listing::ListingSoon::start(&root, workspace_config(settings)));
     if let Some(sub) = &subdir {
         out.note(&format!(
             "you are in {sub}/ of the project {}: pai works on the whole project and shows paths from its root; the model is told you are in {sub}/, so a file you name here goes to {sub}/",
@@ -299,6 +318,9 @@ pub fn assemble(
     let options = agent_options(settings, &root, stream, secrets, subdir);
     let hub = super::commands::mcp::session_hub(settings, &workspace, options.secrets.clone(), out);
     let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
+    if let Some(listing) = listing {
+        agent.use_listing(listing);
+    }
     agent.set_mcp(hub);
     agent.open_session(continued, memory);
     Ok(Assembled { agent })

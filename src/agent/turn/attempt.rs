@@ -110,7 +110,8 @@ impl Agent {
             request: request.to_string(),
             amended,
         });
-        let project = MapView::new(&self.workspace, frontend, crate::map::DEFAULT_TIME_BUDGET);
+        let project = MapView::new(&self.workspace, frontend, crate::map::DEFAULT_TIME_BUDGET)
+            .with_listing(self.listing_soon.take());
         let first = context::build_in(
             request,
             &project,

@@ -93,6 +93,9 @@ pub struct Agent {
     tool_changed: BTreeSet<String>,
     /// Events of the session itself raised between turns, for [`Agent::emit_queued`].
     queued: Vec<Event>,
+    /// The project's listing for the first turn's map, under way since before the session
+    /// opened.
+    listing_soon: Option<super::listing::ListingSoon>,
 }
 
 impl Agent {
@@ -117,7 +120,14 @@ impl Agent {
             tool_allow: BTreeSet::new(),
             tool_changed: BTreeSet::new(),
             queued: Vec::new(),
+            listing_soon: None,
         }
+    }
+
+    /// The first turn's map takes the project's listing from `soon` (started while the
+    /// session opened) rather than listing the project then.
+    pub fn use_listing(&mut self, soon: super::listing::ListingSoon) {
+        self.listing_soon = Some(soon);
     }
 
     /// Give the session its MCP servers; they start at the first turn (a project's only once

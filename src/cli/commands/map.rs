@@ -33,7 +33,7 @@ pub fn map(
         context_tokens: settings.context_tokens,
         ..Budget::default()
     };
-    let corpus = repo_map::corpus(&project.workspace);
+    let corpus = crate::agent::listing::corpus(&project.workspace);
     let small = context::fits_paths(corpus.iter(), &budget);
     let chars = budget
         .context_tokens

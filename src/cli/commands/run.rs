@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use crate::agent::events::{Frontend, TurnStatus};
 use crate::agent::task::{self, Op};
-use crate::cli::assemble::{Resume, assemble, runtime, turn_exit_code};
+use crate::cli::assemble::{Resume, Start, assemble, runtime, turn_exit_code};
 use crate::cli::worktree::{self, Entered};
 use crate::config::{Env, Settings};
 use crate::error::Error;
@@ -19,6 +19,18 @@ pub struct Place {
     pub resume: Option<Resume>,
     /// The worktree session (`-w`), pai already inside its worktree.
     pub entered: Option<Entered>,
+}
+
+/// What a dry run says at its end: `--plan` asked for one, or nobody can approve the plan
+/// (`None`: plans are carried out).
+fn dry_run_note(plan_only: bool, nobody_approves: bool) -> Option<String> {
+    if plan_only {
+        Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
+    } else if nobody_approves {
+        Some("not carried out: there is no terminal to approve the plan at; pass --yes to carry it out (--allow-run for its RUN commands), or --plan to only see plans".to_string())
+    } else {
+        None
+    }
 }
 
 /// `pai run "<request>"`: one turn, no terminal needed.
@@ -43,7 +55,14 @@ pub fn run_once(
     // A dry run touches nothing in .git, not even pai's own pruning pass.
     let dry = plan_only || (!settings.yes && nobody_to_ask);
     let linked = entered.as_ref().map(|e| e.linked().clone());
-    let mut assembled = match assemble(settings, out, false, resume, !dry, linked.as_ref()) {
+    let start = Start {
+        stream: false,
+        resume,
+        housekeeping: !dry,
+        linked: linked.as_ref(),
+        request_known: true,
+    };
+    let mut assembled = match assemble(settings, out, start) {
         Ok(assembled) => assembled,
         Err(e) => {
             // The session never started: its worktree goes with it.
@@ -53,14 +72,9 @@ pub fn run_once(
             return Err(e);
         }
     };
-    let dry_run = if plan_only {
-        Some("dry run (--plan): the plan above was not carried out; run again without --plan to carry it out".to_string())
-    } else if !settings.yes && nobody_to_ask {
-        Some("not carried out: there is no terminal to approve the plan at; pass --yes to carry it out (--allow-run for its RUN commands), or --plan to only see plans".to_string())
-    } else {
-        None
-    };
-    assembled.agent.set_dry_run(dry_run);
+    assembled
+        .agent
+        .set_dry_run(dry_run_note(plan_only, !settings.yes && nobody_to_ask));
     let frontend: Box<dyn Frontend> = if json {
         Box::new(JsonFrontend::new())
     } else {

@@ -9,7 +9,7 @@ use super::redo::describe_redo;
 use super::undo::describe_undo;
 use crate::agent::events::{Frontend, Tally, TurnOutcome, TurnStatus};
 use crate::agent::task::{self, AgentHandle, Op};
-use crate::cli::assemble::{Resume, assemble, history_error, provider_config, runtime};
+use crate::cli::assemble::{Resume, Start, assemble, history_error, provider_config, runtime};
 use crate::cli::worktree::{self, Entered};
 use crate::config::{Env, Settings};
 use crate::error::Error;
@@ -185,7 +185,15 @@ pub fn interactive(
 ) -> Result<i32, Error> {
     let rt = runtime()?;
     let linked = entered.as_ref().map(|e| e.linked().clone());
-    let assembled = match assemble(settings, out, true, resume, true, linked.as_ref()) {
+    let start = Start {
+        stream: true,
+        resume,
+        housekeeping: true,
+        linked: linked.as_ref(),
+        // The first request is typed later: its listing is taken then, fresh.
+        request_known: false,
+    };
+    let assembled = match assemble(settings, out, start) {
         Ok(assembled) => assembled,
         Err(e) => {
             // The session never started: its worktree goes with it.
