@@ -89,8 +89,8 @@ impl Workspace {
             return self.corpus();
         };
         let rules = self.listing_rules();
-        let bytes = kept_listing::read(file);
-        let kept = bytes.as_deref().and_then(|b| kept_listing::parse(b, rules));
+        let bytes = kept_listing::read(file).map(std::sync::Arc::new);
+        let kept = bytes.as_ref().and_then(|b| kept_listing::parse(b, rules));
         let walked = SystemTime::now();
         let start = Walker::new(&self.gate.deny, &self.ignores);
         let Ok(root) = sys::reopen_dir(self.gate.root_fd.as_fd()) else {
@@ -252,24 +252,19 @@ impl Workspace {
     }
 }
 
-/// How many files the scan found and how long their paths are together (a directory's path
-/// is repeated in each of its files').
+/// How many files the scan found, and about how long their paths are together (at least as
+/// long: a kept folder's names are counted with its subfolders' and their NULs).
 fn corpus_size(tree: &Scan) -> (usize, usize) {
     let (mut files, mut bytes) = (0, 0);
     for id in 0..tree.len() {
         let d = tree.dir(id);
         let sep = d.rel.len() + usize::from(!d.rel.is_empty());
-        let listed = d
-            .entries
-            .iter()
-            .map(|e| (e.cname.as_bytes(), e.kind))
-            .chain(d.kept.iter());
-        for (name, kind) in listed {
-            if kind == Kind::File {
-                files += 1;
-                bytes += sep + name.len();
-            }
-        }
+        let read = d.entries.iter().filter(|e| e.kind == Kind::File);
+        let (n, names) = read.fold((d.kept.files(), d.kept.names().len()), |(n, b), e| {
+            (n + 1, b + e.cname.as_bytes().len())
+        });
+        files += n;
+        bytes += names + n * sep;
     }
     (files, bytes)
 }
@@ -279,6 +274,17 @@ fn corpus_size(tree: &Scan) -> (usize, usize) {
 /// scan as it is turned into paths, so the two are not both held whole.
 fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
     let d = tree.take(id);
+    // A reused folder's names are checked as UTF-8 once, not one by one.
+    if let Some(kept) = d.kept.iter_text().filter(|_| d.entries.is_empty()) {
+        for (i, (name, kind)) in kept.enumerate() {
+            match (kind, d.sub.get(i).copied().flatten()) {
+                (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
+                (Kind::File, _) => out.push(&d.rel, name),
+                _ => {}
+            }
+        }
+        return;
+    }
     let listed = d
         .entries
         .iter()

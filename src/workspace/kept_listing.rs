@@ -13,7 +13,9 @@
 //! file that does not parse) means every folder is read.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -124,13 +126,24 @@ struct Header {
     rules: u64,
 }
 
-/// The folders of a kept listing, by path.
-pub(crate) struct KeptFolders<'a>(HashMap<&'a str, Folder<'a>>);
+/// The folders of a kept listing, by path, and the bytes they were read from (which the
+/// entries of reused folders share rather than copy).
+pub(crate) struct KeptFolders<'a> {
+    bytes: &'a Arc<Vec<u8>>,
+    folders: HashMap<&'a str, Folder<'a>>,
+}
 
 impl<'a> KeptFolders<'a> {
     /// The folder at `rel`, when kept.
     fn get(&self, rel: &str) -> Option<&Folder<'a>> {
-        self.0.get(rel)
+        self.folders.get(rel)
+    }
+
+    /// Where `part` (borrowed from the kept bytes) lies in them.
+    fn range_of(&self, part: &[u8]) -> Option<Range<usize>> {
+        let start = (part.as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize)?;
+        let end = start.checked_add(part.len())?;
+        (end <= self.bytes.len()).then_some(start..end)
     }
 
     /// Whether the folder at `rel` keeps the rules it had: its `.gitignore` is `ignore` as
@@ -154,9 +167,13 @@ impl<'a> KeptFolders<'a> {
             return None;
         }
         let kinds_known = f.kinds.iter().all(|&k| kind_of(k).is_some());
-        (kinds_known && names_listable(f.names, f.kinds.len())).then(|| KeptEntries {
-            names: f.names.to_vec(),
-            kinds: f.kinds.to_vec(),
+        if !(kinds_known && names_listable(f.names, f.kinds.len())) {
+            return None;
+        }
+        Some(KeptEntries {
+            bytes: Some(Arc::clone(self.bytes)),
+            names: self.range_of(f.names)?,
+            kinds: self.range_of(f.kinds)?,
         })
     }
 }
@@ -182,22 +199,42 @@ fn names_listable(names: &[u8], count: usize) -> bool {
     start == names.len() && seen == count
 }
 
-/// A folder's entries as kept: what a reading would give, without a `CString` per entry.
+/// A folder's entries as kept: what a reading would give, without a `CString` per entry,
+/// in the kept listing's bytes (shared by every folder reused from them, not copied).
 #[derive(Debug, Default)]
 pub(crate) struct KeptEntries {
-    /// The names, each ended by a NUL.
-    names: Vec<u8>,
-    /// Each entry's kind.
-    kinds: Vec<u8>,
+    bytes: Option<Arc<Vec<u8>>>,
+    /// Where the names are, each ended by a NUL.
+    names: Range<usize>,
+    /// Where each entry's kind is.
+    kinds: Range<usize>,
 }
 
 impl KeptEntries {
     /// None.
     pub(crate) const fn new() -> Self {
         KeptEntries {
-            names: Vec::new(),
-            kinds: Vec::new(),
+            bytes: None,
+            names: 0..0,
+            kinds: 0..0,
         }
+    }
+
+    /// The names, each ended by a NUL.
+    pub(crate) fn names(&self) -> &[u8] {
+        self.part(&self.names)
+    }
+
+    /// Each entry's kind code.
+    pub(crate) fn kinds(&self) -> &[u8] {
+        self.part(&self.kinds)
+    }
+
+    fn part(&self, range: &Range<usize>) -> &[u8] {
+        self.bytes
+            .as_deref()
+            .and_then(|b| b.get(range.clone()))
+            .unwrap_or(&[])
     }
 
     /// How many entries.
@@ -205,12 +242,30 @@ impl KeptEntries {
         self.kinds.len()
     }
 
+    /// How many of them are files.
+    pub(crate) fn files(&self) -> usize {
+        let file = kind_code(Kind::File);
+        self.kinds().iter().filter(|&&k| k == file).count()
+    }
+
     /// Each entry's name and kind, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], Kind)> {
-        self.names
+        self.names()
             .split(|&b| b == 0)
-            .zip(&self.kinds)
+            .zip(self.kinds())
             .map(|(name, &k)| (name, kind_of(k).unwrap_or(Kind::Other)))
+    }
+
+    /// [`Self::iter`] with the names as text, when they all are UTF-8 (checked once for the
+    /// folder rather than name by name).
+    pub(crate) fn iter_text(&self) -> Option<impl Iterator<Item = (&str, Kind)>> {
+        let names = std::str::from_utf8(self.names()).ok()?;
+        Some(
+            names
+                .split('\0')
+                .zip(self.kinds())
+                .map(|(name, &k)| (name, kind_of(k).unwrap_or(Kind::Other))),
+        )
     }
 }
 
@@ -243,15 +298,16 @@ pub(crate) fn read(file: &Path) -> Option<Vec<u8>> {
 }
 
 /// The folders kept in `bytes`, when they were listed under the same `rules`.
-pub(crate) fn parse(bytes: &[u8], rules: u64) -> Option<KeptFolders<'_>> {
+pub(crate) fn parse(bytes: &Arc<Vec<u8>>, rules: u64) -> Option<KeptFolders<'_>> {
     let (header, rest): (Header, &[u8]) = postcard::take_from_bytes(bytes).ok()?;
     if header.format != FORMAT || header.rules != rules {
         return None;
     }
     let folders: Vec<Folder<'_>> = postcard::from_bytes(rest).ok()?;
-    Some(KeptFolders(
-        folders.into_iter().map(|f| (f.rel, f)).collect(),
-    ))
+    Some(KeptFolders {
+        bytes,
+        folders: folders.into_iter().map(|f| (f.rel, f)).collect(),
+    })
 }
 
 /// What a recording walk read of one folder.
@@ -301,8 +357,8 @@ pub(crate) fn save(
             names.extend_from_slice(e.cname.as_bytes_with_nul());
             kinds.push(kind_code(e.kind));
         }
-        names.extend_from_slice(&r.kept.names);
-        kinds.extend_from_slice(&r.kept.kinds);
+        names.extend_from_slice(r.kept.names());
+        kinds.extend_from_slice(r.kept.kinds());
         spans.push((start, (names.len(), kinds.len())));
     }
     let kept: Vec<Folder<'_>> = read

@@ -174,6 +174,20 @@ fn a_walk_of_unchanged_folders_stats_each_once_and_only_the_ignore_files_there_a
 }
 
 #[test]
+fn a_kept_folder_with_a_name_that_is_not_utf8_lists_as_a_walk_does() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = tree();
+    let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    fs::write(fx.root.join("src").join(odd), "x").unwrap();
+    let ws = fx.ws();
+    let first = fx.agrees(&ws, "the first walk", 5);
+    assert!(first.iter().any(|p| p.starts_with("src/caf")), "{first:?}");
+    // Reused: the folder's names are not all UTF-8, so they are taken one by one.
+    fx.put("src/deep/er/still/new.rs", "n");
+    fx.agrees(&ws, "a file added below it", 1);
+}
+
+#[test]
 fn rules_that_change_outside_the_folders_mean_every_folder_is_read() {
     let fx = tree();
     fs::create_dir_all(fx.root.join(".git/info")).unwrap();
