@@ -76,6 +76,9 @@ pub(super) struct Writer {
     pub pending: Option<Pending>,
     /// The journal of the plan under way, from its first saved version to its commit.
     pub plan_journal: Option<super::ops::PlanJournal>,
+    /// For a new session (not a continued one): the commit HEAD was at when it started. None
+    /// of the session's commits can be reachable from it, so counting them stops there.
+    pub started_at: Option<Oid>,
     pub _lock: WorkTreeLock,
 }
 
@@ -129,6 +132,7 @@ impl Session {
             ));
         }
         let head = names::head(&repo).ctx(|| "cannot read HEAD".into())?;
+        let started_at = repo.head().ok().and_then(|h| h.target());
         let id = unique_id(root, Some(&repo), &stamp);
         let (branch, meta, created) = match line::at_head(&repo, &head) {
             Some((branch, meta)) => (branch, meta, true),
@@ -158,6 +162,7 @@ impl Session {
                 made: Made::default(),
                 pending: None,
                 plan_journal: None,
+                started_at,
                 _lock: lock,
             })),
         })
@@ -253,6 +258,7 @@ impl Session {
                 made: Made::default(),
                 pending: None,
                 plan_journal: None,
+                started_at: None,
                 _lock: lock,
             })),
         }))
@@ -336,7 +342,9 @@ impl Session {
                 ..SessionSummary::default()
             },
             State::Writable(w) => {
-                let [plans, snapshots] = count_of(&w.repo, &self.id, &w.branch, w.meta.base);
+                // A new session's commits are all above where HEAD was when it started.
+                let [plans, snapshots] =
+                    count_of(&w.repo, &self.id, &w.branch, &[w.meta.base, w.started_at]);
                 let exists = w.repo.find_reference(&w.branch).is_ok();
                 SessionSummary {
                     snapshots,
@@ -481,12 +489,12 @@ pub(super) fn count_plans(
     branch: &str,
     base: Option<Oid>,
 ) -> usize {
-    count_of(repo, session, branch, base)[0]
+    count_of(repo, session, branch, &[base])[0]
 }
 
-/// Commits made by `session` on `branch` above `base`: its plans, and its snapshots of the
-/// user's files, counted in one walk.
-fn count_of(repo: &Repository, session: &str, branch: &str, base: Option<Oid>) -> [usize; 2] {
+/// Commits made by `session` on `branch` not reachable from any of `below`: its plans, and
+/// its snapshots of the user's files, counted in one walk.
+fn count_of(repo: &Repository, session: &str, branch: &str, below: &[Option<Oid>]) -> [usize; 2] {
     let mut counts = [0, 0];
     let Ok(Some(tip)) = names::target(repo, branch) else {
         return counts;
@@ -497,8 +505,8 @@ fn count_of(repo: &Repository, session: &str, branch: &str, base: Option<Oid>) -
     if walk.push(tip).is_err() {
         return counts;
     }
-    if let Some(base) = base {
-        let _ = walk.hide(base);
+    for hidden in below.iter().flatten() {
+        let _ = walk.hide(*hidden);
     }
     for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
         let t = super::auth::trailers(&commit);
