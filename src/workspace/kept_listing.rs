@@ -260,9 +260,20 @@ impl KeptEntries {
     /// folder rather than name by name).
     pub(crate) fn iter_text(&self) -> Option<impl Iterator<Item = (&str, Kind)>> {
         let names = std::str::from_utf8(self.names()).ok()?;
+        // Split at the NULs bytewise (a NUL is a whole character, so every piece is text):
+        // names are short, and a search per name costs more than the names' bytes.
+        let mut start = 0;
+        let pieces = names
+            .bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == 0)
+            .map(move |(end, _)| {
+                let name = names.get(start..end).unwrap_or("");
+                start = end + 1;
+                name
+            });
         Some(
-            names
-                .split('\0')
+            pieces
                 .zip(self.kinds())
                 .map(|(name, &k)| (name, kind_of(k).unwrap_or(Kind::Other))),
         )
