@@ -8,8 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::facts::{Facts, Names};
-use super::gather::MapFile;
+use super::files::MapFiles;
 use super::paths::{self, PathFacts};
+use super::store::BlobId;
 use super::terms::{self, Query};
 
 /// BM25's term-frequency saturation and length normalisation.
@@ -146,11 +147,6 @@ impl Board {
     }
 }
 
-/// A path's folder (`""` at the root) and file name.
-fn split_dir(path: &str) -> (&str, &str) {
-    path.rsplit_once('/').unwrap_or(("", path))
-}
-
 /// The query's terms and identifiers as ids of `names` (those the cache knows).
 struct QueryIds {
     terms: Vec<(String, u32)>,
@@ -176,36 +172,65 @@ fn query_ids(q: &Query, names: &Names) -> QueryIds {
     }
 }
 
+/// A ranking: the files some signal scored, best first, then the rest in path order.
+#[derive(Debug)]
+pub struct Ranking {
+    /// The files with a score above zero, best first, ties in path order; the first
+    /// [`WHY_FOR`] with their reasons.
+    pub scored: Vec<Ranked>,
+    /// Every file's score.
+    score: Vec<f32>,
+    /// The files in path order, when that is not their own.
+    by_path: Option<Vec<u32>>,
+}
+
+impl Ranking {
+    /// Every file, best first, as (file, score): the scored ones, then the rest in path
+    /// order, found as they are read (a map reads a few hundred of a big project's files).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+        let in_path_order = (0..self.score.len()).map(|k| match &self.by_path {
+            Some(order) => order.get(k).map_or(k, |&i| i as usize),
+            None => k,
+        });
+        let rest = in_path_order
+            .map(|i| (i, self.score.get(i).copied().unwrap_or(0.0)))
+            .filter(|&(_, s)| !positive(s));
+        self.scored.iter().map(|r| (r.file, r.score)).chain(rest)
+    }
+}
+
+/// Whether a score ranks a file among the scored ones.
+fn positive(score: f32) -> bool {
+    score > 0.0
+}
+
 /// Rank `files` (with facts from `blobs`) for `query`; `paths` is what their paths tell
 /// ([`PathFacts::of`] the same files, for the same query; worked out here when it is of
 /// another list).
 pub fn rank(
-    files: &[MapFile],
-    blobs: &[(super::store::BlobId, Facts)],
+    files: &MapFiles,
+    blobs: &[(BlobId, Facts)],
     names: &Names,
     query: &Query,
     signals: &Signals,
-    paths: &PathFacts,
-) -> Vec<Ranked> {
-    let own;
+    paths: PathFacts,
+) -> Ranking {
     let paths = if paths.len == files.len() {
         paths
     } else {
-        own = PathFacts::of(files.iter().map(|f| f.path), query, None);
-        &own
+        PathFacts::of(files.paths(), query, None)
     };
-    let facts = |f: &MapFile| f.blob.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
+    let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
     let ids = query_ids(query, names);
     let mut board = Board::new(files.len());
-    let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
-    score_text(&indexed, &ids, &mut board);
-    score_paths(files, paths, &mut board);
-    score_defs(&indexed, &ids, &mut board);
-    let lexical = board.score.clone();
-    score_graph(files, &facts, &ids, names, &lexical, &mut board);
-    apply_signals(files, query, signals, paths, &mut board);
-    let mut out = sort_best_first(files, board, paths.by_path.as_deref());
-    for r in out.iter_mut().take(WHY_FOR) {
+    score_text(files, blobs, &ids, &mut board);
+    score_paths(files, &paths, &mut board);
+    score_defs(files, blobs, &ids, &mut board);
+    let seeds = Seeds::of(&board.score);
+    score_graph(files, &facts, &ids, names, &seeds, &mut board);
+    apply_signals(files, query, signals, &paths, &mut board);
+    let mut out = sort_best_first(board, paths.by_path);
+    for r in out.scored.iter_mut().take(WHY_FOR) {
         if let Some(why) = r.why.as_deref_mut() {
             spell_out(why, query, &ids);
         }
@@ -216,19 +241,21 @@ pub fn rank(
 /// Best score first, ties by path. The files are taken in path order (`order`, when that is
 /// not their own) and sorted by score alone with a stable sort, so ties keep that order: no
 /// path is compared here, however many files a common word scores (a word in every path).
-fn sort_best_first(files: &[MapFile], mut board: Board, order: Option<&[u32]>) -> Vec<Ranked> {
+/// Files that scored nothing are left in path order, read from `order` when asked for.
+fn sort_best_first(mut board: Board, order: Option<Vec<u32>>) -> Ranking {
     let score = &board.score;
-    let positive = |i: usize| score.get(i).is_some_and(|s| *s > 0.0);
-    let in_path_order: Vec<usize> = match order {
-        Some(order) => order.iter().map(|&i| i as usize).collect(),
-        None => (0..files.len()).collect(),
+    let is_scored = |i: usize| score.get(i).is_some_and(|s| positive(*s));
+    let mut scored: Vec<usize> = match &order {
+        Some(order) => order
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| is_scored(i))
+            .collect(),
+        None => (0..score.len()).filter(|&i| is_scored(i)).collect(),
     };
-    let (mut scored, rest): (Vec<usize>, Vec<usize>) =
-        in_path_order.into_iter().partition(|&i| positive(i));
     scored.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
-    scored
+    let scored = scored
         .into_iter()
-        .chain(rest)
         .enumerate()
         .map(|(at, file)| Ranked {
             file,
@@ -240,7 +267,12 @@ fn sort_best_first(files: &[MapFile], mut board: Board, order: Option<&[u32]>) -
                 None
             },
         })
-        .collect()
+        .collect();
+    Ranking {
+        scored,
+        score: board.score,
+        by_path: order,
+    }
 }
 
 /// Turn a file's hits into the words a reader sees.
@@ -265,20 +297,34 @@ fn spell_out(why: &mut Why, query: &Query, ids: &QueryIds) {
 }
 
 /// BM25 of the request's terms over the files' text.
-fn score_text(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
-    let n = indexed.iter().flatten().count().max(1) as f32;
-    let avg = indexed.iter().flatten().map(|f| f.len as f32).sum::<f32>() / n;
-    let tfs = PerFile::count(indexed, ids.terms.len(), |f, k| f.tf(ids.terms[k].1));
-    let idf: Vec<Option<f32>> = (0..ids.terms.len())
-        .map(|k| {
-            let df = tfs.files_with(k) as f32;
+fn score_text(files: &MapFiles, blobs: &[(BlobId, Facts)], ids: &QueryIds, out: &mut Board) {
+    if ids.terms.is_empty() {
+        return;
+    }
+    let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
+    let n = files.blobs().filter_map(facts).count().max(1) as f32;
+    let avg = files
+        .blobs()
+        .filter_map(facts)
+        .map(|f| f.len as f32)
+        .sum::<f32>()
+        / n;
+    let tfs = PerBlob::count(files, blobs, ids.terms.len(), |f, k| f.tf(ids.terms[k].1));
+    let idf: Vec<Option<f32>> = tfs
+        .files_with(files)
+        .into_iter()
+        .map(|df| {
+            let df = df as f32;
             (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
         })
         .collect();
-    for (i, f) in indexed.iter().enumerate() {
-        let Some(f) = f else { continue };
+    for (i, b) in files.blobs().enumerate() {
+        let Some(f) = facts(b) else { continue };
+        if !tfs.any(b) {
+            continue;
+        }
         for (k, idf) in idf.iter().enumerate() {
-            let tf = f32::from(tfs.get(i, k));
+            let tf = f32::from(tfs.get(b, k));
             let Some(idf) = idf.filter(|_| tf > 0.0) else {
                 continue;
             };
@@ -291,44 +337,73 @@ fn score_text(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
     }
 }
 
-/// A count per file and query term, taken in one pass over the files: each file's facts are
-/// read once for all the terms (a pass per term would fetch every file's facts from memory
-/// once per term, which is most of a ranking's time).
-struct PerFile {
+/// A count per blob and query term, each blob's facts read once for all the terms and only
+/// for blobs some file has. Files of one content (copies, generated or vendored files) share
+/// a blob; a table per file read every file's facts once per term, which was most of a
+/// ranking's time and a 100,000-row table at 100,000 files.
+struct PerBlob {
     k: usize,
     counts: Vec<u16>,
+    /// Per blob, whether any of its counts is above zero.
+    hit: Vec<bool>,
 }
 
-impl PerFile {
-    fn count(indexed: &[Option<&Facts>], k: usize, of: impl Fn(&Facts, usize) -> u16) -> Self {
-        let mut counts = vec![0u16; indexed.len() * k];
-        for (i, f) in indexed.iter().enumerate() {
-            if let Some(f) = f {
-                for t in 0..k {
-                    counts[i * k + t] = of(f, t);
-                }
+impl PerBlob {
+    fn count(
+        files: &MapFiles,
+        blobs: &[(BlobId, Facts)],
+        k: usize,
+        of: impl Fn(&Facts, usize) -> u16,
+    ) -> Self {
+        let mut counts = vec![0u16; blobs.len() * k];
+        let mut hit = vec![false; blobs.len()];
+        let mut done = vec![false; blobs.len()];
+        for b in files.blobs().flatten() {
+            let b = b as usize;
+            let (Some(seen), Some((_, f))) = (done.get_mut(b), blobs.get(b)) else {
+                continue;
+            };
+            if std::mem::replace(seen, true) {
+                continue;
+            }
+            for t in 0..k {
+                let n = of(f, t);
+                counts[b * k + t] = n;
+                hit[b] |= n > 0;
             }
         }
-        PerFile { k, counts }
+        PerBlob { k, counts, hit }
     }
 
-    fn get(&self, file: usize, term: usize) -> u16 {
-        self.counts.get(file * self.k + term).copied().unwrap_or(0)
+    /// The count of term `term` in `blob` (0 for a file without facts).
+    fn get(&self, blob: Option<u32>, term: usize) -> u16 {
+        blob.and_then(|b| self.counts.get(b as usize * self.k + term))
+            .copied()
+            .unwrap_or(0)
     }
 
-    fn files_with(&self, term: usize) -> usize {
-        self.counts
-            .iter()
-            .skip(term)
-            .step_by(self.k.max(1))
-            .filter(|c| **c > 0)
-            .count()
+    /// Whether any count of `blob` is above zero.
+    fn any(&self, blob: Option<u32>) -> bool {
+        blob.and_then(|b| self.hit.get(b as usize))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Per term, how many of `files` count it above zero.
+    fn files_with(&self, files: &MapFiles) -> Vec<usize> {
+        let mut with = vec![0usize; self.k];
+        for b in files.blobs().filter(|&b| self.any(b)) {
+            for (t, n) in with.iter_mut().enumerate() {
+                *n += usize::from(self.get(b, t) > 0);
+            }
+        }
+        with
     }
 }
 
 /// The request's terms in the files' paths (found by [`PathFacts::of`]), weighted by how
 /// rare they are among paths; the file's own name counts more than its folders'.
-fn score_paths(files: &[MapFile], paths: &PathFacts, out: &mut Board) {
+fn score_paths(files: &MapFiles, paths: &PathFacts, out: &mut Board) {
     let n = files.len().max(1) as f32;
     for &(i, k, in_name) in &paths.hits {
         let d = paths.df[k as usize];
@@ -341,31 +416,40 @@ fn score_paths(files: &[MapFile], paths: &PathFacts, out: &mut Board) {
 }
 
 /// The request's terms in the names a file defines, and its identifiers matched exactly.
-fn score_defs(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
-    let n = indexed.iter().flatten().count().max(1) as f32;
+fn score_defs(files: &MapFiles, blobs: &[(BlobId, Facts)], ids: &QueryIds, out: &mut Board) {
     let terms = ids.terms.len();
-    let found = PerFile::count(indexed, terms + ids.idents.len(), |f, k| {
+    if terms + ids.idents.len() == 0 {
+        return;
+    }
+    let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
+    let n = files.blobs().filter_map(facts).count().max(1) as f32;
+    let found = PerBlob::count(files, blobs, terms + ids.idents.len(), |f, k| {
         u16::from(match k.checked_sub(terms) {
             None => f.def_terms.binary_search(&ids.terms[k].1).is_ok(),
             Some(j) => f.defs.iter().any(|d| d.name == ids.idents[j].1),
         })
     });
-    let idf: Vec<Option<f32>> = (0..terms)
-        .map(|k| {
-            let df = found.files_with(k) as f32;
+    let with = found.files_with(files);
+    let idf: Vec<Option<f32>> = with[..terms]
+        .iter()
+        .map(|&df| {
+            let df = df as f32;
             (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
         })
         .collect();
-    for i in 0..indexed.len() {
+    for (i, b) in files.blobs().enumerate() {
+        if !found.any(b) {
+            continue;
+        }
         for (k, idf) in idf.iter().enumerate() {
-            if let Some(idf) = idf.filter(|_| found.get(i, k) > 0) {
+            if let Some(idf) = idf.filter(|_| found.get(b, k) > 0) {
                 let why = out.add(i, DEF_WEIGHT * idf);
                 why.defs += DEF_WEIGHT * idf;
                 why.hits[2].push(k as u16);
             }
         }
         for j in 0..ids.idents.len() {
-            if found.get(i, terms + j) > 0 {
+            if found.get(b, terms + j) > 0 {
                 let why = out.add(i, IDENT_BONUS);
                 why.defs += IDENT_BONUS;
                 why.hits[2].push((terms + j) as u16);
@@ -374,22 +458,41 @@ fn score_defs(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
     }
 }
 
+/// The best lexical matches, which seed the graph walk: the [`SEEDS`] best files, ties in
+/// file order, with their scores.
+struct Seeds(Vec<(usize, f32)>);
+
+impl Seeds {
+    /// Taken from `lexical`, before anything else is scored (the walk reads no other file's
+    /// lexical score, so the scores are not copied).
+    fn of(lexical: &[f32]) -> Self {
+        let mut seeds: Vec<usize> = (0..lexical.len()).filter(|&i| lexical[i] > 0.0).collect();
+        // Best first, ties in file order: what a stable sort of every match by score gave,
+        // without sorting every match of a common word.
+        let order = |a: &usize, b: &usize| lexical[*b].total_cmp(&lexical[*a]).then(a.cmp(b));
+        if seeds.len() > SEEDS {
+            seeds.select_nth_unstable_by(SEEDS - 1, order);
+            seeds.truncate(SEEDS);
+        }
+        seeds.sort_by(order);
+        Seeds(seeds.into_iter().map(|i| (i, lexical[i])).collect())
+    }
+}
+
 /// A personalised PageRank over "file references a name another file defines", seeded by the
 /// best lexical matches, computed by local pushes from the seeds (only the part of the graph
 /// near them is touched).
 fn score_graph<'a>(
-    files: &'a [MapFile],
-    facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>,
+    files: &MapFiles,
+    facts: &impl Fn(Option<u32>) -> Option<&'a Facts>,
     ids: &QueryIds,
     names: &Names,
-    lexical: &[f32],
+    seeds: &Seeds,
     out: &mut Board,
 ) {
-    let mut seeds: Vec<usize> = (0..files.len()).filter(|&i| lexical[i] > 0.0).collect();
-    seeds.sort_by(|&a, &b| lexical[b].total_cmp(&lexical[a]));
-    seeds.truncate(SEEDS);
-    let Some(&best) = seeds.first() else { return };
-    let top = lexical[best];
+    let Some(&(_, top)) = seeds.0.first() else {
+        return;
+    };
     let definers = Definers::of(files, facts);
     let wanted: HashSet<u32> = ids
         .idents
@@ -397,15 +500,15 @@ fn score_graph<'a>(
         .chain(&ids.terms)
         .map(|(_, id)| *id)
         .collect();
-    let total: f32 = seeds.iter().map(|&s| lexical[s]).sum();
+    let total: f32 = seeds.0.iter().map(|&(_, s)| s).sum();
     // Dense per-file arrays: a walk touches thousands of files, and tables keyed by file
     // cost more than the walk itself.
     let n = files.len();
     let mut residual = vec![0.0_f32; n];
-    for &s in &seeds {
-        residual[s] = lexical[s] / total;
+    for &(s, lexical) in &seeds.0 {
+        residual[s] = lexical / total;
     }
-    let mut queue: std::collections::VecDeque<usize> = seeds.iter().copied().collect();
+    let mut queue: std::collections::VecDeque<usize> = seeds.0.iter().map(|&(s, _)| s).collect();
     let mut rank: Vec<Option<f32>> = vec![None; n];
     let mut via: Vec<Option<(f32, usize)>> = vec![None; n];
     let mut edges_of: Vec<Option<Vec<(usize, f32)>>> = vec![None; n];
@@ -417,7 +520,9 @@ fn score_graph<'a>(
         if pushes > MAX_PUSHES {
             break;
         }
-        let Some(x) = facts(&files[u]) else { continue };
+        let Some(x) = facts(files.blob(u)) else {
+            continue;
+        };
         let edges = edges_of[u].get_or_insert_with(|| out_edges(u, x, &definers, names, &wanted));
         let sum: f32 = edges.iter().map(|(_, w)| w).sum();
         if sum <= 0.0 {
@@ -448,7 +553,7 @@ fn score_graph<'a>(
         if let Some((_, from)) = via[i]
             && from != i
         {
-            why.referenced_by.push(files[from].path.to_string());
+            why.referenced_by.push(files.path(from).to_string());
         }
     }
 }
@@ -458,10 +563,10 @@ fn score_graph<'a>(
 struct Definers(Vec<(u32, u32)>);
 
 impl Definers {
-    fn of<'a>(files: &'a [MapFile], facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>) -> Self {
+    fn of<'a>(files: &MapFiles, facts: &impl Fn(Option<u32>) -> Option<&'a Facts>) -> Self {
         let mut pairs: Vec<(u32, u32)> = Vec::new();
-        for (i, f) in files.iter().enumerate() {
-            if let Some(x) = facts(f) {
+        for (i, b) in files.blobs().enumerate() {
+            if let Some(x) = facts(b) {
                 let file = u32::try_from(i).unwrap_or(u32::MAX);
                 pairs.extend(x.defs.iter().map(|d| (d.name, file)));
             }
@@ -525,7 +630,7 @@ fn out_edges(
 
 /// Named files first, then the user's recent work; tests and docs below source.
 fn apply_signals(
-    files: &[MapFile],
+    files: &MapFiles,
     query: &Query,
     signals: &Signals,
     paths: &PathFacts,
@@ -540,7 +645,7 @@ fn apply_signals(
         };
         let skip = dir.len() + usize::from(!dir.is_empty());
         for i in run {
-            let name = files[i].path.get(skip..).unwrap_or_default();
+            let name = files.path(i).get(skip..).unwrap_or_default();
             let mut add = |bit: u8, s: f32| {
                 out.score[i] += s;
                 out.signals[i] |= bit;
@@ -588,7 +693,7 @@ impl<'s> SignalsByFolder<'s> {
     fn new(signals: &'s Signals) -> Self {
         let mut by: HashMap<&str, Vec<Signalled>> = HashMap::new();
         let mut add = |path: &'s str, bit: u8, recent: u32| {
-            let (dir, name) = split_dir(path);
+            let (dir, name) = paths::split_dir(path);
             let list = by.entry(dir).or_default();
             match list.iter_mut().find(|s| s.name == name) {
                 Some(s) => {
@@ -617,10 +722,6 @@ impl<'s> SignalsByFolder<'s> {
 mod tests {
     use super::*;
 
-    fn file(path: &str) -> MapFile<'_> {
-        MapFile { path, blob: None }
-    }
-
     #[test]
     fn a_word_in_the_file_name_counts_more_than_in_its_folders() {
         let paths = [
@@ -629,7 +730,8 @@ mod tests {
             "lib/billing/invoice/invoice_data.py",
             "src/shipping/rates.py",
         ];
-        let files: Vec<MapFile> = paths.iter().map(|p| file(p)).collect();
+        let paths = paths.to_vec();
+        let files = MapFiles::new(&paths);
         let query = Query::parse("billing invoice");
         let ranked = rank(
             &files,
@@ -637,9 +739,15 @@ mod tests {
             &Names::default(),
             &query,
             &Signals::default(),
-            &PathFacts::of(paths.iter().copied(), &query, None),
+            PathFacts::of(&paths[..], &query, None),
         );
-        let of = |p: &str| ranked.iter().find(|r| files[r.file].path == p).unwrap();
+        let of = |p: &str| {
+            ranked
+                .scored
+                .iter()
+                .find(|r| files.path(r.file) == p)
+                .unwrap()
+        };
         let in_folder = of("src/invoice/helpers.py").score;
         assert!(in_folder > 0.0);
         // "billing" in a folder of both others, "invoice" in the name of the second.
@@ -654,7 +762,11 @@ mod tests {
             deep.score,
             billing_alone + 1.5 * in_folder
         );
-        assert_eq!(of("src/shipping/rates.py").score, 0.0);
+        let rates = ranked
+            .iter()
+            .find(|(f, _)| files.path(*f) == "src/shipping/rates.py");
+        assert_eq!(rates.map(|(_, s)| s), Some(0.0));
+        assert_eq!(ranked.iter().count(), paths.len());
     }
 
     #[test]
@@ -665,7 +777,7 @@ mod tests {
             .map(|i| format!("src/m{i:03}.py"))
             .chain(["tests/test_billing.py".into(), "src/billing.py".into()])
             .collect();
-        let files: Vec<MapFile> = paths.iter().map(|p| file(p)).collect();
+        let files = MapFiles::new(&paths);
         let signals = Signals {
             named: vec!["src/billing.py".to_string()],
             last_plan: Vec::new(),
@@ -679,10 +791,11 @@ mod tests {
             &Names::default(),
             &query,
             &signals,
-            &PathFacts::default(),
+            PathFacts::default(),
         );
+        let ranked = ranked.scored;
         let best = &ranked[0];
-        assert_eq!(files[best.file].path, "src/billing.py");
+        assert_eq!(files.path(best.file), "src/billing.py");
         let why = best.why.as_deref().expect("the best file says why");
         assert_eq!(
             why.signals,
@@ -694,7 +807,7 @@ mod tests {
         );
         let test = ranked
             .iter()
-            .position(|r| files[r.file].path == "tests/test_billing.py")
+            .position(|r| files.path(r.file) == "tests/test_billing.py")
             .expect("ranked");
         let why = ranked[test]
             .why

@@ -224,6 +224,82 @@ pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
         .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
 }
 
+/// The wanted terms' prefixes, with the pairs of bytes they start with: most names of a big
+/// project hold none of those pairs, which one pass over a name's bytes finds (testing each
+/// prefix in turn passes over the name once per prefix, for every file of the project).
+#[derive(Debug, Clone, Default)]
+pub struct Prefixes {
+    list: Vec<String>,
+    /// A bit per pair of bytes some prefix starts with (`None` when a prefix is shorter than
+    /// two bytes: any name may then hold one).
+    pairs: Option<Vec<u64>>,
+}
+
+impl Prefixes {
+    /// The [`prefixes`] of `terms`.
+    pub fn of(terms: &[String]) -> Self {
+        let list = prefixes(terms);
+        let mut pairs = vec![0u64; 1 << 10];
+        let mut whole = true;
+        for p in &list {
+            match p.as_bytes() {
+                [a, b, ..] => {
+                    let k = pair(*a, *b);
+                    pairs[k >> 6] |= 1 << (k & 63);
+                }
+                _ => whole = false,
+            }
+        }
+        Prefixes {
+            list,
+            pairs: whole.then_some(pairs),
+        }
+    }
+
+    /// The prefixes.
+    pub fn list(&self) -> &[String] {
+        &self.list
+    }
+
+    /// [`may_hold_prefix`] for these prefixes: false for every name in which none occurs.
+    pub fn may_hold(&self, text: &str) -> bool {
+        if let Some(pairs) = &self.pairs
+            && !holds_pair(text, pairs)
+        {
+            return false;
+        }
+        may_hold_prefix(text, &self.list)
+    }
+}
+
+/// A pair of bytes as a bit number.
+fn pair(a: u8, b: u8) -> usize {
+    usize::from(a) << 8 | usize::from(b)
+}
+
+/// Whether `text`, lowered with its underscores left out (as [`may_hold_prefix`] folds it),
+/// holds one of `pairs`; true for any text that is not ASCII (it is not folded so simply).
+fn holds_pair(text: &str, pairs: &[u64]) -> bool {
+    let mut prev: Option<u8> = None;
+    for &b in text.as_bytes() {
+        if !b.is_ascii() {
+            return true;
+        }
+        if b == b'_' {
+            continue;
+        }
+        let c = b.to_ascii_lowercase();
+        if let Some(p) = prev {
+            let k = pair(p, c);
+            if pairs.get(k >> 6).is_some_and(|w| w & (1 << (k & 63)) != 0) {
+                return true;
+            }
+        }
+        prev = Some(c);
+    }
+    false
+}
+
 /// Whether `w` lowered is `p` (byte for byte: `p` may hold capitals no lowered text has).
 fn lower_is(w: &[u8], p: &[u8]) -> bool {
     w.iter().map(u8::to_ascii_lowercase).eq(p.iter().copied())
@@ -340,6 +416,38 @@ mod tests {
         );
     }
     use crate::map::terms;
+
+    #[test]
+    fn the_pairs_test_turns_away_only_names_the_full_test_does() {
+        let terms = ["parser", "invoic", "ab", "ré", "x"].map(String::from);
+        for wanted in [&terms[..2], &terms[..3], &terms[2..4], &terms[..]] {
+            let p = Prefixes::of(wanted);
+            for name in [
+                "parser.py",
+                "Parser.java",
+                "JSONPARSER.ts",
+                "pa_rser.rs",
+                "in_voice.py",
+                "IN__VOICE",
+                "part0",
+                "file000.py",
+                "pa.rser",
+                "a_b.c",
+                "AB",
+                "p",
+                "",
+                "café.py",
+                "rébus",
+                "x.rs",
+            ] {
+                assert_eq!(
+                    p.may_hold(name),
+                    may_hold_prefix(name, p.list()),
+                    "{name} for {wanted:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_prefix_test_never_drops_a_word_the_full_test_keeps() {
