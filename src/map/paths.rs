@@ -65,15 +65,17 @@ impl<'p> PathFacts<'p> {
         let mut folder: (&str, Vec<u16>, (bool, bool)) = ("", Vec::new(), (false, false));
         // Where each ascending run of paths starts: the listing is a few long ones.
         let mut runs: Vec<usize> = Vec::new();
-        let mut last = "";
+        let mut last = ("", "");
         for i in 0..len {
             let path = paths.path(i);
             let (dir, name) = split_dir(path);
-            if i == 0 || path < last {
+            let same_folder = i > 0 && folder.0 == dir;
+            // In one folder, the names alone order the paths.
+            if i == 0 || (same_folder && name < last.1) || (!same_folder && path < last.0) {
                 runs.push(i);
             }
-            last = path;
-            if i == 0 || folder.0 != dir {
+            last = (path, name);
+            if !same_folder {
                 out.runs.push((dir, i));
                 folder = (dir, words.of_folder(dir), minor.folder(dir));
             }

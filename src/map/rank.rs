@@ -120,7 +120,8 @@ impl Board {
     fn new(files: usize) -> Self {
         Board {
             score: vec![0.0; files],
-            why: std::iter::repeat_with(|| None).take(files).collect(),
+            // Zeroed memory: the pages of files nothing matched are never touched.
+            why: vec![None; files],
             signals: vec![0; files],
         }
     }

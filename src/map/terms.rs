@@ -230,22 +230,27 @@ pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct Prefixes {
     list: Vec<String>,
-    /// A bit per pair of bytes some prefix starts with (`None` when a prefix is shorter than
-    /// two bytes: any name may then hold one).
-    pairs: Option<Vec<u64>>,
+    /// A bit per pair of bytes some prefix starts with, in any case (`None` when a prefix is
+    /// shorter than two bytes: any name may then hold one).
+    pairs: Option<Box<Pairs>>,
 }
 
 impl Prefixes {
     /// The [`prefixes`] of `terms`.
     pub fn of(terms: &[String]) -> Self {
         let list = prefixes(terms);
-        let mut pairs = vec![0u64; 1 << 10];
+        let mut pairs = Box::new([0u64; 1 << 10]);
         let mut whole = true;
         for p in &list {
             match p.as_bytes() {
                 [a, b, ..] => {
-                    let k = pair(*a, *b);
-                    pairs[k >> 6] |= 1 << (k & 63);
+                    // In every case, so that a name is tested as it is, not lowered first.
+                    for a in [a.to_ascii_lowercase(), a.to_ascii_uppercase()] {
+                        for b in [b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
+                            let k = pair(a, b);
+                            pairs[k >> 6] |= 1 << (k & 63);
+                        }
+                    }
                 }
                 _ => whole = false,
             }
@@ -272,16 +277,30 @@ impl Prefixes {
     }
 }
 
+/// A bit per pair of bytes.
+type Pairs = [u64; 1 << 10];
+
 /// A pair of bytes as a bit number.
 fn pair(a: u8, b: u8) -> usize {
     usize::from(a) << 8 | usize::from(b)
 }
 
+/// Whether `pairs` holds bit `k` (below 65,536: the table's size, so no bounds are checked).
+fn has(pairs: &Pairs, k: usize) -> bool {
+    pairs[(k >> 6) & 1023] & (1 << (k & 63)) != 0
+}
+
 /// Whether `text`, lowered with its underscores left out (as [`may_hold_prefix`] folds it),
 /// holds one of `pairs`; true for any text that is not ASCII (it is not folded so simply).
-fn holds_pair(text: &str, pairs: &[u64]) -> bool {
+fn holds_pair(text: &str, pairs: &Pairs) -> bool {
+    let b = text.as_bytes();
+    if !b.iter().any(|&c| !c.is_ascii() || c == b'_') {
+        // Most names: nothing to fold (the table holds every case), and every pair tested on
+        // its own (no byte depends on the one before, as skipping underscores makes it).
+        return b.windows(2).any(|w| has(pairs, pair(w[0], w[1])));
+    }
     let mut prev: Option<u8> = None;
-    for &b in text.as_bytes() {
+    for &b in b {
         if !b.is_ascii() {
             return true;
         }
@@ -289,11 +308,10 @@ fn holds_pair(text: &str, pairs: &[u64]) -> bool {
             continue;
         }
         let c = b.to_ascii_lowercase();
-        if let Some(p) = prev {
-            let k = pair(p, c);
-            if pairs.get(k >> 6).is_some_and(|w| w & (1 << (k & 63)) != 0) {
-                return true;
-            }
+        if let Some(p) = prev
+            && has(pairs, pair(p, c))
+        {
+            return true;
         }
         prev = Some(c);
     }
