@@ -15,6 +15,7 @@ pub mod order;
 pub mod paths;
 pub mod rank;
 pub mod render;
+pub mod score;
 pub mod store;
 pub mod symbols;
 pub mod terms;

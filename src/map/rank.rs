@@ -10,17 +10,10 @@ use std::collections::{HashMap, HashSet};
 use super::facts::{Facts, Names};
 use super::files::MapFiles;
 use super::paths::{self, PathFacts};
+use super::score::{self, DefScore, TextScore};
 use super::store::BlobId;
 use super::terms::{self, Query};
 
-/// BM25's term-frequency saturation and length normalisation.
-const K1: f32 = 1.2;
-const B: f32 = 0.75;
-/// Weights of the lexical fields: a request word in the path or a defined name says more
-/// than the same word somewhere in the text.
-const PATH_WEIGHT: f32 = 1.6;
-const DEF_WEIGHT: f32 = 1.0;
-const IDENT_BONUS: f32 = 3.0;
 /// How much the reference graph adds, relative to the best lexical score.
 const GRAPH_WEIGHT: f32 = 0.35;
 /// Files seeding the graph walk.
@@ -69,9 +62,8 @@ pub struct Why {
     pub defs: f32,
     /// Graph part.
     pub graph: f32,
-    /// While scoring: indices of the query terms found in the text, in the path, and in
-    /// defined names (identifiers after the terms), turned into words only for the files
-    /// shown (common words hit most files).
+    /// Indices of the query terms found in the text, in the path, and in defined names
+    /// (identifiers after the terms), as the reasons are worked out, then turned into words.
     #[serde(skip)]
     hits: [Vec<u16>; 3],
 }
@@ -86,18 +78,19 @@ pub struct Ranked {
     pub file: usize,
     /// Its score (higher is more relevant).
     pub score: f32,
-    /// Why (`None` for a file nothing matched).
+    /// Why (for the best [`WHY_FOR`] files only).
     pub why: Option<Box<Why>>,
 }
 
-/// Scores while ranking: a number per file, reasons only for the files a request term
-/// matched, and the user's signals as bits. Most files of a big project match nothing, and a
-/// `Why` per file would be most of a ranking's memory (about 200 bytes each: 20 MB at 100,000
-/// files); a signal can hold for every file (a recent commit that touched them all).
+/// Scores while ranking: a number per file, the user's signals as bits, and the graph's part
+/// of the few files its walk reached. The reasons are worked out again for the best files
+/// only (see [`score`]): a signal can hold for every file (a recent commit that touched them
+/// all), and so can a request word (one in every path).
 struct Board {
     score: Vec<f32>,
-    why: Vec<Option<Box<Why>>>,
     signals: Vec<u8>,
+    /// The graph's part of a file's score, and the file whose references led there most.
+    graph: HashMap<usize, (f32, Option<usize>)>,
 }
 
 /// The signals' bits in [`Board::signals`].
@@ -120,31 +113,78 @@ impl Board {
     fn new(files: usize) -> Self {
         Board {
             score: vec![0.0; files],
-            // Zeroed memory: the pages of files nothing matched are never touched.
-            why: vec![None; files],
             signals: vec![0; files],
+            graph: HashMap::new(),
+        }
+    }
+}
+
+/// The lexical scorers of one ranking, kept to spell out the best files' reasons.
+struct Lexical<'r> {
+    files: &'r MapFiles<'r>,
+    blobs: &'r [(BlobId, Facts)],
+    paths: &'r PathFacts<'r>,
+    text: Option<TextScore>,
+    defs: Option<DefScore>,
+}
+
+impl Lexical<'_> {
+    /// Add every file's lexical parts to its score: text, then path, then definitions (the
+    /// order its reasons add them in, so the sums are the same to the bit).
+    fn score(&self, out: &mut Board) {
+        let facts = |b: Option<u32>| b.and_then(|b| self.blobs.get(b as usize)).map(|(_, x)| x);
+        if let Some(text) = &self.text {
+            for (i, b) in self.files.blobs().enumerate() {
+                if let Some(f) = facts(b) {
+                    text.each(b, f, |_, s| out.score[i] += s);
+                }
+            }
+        }
+        for hit in &self.paths.hits {
+            out.score[hit.0] += score::path_part(self.files.len(), self.paths, hit);
+        }
+        if let Some(defs) = &self.defs {
+            for (i, b) in self.files.blobs().enumerate() {
+                defs.each(b, |_, s| out.score[i] += s);
+            }
         }
     }
 
-    /// The reasons `file` ranks where it does, signals spelled out (`None`: nothing to say).
-    fn take_why(&mut self, file: usize) -> Option<Box<Why>> {
-        let bits = self.signals[file];
-        let mut why = self.why[file].take();
-        if bits != 0 {
-            let why = why.get_or_insert_with(Box::default);
-            why.signals = SIGNALS
-                .iter()
-                .filter(|(bit, _)| bits & bit != 0)
-                .map(|(_, said)| *said)
-                .collect();
+    /// Why `file` scores what it does: its lexical parts as [`Lexical::score`] added them,
+    /// the graph's, and the signals in `bits`.
+    fn why(&self, file: usize, board: &Board) -> Why {
+        let mut why = Why::default();
+        let b = self.files.blob(file);
+        let facts = b.and_then(|b| self.blobs.get(b as usize)).map(|(_, x)| x);
+        if let (Some(text), Some(f)) = (&self.text, facts) {
+            text.each(b, f, |k, s| {
+                why.text += s;
+                why.hits[0].push(k);
+            });
         }
+        for hit in score::path_hits_of(self.paths, file) {
+            why.path += score::path_part(self.files.len(), self.paths, hit);
+            why.hits[1].push(hit.1);
+        }
+        if let Some(defs) = &self.defs {
+            defs.each(b, |k, s| {
+                why.defs += s;
+                why.hits[2].push(k);
+            });
+        }
+        if let Some(&(s, from)) = board.graph.get(&file) {
+            why.graph += s;
+            if let Some(from) = from {
+                why.referenced_by.push(self.files.path(from).to_string());
+            }
+        }
+        let bits = board.signals.get(file).copied().unwrap_or(0);
+        why.signals = SIGNALS
+            .iter()
+            .filter(|(bit, _)| bits & bit != 0)
+            .map(|(_, said)| *said)
+            .collect();
         why
-    }
-
-    /// Add `s` to `file`'s score; its reasons, to say why.
-    fn add(&mut self, file: usize, s: f32) -> &mut Why {
-        self.score[file] += s;
-        self.why[file].get_or_insert_with(Box::default)
     }
 }
 
@@ -216,21 +256,29 @@ pub fn rank(
     signals: &Signals,
     paths: PathFacts,
 ) -> Ranking {
-    let paths = if paths.len == files.len() {
+    let mut paths = if paths.len == files.len() {
         paths
     } else {
         PathFacts::of(files.paths(), query, None)
     };
+    let by_path = paths.by_path.take();
     let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
     let ids = query_ids(query, names);
+    let terms: Vec<u32> = ids.terms.iter().map(|(_, id)| *id).collect();
+    let idents: Vec<u32> = ids.idents.iter().map(|(_, id)| *id).collect();
+    let lexical = Lexical {
+        files,
+        blobs,
+        paths: &paths,
+        text: TextScore::new(files, blobs, &terms),
+        defs: DefScore::new(files, blobs, &terms, &idents),
+    };
     let mut board = Board::new(files.len());
-    score_text(files, blobs, &ids, &mut board);
-    score_paths(files, &paths, &mut board);
-    score_defs(files, blobs, &ids, &mut board);
+    lexical.score(&mut board);
     let seeds = Seeds::of(&board.score);
     score_graph(files, &facts, &ids, names, &seeds, &mut board);
     apply_signals(files, query, signals, &paths, &mut board);
-    let mut out = sort_best_first(board, paths.by_path);
+    let mut out = sort_best_first(board, by_path, &|f, b| lexical.why(f, b));
     for r in out.scored.iter_mut().take(WHY_FOR) {
         if let Some(why) = r.why.as_deref_mut() {
             spell_out(why, query, &ids);
@@ -243,7 +291,11 @@ pub fn rank(
 /// not their own) and sorted by score alone with a stable sort, so ties keep that order: no
 /// path is compared here, however many files a common word scores (a word in every path).
 /// Files that scored nothing are left in path order, read from `order` when asked for.
-fn sort_best_first(mut board: Board, order: Option<Vec<u32>>) -> Ranking {
+fn sort_best_first(
+    board: Board,
+    order: Option<Vec<u32>>,
+    why_of: &dyn Fn(usize, &Board) -> Why,
+) -> Ranking {
     let score = &board.score;
     let is_scored = |i: usize| score.get(i).is_some_and(|s| positive(*s));
     let mut scored: Vec<usize> = match &order {
@@ -262,11 +314,7 @@ fn sort_best_first(mut board: Board, order: Option<Vec<u32>>) -> Ranking {
             file,
             score: board.score[file],
             // Only the best are ever explained.
-            why: if at < WHY_FOR {
-                board.take_why(file)
-            } else {
-                None
-            },
+            why: (at < WHY_FOR).then(|| Box::new(why_of(file, &board))),
         })
         .collect();
     Ranking {
@@ -295,168 +343,6 @@ fn spell_out(why: &mut Why, query: &Query, ids: &QueryIds) {
                 .map(|(i, _)| i.clone()),
         })
         .collect();
-}
-
-/// BM25 of the request's terms over the files' text.
-fn score_text(files: &MapFiles, blobs: &[(BlobId, Facts)], ids: &QueryIds, out: &mut Board) {
-    if ids.terms.is_empty() {
-        return;
-    }
-    let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
-    let n = files.blobs().filter_map(facts).count().max(1) as f32;
-    let avg = files
-        .blobs()
-        .filter_map(facts)
-        .map(|f| f.len as f32)
-        .sum::<f32>()
-        / n;
-    let tfs = PerBlob::count(files, blobs, ids.terms.len(), |f, k| f.tf(ids.terms[k].1));
-    let idf: Vec<Option<f32>> = tfs
-        .files_with(files)
-        .into_iter()
-        .map(|df| {
-            let df = df as f32;
-            (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
-        })
-        .collect();
-    for (i, b) in files.blobs().enumerate() {
-        let Some(f) = facts(b) else { continue };
-        if !tfs.any(b) {
-            continue;
-        }
-        for (k, idf) in idf.iter().enumerate() {
-            let tf = f32::from(tfs.get(b, k));
-            let Some(idf) = idf.filter(|_| tf > 0.0) else {
-                continue;
-            };
-            let norm = K1 * (1.0 - B + B * f.len as f32 / avg.max(1.0));
-            let s = idf * tf * (K1 + 1.0) / (tf + norm);
-            let why = out.add(i, s);
-            why.text += s;
-            why.hits[0].push(k as u16);
-        }
-    }
-}
-
-/// A count per blob and query term, each blob's facts read once for all the terms and only
-/// for blobs some file has. Files of one content (copies, generated or vendored files) share
-/// a blob; a table per file read every file's facts once per term, which was most of a
-/// ranking's time and a 100,000-row table at 100,000 files.
-struct PerBlob {
-    k: usize,
-    counts: Vec<u16>,
-    /// Per blob, whether any of its counts is above zero.
-    hit: Vec<bool>,
-}
-
-impl PerBlob {
-    fn count(
-        files: &MapFiles,
-        blobs: &[(BlobId, Facts)],
-        k: usize,
-        of: impl Fn(&Facts, usize) -> u16,
-    ) -> Self {
-        let mut counts = vec![0u16; blobs.len() * k];
-        let mut hit = vec![false; blobs.len()];
-        let mut done = vec![false; blobs.len()];
-        for b in files.blobs().flatten() {
-            let b = b as usize;
-            let (Some(seen), Some((_, f))) = (done.get_mut(b), blobs.get(b)) else {
-                continue;
-            };
-            if std::mem::replace(seen, true) {
-                continue;
-            }
-            for t in 0..k {
-                let n = of(f, t);
-                counts[b * k + t] = n;
-                hit[b] |= n > 0;
-            }
-        }
-        PerBlob { k, counts, hit }
-    }
-
-    /// The count of term `term` in `blob` (0 for a file without facts).
-    fn get(&self, blob: Option<u32>, term: usize) -> u16 {
-        blob.and_then(|b| self.counts.get(b as usize * self.k + term))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// Whether any count of `blob` is above zero.
-    fn any(&self, blob: Option<u32>) -> bool {
-        blob.and_then(|b| self.hit.get(b as usize))
-            .copied()
-            .unwrap_or(false)
-    }
-
-    /// Per term, how many of `files` count it above zero.
-    fn files_with(&self, files: &MapFiles) -> Vec<usize> {
-        let mut with = vec![0usize; self.k];
-        for b in files.blobs().filter(|&b| self.any(b)) {
-            for (t, n) in with.iter_mut().enumerate() {
-                *n += usize::from(self.get(b, t) > 0);
-            }
-        }
-        with
-    }
-}
-
-/// The request's terms in the files' paths (found by [`PathFacts::of`]), weighted by how
-/// rare they are among paths; the file's own name counts more than its folders'.
-fn score_paths(files: &MapFiles, paths: &PathFacts, out: &mut Board) {
-    let n = files.len().max(1) as f32;
-    for &(i, k, in_name) in &paths.hits {
-        let d = paths.df[k as usize];
-        let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
-        let s = PATH_WEIGHT * idf * if in_name { 1.5 } else { 1.0 };
-        let why = out.add(i, s);
-        why.path += s;
-        why.hits[1].push(k);
-    }
-}
-
-/// The request's terms in the names a file defines, and its identifiers matched exactly.
-fn score_defs(files: &MapFiles, blobs: &[(BlobId, Facts)], ids: &QueryIds, out: &mut Board) {
-    let terms = ids.terms.len();
-    if terms + ids.idents.len() == 0 {
-        return;
-    }
-    let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
-    let n = files.blobs().filter_map(facts).count().max(1) as f32;
-    let found = PerBlob::count(files, blobs, terms + ids.idents.len(), |f, k| {
-        u16::from(match k.checked_sub(terms) {
-            None => f.def_terms.binary_search(&ids.terms[k].1).is_ok(),
-            Some(j) => f.defs.iter().any(|d| d.name == ids.idents[j].1),
-        })
-    });
-    let with = found.files_with(files);
-    let idf: Vec<Option<f32>> = with[..terms]
-        .iter()
-        .map(|&df| {
-            let df = df as f32;
-            (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
-        })
-        .collect();
-    for (i, b) in files.blobs().enumerate() {
-        if !found.any(b) {
-            continue;
-        }
-        for (k, idf) in idf.iter().enumerate() {
-            if let Some(idf) = idf.filter(|_| found.get(b, k) > 0) {
-                let why = out.add(i, DEF_WEIGHT * idf);
-                why.defs += DEF_WEIGHT * idf;
-                why.hits[2].push(k as u16);
-            }
-        }
-        for j in 0..ids.idents.len() {
-            if found.get(b, terms + j) > 0 {
-                let why = out.add(i, IDENT_BONUS);
-                why.defs += IDENT_BONUS;
-                why.hits[2].push((terms + j) as u16);
-            }
-        }
-    }
 }
 
 /// The best lexical matches, which seed the graph walk: the [`SEEDS`] best files, ties in
@@ -549,13 +435,9 @@ fn score_graph<'a>(
     for (i, p) in rank.into_iter().enumerate() {
         let Some(p) = p else { continue };
         let s = GRAPH_WEIGHT * top * p / max;
-        let why = out.add(i, s);
-        why.graph += s;
-        if let Some((_, from)) = via[i]
-            && from != i
-        {
-            why.referenced_by.push(files.path(from).to_string());
-        }
+        out.score[i] += s;
+        let from = via[i].map(|(_, from)| from).filter(|&from| from != i);
+        out.graph.insert(i, (s, from));
     }
 }
 
