@@ -331,7 +331,7 @@ fn best_scored(ranked: rank::Ranking, files: &files::MapFiles) -> Vec<ScoredFile
         .take(SCORED_SHOWN)
         .filter(|r| r.score > 0.0)
         .map(|r| ScoredFile {
-            path: files.path(r.file).to_string(),
+            path: files.path(r.file as usize).to_string(),
             score: r.score,
             why: r.why.map(|w| *w).unwrap_or_default(),
         })

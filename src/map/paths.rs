@@ -17,8 +17,9 @@ pub const TEST: u8 = 1;
 pub const DOC: u8 = 2;
 
 /// The request's words in one file's path: the file, the term, and whether the file's own
-/// name holds it (folders' words first, as a reader meets them).
-pub type PathHit = (usize, u16, bool);
+/// name holds it (folders' words first, as a reader meets them). Eight bytes: a word in every
+/// path has a hit per file.
+pub type PathHit = (u32, u16, bool);
 
 /// What the paths tell, for one request.
 #[derive(Debug, Default)]
@@ -166,6 +167,7 @@ impl<'q, 'p> PathWords<'q, 'p> {
     /// The hits of file `i`, named `name`, in a folder whose terms are `in_folder`.
     fn hits(&mut self, i: usize, in_folder: &[u16], name: &'p str, out: &mut Vec<PathHit>) {
         let in_name = self.of_part(name);
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
         for &k in in_folder {
             out.push((i, k, in_name.contains(&k)));
         }

@@ -75,7 +75,7 @@ const WHY_FOR: usize = 200;
 #[derive(Debug, Clone)]
 pub struct Ranked {
     /// Index into the map's files.
-    pub file: usize,
+    pub file: u32,
     /// Its score (higher is more relevant).
     pub score: f32,
     /// Why (for the best [`WHY_FOR`] files only).
@@ -141,7 +141,7 @@ impl Lexical<'_> {
             }
         }
         for hit in &self.paths.hits {
-            out.score[hit.0] += score::path_part(self.files.len(), self.paths, hit);
+            out.score[hit.0 as usize] += score::path_part(self.files.len(), self.paths, hit);
         }
         if let Some(defs) = &self.defs {
             for (i, b) in self.files.blobs().enumerate() {
@@ -236,7 +236,10 @@ impl Ranking {
         let rest = in_path_order
             .map(|i| (i, self.score.get(i).copied().unwrap_or(0.0)))
             .filter(|&(_, s)| !positive(s));
-        self.scored.iter().map(|r| (r.file, r.score)).chain(rest)
+        self.scored
+            .iter()
+            .map(|r| (r.file as usize, r.score))
+            .chain(rest)
     }
 }
 
@@ -297,24 +300,22 @@ fn sort_best_first(
     why_of: &dyn Fn(usize, &Board) -> Why,
 ) -> Ranking {
     let score = &board.score;
-    let is_scored = |i: usize| score.get(i).is_some_and(|s| positive(*s));
-    let mut scored: Vec<usize> = match &order {
-        Some(order) => order
-            .iter()
-            .map(|&i| i as usize)
+    let is_scored = |i: u32| score.get(i as usize).is_some_and(|s| positive(*s));
+    let mut scored: Vec<u32> = match &order {
+        Some(order) => order.iter().copied().filter(|&i| is_scored(i)).collect(),
+        None => (0..u32::try_from(score.len()).unwrap_or(u32::MAX))
             .filter(|&i| is_scored(i))
             .collect(),
-        None => (0..score.len()).filter(|&i| is_scored(i)).collect(),
     };
-    scored.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
+    scored.sort_by(|&a, &b| score[b as usize].total_cmp(&score[a as usize]));
     let scored = scored
         .into_iter()
         .enumerate()
         .map(|(at, file)| Ranked {
             file,
-            score: board.score[file],
+            score: board.score[file as usize],
             // Only the best are ever explained.
-            why: (at < WHY_FOR).then(|| Box::new(why_of(file, &board))),
+            why: (at < WHY_FOR).then(|| Box::new(why_of(file as usize, &board))),
         })
         .collect();
     Ranking {
@@ -353,16 +354,25 @@ impl Seeds {
     /// Taken from `lexical`, before anything else is scored (the walk reads no other file's
     /// lexical score, so the scores are not copied).
     fn of(lexical: &[f32]) -> Self {
-        let mut seeds: Vec<usize> = (0..lexical.len()).filter(|&i| lexical[i] > 0.0).collect();
+        let n = u32::try_from(lexical.len()).unwrap_or(u32::MAX);
+        let mut seeds: Vec<u32> = (0..n).filter(|&i| lexical[i as usize] > 0.0).collect();
         // Best first, ties in file order: what a stable sort of every match by score gave,
         // without sorting every match of a common word.
-        let order = |a: &usize, b: &usize| lexical[*b].total_cmp(&lexical[*a]).then(a.cmp(b));
+        let order = |a: &u32, b: &u32| {
+            let (sa, sb) = (lexical[*a as usize], lexical[*b as usize]);
+            sb.total_cmp(&sa).then(a.cmp(b))
+        };
         if seeds.len() > SEEDS {
             seeds.select_nth_unstable_by(SEEDS - 1, order);
             seeds.truncate(SEEDS);
         }
         seeds.sort_by(order);
-        Seeds(seeds.into_iter().map(|i| (i, lexical[i])).collect())
+        Seeds(
+            seeds
+                .into_iter()
+                .map(|i| (i as usize, lexical[i as usize]))
+                .collect(),
+        )
     }
 }
 
@@ -628,7 +638,7 @@ mod tests {
             ranked
                 .scored
                 .iter()
-                .find(|r| files.path(r.file) == p)
+                .find(|r| files.path(r.file as usize) == p)
                 .unwrap()
         };
         let in_folder = of("src/invoice/helpers.py").score;
@@ -678,7 +688,7 @@ mod tests {
         );
         let ranked = ranked.scored;
         let best = &ranked[0];
-        assert_eq!(files.path(best.file), "src/billing.py");
+        assert_eq!(files.path(best.file as usize), "src/billing.py");
         let why = best.why.as_deref().expect("the best file says why");
         assert_eq!(
             why.signals,
@@ -690,7 +700,7 @@ mod tests {
         );
         let test = ranked
             .iter()
-            .position(|r| files.path(r.file) == "tests/test_billing.py")
+            .position(|r| files.path(r.file as usize) == "tests/test_billing.py")
             .expect("ranked");
         let why = ranked[test]
             .why

@@ -148,8 +148,8 @@ pub fn path_part(n: usize, paths: &PathFacts, hit: &PathHit) -> f32 {
 
 /// The path hits of `file` (the hits come file by file, in file order).
 pub fn path_hits_of<'h>(paths: &'h PathFacts, file: usize) -> &'h [PathHit] {
-    let from = paths.hits.partition_point(|h| h.0 < file);
-    let to = from + paths.hits[from..].partition_point(|h| h.0 == file);
+    let from = paths.hits.partition_point(|h| (h.0 as usize) < file);
+    let to = from + paths.hits[from..].partition_point(|h| h.0 as usize == file);
     &paths.hits[from..to]
 }
 
