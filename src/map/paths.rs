@@ -128,34 +128,32 @@ impl<'q, 'p> PathWords<'q, 'p> {
         }
     }
 
-    /// The terms in one folder or file name.
-    fn of_part(&mut self, part: &'p str) -> Vec<u16> {
+    /// The terms in one folder or file name (borrowed from the table of names already split:
+    /// a word in every path would otherwise copy a list for every file).
+    fn of_part(&mut self, part: &'p str) -> &[u16] {
         // Most names hold no request word's prefix: they are turned away before hashing.
         if self.index.is_empty() || !self.prefixes.may_hold(part) {
-            return Vec::new();
+            return &[];
         }
         let (index, prefixes) = (&self.index, &self.prefixes);
-        self.parts
-            .entry(part)
-            .or_insert_with(|| {
-                let mut v: Vec<u16> = Vec::new();
-                terms::for_each_term_like(part, prefixes.list(), |t| {
-                    if let Some(&k) = index.get(t)
-                        && !v.contains(&k)
-                    {
-                        v.push(k);
-                    }
-                });
-                v
-            })
-            .clone()
+        self.parts.entry(part).or_insert_with(|| {
+            let mut v: Vec<u16> = Vec::new();
+            terms::for_each_term_like(part, prefixes.list(), |t| {
+                if let Some(&k) = index.get(t)
+                    && !v.contains(&k)
+                {
+                    v.push(k);
+                }
+            });
+            v
+        })
     }
 
     /// The terms in a folder's path, each once, in the order met.
     fn of_folder(&mut self, dir: &'p str) -> Vec<u16> {
         let mut ks: Vec<u16> = Vec::new();
         for part in dir.split('/').filter(|p| !p.is_empty()) {
-            for k in self.of_part(part) {
+            for &k in self.of_part(part) {
                 if !ks.contains(&k) {
                     ks.push(k);
                 }
