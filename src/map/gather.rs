@@ -20,6 +20,7 @@ use sha1::{Digest, Sha1};
 
 use super::TrackedFiles;
 use super::facts::{Facts, RawFacts};
+use super::files::MapFiles;
 use super::store::{BlobId, Store};
 use super::symbols::Extractor;
 use crate::workspace::{Corpus, Stamp, Workspace};
@@ -46,27 +47,12 @@ pub struct GatherOptions<'a> {
     pub tracked: Option<&'a dyn TrackedFiles>,
 }
 
-/// One project file and what is known of it.
-#[derive(Debug, Clone)]
-pub struct MapFile<'a> {
-    /// Project-relative path (the corpus's: a big project's paths are not copied).
-    pub path: &'a str,
-    /// Index of its facts in the store (`None`: not parsed yet, or no text).
-    pub blob: Option<u32>,
-}
-
-impl AsRef<str> for MapFile<'_> {
-    fn as_ref(&self) -> &str {
-        self.path
-    }
-}
-
 /// The project's files with their facts.
 pub struct Gathered<'a> {
     /// The cache, updated.
     pub store: Store,
-    /// Every file, in the file list's order.
-    pub files: Vec<MapFile<'a>>,
+    /// Every file, in the file list's order, with its facts.
+    pub files: MapFiles<'a>,
     /// Files parsed now (not found in the cache).
     pub parsed: usize,
     /// Files that changed but were not parsed within the time budget.
@@ -113,7 +99,7 @@ pub fn gather<'a>(
 ) -> Gathered<'a> {
     let started = Instant::now();
     let before = store.files.len();
-    let mut files = Vec::with_capacity(corpus.len());
+    let mut files = MapFiles::new(corpus);
     let mut todo = Vec::new();
     let mut uncommitted = HashSet::new();
     let (mut seen, mut forget) = (0, Vec::new());
@@ -128,23 +114,25 @@ pub fn gather<'a>(
         if entry.is_some() && !keep {
             forget.push(f);
         }
-        let (blob, id) = match known {
-            Known::Blob(b, id) => (Some(b), Some(id)),
-            Known::NoText => (None, None),
+        let id = match known {
+            Known::Blob(b, id) => {
+                files.set_blob(i, b);
+                Some(id)
+            }
+            Known::NoText => None,
             Known::Unknown => {
                 todo.push(i);
-                (None, None)
+                None
             }
         };
         if id.is_some() && tracked.is_some() && id != tracked {
             uncommitted.insert(f.to_string());
         }
-        files.push(MapFile { path: f, blob });
     }
     let dropped = forget.len() + before - seen;
     forget_stamped(&mut store, corpus, &forget, seen < before);
     // The key splits and stems a path: worked out once a file, not once a comparison.
-    todo.sort_by_cached_key(|&i| ((opts.priority)(files[i].path), i));
+    todo.sort_by_cached_key(|&i| ((opts.priority)(files.path(i)), i));
     // What follows parsing (ranking, rendering, saving the cache) grows with the project:
     // parsing stops early enough that the whole map keeps to the budget.
     let reserve = RESERVE_PER_FILE.saturating_mul(u32::try_from(files.len()).unwrap_or(u32::MAX));
@@ -153,18 +141,18 @@ pub fn gather<'a>(
     let mut parsed = 0;
     let jobs: Vec<(usize, String)> = todo
         .iter()
-        .map(|&i| (i, files[i].path.to_string()))
+        .map(|&i| (i, files.path(i).to_string()))
         .collect();
     parse_all(ws, &jobs, deadline, |p| {
         parsed += 1;
         if parsed % 64 == 0 || parsed == total {
             (opts.progress)(parsed, total);
         }
-        let f = &mut files[p.at];
-        let tracked = opts.tracked.and_then(|t| t.blob(f.path));
+        let path = files.path(p.at);
+        let tracked = opts.tracked.and_then(|t| t.blob(path));
         let Some(raw) = p.raw else {
             let none = store.add_blob(NO_FACTS, Facts::default());
-            store.files.insert(f.path.to_string(), (p.stamp, none));
+            store.files.insert(path.to_string(), (p.stamp, none));
             return;
         };
         let blob = match store.blob_index(&p.id) {
@@ -176,12 +164,12 @@ pub fn gather<'a>(
         };
         if tracked != Some(p.id) {
             // Untracked, or changed since staged: known by its stamp until that changes.
-            store.files.insert(f.path.to_string(), (p.stamp, blob));
+            store.files.insert(path.to_string(), (p.stamp, blob));
             if tracked.is_some() {
-                uncommitted.insert(f.path.to_string());
+                uncommitted.insert(path.to_string());
             }
         }
-        f.blob = Some(blob);
+        files.set_blob(p.at, blob);
     });
     Gathered {
         store,

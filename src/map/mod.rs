@@ -6,13 +6,16 @@
 //! date from the files' stat data (`gather`), so a warm map reads only what changed.
 
 pub mod facts;
+pub mod files;
 pub mod gather;
 #[cfg(test)]
 mod golden;
 pub mod named;
+pub mod order;
 pub mod paths;
 pub mod rank;
 pub mod render;
+pub mod score;
 pub mod store;
 pub mod symbols;
 pub mod terms;
@@ -172,7 +175,7 @@ struct PathsTold<'c> {
 impl<'c> PathsTold<'c> {
     fn of(corpus: &'c Corpus, request: &str, query: &Query) -> Self {
         let pairs = named::Pairs::of(request);
-        let facts = paths::PathFacts::of(corpus.iter(), query, Some(&pairs));
+        let facts = paths::PathFacts::of(corpus, query, Some(&pairs));
         PathsTold {
             // Only paths whose names pass the pairs' test can be named.
             named: named::named_in(request, facts.may_be_named.iter().copied()),
@@ -262,7 +265,7 @@ fn build_with<'c>(
         &g.store.names,
         query,
         &signals,
-        &paths,
+        paths,
     );
     let text_of = |p: &str| ws.read_stamped(p, MAX_FILE_BYTES).map(|(t, _)| t);
     clock.mark("rank");
@@ -281,7 +284,7 @@ fn build_with<'c>(
     if let Some(l) = location
         && (g.parsed > 0 || g.dropped > 0 || head_before != activity.head)
     {
-        let live = g.files.iter().filter_map(|f| f.blob).collect();
+        let live = g.files.blobs().flatten().collect();
         store::save_in_background(l, root, g.store, live);
     }
     clock.mark("save");
@@ -321,13 +324,14 @@ fn load_cache(
 }
 
 /// The best files with a score above zero, with their reasons, for the report.
-fn best_scored(ranked: Vec<rank::Ranked>, files: &[gather::MapFile]) -> Vec<ScoredFile> {
+fn best_scored(ranked: rank::Ranking, files: &files::MapFiles) -> Vec<ScoredFile> {
     ranked
+        .scored
         .into_iter()
         .take(SCORED_SHOWN)
         .filter(|r| r.score > 0.0)
         .map(|r| ScoredFile {
-            path: files[r.file].path.to_string(),
+            path: files.path(r.file as usize).to_string(),
             score: r.score,
             why: r.why.map(|w| *w).unwrap_or_default(),
         })

@@ -7,8 +7,9 @@
 
 use std::collections::HashMap;
 
-use super::named;
-use super::terms::{self, Query};
+use super::files::PathList;
+use super::terms::{self, Prefixes, Query};
+use super::{named, order};
 
 /// The test bit of [`PathFacts::minor`].
 pub const TEST: u8 = 1;
@@ -16,8 +17,9 @@ pub const TEST: u8 = 1;
 pub const DOC: u8 = 2;
 
 /// The request's words in one file's path: the file, the term, and whether the file's own
-/// name holds it (folders' words first, as a reader meets them).
-pub type PathHit = (usize, u16, bool);
+/// name holds it (folders' words first, as a reader meets them). Eight bytes: a word in every
+/// path has a hit per file.
+pub type PathHit = (u32, u16, bool);
 
 /// What the paths tell, for one request.
 #[derive(Debug, Default)]
@@ -47,25 +49,34 @@ impl<'p> PathFacts<'p> {
     /// With `named`, the paths whose names may occur in a request (those whose adjacent
     /// bytes all do) are kept in [`PathFacts::may_be_named`].
     pub fn of(
-        paths: impl Iterator<Item = &'p str>,
+        paths: &'p (impl PathList + ?Sized),
         query: &Query,
         named: Option<&named::Pairs>,
     ) -> Self {
+        let len = paths.count();
         let mut out = PathFacts {
             df: vec![0.0; query.terms.len()],
+            minor: Vec::with_capacity(len),
+            len,
             ..PathFacts::default()
         };
         let mut words = PathWords::new(query);
         let mut minor = MinorPaths::default();
         // The folder of the files now: its path, its words, whether of tests or docs.
         let mut folder: (&str, Vec<u16>, (bool, bool)) = ("", Vec::new(), (false, false));
-        let mut all: Vec<&str> = Vec::with_capacity(paths.size_hint().0);
-        let mut sorted = true;
-        for (i, path) in paths.enumerate() {
-            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-            sorted &= all.last().is_none_or(|l| *l <= path);
-            all.push(path);
-            if i == 0 || folder.0 != dir {
+        // Where each ascending run of paths starts: the listing is a few long ones.
+        let mut runs: Vec<usize> = Vec::new();
+        let mut last = ("", "");
+        for i in 0..len {
+            let path = paths.path(i);
+            let (dir, name) = split_dir(path);
+            let same_folder = i > 0 && folder.0 == dir;
+            // In one folder, the names alone order the paths.
+            if i == 0 || (same_folder && name < last.1) || (!same_folder && path < last.0) {
+                runs.push(i);
+            }
+            last = (path, name);
+            if !same_folder {
                 out.runs.push((dir, i));
                 folder = (dir, words.of_folder(dir), minor.folder(dir));
             }
@@ -80,11 +91,8 @@ impl<'p> PathFacts<'p> {
         for &(_, k, _) in &out.hits {
             out.df[k as usize] += 1.0;
         }
-        out.len = out.minor.len();
-        if !sorted {
-            let mut order: Vec<u32> = (0..u32::try_from(all.len()).unwrap_or(u32::MAX)).collect();
-            order.sort_by(|&a, &b| all[a as usize].cmp(all[b as usize]));
-            out.by_path = Some(order);
+        if runs.len() > 1 {
+            out.by_path = Some(order::by_path(len, &runs, &|i| paths.path(i)));
         }
         out
     }
@@ -102,7 +110,7 @@ impl<'p> PathFacts<'p> {
 /// split once, and only words that could match are stemmed.
 struct PathWords<'q, 'p> {
     index: HashMap<&'q str, u16>,
-    prefixes: Vec<String>,
+    prefixes: Prefixes,
     parts: HashMap<&'p str, Vec<u16>>,
 }
 
@@ -115,39 +123,37 @@ impl<'q, 'p> PathWords<'q, 'p> {
                 .enumerate()
                 .map(|(k, t)| (t.as_str(), k as u16))
                 .collect(),
-            prefixes: terms::prefixes(&query.terms),
+            prefixes: Prefixes::of(&query.terms),
             parts: HashMap::new(),
         }
     }
 
-    /// The terms in one folder or file name.
-    fn of_part(&mut self, part: &'p str) -> Vec<u16> {
+    /// The terms in one folder or file name (borrowed from the table of names already split:
+    /// a word in every path would otherwise copy a list for every file).
+    fn of_part(&mut self, part: &'p str) -> &[u16] {
         // Most names hold no request word's prefix: they are turned away before hashing.
-        if self.index.is_empty() || !terms::may_hold_prefix(part, &self.prefixes) {
-            return Vec::new();
+        if self.index.is_empty() || !self.prefixes.may_hold(part) {
+            return &[];
         }
         let (index, prefixes) = (&self.index, &self.prefixes);
-        self.parts
-            .entry(part)
-            .or_insert_with(|| {
-                let mut v: Vec<u16> = Vec::new();
-                terms::for_each_term_like(part, prefixes, |t| {
-                    if let Some(&k) = index.get(t)
-                        && !v.contains(&k)
-                    {
-                        v.push(k);
-                    }
-                });
-                v
-            })
-            .clone()
+        self.parts.entry(part).or_insert_with(|| {
+            let mut v: Vec<u16> = Vec::new();
+            terms::for_each_term_like(part, prefixes.list(), |t| {
+                if let Some(&k) = index.get(t)
+                    && !v.contains(&k)
+                {
+                    v.push(k);
+                }
+            });
+            v
+        })
     }
 
     /// The terms in a folder's path, each once, in the order met.
     fn of_folder(&mut self, dir: &'p str) -> Vec<u16> {
         let mut ks: Vec<u16> = Vec::new();
         for part in dir.split('/').filter(|p| !p.is_empty()) {
-            for k in self.of_part(part) {
+            for &k in self.of_part(part) {
                 if !ks.contains(&k) {
                     ks.push(k);
                 }
@@ -159,6 +165,7 @@ impl<'q, 'p> PathWords<'q, 'p> {
     /// The hits of file `i`, named `name`, in a folder whose terms are `in_folder`.
     fn hits(&mut self, i: usize, in_folder: &[u16], name: &'p str, out: &mut Vec<PathHit>) {
         let in_name = self.of_part(name);
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
         for &k in in_folder {
             out.push((i, k, in_name.contains(&k)));
         }
@@ -255,8 +262,10 @@ fn is_test_name(name: &str) -> bool {
 }
 
 fn is_doc_name(name: &str) -> bool {
-    name.rsplit_once('.')
-        .is_some_and(|(_, ext)| is_one_of(ext, &["md", "rst", "txt", "adoc"]))
+    name.bytes()
+        .rposition(|b| b == b'.')
+        .and_then(|at| name.get(at + 1..))
+        .is_some_and(|ext| is_one_of(ext, &["md", "rst", "txt", "adoc"]))
 }
 
 /// Test-or-doc for many paths, each folder judged once (a project has a few hundred folders
@@ -294,9 +303,17 @@ impl<'a> MinorPaths<'a> {
     }
 }
 
-/// A path's folder (`""` at the root) and file name.
-fn split_dir(path: &str) -> (&str, &str) {
-    path.rsplit_once('/').unwrap_or(("", path))
+/// A path's folder (`""` at the root) and file name: the last `/` found by a plain loop from
+/// the end (a name is a few bytes; the general reverse search cost more than the rest of
+/// the paths pass's work on a name).
+pub(super) fn split_dir(path: &str) -> (&str, &str) {
+    match path.bytes().rposition(|b| b == b'/') {
+        Some(at) => {
+            let (dir, name) = path.split_at(at);
+            (dir, name.get(1..).unwrap_or_default())
+        }
+        None => ("", path),
+    }
 }
 
 #[cfg(test)]
@@ -333,7 +350,7 @@ mod tests {
     fn folders_come_in_runs_and_order_is_checked() {
         let paths = ["a/x.py", "a/y.py", "a/b/z.py", "a/w.py", "top.md"];
         let q = Query::parse("fix y");
-        let f = PathFacts::of(paths.iter().copied(), &q, None);
+        let f = PathFacts::of(&paths[..], &q, None);
         let runs: Vec<(&str, std::ops::Range<usize>)> = f.folders().collect();
         assert_eq!(
             runs,
@@ -343,7 +360,7 @@ mod tests {
         assert_eq!(f.by_path, Some(vec![2, 3, 0, 1, 4]), "a/b/z.py sorts first");
         assert_eq!(f.minor, [0, 0, 0, 0, DOC]);
         let sorted = ["a/b/z.py", "a/w.py", "a/x.py", "tests/test_a.py"];
-        let f = PathFacts::of(sorted.iter().copied(), &Query::parse(""), None);
+        let f = PathFacts::of(&sorted[..], &Query::parse(""), None);
         assert_eq!(f.by_path, None, "in order already");
         assert_eq!(f.minor, [0, 0, 0, TEST]);
     }

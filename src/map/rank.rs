@@ -8,18 +8,12 @@
 use std::collections::{HashMap, HashSet};
 
 use super::facts::{Facts, Names};
-use super::gather::MapFile;
+use super::files::MapFiles;
 use super::paths::{self, PathFacts};
+use super::score::{self, DefScore, TextScore};
+use super::store::BlobId;
 use super::terms::{self, Query};
 
-/// BM25's term-frequency saturation and length normalisation.
-const K1: f32 = 1.2;
-const B: f32 = 0.75;
-/// Weights of the lexical fields: a request word in the path or a defined name says more
-/// than the same word somewhere in the text.
-const PATH_WEIGHT: f32 = 1.6;
-const DEF_WEIGHT: f32 = 1.0;
-const IDENT_BONUS: f32 = 3.0;
 /// How much the reference graph adds, relative to the best lexical score.
 const GRAPH_WEIGHT: f32 = 0.35;
 /// Files seeding the graph walk.
@@ -68,9 +62,8 @@ pub struct Why {
     pub defs: f32,
     /// Graph part.
     pub graph: f32,
-    /// While scoring: indices of the query terms found in the text, in the path, and in
-    /// defined names (identifiers after the terms), turned into words only for the files
-    /// shown (common words hit most files).
+    /// Indices of the query terms found in the text, in the path, and in defined names
+    /// (identifiers after the terms), as the reasons are worked out, then turned into words.
     #[serde(skip)]
     hits: [Vec<u16>; 3],
 }
@@ -82,21 +75,22 @@ const WHY_FOR: usize = 200;
 #[derive(Debug, Clone)]
 pub struct Ranked {
     /// Index into the map's files.
-    pub file: usize,
+    pub file: u32,
     /// Its score (higher is more relevant).
     pub score: f32,
-    /// Why (`None` for a file nothing matched).
+    /// Why (for the best [`WHY_FOR`] files only).
     pub why: Option<Box<Why>>,
 }
 
-/// Scores while ranking: a number per file, reasons only for the files a request term
-/// matched, and the user's signals as bits. Most files of a big project match nothing, and a
-/// `Why` per file would be most of a ranking's memory (about 200 bytes each: 20 MB at 100,000
-/// files); a signal can hold for every file (a recent commit that touched them all).
+/// Scores while ranking: a number per file, the user's signals as bits, and the graph's part
+/// of the few files its walk reached. The reasons are worked out again for the best files
+/// only (see [`score`]): a signal can hold for every file (a recent commit that touched them
+/// all), and so can a request word (one in every path).
 struct Board {
     score: Vec<f32>,
-    why: Vec<Option<Box<Why>>>,
     signals: Vec<u8>,
+    /// The graph's part of a file's score, and the file whose references led there most.
+    graph: HashMap<usize, (f32, Option<usize>)>,
 }
 
 /// The signals' bits in [`Board::signals`].
@@ -119,36 +113,79 @@ impl Board {
     fn new(files: usize) -> Self {
         Board {
             score: vec![0.0; files],
-            why: std::iter::repeat_with(|| None).take(files).collect(),
             signals: vec![0; files],
+            graph: HashMap::new(),
         }
-    }
-
-    /// The reasons `file` ranks where it does, signals spelled out (`None`: nothing to say).
-    fn take_why(&mut self, file: usize) -> Option<Box<Why>> {
-        let bits = self.signals[file];
-        let mut why = self.why[file].take();
-        if bits != 0 {
-            let why = why.get_or_insert_with(Box::default);
-            why.signals = SIGNALS
-                .iter()
-                .filter(|(bit, _)| bits & bit != 0)
-                .map(|(_, said)| *said)
-                .collect();
-        }
-        why
-    }
-
-    /// Add `s` to `file`'s score; its reasons, to say why.
-    fn add(&mut self, file: usize, s: f32) -> &mut Why {
-        self.score[file] += s;
-        self.why[file].get_or_insert_with(Box::default)
     }
 }
 
-/// A path's folder (`""` at the root) and file name.
-fn split_dir(path: &str) -> (&str, &str) {
-    path.rsplit_once('/').unwrap_or(("", path))
+/// The lexical scorers of one ranking, kept to spell out the best files' reasons.
+struct Lexical<'r> {
+    files: &'r MapFiles<'r>,
+    blobs: &'r [(BlobId, Facts)],
+    paths: &'r PathFacts<'r>,
+    text: Option<TextScore>,
+    defs: Option<DefScore>,
+}
+
+impl Lexical<'_> {
+    /// Add every file's lexical parts to its score: text, then path, then definitions (the
+    /// order its reasons add them in, so the sums are the same to the bit).
+    fn score(&self, out: &mut Board) {
+        let facts = |b: Option<u32>| b.and_then(|b| self.blobs.get(b as usize)).map(|(_, x)| x);
+        if let Some(text) = &self.text {
+            for (i, b) in self.files.blobs().enumerate() {
+                if let Some(f) = facts(b) {
+                    text.each(b, f, |_, s| out.score[i] += s);
+                }
+            }
+        }
+        for hit in &self.paths.hits {
+            out.score[hit.0 as usize] += score::path_part(self.files.len(), self.paths, hit);
+        }
+        if let Some(defs) = &self.defs {
+            for (i, b) in self.files.blobs().enumerate() {
+                defs.each(b, |_, s| out.score[i] += s);
+            }
+        }
+    }
+
+    /// Why `file` scores what it does: its lexical parts as [`Lexical::score`] added them,
+    /// the graph's, and the signals in `bits`.
+    fn why(&self, file: usize, board: &Board) -> Why {
+        let mut why = Why::default();
+        let b = self.files.blob(file);
+        let facts = b.and_then(|b| self.blobs.get(b as usize)).map(|(_, x)| x);
+        if let (Some(text), Some(f)) = (&self.text, facts) {
+            text.each(b, f, |k, s| {
+                why.text += s;
+                why.hits[0].push(k);
+            });
+        }
+        for hit in score::path_hits_of(self.paths, file) {
+            why.path += score::path_part(self.files.len(), self.paths, hit);
+            why.hits[1].push(hit.1);
+        }
+        if let Some(defs) = &self.defs {
+            defs.each(b, |k, s| {
+                why.defs += s;
+                why.hits[2].push(k);
+            });
+        }
+        if let Some(&(s, from)) = board.graph.get(&file) {
+            why.graph += s;
+            if let Some(from) = from {
+                why.referenced_by.push(self.files.path(from).to_string());
+            }
+        }
+        let bits = board.signals.get(file).copied().unwrap_or(0);
+        why.signals = SIGNALS
+            .iter()
+            .filter(|(bit, _)| bits & bit != 0)
+            .map(|(_, said)| *said)
+            .collect();
+        why
+    }
 }
 
 /// The query's terms and identifiers as ids of `names` (those the cache knows).
@@ -176,36 +213,76 @@ fn query_ids(q: &Query, names: &Names) -> QueryIds {
     }
 }
 
+/// A ranking: the files some signal scored, best first, then the rest in path order.
+#[derive(Debug)]
+pub struct Ranking {
+    /// The files with a score above zero, best first, ties in path order; the first
+    /// [`WHY_FOR`] with their reasons.
+    pub scored: Vec<Ranked>,
+    /// Every file's score.
+    score: Vec<f32>,
+    /// The files in path order, when that is not their own.
+    by_path: Option<Vec<u32>>,
+}
+
+impl Ranking {
+    /// Every file, best first, as (file, score): the scored ones, then the rest in path
+    /// order, found as they are read (a map reads a few hundred of a big project's files).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+        let in_path_order = (0..self.score.len()).map(|k| match &self.by_path {
+            Some(order) => order.get(k).map_or(k, |&i| i as usize),
+            None => k,
+        });
+        let rest = in_path_order
+            .map(|i| (i, self.score.get(i).copied().unwrap_or(0.0)))
+            .filter(|&(_, s)| !positive(s));
+        self.scored
+            .iter()
+            .map(|r| (r.file as usize, r.score))
+            .chain(rest)
+    }
+}
+
+/// Whether a score ranks a file among the scored ones.
+fn positive(score: f32) -> bool {
+    score > 0.0
+}
+
 /// Rank `files` (with facts from `blobs`) for `query`; `paths` is what their paths tell
 /// ([`PathFacts::of`] the same files, for the same query; worked out here when it is of
 /// another list).
 pub fn rank(
-    files: &[MapFile],
-    blobs: &[(super::store::BlobId, Facts)],
+    files: &MapFiles,
+    blobs: &[(BlobId, Facts)],
     names: &Names,
     query: &Query,
     signals: &Signals,
-    paths: &PathFacts,
-) -> Vec<Ranked> {
-    let own;
-    let paths = if paths.len == files.len() {
+    paths: PathFacts,
+) -> Ranking {
+    let mut paths = if paths.len == files.len() {
         paths
     } else {
-        own = PathFacts::of(files.iter().map(|f| f.path), query, None);
-        &own
+        PathFacts::of(files.paths(), query, None)
     };
-    let facts = |f: &MapFile| f.blob.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
+    let by_path = paths.by_path.take();
+    let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
     let ids = query_ids(query, names);
+    let terms: Vec<u32> = ids.terms.iter().map(|(_, id)| *id).collect();
+    let idents: Vec<u32> = ids.idents.iter().map(|(_, id)| *id).collect();
+    let lexical = Lexical {
+        files,
+        blobs,
+        paths: &paths,
+        text: TextScore::new(files, blobs, &terms),
+        defs: DefScore::new(files, blobs, &terms, &idents),
+    };
     let mut board = Board::new(files.len());
-    let indexed: Vec<Option<&Facts>> = files.iter().map(facts).collect();
-    score_text(&indexed, &ids, &mut board);
-    score_paths(files, paths, &mut board);
-    score_defs(&indexed, &ids, &mut board);
-    let lexical = board.score.clone();
-    score_graph(files, &facts, &ids, names, &lexical, &mut board);
-    apply_signals(files, query, signals, paths, &mut board);
-    let mut out = sort_best_first(files, board, paths.by_path.as_deref());
-    for r in out.iter_mut().take(WHY_FOR) {
+    lexical.score(&mut board);
+    let seeds = Seeds::of(&board.score);
+    score_graph(files, &facts, &ids, names, &seeds, &mut board);
+    apply_signals(files, query, signals, &paths, &mut board);
+    let mut out = sort_best_first(board, by_path, &|f, b| lexical.why(f, b));
+    for r in out.scored.iter_mut().take(WHY_FOR) {
         if let Some(why) = r.why.as_deref_mut() {
             spell_out(why, query, &ids);
         }
@@ -216,31 +293,36 @@ pub fn rank(
 /// Best score first, ties by path. The files are taken in path order (`order`, when that is
 /// not their own) and sorted by score alone with a stable sort, so ties keep that order: no
 /// path is compared here, however many files a common word scores (a word in every path).
-fn sort_best_first(files: &[MapFile], mut board: Board, order: Option<&[u32]>) -> Vec<Ranked> {
+/// Files that scored nothing are left in path order, read from `order` when asked for.
+fn sort_best_first(
+    board: Board,
+    order: Option<Vec<u32>>,
+    why_of: &dyn Fn(usize, &Board) -> Why,
+) -> Ranking {
     let score = &board.score;
-    let positive = |i: usize| score.get(i).is_some_and(|s| *s > 0.0);
-    let in_path_order: Vec<usize> = match order {
-        Some(order) => order.iter().map(|&i| i as usize).collect(),
-        None => (0..files.len()).collect(),
+    let is_scored = |i: u32| score.get(i as usize).is_some_and(|s| positive(*s));
+    let mut scored: Vec<u32> = match &order {
+        Some(order) => order.iter().copied().filter(|&i| is_scored(i)).collect(),
+        None => (0..u32::try_from(score.len()).unwrap_or(u32::MAX))
+            .filter(|&i| is_scored(i))
+            .collect(),
     };
-    let (mut scored, rest): (Vec<usize>, Vec<usize>) =
-        in_path_order.into_iter().partition(|&i| positive(i));
-    scored.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
-    scored
+    scored.sort_by(|&a, &b| score[b as usize].total_cmp(&score[a as usize]));
+    let scored = scored
         .into_iter()
-        .chain(rest)
         .enumerate()
         .map(|(at, file)| Ranked {
             file,
-            score: board.score[file],
+            score: board.score[file as usize],
             // Only the best are ever explained.
-            why: if at < WHY_FOR {
-                board.take_why(file)
-            } else {
-                None
-            },
+            why: (at < WHY_FOR).then(|| Box::new(why_of(file as usize, &board))),
         })
-        .collect()
+        .collect();
+    Ranking {
+        scored,
+        score: board.score,
+        by_path: order,
+    }
 }
 
 /// Turn a file's hits into the words a reader sees.
@@ -264,113 +346,33 @@ fn spell_out(why: &mut Why, query: &Query, ids: &QueryIds) {
         .collect();
 }
 
-/// BM25 of the request's terms over the files' text.
-fn score_text(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
-    let n = indexed.iter().flatten().count().max(1) as f32;
-    let avg = indexed.iter().flatten().map(|f| f.len as f32).sum::<f32>() / n;
-    let tfs = PerFile::count(indexed, ids.terms.len(), |f, k| f.tf(ids.terms[k].1));
-    let idf: Vec<Option<f32>> = (0..ids.terms.len())
-        .map(|k| {
-            let df = tfs.files_with(k) as f32;
-            (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
-        })
-        .collect();
-    for (i, f) in indexed.iter().enumerate() {
-        let Some(f) = f else { continue };
-        for (k, idf) in idf.iter().enumerate() {
-            let tf = f32::from(tfs.get(i, k));
-            let Some(idf) = idf.filter(|_| tf > 0.0) else {
-                continue;
-            };
-            let norm = K1 * (1.0 - B + B * f.len as f32 / avg.max(1.0));
-            let s = idf * tf * (K1 + 1.0) / (tf + norm);
-            let why = out.add(i, s);
-            why.text += s;
-            why.hits[0].push(k as u16);
+/// The best lexical matches, which seed the graph walk: the [`SEEDS`] best files, ties in
+/// file order, with their scores.
+struct Seeds(Vec<(usize, f32)>);
+
+impl Seeds {
+    /// Taken from `lexical`, before anything else is scored (the walk reads no other file's
+    /// lexical score, so the scores are not copied).
+    fn of(lexical: &[f32]) -> Self {
+        let n = u32::try_from(lexical.len()).unwrap_or(u32::MAX);
+        let mut seeds: Vec<u32> = (0..n).filter(|&i| lexical[i as usize] > 0.0).collect();
+        // Best first, ties in file order: what a stable sort of every match by score gave,
+        // without sorting every match of a common word.
+        let order = |a: &u32, b: &u32| {
+            let (sa, sb) = (lexical[*a as usize], lexical[*b as usize]);
+            sb.total_cmp(&sa).then(a.cmp(b))
+        };
+        if seeds.len() > SEEDS {
+            seeds.select_nth_unstable_by(SEEDS - 1, order);
+            seeds.truncate(SEEDS);
         }
-    }
-}
-
-/// A count per file and query term, taken in one pass over the files: each file's facts are
-/// read once for all the terms (a pass per term would fetch every file's facts from memory
-/// once per term, which is most of a ranking's time).
-struct PerFile {
-    k: usize,
-    counts: Vec<u16>,
-}
-
-impl PerFile {
-    fn count(indexed: &[Option<&Facts>], k: usize, of: impl Fn(&Facts, usize) -> u16) -> Self {
-        let mut counts = vec![0u16; indexed.len() * k];
-        for (i, f) in indexed.iter().enumerate() {
-            if let Some(f) = f {
-                for t in 0..k {
-                    counts[i * k + t] = of(f, t);
-                }
-            }
-        }
-        PerFile { k, counts }
-    }
-
-    fn get(&self, file: usize, term: usize) -> u16 {
-        self.counts.get(file * self.k + term).copied().unwrap_or(0)
-    }
-
-    fn files_with(&self, term: usize) -> usize {
-        self.counts
-            .iter()
-            .skip(term)
-            .step_by(self.k.max(1))
-            .filter(|c| **c > 0)
-            .count()
-    }
-}
-
-/// The request's terms in the files' paths (found by [`PathFacts::of`]), weighted by how
-/// rare they are among paths; the file's own name counts more than its folders'.
-fn score_paths(files: &[MapFile], paths: &PathFacts, out: &mut Board) {
-    let n = files.len().max(1) as f32;
-    for &(i, k, in_name) in &paths.hits {
-        let d = paths.df[k as usize];
-        let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
-        let s = PATH_WEIGHT * idf * if in_name { 1.5 } else { 1.0 };
-        let why = out.add(i, s);
-        why.path += s;
-        why.hits[1].push(k);
-    }
-}
-
-/// The request's terms in the names a file defines, and its identifiers matched exactly.
-fn score_defs(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
-    let n = indexed.iter().flatten().count().max(1) as f32;
-    let terms = ids.terms.len();
-    let found = PerFile::count(indexed, terms + ids.idents.len(), |f, k| {
-        u16::from(match k.checked_sub(terms) {
-            None => f.def_terms.binary_search(&ids.terms[k].1).is_ok(),
-            Some(j) => f.defs.iter().any(|d| d.name == ids.idents[j].1),
-        })
-    });
-    let idf: Vec<Option<f32>> = (0..terms)
-        .map(|k| {
-            let df = found.files_with(k) as f32;
-            (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
-        })
-        .collect();
-    for i in 0..indexed.len() {
-        for (k, idf) in idf.iter().enumerate() {
-            if let Some(idf) = idf.filter(|_| found.get(i, k) > 0) {
-                let why = out.add(i, DEF_WEIGHT * idf);
-                why.defs += DEF_WEIGHT * idf;
-                why.hits[2].push(k as u16);
-            }
-        }
-        for j in 0..ids.idents.len() {
-            if found.get(i, terms + j) > 0 {
-                let why = out.add(i, IDENT_BONUS);
-                why.defs += IDENT_BONUS;
-                why.hits[2].push((terms + j) as u16);
-            }
-        }
+        seeds.sort_by(order);
+        Seeds(
+            seeds
+                .into_iter()
+                .map(|i| (i as usize, lexical[i as usize]))
+                .collect(),
+        )
     }
 }
 
@@ -378,18 +380,16 @@ fn score_defs(indexed: &[Option<&Facts>], ids: &QueryIds, out: &mut Board) {
 /// best lexical matches, computed by local pushes from the seeds (only the part of the graph
 /// near them is touched).
 fn score_graph<'a>(
-    files: &'a [MapFile],
-    facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>,
+    files: &MapFiles,
+    facts: &impl Fn(Option<u32>) -> Option<&'a Facts>,
     ids: &QueryIds,
     names: &Names,
-    lexical: &[f32],
+    seeds: &Seeds,
     out: &mut Board,
 ) {
-    let mut seeds: Vec<usize> = (0..files.len()).filter(|&i| lexical[i] > 0.0).collect();
-    seeds.sort_by(|&a, &b| lexical[b].total_cmp(&lexical[a]));
-    seeds.truncate(SEEDS);
-    let Some(&best) = seeds.first() else { return };
-    let top = lexical[best];
+    let Some(&(_, top)) = seeds.0.first() else {
+        return;
+    };
     let definers = Definers::of(files, facts);
     let wanted: HashSet<u32> = ids
         .idents
@@ -397,15 +397,15 @@ fn score_graph<'a>(
         .chain(&ids.terms)
         .map(|(_, id)| *id)
         .collect();
-    let total: f32 = seeds.iter().map(|&s| lexical[s]).sum();
+    let total: f32 = seeds.0.iter().map(|&(_, s)| s).sum();
     // Dense per-file arrays: a walk touches thousands of files, and tables keyed by file
     // cost more than the walk itself.
     let n = files.len();
     let mut residual = vec![0.0_f32; n];
-    for &s in &seeds {
-        residual[s] = lexical[s] / total;
+    for &(s, lexical) in &seeds.0 {
+        residual[s] = lexical / total;
     }
-    let mut queue: std::collections::VecDeque<usize> = seeds.iter().copied().collect();
+    let mut queue: std::collections::VecDeque<usize> = seeds.0.iter().map(|&(s, _)| s).collect();
     let mut rank: Vec<Option<f32>> = vec![None; n];
     let mut via: Vec<Option<(f32, usize)>> = vec![None; n];
     let mut edges_of: Vec<Option<Vec<(usize, f32)>>> = vec![None; n];
@@ -417,7 +417,9 @@ fn score_graph<'a>(
         if pushes > MAX_PUSHES {
             break;
         }
-        let Some(x) = facts(&files[u]) else { continue };
+        let Some(x) = facts(files.blob(u)) else {
+            continue;
+        };
         let edges = edges_of[u].get_or_insert_with(|| out_edges(u, x, &definers, names, &wanted));
         let sum: f32 = edges.iter().map(|(_, w)| w).sum();
         if sum <= 0.0 {
@@ -443,13 +445,9 @@ fn score_graph<'a>(
     for (i, p) in rank.into_iter().enumerate() {
         let Some(p) = p else { continue };
         let s = GRAPH_WEIGHT * top * p / max;
-        let why = out.add(i, s);
-        why.graph += s;
-        if let Some((_, from)) = via[i]
-            && from != i
-        {
-            why.referenced_by.push(files[from].path.to_string());
-        }
+        out.score[i] += s;
+        let from = via[i].map(|(_, from)| from).filter(|&from| from != i);
+        out.graph.insert(i, (s, from));
     }
 }
 
@@ -458,10 +456,10 @@ fn score_graph<'a>(
 struct Definers(Vec<(u32, u32)>);
 
 impl Definers {
-    fn of<'a>(files: &'a [MapFile], facts: &impl Fn(&'a MapFile) -> Option<&'a Facts>) -> Self {
+    fn of<'a>(files: &MapFiles, facts: &impl Fn(Option<u32>) -> Option<&'a Facts>) -> Self {
         let mut pairs: Vec<(u32, u32)> = Vec::new();
-        for (i, f) in files.iter().enumerate() {
-            if let Some(x) = facts(f) {
+        for (i, b) in files.blobs().enumerate() {
+            if let Some(x) = facts(b) {
                 let file = u32::try_from(i).unwrap_or(u32::MAX);
                 pairs.extend(x.defs.iter().map(|d| (d.name, file)));
             }
@@ -525,7 +523,7 @@ fn out_edges(
 
 /// Named files first, then the user's recent work; tests and docs below source.
 fn apply_signals(
-    files: &[MapFile],
+    files: &MapFiles,
     query: &Query,
     signals: &Signals,
     paths: &PathFacts,
@@ -540,7 +538,7 @@ fn apply_signals(
         };
         let skip = dir.len() + usize::from(!dir.is_empty());
         for i in run {
-            let name = files[i].path.get(skip..).unwrap_or_default();
+            let name = files.path(i).get(skip..).unwrap_or_default();
             let mut add = |bit: u8, s: f32| {
                 out.score[i] += s;
                 out.signals[i] |= bit;
@@ -588,7 +586,7 @@ impl<'s> SignalsByFolder<'s> {
     fn new(signals: &'s Signals) -> Self {
         let mut by: HashMap<&str, Vec<Signalled>> = HashMap::new();
         let mut add = |path: &'s str, bit: u8, recent: u32| {
-            let (dir, name) = split_dir(path);
+            let (dir, name) = paths::split_dir(path);
             let list = by.entry(dir).or_default();
             match list.iter_mut().find(|s| s.name == name) {
                 Some(s) => {
@@ -617,10 +615,6 @@ impl<'s> SignalsByFolder<'s> {
 mod tests {
     use super::*;
 
-    fn file(path: &str) -> MapFile<'_> {
-        MapFile { path, blob: None }
-    }
-
     #[test]
     fn a_word_in_the_file_name_counts_more_than_in_its_folders() {
         let paths = [
@@ -629,7 +623,8 @@ mod tests {
             "lib/billing/invoice/invoice_data.py",
             "src/shipping/rates.py",
         ];
-        let files: Vec<MapFile> = paths.iter().map(|p| file(p)).collect();
+        let paths = paths.to_vec();
+        let files = MapFiles::new(&paths);
         let query = Query::parse("billing invoice");
         let ranked = rank(
             &files,
@@ -637,9 +632,15 @@ mod tests {
             &Names::default(),
             &query,
             &Signals::default(),
-            &PathFacts::of(paths.iter().copied(), &query, None),
+            PathFacts::of(&paths[..], &query, None),
         );
-        let of = |p: &str| ranked.iter().find(|r| files[r.file].path == p).unwrap();
+        let of = |p: &str| {
+            ranked
+                .scored
+                .iter()
+                .find(|r| files.path(r.file as usize) == p)
+                .unwrap()
+        };
         let in_folder = of("src/invoice/helpers.py").score;
         assert!(in_folder > 0.0);
         // "billing" in a folder of both others, "invoice" in the name of the second.
@@ -654,7 +655,11 @@ mod tests {
             deep.score,
             billing_alone + 1.5 * in_folder
         );
-        assert_eq!(of("src/shipping/rates.py").score, 0.0);
+        let rates = ranked
+            .iter()
+            .find(|(f, _)| files.path(*f) == "src/shipping/rates.py");
+        assert_eq!(rates.map(|(_, s)| s), Some(0.0));
+        assert_eq!(ranked.iter().count(), paths.len());
     }
 
     #[test]
@@ -665,7 +670,7 @@ mod tests {
             .map(|i| format!("src/m{i:03}.py"))
             .chain(["tests/test_billing.py".into(), "src/billing.py".into()])
             .collect();
-        let files: Vec<MapFile> = paths.iter().map(|p| file(p)).collect();
+        let files = MapFiles::new(&paths);
         let signals = Signals {
             named: vec!["src/billing.py".to_string()],
             last_plan: Vec::new(),
@@ -679,10 +684,11 @@ mod tests {
             &Names::default(),
             &query,
             &signals,
-            &PathFacts::default(),
+            PathFacts::default(),
         );
+        let ranked = ranked.scored;
         let best = &ranked[0];
-        assert_eq!(files[best.file].path, "src/billing.py");
+        assert_eq!(files.path(best.file as usize), "src/billing.py");
         let why = best.why.as_deref().expect("the best file says why");
         assert_eq!(
             why.signals,
@@ -694,7 +700,7 @@ mod tests {
         );
         let test = ranked
             .iter()
-            .position(|r| files[r.file].path == "tests/test_billing.py")
+            .position(|r| files.path(r.file as usize) == "tests/test_billing.py")
             .expect("ranked");
         let why = ranked[test]
             .why

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use super::facts::{DefRec, Facts, Names};
-use super::gather::MapFile;
-use super::rank::Ranked;
+use super::files::MapFiles;
+use super::rank::Ranking;
 use super::symbols::DefKind;
 use super::terms::{self, Query};
 
@@ -39,9 +39,9 @@ pub struct Shown {
 /// What rendering needs.
 pub struct Input<'a> {
     /// Every file.
-    pub files: &'a [MapFile<'a>],
+    pub files: &'a MapFiles<'a>,
     /// The ranking, best first.
-    pub ranked: &'a [Ranked],
+    pub ranked: &'a Ranking,
     /// Facts by blob index.
     pub blobs: &'a [(super::store::BlobId, Facts)],
     /// Names.
@@ -56,7 +56,7 @@ pub struct Input<'a> {
 
 impl Input<'_> {
     fn facts(&self, file: usize) -> Option<&Facts> {
-        let b = self.files[file].blob?;
+        let b = self.files.blob(file)?;
         self.blobs.get(b as usize).map(|(_, f)| f)
     }
 }
@@ -79,12 +79,12 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
     );
     let footer_room = 80;
     let mut bare = false;
-    for (rank, r) in input.ranked.iter().enumerate() {
-        let path = &input.files[r.file].path;
+    for (rank, (file, score)) in input.ranked.iter().enumerate() {
+        let path = input.files.path(file);
         let mut entry = format!("{path}\n");
-        if !bare && rank < FILES_WITH_DEFS && r.score > 0.0 {
+        if !bare && rank < FILES_WITH_DEFS && score > 0.0 {
             let limit = if rank < 10 { DEFS_FIRST } else { DEFS_NEXT };
-            for d in key_defs(input, r.file, limit) {
+            for d in key_defs(input, file, limit) {
                 entry.push_str(&format!(
                     "  {}: {}\n",
                     d.line,
@@ -164,11 +164,11 @@ fn key_defs<'a>(input: &'a Input<'_>, file: usize, limit: usize) -> Vec<&'a DefR
 /// The best files' text within `budget`: whole when small, else excerpts.
 fn render_texts(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
     let mut out = String::new();
-    for r in input.ranked.iter().take(TEXT_FILES) {
-        if r.score <= 0.0 || budget.saturating_sub(out.len()) < 400 {
+    for (file, score) in input.ranked.iter().take(TEXT_FILES) {
+        if score <= 0.0 || budget.saturating_sub(out.len()) < 400 {
             break;
         }
-        let path = &input.files[r.file].path;
+        let path = input.files.path(file);
         let Some(text) = (input.text_of)(path) else {
             continue;
         };
@@ -182,7 +182,7 @@ fn render_texts(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
             shown.whole.push(path.to_string());
             continue;
         }
-        let ranges = excerpt_ranges(input, r.file, &text);
+        let ranges = excerpt_ranges(input, file, &text);
         let block = excerpt_block(path, &text, &ranges, room);
         if let Some((block, used)) = block {
             out.push_str(&block);

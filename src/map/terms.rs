@@ -224,6 +224,100 @@ pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
         .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
 }
 
+/// The wanted terms' prefixes, with the pairs of bytes they start with: most names of a big
+/// project hold none of those pairs, which one pass over a name's bytes finds (testing each
+/// prefix in turn passes over the name once per prefix, for every file of the project).
+#[derive(Debug, Clone, Default)]
+pub struct Prefixes {
+    list: Vec<String>,
+    /// A bit per pair of bytes some prefix starts with, in any case (`None` when a prefix is
+    /// shorter than two bytes: any name may then hold one).
+    pairs: Option<Box<Pairs>>,
+}
+
+impl Prefixes {
+    /// The [`prefixes`] of `terms`.
+    pub fn of(terms: &[String]) -> Self {
+        let list = prefixes(terms);
+        let mut pairs = Box::new([0u64; 1 << 10]);
+        let mut whole = true;
+        for p in &list {
+            match p.as_bytes() {
+                [a, b, ..] => {
+                    // In every case, so that a name is tested as it is, not lowered first.
+                    for a in [a.to_ascii_lowercase(), a.to_ascii_uppercase()] {
+                        for b in [b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
+                            let k = pair(a, b);
+                            pairs[k >> 6] |= 1 << (k & 63);
+                        }
+                    }
+                }
+                _ => whole = false,
+            }
+        }
+        Prefixes {
+            list,
+            pairs: whole.then_some(pairs),
+        }
+    }
+
+    /// The prefixes.
+    pub fn list(&self) -> &[String] {
+        &self.list
+    }
+
+    /// [`may_hold_prefix`] for these prefixes: false for every name in which none occurs.
+    pub fn may_hold(&self, text: &str) -> bool {
+        if let Some(pairs) = &self.pairs
+            && !holds_pair(text, pairs)
+        {
+            return false;
+        }
+        may_hold_prefix(text, &self.list)
+    }
+}
+
+/// A bit per pair of bytes.
+type Pairs = [u64; 1 << 10];
+
+/// A pair of bytes as a bit number.
+fn pair(a: u8, b: u8) -> usize {
+    usize::from(a) << 8 | usize::from(b)
+}
+
+/// Whether `pairs` holds bit `k` (below 65,536: the table's size, so no bounds are checked).
+fn has(pairs: &Pairs, k: usize) -> bool {
+    pairs[(k >> 6) & 1023] & (1 << (k & 63)) != 0
+}
+
+/// Whether `text`, lowered with its underscores left out (as [`may_hold_prefix`] folds it),
+/// holds one of `pairs`; true for any text that is not ASCII (it is not folded so simply).
+fn holds_pair(text: &str, pairs: &Pairs) -> bool {
+    let b = text.as_bytes();
+    if !b.iter().any(|&c| !c.is_ascii() || c == b'_') {
+        // Most names: nothing to fold (the table holds every case), and every pair tested on
+        // its own (no byte depends on the one before, as skipping underscores makes it).
+        return b.windows(2).any(|w| has(pairs, pair(w[0], w[1])));
+    }
+    let mut prev: Option<u8> = None;
+    for &b in b {
+        if !b.is_ascii() {
+            return true;
+        }
+        if b == b'_' {
+            continue;
+        }
+        let c = b.to_ascii_lowercase();
+        if let Some(p) = prev
+            && has(pairs, pair(p, c))
+        {
+            return true;
+        }
+        prev = Some(c);
+    }
+    false
+}
+
 /// Whether `w` lowered is `p` (byte for byte: `p` may hold capitals no lowered text has).
 fn lower_is(w: &[u8], p: &[u8]) -> bool {
     w.iter().map(u8::to_ascii_lowercase).eq(p.iter().copied())
@@ -340,6 +434,38 @@ mod tests {
         );
     }
     use crate::map::terms;
+
+    #[test]
+    fn the_pairs_test_turns_away_only_names_the_full_test_does() {
+        let terms = ["parser", "invoic", "ab", "ré", "x"].map(String::from);
+        for wanted in [&terms[..2], &terms[..3], &terms[2..4], &terms[..]] {
+            let p = Prefixes::of(wanted);
+            for name in [
+                "parser.py",
+                "Parser.java",
+                "JSONPARSER.ts",
+                "pa_rser.rs",
+                "in_voice.py",
+                "IN__VOICE",
+                "part0",
+                "file000.py",
+                "pa.rser",
+                "a_b.c",
+                "AB",
+                "p",
+                "",
+                "café.py",
+                "rébus",
+                "x.rs",
+            ] {
+                assert_eq!(
+                    p.may_hold(name),
+                    may_hold_prefix(name, p.list()),
+                    "{name} for {wanted:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_prefix_test_never_drops_a_word_the_full_test_keeps() {
