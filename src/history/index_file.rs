@@ -780,23 +780,6 @@ pub(crate) fn load_shared(repo: &git2::Repository) -> Result<Arc<IndexFile>, His
     load_shared_at(index_path(repo.path()))
 }
 
-/// [`load_shared`] for the last reader of the index for a while (the repository map, which
-/// reads it before the model is called and holds it only while it gathers): the index is not
-/// kept for later readers, so its 10 MB at 100,000 files are given back as soon as that
-/// reader is done, not held until the process ends. A later reader (a plan's commit) reads
-/// it again.
-pub(crate) fn take_shared(repo: &git2::Repository) -> Result<Arc<IndexFile>, HistoryError> {
-    let index = load_shared(repo)?;
-    let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-    if shared
-        .as_ref()
-        .is_some_and(|(_, _, kept)| Arc::ptr_eq(kept, &index))
-    {
-        *shared = None;
-    }
-    Ok(index)
-}
-
 /// [`load_shared`] for the index file at `path`.
 fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryError> {
     let mut file = match File::open(&path) {

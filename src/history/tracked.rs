@@ -59,7 +59,7 @@ impl TrackedBlobs {
         if hr.private {
             return None;
         }
-        let index = index_file::take_shared(&hr.repo).ok()?;
+        let index = index_file::load_shared(&hr.repo).ok()?;
         Some(TrackedBlobs {
             index,
             slots: std::sync::OnceLock::new(),
