@@ -274,7 +274,8 @@ fn corpus_size(tree: &Scan) -> (usize, usize) {
 /// scan as it is turned into paths, so the two are not both held whole.
 fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
     let d = tree.take(id);
-    // A reused folder's names are checked as UTF-8 once, not one by one.
+    // A reused folder's names are checked once, not one by one, for being UTF-8 that needs no
+    // escape (see `rawname`).
     if let Some(kept) = d.kept.iter_text().filter(|_| d.entries.is_empty()) {
         for (i, (name, kind)) in kept.enumerate() {
             match (kind, d.sub.get(i).copied().flatten()) {
@@ -293,11 +294,8 @@ fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
     for (i, (name, kind)) in listed.enumerate() {
         match (kind, d.sub.get(i).copied().flatten()) {
             (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
-            // Names are nearly always UTF-8: checked as is, made lossy only when not.
-            (Kind::File, _) => match std::str::from_utf8(name) {
-                Ok(name) => out.push(&d.rel, name),
-                Err(_) => out.push(&d.rel, &String::from_utf8_lossy(name)),
-            },
+            // Spelled losslessly, as every path pai shows (a lossy spelling names no file).
+            (Kind::File, _) => out.push(&d.rel, &crate::rawname::encode(name)),
             _ => {}
         }
     }

@@ -256,9 +256,14 @@ impl KeptEntries {
             .map(|(name, &k)| (name, kind_of(k).unwrap_or(Kind::Other)))
     }
 
-    /// [`Self::iter`] with the names as text, when they all are UTF-8 (checked once for the
-    /// folder rather than name by name).
+    /// [`Self::iter`] with the names as text, when every name is its own spelling (see
+    /// [`crate::rawname`]): UTF-8 holding none of the characters that stand for other bytes,
+    /// checked once for the folder rather than name by name.
     pub(crate) fn iter_text(&self) -> Option<impl Iterator<Item = (&str, Kind)>> {
+        // Those characters (U+10FF80 and up) are all written with a leading byte 0xF4.
+        if memchr::memchr(0xF4, self.names()).is_some() {
+            return None;
+        }
         let names = std::str::from_utf8(self.names()).ok()?;
         // Split at the NULs bytewise (a NUL is a whole character, so every piece is text):
         // names are short, and a search per name costs more than the names' bytes.

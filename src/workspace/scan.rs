@@ -405,7 +405,7 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
             children.push(Job {
                 id,
                 dir: Arc::clone(&dir),
-                rel: join(&job.rel, &String::from_utf8_lossy(name)),
+                rel: join(&job.rel, &crate::rawname::encode(name)),
                 name: Some(cname),
                 parent_rules: Some(Arc::clone(&level)),
                 rules_same,

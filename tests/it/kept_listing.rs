@@ -179,10 +179,21 @@ fn a_kept_folder_with_a_name_that_is_not_utf8_lists_as_a_walk_does() {
     let fx = tree();
     let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
     fs::write(fx.root.join("src").join(odd), "x").unwrap();
+    // A name that is UTF-8 but holds a character pai's spelling reserves for other bytes.
+    let reserved = "x\u{10FF80}.txt";
+    fs::write(fx.root.join("src").join(reserved), "y").unwrap();
     let ws = fx.ws();
     let first = fx.agrees(&ws, "the first walk", 5);
-    assert!(first.iter().any(|p| p.starts_with("src/caf")), "{first:?}");
-    // Reused: the folder's names are not all UTF-8, so they are taken one by one.
+    // Both spelled losslessly, as every path pai shows, so each names its file.
+    for raw in [
+        &b"src/caf\xe9.txt"[..],
+        format!("src/{reserved}").as_bytes(),
+    ] {
+        let spelled = pai::rawname::encode(raw).into_owned();
+        assert!(has(&first, &spelled), "{spelled:?} in {first:?}");
+        assert!(ws.read(&spelled).is_ok(), "{spelled:?}");
+    }
+    // Reused: the folder's names are not all their own spelling, so they are taken one by one.
     fx.put("src/deep/er/still/new.rs", "n");
     fx.agrees(&ws, "a file added below it", 1);
 }
