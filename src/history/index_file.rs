@@ -357,9 +357,11 @@ impl IndexFile {
         }
     }
 
-    /// Read the index at `path`; a missing file is an empty index. Like git, the trailing
+    /// Read the index at `path` (unshared: the tests' reader; pai reads through
+    /// [`load_shared`]); a missing file is an empty index. Like git, the trailing
     /// checksum is not re-computed on read (that alone would cost as much as the rest); the
     /// structure is checked instead.
+    #[cfg(test)]
     pub(crate) fn read(path: &Path) -> Result<IndexFile, HistoryError> {
         let mut file = match File::open(path) {
             Ok(f) => f,
@@ -781,7 +783,7 @@ pub(crate) fn load_shared(repo: &git2::Repository) -> Result<Arc<IndexFile>, His
 }
 
 /// [`load_shared`] for the index file at `path`.
-fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryError> {
+pub(crate) fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryError> {
     let mut file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
