@@ -368,7 +368,8 @@ impl IndexFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexFile::empty()),
             Err(e) => return Err(bad(path, e)),
         };
-        let buf = file_bytes(path, &mut file)?;
+        let meta = file.metadata().map_err(|e| bad(path, e))?;
+        let buf = file_bytes(path, &mut file, &meta)?;
         IndexFile::parse(path, buf)
     }
 
@@ -791,7 +792,8 @@ pub(crate) fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryErr
         }
         Err(e) => return Err(bad(&path, e)),
     };
-    let size = file.metadata().map_err(|e| bad(&path, e))?.len();
+    let meta = file.metadata().map_err(|e| bad(&path, e))?;
+    let size = meta.len();
     let mut sum = [0u8; HASH_LEN];
     let summed = size >= HASH_LEN as u64
         && std::os::unix::fs::FileExt::read_exact_at(&file, &mut sum, size - HASH_LEN as u64)
@@ -806,7 +808,7 @@ pub(crate) fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryErr
             return Ok(Arc::clone(index));
         }
     }
-    let buf = file_bytes(&path, &mut file)?;
+    let buf = file_bytes(&path, &mut file, &meta)?;
     let read_sum: Option<[u8; HASH_LEN]> = buf
         .len()
         .checked_sub(HASH_LEN)
@@ -820,10 +822,13 @@ pub(crate) fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryErr
     Ok(index)
 }
 
-/// The bytes of the index file open as `file` at `path`: mapped when it is a large regular
-/// file (see [`FileBytes`]).
-fn file_bytes(path: &Path, file: &mut File) -> Result<FileBytes, HistoryError> {
-    let meta = file.metadata().map_err(|e| bad(path, e))?;
+/// The bytes of the index file open as `file` at `path`, whose metadata is `meta`: mapped
+/// when it is a large regular file (see [`FileBytes`]).
+fn file_bytes(
+    path: &Path,
+    file: &mut File,
+    meta: &fs::Metadata,
+) -> Result<FileBytes, HistoryError> {
     FileBytes::of(file, meta.len(), meta.is_file()).map_err(|e| bad(path, e))
 }
 
