@@ -43,19 +43,17 @@ const FLAG_EXTENDED: u16 = 0x4000;
 const STAGE_MASK: u16 = 0x3000;
 const NAME_MASK: u16 = 0x0fff;
 
-/// One entry as found in the file, kept small (100,000 of them are read per commit).
+/// One entry as found in the file, kept small (100,000 of them are read per commit): 8 bytes.
+/// The rest is read from the file's bytes when asked for: the fixed part's length and the
+/// stage from the entry's flags, its end from where the next entry starts.
 #[derive(Debug, Clone, Copy)]
 struct RawEntry {
-    /// Where the encoded entry starts and ends in `IndexFile::buf`.
+    /// Where the encoded entry starts in `IndexFile::buf`.
     start: u32,
-    end: u32,
-    /// Where its path starts: in `buf` (versions 2, 3) or in `IndexFile::arena` (version 4,
-    /// whose paths are prefix-compressed).
-    path: u32,
-    path_len: u32,
-    /// Length of the fixed part (62, or 64 with extended flags).
-    fixed: u8,
-    stage: u8,
+    /// Where its path ends: in `buf` (versions 2, 3; the path starts after the fixed part) or
+    /// in `IndexFile::arena` (version 4, whose paths are prefix-compressed and decompressed
+    /// one after the other, so the path starts where the previous entry's ends).
+    path_end: u32,
 }
 
 /// An extension: its signature, and where its data is in `IndexFile::buf`.
@@ -67,6 +65,8 @@ pub(crate) struct IndexFile {
     version: u32,
     buf: FileBytes,
     entries: Vec<RawEntry>,
+    /// Where the last entry ends in `buf` (and the extensions start).
+    entries_end: u32,
     arena: Vec<u8>,
     extensions: Vec<Extension>,
 }
@@ -218,11 +218,7 @@ impl<'b> EntryReader<'b> {
         self.prev = path_range.clone();
         Ok(RawEntry {
             start: start as u32,
-            end: self.pos as u32,
-            path: path_range.start as u32,
-            path_len: path_range.len() as u32,
-            fixed: fixed as u8,
-            stage: ((flags & STAGE_MASK) >> 12) as u8,
+            path_end: path_range.end as u32,
         })
     }
 
@@ -352,6 +348,7 @@ impl IndexFile {
             version: 2,
             buf: FileBytes::Read(Vec::new()),
             entries: Vec::new(),
+            entries_end: HEADER_LEN as u32,
             arena: Vec::new(),
             extensions: Vec::new(),
         }
@@ -396,22 +393,64 @@ impl IndexFile {
             version,
             buf,
             entries,
+            entries_end: pos as u32,
             arena,
             extensions,
         })
     }
 
-    fn path_of(&self, e: &RawEntry) -> &[u8] {
-        let range = e.path as usize..(e.path + e.path_len) as usize;
-        if self.version == 4 {
-            &self.arena[range]
+    /// An entry's flags.
+    fn flags_of(&self, e: RawEntry) -> u16 {
+        be16(&self.buf, e.start as usize + FLAGS_OFFSET)
+    }
+
+    /// The length of an entry's fixed part: 62, or 64 with the extended flags.
+    fn fixed_of(&self, e: RawEntry) -> usize {
+        if self.flags_of(e) & FLAG_EXTENDED != 0 {
+            FIXED_LEN + 2
         } else {
-            &self.buf[range]
+            FIXED_LEN
         }
     }
 
+    /// An entry's stage (0 unless it is a side of a conflict).
+    fn stage_of(&self, e: RawEntry) -> u16 {
+        (self.flags_of(e) & STAGE_MASK) >> 12
+    }
+
+    /// Where entry `i` ends in `buf`: where the next one starts.
+    fn end_of(&self, i: usize) -> usize {
+        self.entries
+            .get(i + 1)
+            .map_or(self.entries_end, |e| e.start) as usize
+    }
+
+    /// The path of entry `i` (raw bytes).
+    fn path_of(&self, i: usize) -> &[u8] {
+        let Some(&e) = self.entries.get(i) else {
+            return &[];
+        };
+        if self.version == 4 {
+            let start = match i.checked_sub(1) {
+                Some(prev) => self.entries[prev].path_end as usize,
+                None => 0,
+            };
+            &self.arena[start..e.path_end as usize]
+        } else {
+            &self.buf[e.start as usize + self.fixed_of(e)..e.path_end as usize]
+        }
+    }
+
+    /// Entry `i`, when it is a stage-0 entry.
+    fn stage0(&self, i: usize) -> Option<RawEntry> {
+        self.entries
+            .get(i)
+            .copied()
+            .filter(|&e| self.stage_of(e) == 0)
+    }
+
     /// The blob id and mode an entry records.
-    fn entry_of(&self, e: &RawEntry) -> Entry {
+    fn entry_of(&self, e: RawEntry) -> Entry {
         let at = e.start as usize;
         let mut id = [0u8; 20];
         id.copy_from_slice(&self.buf[at + OID_OFFSET..at + OID_OFFSET + 20]);
@@ -422,11 +461,9 @@ impl IndexFile {
 
     /// Paths with unresolved conflicts (entries at a stage other than 0).
     pub(crate) fn conflicts(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .entries
-            .iter()
-            .filter(|e| e.stage != 0)
-            .map(|e| crate::rawname::encode(self.path_of(e)).into_owned())
+        let mut out: Vec<String> = (0..self.entries.len())
+            .filter(|&i| self.stage_of(self.entries[i]) != 0)
+            .map(|i| crate::rawname::encode(self.path_of(i)).into_owned())
             .collect();
         out.dedup();
         out
@@ -439,21 +476,18 @@ impl IndexFile {
 
     /// The path of entry `i` (raw bytes); empty past the end.
     pub(crate) fn path_at(&self, i: usize) -> &[u8] {
-        self.entries.get(i).map_or(&[], |e| self.path_of(e))
+        self.path_of(i)
     }
 
     /// The blob id and mode of entry `i`, when it is a stage-0 entry.
     pub(crate) fn entry_at(&self, i: usize) -> Option<Entry> {
-        self.entries
-            .get(i)
-            .filter(|e| e.stage == 0)
-            .map(|e| self.entry_of(e))
+        self.stage0(i).map(|e| self.entry_of(e))
     }
 
     /// The raw blob id and mode of entry `i`, when it is a stage-0 entry (no `Oid` made: the
     /// map asks for every tracked file's).
     pub(crate) fn raw_entry_at(&self, i: usize) -> Option<(&[u8], u32)> {
-        let e = self.entries.get(i).filter(|e| e.stage == 0)?;
+        let e = self.stage0(i)?;
         let at = e.start as usize;
         let id = self.buf.get(at + OID_OFFSET..at + OID_OFFSET + 20)?;
         Some((id, be32(&self.buf, at + MODE_OFFSET)))
@@ -474,10 +508,7 @@ impl IndexFile {
     /// The position of the first entry at `path` (any stage).
     pub(crate) fn position(&self, path: &[u8]) -> Option<usize> {
         let i = self.lower_bound(path);
-        self.entries
-            .get(i)
-            .filter(|e| self.path_of(e) == path)
-            .map(|_| i)
+        (i < self.entries.len() && self.path_of(i) == path).then_some(i)
     }
 
     /// Whether any entry lies below the directory `dir` (raw bytes, no trailing `/`).
@@ -485,14 +516,22 @@ impl IndexFile {
         let mut prefix = dir.to_vec();
         prefix.push(b'/');
         let i = self.lower_bound(&prefix);
-        self.entries
-            .get(i)
-            .is_some_and(|e| self.path_of(e).starts_with(&prefix))
+        i < self.entries.len() && self.path_of(i).starts_with(&prefix)
     }
 
     /// Index of the first entry whose path is not less than `path`.
     fn lower_bound(&self, path: &[u8]) -> usize {
-        self.entries.partition_point(|e| self.path_of(e) < path)
+        // A binary search over positions, not entries: a version 4 path needs its neighbour.
+        let (mut lo, mut hi) = (0, self.entries.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.path_of(mid) < path {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The stage-0 entry at `path`.
@@ -500,10 +539,9 @@ impl IndexFile {
         let path = crate::rawname::decode(path);
         let path = path.as_ref();
         let i = self.lower_bound(path);
-        self.entries[i..]
-            .iter()
-            .take_while(|e| self.path_of(e) == path)
-            .find(|e| e.stage == 0)
+        (i..self.entries.len())
+            .take_while(|&j| self.path_of(j) == path)
+            .find_map(|j| self.stage0(j))
             .map(|e| self.entry_of(e))
     }
 
@@ -512,9 +550,8 @@ impl IndexFile {
         let mut prefix = crate::rawname::decode(dir).into_owned();
         prefix.push(b'/');
         let i = self.lower_bound(&prefix);
-        self.entries[i..]
-            .iter()
-            .map(|e| self.path_of(e))
+        (i..self.entries.len())
+            .map(|j| self.path_of(j))
             .take_while(|p| p.starts_with(&prefix))
             .map(|p| crate::rawname::encode(p).into_owned())
             .collect()
@@ -527,7 +564,7 @@ impl IndexFile {
         let mut dropped = vec![false; self.entries.len()];
         let mark_exact = |path: &[u8], dropped: &mut Vec<bool>| {
             let mut i = self.lower_bound(path);
-            while i < self.entries.len() && self.path_of(&self.entries[i]) == path {
+            while i < self.entries.len() && self.path_of(i) == path {
                 dropped[i] = true;
                 i += 1;
             }
@@ -546,7 +583,7 @@ impl IndexFile {
             let mut below = path.to_vec();
             below.push(b'/');
             let mut i = self.lower_bound(&below);
-            while i < self.entries.len() && self.path_of(&self.entries[i]).starts_with(&below) {
+            while i < self.entries.len() && self.path_of(i).starts_with(&below) {
                 dropped[i] = true;
                 i += 1;
             }
@@ -613,19 +650,19 @@ impl IndexFile {
             while j < n && j < next_insert && !dropped[j] {
                 j += 1;
             }
-            let first = &self.entries[i];
-            let last = &self.entries[j - 1];
-            let (start, fixed) = (first.start as usize, first.fixed as usize);
+            let first = self.entries[i];
+            let (start, fixed) = (first.start as usize, self.fixed_of(first));
+            let run_end = self.end_of(j - 1);
             if self.version == 4 {
                 piece.clear();
                 piece.extend_from_slice(&self.buf[start..start + fixed]);
-                self.emit_path(&mut piece, &mut prev, self.path_of(first), fixed);
+                self.emit_path(&mut piece, &mut prev, self.path_of(i), fixed);
                 out.put(&piece)?;
-                out.put(&self.buf[first.end as usize..last.end as usize])?;
+                out.put(&self.buf[self.end_of(i)..run_end])?;
                 prev.clear();
-                prev.extend_from_slice(self.path_of(last));
+                prev.extend_from_slice(self.path_of(j - 1));
             } else {
-                out.put(&self.buf[start..last.end as usize])?;
+                out.put(&self.buf[start..run_end])?;
             }
             i = j;
         }
@@ -1063,12 +1100,10 @@ mod tests {
             // Apply all edits at once; clashes among the edits themselves resolve in path order.
             fs::write(&p, current.rewrite(&updates)).unwrap();
             let read = IndexFile::read(&p).unwrap();
-            let got: BTreeMap<String, u8> = read
-                .entries
-                .iter()
-                .map(|e| (String::from_utf8(read.path_of(e).to_vec()).unwrap(), read.entry_of(e).0.as_bytes()[0] - 1))
+            let got: BTreeMap<String, u8> = (0..read.len())
+                .map(|i| (String::from_utf8(read.path_of(i).to_vec()).unwrap(), read.entry_of(read.entries[i]).0.as_bytes()[0] - 1))
                 .collect();
-            let paths: Vec<&[u8]> = read.entries.iter().map(|e| read.path_of(e)).collect();
+            let paths: Vec<&[u8]> = (0..read.len()).map(|i| read.path_of(i)).collect();
             proptest::prop_assert!(paths.windows(2).all(|w| w[0] < w[1]), "unsorted: {paths:?}");
             if edits.keys().all(|a| edits.keys().all(|b| a == b || !(b.starts_with(&format!("{a}/"))))) {
                 proptest::prop_assert_eq!(got, model);
@@ -1102,7 +1137,7 @@ mod tests {
         updates.insert("y".to_string(), Some((id, 0o100644)));
         fs::write(&p, read.rewrite(&updates)).unwrap();
         let read = IndexFile::read(&p).unwrap();
-        let paths: Vec<&[u8]> = read.entries.iter().map(|e| read.path_of(e)).collect();
+        let paths: Vec<&[u8]> = (0..read.len()).map(|i| read.path_of(i)).collect();
         assert_eq!(paths, [b"x/inner".as_slice(), b"y".as_slice()]);
     }
 

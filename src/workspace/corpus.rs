@@ -278,9 +278,13 @@ fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
     // escape (see `rawname`).
     if let Some(kept) = d.kept.iter_text().filter(|_| d.entries.is_empty()) {
         for (i, (name, kind)) in kept.enumerate() {
-            match (kind, d.sub.get(i).copied().flatten()) {
-                (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
-                (Kind::File, _) => out.push(&d.rel, name),
+            match kind {
+                Kind::Dir => {
+                    if let Some(sub) = d.sub(i) {
+                        flatten(tree, sub, out);
+                    }
+                }
+                Kind::File => out.push(&d.rel, name),
                 _ => {}
             }
         }
@@ -292,10 +296,14 @@ fn flatten(tree: &mut Scan, id: usize, out: &mut Corpus) {
         .map(|e| (e.cname.as_bytes(), e.kind))
         .chain(d.kept.iter());
     for (i, (name, kind)) in listed.enumerate() {
-        match (kind, d.sub.get(i).copied().flatten()) {
-            (Kind::Dir, Some(sub)) => flatten(tree, sub, out),
+        match kind {
+            Kind::Dir => {
+                if let Some(sub) = d.sub(i) {
+                    flatten(tree, sub, out);
+                }
+            }
             // Spelled losslessly, as every path pai shows (a lossy spelling names no file).
-            (Kind::File, _) => out.push(&d.rel, &crate::rawname::encode(name)),
+            Kind::File => out.push(&d.rel, &crate::rawname::encode(name)),
             _ => {}
         }
     }

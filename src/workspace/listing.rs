@@ -207,7 +207,7 @@ fn list_rec(scan: &Scan, d: &ScanDir, st: &mut ListState) {
         st.unreadable += 1;
     }
     let rel = d.rel.as_str();
-    for (e, sub) in d.entries.iter().zip(&d.sub) {
+    for (i, e) in d.entries.iter().enumerate() {
         if st.shown < st.cap {
             if !rel.is_empty() {
                 st.out.push_str(rel);
@@ -222,7 +222,7 @@ fn list_rec(scan: &Scan, d: &ScanDir, st: &mut ListState) {
         } else {
             st.omitted.files += 1;
         }
-        if let Some(id) = *sub {
+        if let Some(id) = d.sub(i) {
             list_rec(scan, scan.dir(id), st);
         }
     }
@@ -244,15 +244,16 @@ fn tree_rec(scan: &Scan, d: &ScanDir, prefix: &str, st: &mut TreeState) {
     let n = d.entries.len();
     let truncated_here = n > st.per_dir;
     let mut local = Omitted::default();
-    for (i, (e, sub)) in d.entries.iter().zip(&d.sub).enumerate() {
+    for (i, e) in d.entries.iter().enumerate() {
         let is_dir = e.kind == Kind::Dir;
+        let sub = d.sub(i);
         if st.shown >= st.cap || i >= st.per_dir {
             // Not drawn: count the entry and everything below it, either into this directory's
             // "… more" line or, once the global cap is reached, into the final summary.
             let mut c = Omitted::default();
             if is_dir {
                 c.dirs += 1;
-                if let Some(id) = *sub {
+                if let Some(id) = sub {
                     let below = count_rec(scan, scan.dir(id), &mut st.unreadable);
                     c.files += below.files;
                     c.dirs += below.dirs;
@@ -276,7 +277,7 @@ fn tree_rec(scan: &Scan, d: &ScanDir, prefix: &str, st: &mut TreeState) {
         st.out.push_str(e.marker());
         st.out.push('\n');
         st.shown += 1;
-        if let Some(id) = *sub {
+        if let Some(id) = sub {
             let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
             tree_rec(scan, scan.dir(id), &child_prefix, st);
         }
@@ -295,10 +296,10 @@ fn count_rec(scan: &Scan, d: &ScanDir, unreadable: &mut usize) -> Omitted {
     if d.unreadable {
         *unreadable += 1;
     }
-    for (e, sub) in d.entries.iter().zip(&d.sub) {
+    for (i, e) in d.entries.iter().enumerate() {
         if e.kind == Kind::Dir {
             c.dirs += 1;
-            if let Some(id) = *sub {
+            if let Some(id) = d.sub(i) {
                 let s = count_rec(scan, scan.dir(id), unreadable);
                 c.files += s.files;
                 c.dirs += s.dirs;
@@ -311,10 +312,10 @@ fn count_rec(scan: &Scan, d: &ScanDir, unreadable: &mut usize) -> Omitted {
 }
 
 fn files_rec(scan: &Scan, d: &ScanDir, max: usize, files: &mut Vec<String>, omitted: &mut usize) {
-    for (e, sub) in d.entries.iter().zip(&d.sub) {
+    for (i, e) in d.entries.iter().enumerate() {
         match e.kind {
             Kind::Dir => {
-                if let Some(id) = *sub {
+                if let Some(id) = d.sub(i) {
                     files_rec(scan, scan.dir(id), max, files, omitted);
                 }
             }

@@ -34,9 +34,10 @@ pub(crate) struct ScanDir {
     pub rel: String,
     /// Its visible entries, directories first, each group sorted by name.
     pub entries: Vec<Entry>,
-    /// For each entry that is a directory the scan went into, the id of its scan (for
-    /// [`Scan::dir`]); `None` for files and for directories past the depth limit.
-    pub sub: Vec<Option<usize>>,
+    /// For each entry that is a directory the scan went into, its index among the entries
+    /// and the id of its scan (for [`Scan::dir`]), in entry order; see [`ScanDir::sub`].
+    /// Only directories have a pair: a slot for every entry would cost 16 bytes a file.
+    subs: Vec<(u32, u32)>,
     /// Whether this directory could not be opened or read.
     pub unreadable: bool,
     /// For a recording scan ([`scan_recording`]): the directory's stat and its `.gitignore`'s
@@ -64,7 +65,7 @@ impl Scan {
         static EMPTY: ScanDir = ScanDir {
             rel: String::new(),
             entries: Vec::new(),
-            sub: Vec::new(),
+            subs: Vec::new(),
             unreadable: true,
             stamps: None,
             reused: false,
@@ -245,6 +246,14 @@ impl ScanDir {
             ..ScanDir::default()
         }
     }
+
+    /// The id of the scan of entry `i` (for [`Scan::dir`]), when it is a directory the scan
+    /// went into; `None` for files and for directories past the depth limit.
+    pub(crate) fn sub(&self, i: usize) -> Option<usize> {
+        let i = u32::try_from(i).ok()?;
+        let at = self.subs.binary_search_by_key(&i, |&(at, _)| at).ok()?;
+        self.subs.get(at).map(|&(_, id)| id as usize)
+    }
 }
 
 fn lock<'a>(q: &'a Mutex<Queue>) -> std::sync::MutexGuard<'a, Queue> {
@@ -386,7 +395,7 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
         rules_same,
         reused,
     } = found;
-    let mut sub = vec![None; entries.len() + kept.len()];
+    let mut subs = Vec::new();
     let mut children = Vec::new();
     if level.depth() < MAX_DEPTH {
         let listed = entries
@@ -401,7 +410,10 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
                 continue;
             };
             let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-            sub[i] = Some(id);
+            let (Ok(at), Ok(id32)) = (u32::try_from(i), u32::try_from(id)) else {
+                continue;
+            };
+            subs.push((at, id32));
             children.push(Job {
                 id,
                 dir: Arc::clone(&dir),
@@ -425,7 +437,7 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
         ScanDir {
             rel: job.rel,
             entries,
-            sub,
+            subs,
             unreadable: false,
             stamps,
             reused,

@@ -231,8 +231,8 @@ fn report_in_order(
     st: &mut State<'_>,
 ) {
     let mut dir: Option<OwnedFd> = None;
-    for (i, (e, sub)) in d.entries.iter().zip(&d.sub).enumerate() {
-        if let Some(sub_id) = *sub {
+    for (i, e) in d.entries.iter().enumerate() {
+        if let Some(sub_id) = d.sub(i) {
             report_in_order(gate, tree, tree.dir(sub_id), sub_id, counts, st);
             continue;
         }
