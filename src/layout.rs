@@ -101,15 +101,21 @@ pub fn configured_runs_later(root: &std::path::Path) -> Vec<(String, LaterKind)>
     let mut out: Vec<(String, LaterKind)> = Vec::new();
     let git_dir = config_dir(root);
     if std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) {
-        let config = git_dir.join("config");
-        if let Some(hooks) = git_config_values(&config, "core.hookspath").pop() {
+        let entries = git_config_entries(&git_dir.join("config"));
+        let values = |wanted: fn(&str) -> bool| {
+            entries
+                .iter()
+                .filter(move |(name, _)| wanted(name))
+                .map(|(_, value)| value)
+        };
+        if let Some(hooks) = values(|n| n == "core.hookspath").last() {
             // git resolves a relative hooks path from the top of the work tree.
-            out.extend(inside(root, &hooks).map(|p| (p, LaterKind::Dir(3))));
+            out.extend(inside(root, hooks).map(|p| (p, LaterKind::Dir(3))));
         }
-        for include in git_config_values(&config, "include.path")
-            .into_iter()
-            .chain(git_config_values(&config, "includeif\\..*\\.path"))
-        {
+        let includes = values(|n| n == "include.path").chain(values(|n| {
+            n.starts_with("includeif.") && n.ends_with(".path")
+        }));
+        for include in includes {
             if include.starts_with('~') {
                 continue;
             }
@@ -148,24 +154,31 @@ fn config_dir(root: &std::path::Path) -> std::path::PathBuf {
     }
 }
 
-/// Every value of the variables matching `pattern` (a regular expression over lower-case
-/// names) in the one config file at `path`, in order.
-fn git_config_values(path: &std::path::Path, pattern: &str) -> Vec<String> {
+/// Every variable in the one config file at `path`, in order: its name as libgit2 spells it
+/// (section and key in lower case, a subsection as written) and its value. Read once and
+/// filtered by name here: a pattern given to libgit2 is a regular expression it compiles
+/// (with PCRE) on every call, and would match inside names too.
+fn git_config_entries(path: &std::path::Path) -> Vec<(String, String)> {
     if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
         return Vec::new();
     }
     let Ok(config) = git2::Config::open(path) else {
         return Vec::new();
     };
-    let mut values = Vec::new();
-    if let Ok(mut entries) = config.entries(Some(pattern)) {
+    let mut out = Vec::new();
+    if let Ok(mut entries) = config.entries(None) {
         while let Some(Ok(entry)) = entries.next() {
-            if let Ok(v) = entry.value() {
-                values.push(v.to_string());
+            // A variable without a value (`[core] bare`, short for true) has no path to give,
+            // and git2 panics when asked for one.
+            if !entry.has_value() {
+                continue;
+            }
+            if let (Ok(name), Ok(value)) = (entry.name(), entry.value()) {
+                out.push((name.to_string(), value.to_string()));
             }
         }
     }
-    values
+    out
 }
 
 /// The project files `.mcp.json`'s servers name in their command and arguments (what a
@@ -270,8 +283,10 @@ mod tests {
         std::fs::write(root.join("tools/mcp_server.py"), "").unwrap();
         std::fs::write(
             root.join(".git/config"),
-            "[core]\n\thooksPath = .husky/_\n[include]\n\tpath = ../gitconfig.inc\n\
-             [includeIf \"gitdir:/x/\"]\n\tpath = ../../outside.inc\n",
+            "[core]\n\tbare\n\thooksPath = .githooks\n\thooksPath = .husky/_\n\
+             [include]\n\tpath = ../gitconfig.inc\n\
+             [includeIf \"gitdir:/x/\"]\n\tpath = ../../outside.inc\n\
+             [alias \"core\"]\n\thookspath = not-hooks\n[my \"include\"]\n\tpath = not-included\n",
         )
         .unwrap();
         std::fs::write(

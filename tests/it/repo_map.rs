@@ -195,3 +195,71 @@ fn a_named_file_is_found_among_100000_files() {
         &user[..user.len().min(2000)]
     );
 }
+
+/// The files `pai map` shows for a small project whose HOME holds `home_files`, with
+/// `env` added to pai's environment.
+fn listed_with_home(home_files: &[(&str, &str)], env: &[(&str, &str)]) -> String {
+    let p = Project::repo(None);
+    fs::write(p.root.join("kept.txt"), "kept\n").unwrap();
+    fs::write(p.root.join("private.secretlog"), "secret\n").unwrap();
+    for (name, text) in home_files {
+        let path = p.home.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text.replace("HOME", &p.home.to_string_lossy())).unwrap();
+    }
+    let mut cmd = p.pai();
+    for (k, v) in env {
+        cmd.env(k, v.replace("HOME", &p.home.to_string_lossy()));
+    }
+    let out = cmd
+        .args(["map", "the kept file", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v["text"].as_str().unwrap().to_string();
+    assert!(text.contains("kept.txt"), "{text}");
+    text
+}
+
+#[test]
+fn the_users_global_ignore_file_hides_files_where_git_finds_it() {
+    let ignore = ("global-ignore", "*.secretlog\n");
+    // `core.excludesFile` in ~/.gitconfig (a `~/` path, as users write it).
+    let text = listed_with_home(
+        &[
+            (".gitconfig", "[core]\n\texcludesFile = ~/global-ignore\n"),
+            ignore,
+        ],
+        &[("GIT_CONFIG_GLOBAL", "")],
+    );
+    assert!(!text.contains("private.secretlog"), "{text}");
+    // ... in the file GIT_CONFIG_GLOBAL names, which replaces ~/.gitconfig.
+    let text = listed_with_home(
+        &[
+            (
+                "elsewhere.cfg",
+                "[core]\n\texcludesfile = HOME/global-ignore\n",
+            ),
+            ignore,
+        ],
+        &[("GIT_CONFIG_GLOBAL", "HOME/elsewhere.cfg")],
+    );
+    assert!(!text.contains("private.secretlog"), "{text}");
+    // git's default place when no configuration names one.
+    let text = listed_with_home(&[(".config/git/ignore", "*.secretlog\n")], &[]);
+    assert!(!text.contains("private.secretlog"), "{text}");
+    // The variable in another section is not git's: nothing is hidden.
+    let text = listed_with_home(
+        &[
+            (".gitconfig", "[alias]\n\texcludesFile = ~/global-ignore\n"),
+            ignore,
+        ],
+        &[("GIT_CONFIG_GLOBAL", "")],
+    );
+    assert!(text.contains("private.secretlog"), "{text}");
+}
