@@ -19,15 +19,21 @@ fn io_error(e: WorkspaceError) -> io::Error {
 /// git does when it removes a file: an undone plan that created `pkg/util/x.py` leaves no
 /// `pkg/util/` behind. Each directory passes the gate, and removing one that is not empty
 /// fails, so nothing but empty directories can go; the first one that stays (or that `keep`
-/// names: the user's own) ends the walk.
-fn remove_empty_parents(ws: &Workspace, rel: &str, keep: &dyn Fn(&str) -> bool) {
+/// names: the user's own) ends the walk. A failure of the system (an I/O error) is an error:
+/// the operation is then not done, and its journal has the next command finish it.
+fn remove_empty_parents(
+    ws: &Workspace,
+    rel: &str,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<(), WorkspaceError> {
     let mut dir = rel;
     while let Some((parent, _)) = dir.rsplit_once('/') {
-        if keep(parent) || !ws.remove_empty_dir(parent) {
-            return;
+        if keep(parent) || !ws.remove_empty_dir(parent)? {
+            return Ok(());
         }
         dir = parent;
     }
+    Ok(())
 }
 
 impl WorkTree for Workspace {
@@ -84,8 +90,7 @@ impl WorkTree for Workspace {
             Ok(()) | Err(WorkspaceError::NotFound { .. }) => {}
             Err(e) => return Err(io_error(e)),
         }
-        remove_empty_parents(self, rel, keep);
-        Ok(())
+        remove_empty_parents(self, rel, keep).map_err(io_error)
     }
 
     fn is_denied(&self, rel: &str) -> bool {

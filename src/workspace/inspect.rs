@@ -8,6 +8,7 @@ use std::os::fd::AsFd;
 
 use super::Workspace;
 use super::beneath::open_parent;
+use super::error::WorkspaceError;
 use super::sys::{self, Kind, Stat};
 
 /// The stat data of the project's files at one moment, to tell afterwards which ones a command
@@ -67,18 +68,36 @@ impl Workspace {
         StatSnapshot { files }
     }
 
-    /// Remove the directory `path` when it is empty; `false` when it is not empty, not there,
-    /// not a directory, the project root, or refused by the gate.
-    pub fn remove_empty_dir(&self, path: &str) -> bool {
+    /// Remove the directory `path` when it is empty: `Ok(true)` when it was removed, `Ok(false)`
+    /// when it stays for a reason that is no failure (not empty, not there, not a directory,
+    /// the project root, refused by the gate), and an error when the system failed (an I/O
+    /// error, a permission): an undo that emptied the folder must then not be reported done
+    /// with the folder left behind, and its journal has the next command finish it.
+    pub fn remove_empty_dir(&self, path: &str) -> Result<bool, WorkspaceError> {
         let Ok(rel) = self.gate.check(path, false) else {
-            return false;
+            return Ok(false);
         };
         if rel.is_root() {
-            return false;
+            return Ok(false);
         }
-        let Ok((dir, name)) = open_parent(&self.gate, &rel, false, "rmdir") else {
-            return false;
+        let (dir, name) = match open_parent(&self.gate, &rel, false, "rmdir") {
+            Ok(found) => found,
+            Err(WorkspaceError::NotFound { .. } | WorkspaceError::Refused { .. }) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
         };
-        sys::unlinkat(dir.as_fd(), &name, true).is_ok()
+        match sys::unlinkat(dir.as_fd(), &name, true) {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOTEMPTY | libc::EEXIST | libc::ENOENT | libc::ENOTDIR)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(WorkspaceError::io("remove the emptied folder", path, e)),
+        }
     }
 }

@@ -776,3 +776,94 @@ fn a_plan_killed_after_a_command_made_files_is_rolled_back_with_them() {
     assert_eq!(state(dir), before, "{said}");
     assert!(!root.join("out").exists(), "{said}");
 }
+
+/// The undo removes the folder the plan created once it is empty, as git does. When the
+/// system fails that removal (an I/O error at the `rmdir` of `newdir/sub`, injected exactly
+/// there), the undo must not be reported done with the folder left behind: it fails, saying
+/// which folder, and the project is then wholly in one state, before or after the undo.
+#[test]
+fn an_undo_whose_emptied_folder_cannot_be_removed_is_not_reported_done() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here (CI installs it: .ci/run)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let mock = mock();
+    let temps = templates(base, &mock);
+    let planned = &temps["planned"];
+    let after = base.join("after");
+    copy(planned, &after);
+    run_ok(&after, Op::Undo, &mock);
+    let (before, after) = (state(planned), state(&after));
+    assert_eq!(
+        after.1[&format!("{NEW_DIR}/")],
+        None,
+        "the undo leaves no folder"
+    );
+
+    // Which `unlinkat` of its thread removes `newdir/sub`.
+    let dir = base.join("count");
+    copy(planned, &dir);
+    let trace = dir.join("trace.txt");
+    let args: Vec<String> = [
+        "-f",
+        "-o",
+        &trace.display().to_string(),
+        "-e",
+        "trace=unlinkat",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(
+        pai(&dir, &op_args(Op::Undo, &mock), Some(&args))
+            .status
+            .success()
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut when = None;
+    for line in text.lines() {
+        let Some((tid, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        if !rest.trim_start().starts_with("unlinkat(") {
+            continue;
+        }
+        let n = seen.entry(tid).or_default();
+        *n += 1;
+        if rest.contains("\"sub\", AT_REMOVEDIR") {
+            when = Some(*n);
+        }
+    }
+    let when = when.unwrap_or_else(|| panic!("no rmdir of newdir/sub in the trace:\n{text}"));
+
+    let work = base.join("case");
+    copy(planned, &work);
+    let inject: Vec<String> = [
+        "-f",
+        "-o",
+        "/dev/null",
+        "-e",
+        &format!("inject=unlinkat:error=EIO:when={when}"),
+    ]
+    .map(String::from)
+    .to_vec();
+    let failed = pai(&work, &op_args(Op::Undo, &mock), Some(&inject));
+    let said = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success(),
+        "the undo was reported done: {said}"
+    );
+    assert!(
+        said.contains("newdir/sub"),
+        "the error does not name the folder: {said}"
+    );
+    let next = pai(&work, &["log".to_string()], None);
+    assert!(next.status.success());
+    let now = state(&work);
+    assert!(
+        now == before || now == after,
+        "neither state after the failed undo and `pai log`: {now:?}"
+    );
+}
