@@ -108,7 +108,7 @@ pub fn configured_runs_later(root: &std::path::Path) -> Vec<(String, LaterKind)>
                 .filter(move |(name, _)| wanted(name))
                 .map(|(_, value)| value)
         };
-        if let Some(hooks) = values(|n| n == "core.hookspath").last() {
+        if let Some(hooks) = values(|n| n == "core.hookspath").next_back() {
             // git resolves a relative hooks path from the top of the work tree.
             out.extend(inside(root, hooks).map(|p| (p, LaterKind::Dir(3))));
         }
@@ -120,7 +120,7 @@ pub fn configured_runs_later(root: &std::path::Path) -> Vec<(String, LaterKind)>
                 continue;
             }
             // Relative include paths are relative to the including file (`.git/`).
-            let target = git_dir.join(&include);
+            let target = git_dir.join(include);
             if let Ok(rel) = target.strip_prefix(root) {
                 out.extend(inside(root, &rel.to_string_lossy()).map(|p| (p, LaterKind::File)));
             }
