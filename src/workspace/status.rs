@@ -88,6 +88,10 @@ impl Workspace {
             mut empty_dirs,
         } = found;
         changed.extend(self.unvisited(tracked, &visited));
+        drop(visited);
+        // What the walk's threads read of each folder is freed, and would stay resident in
+        // their allocator arenas through the RUN and the commit that follow.
+        crate::heap::release_freed();
         changed.sort_unstable();
         untracked.sort_unstable();
         ignored.sort_unstable();

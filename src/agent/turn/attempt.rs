@@ -119,6 +119,10 @@ impl Agent {
             &self.options.budget,
             self.options.subdir.as_deref(),
         );
+        // The listing and the map are gone with `project`: their freed megabytes need not stay
+        // resident while the plan runs (see `heap`).
+        drop(project);
+        crate::heap::release_freed();
         TurnState {
             tally: Tally::default(),
             messages: vec![Message::user(first)],
