@@ -43,17 +43,14 @@ const FLAG_EXTENDED: u16 = 0x4000;
 const STAGE_MASK: u16 = 0x3000;
 const NAME_MASK: u16 = 0x0fff;
 
-/// One entry as found in the file, kept small (100,000 of them are read per commit): 8 bytes.
-/// The rest is read from the file's bytes when asked for: the fixed part's length and the
-/// stage from the entry's flags, its end from where the next entry starts.
+/// One entry as found in the file, kept small (100,000 of them are read per commit): where
+/// it starts in `IndexFile::buf`, 4 bytes. The rest is read from the file's bytes when asked
+/// for: the fixed part's length, the stage and the path's length from the entry's flags, its
+/// end from where the next entry starts. A version 4 path is in `IndexFile::arena`, where
+/// `IndexFile::path_ends` says where it ends.
 #[derive(Debug, Clone, Copy)]
 struct RawEntry {
-    /// Where the encoded entry starts in `IndexFile::buf`.
     start: u32,
-    /// Where its path ends: in `buf` (versions 2, 3; the path starts after the fixed part) or
-    /// in `IndexFile::arena` (version 4, whose paths are prefix-compressed and decompressed
-    /// one after the other, so the path starts where the previous entry's ends).
-    path_end: u32,
 }
 
 /// An extension: its signature, and where its data is in `IndexFile::buf`.
@@ -67,6 +64,9 @@ pub(crate) struct IndexFile {
     entries: Vec<RawEntry>,
     /// Where the last entry ends in `buf` (and the extensions start).
     entries_end: u32,
+    /// Version 4: where each entry's path ends in `arena` (its paths are decompressed one
+    /// after the other, so a path starts where the previous one ends). Empty otherwise.
+    path_ends: Vec<u32>,
     arena: Vec<u8>,
     extensions: Vec<Extension>,
 }
@@ -168,6 +168,8 @@ struct EntryReader<'b> {
     prev: Range<usize>,
     /// Whether an entry had no path.
     nameless: bool,
+    /// Version 4: where each path ends in `arena`.
+    path_ends: Vec<u32>,
 }
 
 impl<'b> EntryReader<'b> {
@@ -182,6 +184,7 @@ impl<'b> EntryReader<'b> {
             arena: Vec::with_capacity(if version == 4 { count * 32 } else { 0 }),
             prev: 0..0,
             nameless: false,
+            path_ends: Vec::with_capacity(if version == 4 { count } else { 0 }),
         }
     }
 
@@ -216,9 +219,11 @@ impl<'b> EntryReader<'b> {
         // A split index has nameless entries; the `link` extension after them says so.
         self.nameless |= path_range.is_empty();
         self.prev = path_range.clone();
+        if self.version == 4 {
+            self.path_ends.push(path_range.end as u32);
+        }
         Ok(RawEntry {
             start: start as u32,
-            path_end: path_range.end as u32,
         })
     }
 
@@ -349,6 +354,7 @@ impl IndexFile {
             buf: FileBytes::Read(Vec::new()),
             entries: Vec::new(),
             entries_end: HEADER_LEN as u32,
+            path_ends: Vec::new(),
             arena: Vec::new(),
             extensions: Vec::new(),
         }
@@ -383,6 +389,7 @@ impl IndexFile {
             pos,
             end,
             nameless,
+            path_ends,
             ..
         } = reader;
         let extensions = parse_extensions(path, &buf, pos, end)?;
@@ -394,6 +401,7 @@ impl IndexFile {
             buf,
             entries,
             entries_end: pos as u32,
+            path_ends,
             arena,
             extensions,
         })
@@ -432,12 +440,22 @@ impl IndexFile {
         };
         if self.version == 4 {
             let start = match i.checked_sub(1) {
-                Some(prev) => self.entries[prev].path_end as usize,
+                Some(prev) => self.path_ends[prev] as usize,
                 None => 0,
             };
-            &self.arena[start..e.path_end as usize]
+            &self.arena[start..self.path_ends[i] as usize]
         } else {
-            &self.buf[e.start as usize + self.fixed_of(e)..e.path_end as usize]
+            // The flags hold the path's length, unless it is too long for them: then it ends
+            // at its NUL (both checked when the file was read).
+            let start = e.start as usize + self.fixed_of(e);
+            let len = (self.flags_of(e) & NAME_MASK) as usize;
+            let len = if len < NAME_MASK as usize {
+                len
+            } else {
+                let rest = &self.buf[start..self.end_of(i)];
+                rest.iter().position(|&b| b == 0).unwrap_or(rest.len())
+            };
+            &self.buf[start..start + len]
         }
     }
 
