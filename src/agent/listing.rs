@@ -11,11 +11,7 @@ use crate::workspace::{Corpus, Workspace, WorkspaceConfig};
 /// The project's files as the map sees them, their listing kept between runs beside the
 /// map's cache (in the user's cache directory) so a warm map reads no folder.
 pub fn corpus(ws: &Workspace) -> Corpus {
-    let corpus = ws.corpus_kept(listing_cache(ws.root()).as_deref());
-    // The walk's working set (the kept listing's bytes, every folder's entries) is freed by
-    // now, and the map that follows holds the turn's most: give the walk's back first.
-    crate::heap::release_freed();
-    corpus
+    ws.corpus_kept(listing_cache(ws.root()).as_deref())
 }
 
 /// The project's listing for the first turn's map, taken on a thread of its own while the

@@ -433,8 +433,8 @@ impl IndexFile {
             .map_or(self.entries_end, |e| e.start) as usize
     }
 
-    /// The path of entry `i` (raw bytes).
-    fn path_of(&self, i: usize) -> &[u8] {
+    /// The path of entry `i` (raw bytes); empty past the end.
+    pub(crate) fn path_at(&self, i: usize) -> &[u8] {
         let Some(&e) = self.entries.get(i) else {
             return &[];
         };
@@ -481,7 +481,7 @@ impl IndexFile {
     pub(crate) fn conflicts(&self) -> Vec<String> {
         let mut out: Vec<String> = (0..self.entries.len())
             .filter(|&i| self.stage_of(self.entries[i]) != 0)
-            .map(|i| crate::rawname::encode(self.path_of(i)).into_owned())
+            .map(|i| crate::rawname::encode(self.path_at(i)).into_owned())
             .collect();
         out.dedup();
         out
@@ -490,11 +490,6 @@ impl IndexFile {
     /// How many entries there are (every stage).
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    /// The path of entry `i` (raw bytes); empty past the end.
-    pub(crate) fn path_at(&self, i: usize) -> &[u8] {
-        self.path_of(i)
     }
 
     /// The blob id and mode of entry `i`, when it is a stage-0 entry.
@@ -526,7 +521,7 @@ impl IndexFile {
     /// The position of the first entry at `path` (any stage).
     pub(crate) fn position(&self, path: &[u8]) -> Option<usize> {
         let i = self.lower_bound(path);
-        (i < self.entries.len() && self.path_of(i) == path).then_some(i)
+        (i < self.entries.len() && self.path_at(i) == path).then_some(i)
     }
 
     /// Whether any entry lies below the directory `dir` (raw bytes, no trailing `/`).
@@ -534,7 +529,7 @@ impl IndexFile {
         let mut prefix = dir.to_vec();
         prefix.push(b'/');
         let i = self.lower_bound(&prefix);
-        i < self.entries.len() && self.path_of(i).starts_with(&prefix)
+        i < self.entries.len() && self.path_at(i).starts_with(&prefix)
     }
 
     /// Index of the first entry whose path is not less than `path`.
@@ -543,7 +538,7 @@ impl IndexFile {
         let (mut lo, mut hi) = (0, self.entries.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.path_of(mid) < path {
+            if self.path_at(mid) < path {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -558,7 +553,7 @@ impl IndexFile {
         let path = path.as_ref();
         let i = self.lower_bound(path);
         (i..self.entries.len())
-            .take_while(|&j| self.path_of(j) == path)
+            .take_while(|&j| self.path_at(j) == path)
             .find_map(|j| self.stage0(j))
             .map(|e| self.entry_of(e))
     }
@@ -569,7 +564,7 @@ impl IndexFile {
         prefix.push(b'/');
         let i = self.lower_bound(&prefix);
         (i..self.entries.len())
-            .map(|j| self.path_of(j))
+            .map(|j| self.path_at(j))
             .take_while(|p| p.starts_with(&prefix))
             .map(|p| crate::rawname::encode(p).into_owned())
             .collect()
@@ -582,7 +577,7 @@ impl IndexFile {
         let mut dropped = vec![false; self.entries.len()];
         let mark_exact = |path: &[u8], dropped: &mut Vec<bool>| {
             let mut i = self.lower_bound(path);
-            while i < self.entries.len() && self.path_of(i) == path {
+            while i < self.entries.len() && self.path_at(i) == path {
                 dropped[i] = true;
                 i += 1;
             }
@@ -601,7 +596,7 @@ impl IndexFile {
             let mut below = path.to_vec();
             below.push(b'/');
             let mut i = self.lower_bound(&below);
-            while i < self.entries.len() && self.path_of(i).starts_with(&below) {
+            while i < self.entries.len() && self.path_at(i).starts_with(&below) {
                 dropped[i] = true;
                 i += 1;
             }
@@ -674,11 +669,11 @@ impl IndexFile {
             if self.version == 4 {
                 piece.clear();
                 piece.extend_from_slice(&self.buf[start..start + fixed]);
-                self.emit_path(&mut piece, &mut prev, self.path_of(i), fixed);
+                self.emit_path(&mut piece, &mut prev, self.path_at(i), fixed);
                 out.put(&piece)?;
                 out.put(&self.buf[self.end_of(i)..run_end])?;
                 prev.clear();
-                prev.extend_from_slice(self.path_of(j - 1));
+                prev.extend_from_slice(self.path_at(j - 1));
             } else {
                 out.put(&self.buf[start..run_end])?;
             }
@@ -1119,9 +1114,9 @@ mod tests {
             fs::write(&p, current.rewrite(&updates)).unwrap();
             let read = IndexFile::read(&p).unwrap();
             let got: BTreeMap<String, u8> = (0..read.len())
-                .map(|i| (String::from_utf8(read.path_of(i).to_vec()).unwrap(), read.entry_of(read.entries[i]).0.as_bytes()[0] - 1))
+                .map(|i| (String::from_utf8(read.path_at(i).to_vec()).unwrap(), read.entry_of(read.entries[i]).0.as_bytes()[0] - 1))
                 .collect();
-            let paths: Vec<&[u8]> = (0..read.len()).map(|i| read.path_of(i)).collect();
+            let paths: Vec<&[u8]> = (0..read.len()).map(|i| read.path_at(i)).collect();
             proptest::prop_assert!(paths.windows(2).all(|w| w[0] < w[1]), "unsorted: {paths:?}");
             if edits.keys().all(|a| edits.keys().all(|b| a == b || !(b.starts_with(&format!("{a}/"))))) {
                 proptest::prop_assert_eq!(got, model);
@@ -1155,7 +1150,7 @@ mod tests {
         updates.insert("y".to_string(), Some((id, 0o100644)));
         fs::write(&p, read.rewrite(&updates)).unwrap();
         let read = IndexFile::read(&p).unwrap();
-        let paths: Vec<&[u8]> = (0..read.len()).map(|i| read.path_of(i)).collect();
+        let paths: Vec<&[u8]> = (0..read.len()).map(|i| read.path_at(i)).collect();
         assert_eq!(paths, [b"x/inner".as_slice(), b"y".as_slice()]);
     }
 
