@@ -3,7 +3,7 @@
 //!
 //! A position-independent Rust binary carries a 24-byte relocation for every pointer in its
 //! data (34,000 for pai: 824 KB), which the dynamic loader reads whole at every start; packed,
-//! they take 10 KB. At 100,000 files that was 1.3-2.2 MB of a `pai run --plan`'s peak RSS.
+//! they take 10 KB. Those pages count in the peak RSS of every command.
 //! Packed relocations need binutils 2.38 or lld to link and glibc 2.36 to start, so a small C
 //! program full of such pointers is linked with the flag and run first, and the flag is used
 //! only when that program starts. Building for another system than this one leaves it out.

@@ -40,7 +40,7 @@ mod tests {
 
     #[test]
     fn the_prompt_stays_short() {
-        // ~4 characters per token: under 700 tokens, as the agent issue requires.
+        // ~4 characters per token: under 700 tokens, since it is paid for on every call.
         assert!(
             SYSTEM_PROMPT.len() / 4 < 700,
             "{} chars",

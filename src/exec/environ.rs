@@ -4,15 +4,15 @@
 //! (the bytes between the process's `env_start` and `env_end`) to whoever may read
 //! `/proc/<pid>/environ`. pai marks itself non-dumpable, which makes the file root's with mode
 //! 0400, so a RUN child of the same ordinary user is refused. Root is not: a RUN child running as
-//! root reads it even without `CAP_SYS_PTRACE` (measured on Linux 6.18, where only
-//! `/proc/<pid>/mem` is refused then). So pai does not rely on permission checks for it: it
-//! tells the kernel the block is empty, by setting `env_end` to `env_start` with
+//! root reads it even without `CAP_SYS_PTRACE` (on Linux 6.18 only `/proc/<pid>/mem` is
+//! refused then). So pai does not rely on permission checks for it: it tells the kernel the
+//! block is empty, by setting `env_end` to `env_start` with
 //! `prctl(PR_SET_MM, PR_SET_MM_MAP)`. Nothing in memory changes: libc's `environ` (and so
 //! `std::env`) keeps pointing at the same strings, only the kernel's report of them is gone.
 //!
 //! Why `PR_SET_MM_MAP` and not `PR_SET_MM_ENV_END`: the single-field form needs
-//! `CAP_SYS_RESOURCE`, which root lacks in many containers and VMs (this test machine's among
-//! them); the whole-map form needs no capability when the executable is left alone
+//! `CAP_SYS_RESOURCE`, which root lacks in many containers and VMs; the whole-map form needs
+//! no capability when the executable is left alone
 //! (`exe_fd` -1), for root and ordinary users alike. It replaces every field, so each is
 //! passed as the kernel reports it (`/proc/self/stat`, and `brk(0)` for the current break)
 //! and only `env_end` differs. The current break is the one field another thread could move

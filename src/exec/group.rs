@@ -110,7 +110,7 @@ impl Orphans {
     pub(crate) fn watch() -> Orphans {
         let me = process::getpid();
         // The kernel only reads whether the argument is non-zero; rustix spells it as a pid.
-        // Best effort, as before: without it orphans are reaped by init instead.
+        // Best effort: without it orphans are reaped by init instead.
         let _ = process::set_child_subreaper(Some(me));
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

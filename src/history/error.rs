@@ -1,6 +1,6 @@
 //! The history module's error type. Refusals (undo on the wrong branch, files changed since a
 //! plan, ...) are ordinary values with a message naming the files and a hint saying what to do;
-//! the lead maps them into `pai::error::Error` with [`HistoryError::hint`].
+//! the command line maps them into `pai::error::Error` with [`HistoryError::hint`].
 
 use std::path::PathBuf;
 

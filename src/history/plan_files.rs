@@ -1,12 +1,12 @@
 //! The files a plan commit changed, with their added and deleted line counts: diffed once,
 //! when the commit is made, and recorded in its message (a `Files` section above the
 //! trailers), so `pai log` lists plans from their messages alone, as `git log --oneline`
-//! does, instead of reading two trees and every changed blob of every plan (issue 29: that
-//! made `pai log` 3.6 to 5.8 times `git log --oneline`).
+//! does, instead of reading two trees and every changed blob of every plan (which would make
+//! `pai log`'s cost grow with every plan's changes).
 //!
 //! The record names the commit's tree and its parent's tree; when either differs (the commit
 //! was rebased or amended with other content, or was made before the record existed), the
-//! record is not used and the commit is diffed as before. `--patch` always diffs.
+//! record is not used and the commit is diffed instead. `--patch` always diffs.
 
 use git2::{Blob, Commit, DiffOptions, Patch, Repository, Tree};
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! The session's side of a plan's journal (`ops/plan.rs`, issue 27): the user's versions
+//! The session's side of a plan's journal (`ops/plan.rs`): the user's versions
 //! [`Session::prepare`] reads become the plan record's before states, every step that writes
 //! names its paths first ([`Session::step_begins`]), what a RUN changed is added once it is
 //! known, and the record is dropped when the plan's commit takes over or the plan ends

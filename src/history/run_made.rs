@@ -1,4 +1,4 @@
-//! What a RUN made that its plan's commit cannot say (issue 27), found from the status
+//! What a RUN made that its plan's commit cannot say, found from the status
 //! passes around it: the ignored files it created (git's tree never holds them; the pass
 //! before and the pass after each list the ignored files and folders they stopped at, and a
 //! new one is the command's) and the user's empty folders it wrote into. Both go into the

@@ -1,7 +1,7 @@
 //! The project's files as the map numbers them: paths read from where they already are (the
 //! corpus's one buffer), and per file only the number of its facts. At 100,000 files a record
-//! per file holding its path (24 bytes) was 2.4 MB written, faulted in and freed by every map;
-//! four bytes a file are 0.4 MB.
+//! per file holding its path (24 bytes) would be 2.4 MB written, faulted in and freed by every
+//! map; four bytes a file are 0.4 MB.
 
 use crate::workspace::Corpus;
 

@@ -2,8 +2,8 @@
 //! languages that define and refer to each other, tests, docs, untracked and uncommitted files,
 //! the user's recent work) mapped for several requests, cold and then warm, and every ranked
 //! file's score bits, reasons and the rendered text compared with
-//! `fixtures/map/golden_ranking.txt`. Written against the map before its warm path was made
-//! cheaper: a change that moves any score by one bit, reorders a tie or renders one character
+//! `fixtures/map/golden_ranking.txt`, so that work on the map's speed cannot change what it
+//! ranks: a change that moves any score by one bit, reorders a tie or renders one character
 //! differently fails here. `PAI_BLESS=1` rewrites the file (only for a change meant to alter
 //! the ranking).
 

@@ -356,7 +356,7 @@ impl Seeds {
     fn of(lexical: &[f32]) -> Self {
         let n = u32::try_from(lexical.len()).unwrap_or(u32::MAX);
         let mut seeds: Vec<u32> = (0..n).filter(|&i| lexical[i as usize] > 0.0).collect();
-        // Best first, ties in file order: what a stable sort of every match by score gave,
+        // Best first, ties in file order: what a stable sort of every match by score gives,
         // without sorting every match of a common word.
         let order = |a: &u32, b: &u32| {
             let (sa, sb) = (lexical[*a as usize], lexical[*b as usize]);
@@ -559,7 +559,7 @@ fn apply_signals(
             }
         }
     }
-    // After a file's signals, as they were added before: halved with them.
+    // After a file's signals, so that a minor file's signals are halved with the rest.
     let down =
         (u8::from(!query.about_tests) * paths::TEST) | (u8::from(!query.about_docs) * paths::DOC);
     for (i, &minor) in paths.minor.iter().enumerate() {

@@ -1,8 +1,8 @@
 //! The lexical parts of a file's score — the request's terms in its text (BM25), in its path,
 //! and in the names it defines — each worked out the same way twice: for every file, adding
 //! to its score alone, and again for the few best files, spelling out why. A ranking keeps no
-//! reasons per file: a word in every path gave each of 100,000 files a record of its reasons
-//! (about 240 bytes: 24 MB, and most of that ranking's time).
+//! reasons per file: a word in every path would give each of 100,000 files a record of its
+//! reasons (about 240 bytes: 24 MB, and most of that ranking's time).
 
 use super::facts::Facts;
 use super::files::MapFiles;
@@ -155,8 +155,8 @@ pub fn path_hits_of<'h>(paths: &'h PathFacts, file: usize) -> &'h [PathHit] {
 
 /// A count per blob and query term, each blob's facts read once for all the terms and only
 /// for blobs some file has. Files of one content (copies, generated or vendored files) share
-/// a blob; a table per file read every file's facts once per term, which was most of a
-/// ranking's time and a 100,000-row table at 100,000 files.
+/// a blob; a table per file would read every file's facts once per term: most of a
+/// ranking's time, and a 100,000-row table at 100,000 files.
 struct PerBlob {
     k: usize,
     counts: Vec<u16>,

@@ -108,7 +108,7 @@ pub(crate) struct LineDiff<'a> {
 }
 
 /// The lines of `text`, each with its `\n` (the last one may lack it). `memchr` finds the
-/// newlines with SIMD; `str::split_inclusive` was a third of the guard's time on big files.
+/// newlines with SIMD; `str::split_inclusive` would be a third of the guard's time on big files.
 pub(crate) fn lines(text: &str) -> Vec<&str> {
     let mut out = Vec::with_capacity(text.len() / 32 + 1);
     let mut start = 0;

@@ -1,7 +1,7 @@
 //! What each path held when the current plan began, so the diff guard judges a file's net
 //! change over the whole plan rather than one step at a time: RM then WRITE, MV away then
 //! WRITE, or many small MODIFYs of one file are the same rewrite as one big MODIFY, and are
-//! refused the same way (SPEC section 5; the trust-boundary issue).
+//! refused the same way (SPEC section 5).
 //!
 //! The ledger records a path the first time a plan touches it; what was there before that is,
 //! by construction, what the plan started from. A file moved by the plan carries its origin to
@@ -14,7 +14,7 @@ use super::text::{looks_binary, normalise};
 
 /// Text kept for origins over all paths of one plan. Past it, further origins are
 /// [`Origin::Opaque`]: a plan that removes this much text is unusual, and judging it against
-/// the current content (the per-step guard) is what pai did before the ledger.
+/// the current content (the per-step guard) is enough.
 const TEXT_BUDGET: usize = 64 * 1024 * 1024;
 
 /// What a path held when the plan began.

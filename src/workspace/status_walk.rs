@@ -1,4 +1,4 @@
-//! The status pass's walk of the tree, on every core (issue 29).
+//! The status pass's walk of the tree, on every core.
 //!
 //! Nearly all of a status pass is the kernel answering `getdents64` and `lstat`: one
 //! `lstat` per tracked file, as `git status` makes, which spreads those over threads too

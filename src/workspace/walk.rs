@@ -122,7 +122,7 @@ impl GlobalIgnores {
 ///
 /// The files are read with libgit2's parser, which pai has loaded anyway: the `ignore` crate's
 /// helper finds the variable with a regular expression over the lines (in any section), and
-/// compiling it paged the regex compiler's code in at every start (with libgit2's PCRE
+/// compiling it would page the regex compiler's code in at every start (with libgit2's PCRE
 /// patterns, about 1.2 MB of a `pai run`'s resident code).
 fn global_excludes_file() -> Option<std::path::PathBuf> {
     use std::path::PathBuf;

@@ -3,8 +3,8 @@
 //! per-project state directory, outside the project) before its first atomic write, and
 //! removes the record when its workspace is dropped. A record whose process is gone means a
 //! crash may have left temporaries behind: only then does the next pai walk the whole tree to
-//! sweep them. Without this, every command walked every folder of the project (ignored ones
-//! included) on a thread of its own: at 100,000 files a tenth of a `pai run`'s CPU.
+//! sweep them. Without this, every command would walk every folder of the project (ignored
+//! ones included) on a thread of its own: at 100,000 files a tenth of a `pai run`'s CPU.
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -25,7 +25,6 @@ pub fn rows() -> Vec<Row> {
             ),
             format!("{correct} correct · {refused} refused · {wrong} wrong"),
         )
-        .note("issue 16 before: 52 correct · 25 refused · 4 wrong (81 cases)")
         .target("0 wrong, >= 75 correct", wrong == 0 && correct >= 75),
     );
     // About 1 MB of Python-like code, every line distinct.

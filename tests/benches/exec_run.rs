@@ -1,4 +1,4 @@
-//! RUN's overhead (issue 7): starting a trivial command unconfined and under Landlock, side by
+//! RUN's overhead: starting a trivial command unconfined and under Landlock, side by
 //! side with `/bin/sh -c true` spawned directly, and how fast output streams through the
 //! head+tail cap.
 

@@ -1,4 +1,4 @@
-//! The git history's figures (issue 6) on repositories of 1,000 and 100,000 files: session
+//! The git history's figures on repositories of 1,000 and 100,000 files: session
 //! start, a plan commit touching 3 files, and undo, through the real workspace as the work
 //! tree, side by side with `git add <3 files> && git commit` (and `git status`) on the same
 //! repository in the same run, and with the bare cost of replacing an index that size.

@@ -1,4 +1,4 @@
-//! The repository map's localization benchmark (issue 25): requests taken from real commits of
+//! The repository map's localization benchmark: requests taken from real commits of
 //! public repositories (`fixtures/map/cases.jsonl`), each asked against its parent tree. Per
 //! repository and budget: how often the first call shows the files the commit changed
 //! (visible), how often it carries their text or the changed region, the first call's input

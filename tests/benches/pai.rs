@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
-//! pai's one benchmark (issue 9): start-up, memory, model cost per scenario and wire format,
+//! pai's one benchmark: start-up, memory, model cost per scenario and wire format,
 //! RUN, the workspace and the git history, printed as one Markdown table. Every comparison is
 //! measured side by side in the same run; times are printed, never asserted.
 //!

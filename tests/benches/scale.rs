@@ -1,4 +1,4 @@
-//! Every command end to end at scale (issue 29): the real `pai` binary on synthetic committed
+//! Every command end to end at scale: the real `pai` binary on synthetic committed
 //! repositories of 1,000, 10,000 and 100,000 files, each operation beside its git counterpart
 //! in the same run, interleaved rep by rep so both see the same machine load; medians, and the
 //! peak RSS of each process as the kernel reports it (`wait4`).

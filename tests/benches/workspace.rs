@@ -1,4 +1,4 @@
-//! The guarded workspace's figures (issue 3): LIST_PATH, TREE, the project file list and SEARCH
+//! The guarded workspace's figures: LIST_PATH, TREE, the project file list and SEARCH
 //! on the 100,000-file tree side by side with `git ls-files` / `find` / `git grep`; the diff
 //! guard on a 100,000-line file; the gate per path. Also generates the shared trees.
 

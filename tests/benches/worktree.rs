@@ -1,4 +1,4 @@
-//! The `worktree` section: what a worktree session (`pai -w`, issue 30) costs at 10,000 and
+//! The `worktree` section: what a worktree session (`pai -w`) costs at 10,000 and
 //! 100,000 files. `pai run -w` with a chat reply creates the session's worktree (a branch and
 //! a full checkout of the files), runs the turn and, since nothing was carried out, removes
 //! it again: measured beside the same turn in place (the difference is the worktree) and

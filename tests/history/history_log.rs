@@ -250,8 +250,8 @@ fn delete_trees_and_blobs(p: &Project, ids: &[&str]) {
 
 #[test]
 fn log_lists_files_from_the_plan_commit_without_reading_trees_or_blobs() {
-    // Issue 29: `pai log` diffed every plan's trees (3.6x to 5.8x `git log --oneline`). A
-    // plan commit records its files and line counts when it is made; log reads them back.
+    // A plan commit records its files and line counts when it is made; log reads them back
+    // instead of diffing every plan's trees.
     let p = Project::repo();
     let mut s = p.start();
     let one = run_plan(

@@ -1,5 +1,5 @@
 //! What a RUN step costs in system calls: the status pass before the command and the one
-//! after it (issue 29). The counts come from the workspace's own counter of directory
+//! after it. The counts come from the workspace's own counter of directory
 //! listings and stat calls (per thread, so other tests do not disturb them); they are pinned
 //! so that a regression to several walks of the tree fails here, without timing anything.
 

@@ -1068,9 +1068,8 @@ fn a_refused_key_exits_2_with_the_same_hint_in_run_auto_and_validate() {
     }
 }
 
-/// SPEC section 4 and the trust-boundary issue: `--yes` never approves a recursive RM of a
-/// directory holding tracked files. The policy is the agent's; the frontend cannot override it
-/// (before, `pai run --yes` removed such a directory without asking).
+/// SPEC section 4: `--yes` never approves a recursive RM of a directory holding tracked
+/// files. The policy is the agent's; the frontend cannot override it.
 #[test]
 fn yes_never_removes_a_directory_of_tracked_files() {
     let p = Project::repo(None);

@@ -1,6 +1,6 @@
-//! The foundation's command line, run as the real binary with HOME and XDG_CONFIG_HOME in a
-//! temporary directory: credentials storage, migration, corruption, masking, settings
-//! precedence, and every bad input of the foundation issue.
+//! The configuration commands and settings, run as the real binary with HOME and
+//! XDG_CONFIG_HOME in a temporary directory: credentials storage, migration, corruption,
+//! masking, settings precedence, and every kind of bad input (flags, values, files, folders).
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -1,4 +1,4 @@
-//! The crash-and-fault suite (issue 27): the real `pai` binary is killed at system calls of a
+//! The crash-and-fault suite: the real `pai` binary is killed at system calls of a
 //! plan commit, an undo, a redo and a discard (strace's `inject=...:signal=KILL:when=N`), and
 //! fed ENOSPC, EIO and EACCES at its writes, renames and opens (`inject=...:error=E:when=N`).
 //! After each: `git fsck` is clean; every file is byte for byte its state before or after the
@@ -662,8 +662,8 @@ fn start_plan(dir: &Path, plan: serde_json::Value) -> (MockLlm, std::process::Ch
     (mock, child)
 }
 
-/// Issue 27: a plan killed while its steps wrote left its files on disk and unrecorded, and
-/// `pai undo` then pointed at `git revert` of the user's own commit. Now the next command,
+/// A plan killed while its steps write must not leave its files on disk and unrecorded (undo
+/// could then only point at `git revert` of the user's own commit): the next command,
 /// whatever it is, rolls the plan back first and says so in one line: the files the plan
 /// changed hold the user's versions again (the user's edit of `c.txt` included), the file it
 /// wrote is gone, and `git status` is what it was.

@@ -169,7 +169,7 @@ fn a_walk_of_unchanged_folders_stats_each_once_and_only_the_ignore_files_there_a
     // Five folders stamped, and the two `.gitignore`s there are stamped (their in-place
     // rewrites would not show in their folders' stamps) and read (their rules pass to the
     // folders below): a folder without one still has none while its stamp holds, so it is
-    // not looked for (two stats a folder before).
+    // not looked for.
     assert_eq!(now.stats - before.stats, 5 + 2 * 2);
 }
 

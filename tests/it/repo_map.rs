@@ -1,4 +1,4 @@
-//! The repository map end to end (issue 25): in a project too big to list whole, the first
+//! The repository map end to end: in a project too big to list whole, the first
 //! call carries the files ranked for the request with their definitions and the best file's
 //! text, in one call; `pai map` shows what it would carry and why.
 
@@ -157,7 +157,7 @@ fn a_small_project_still_gets_its_whole_file_list() {
     assert!(!user.contains("Repository map"), "{user}");
 }
 
-/// Issue 28, point 7: a file the request names is found by its path whatever the project's
+/// A file the request names is found by its path whatever the project's
 /// size — here the 99,999th of 100,000 files, which no bounded walk reaches — and its text is
 /// in the first call.
 #[test]

@@ -1,4 +1,4 @@
-//! The rough edges of daily use, round two, each pinned: a READ is not wrapped when stdout is
+//! The rough edges of daily use, each pinned: a READ is not wrapped when stdout is
 //! not a terminal, `--help` says what `pai run` and `pai resume SESSION` really do, `pai config
 //! show` says "no command" plainly, `pai log` answers alike outside git and in a repository
 //! without plans, resuming a discarded session says it was discarded, and a listing command is

@@ -1,4 +1,4 @@
-//! The named adversarial corpus of the trust-boundary issue: planted links at every place pai
+//! The named adversarial corpus of the trust boundary: planted links at every place pai
 //! keeps state, hostile repositories, injected plans, RUN escapes, allow-list shadowing,
 //! secret paths and redaction. Every attack runs the real binary against the mock model, and
 //! every one is held to the same three assertions (see [`Ctx::verify`]):
@@ -951,7 +951,7 @@ attacks! {
     }
 }
 
-// Attacks of the second review (git layout, what runs later, approvals' reach, secret names).
+// Attacks on how far trust reaches (git layout, what runs later, approvals' reach, secret names).
 #[path = "security_reach.rs"]
 mod reach;
 

@@ -1,4 +1,4 @@
-//! Family 2 of issue 26: state a repository can forge. A tarball or clone carries `.git` and
+//! State a repository can forge. A tarball or clone carries `.git` and
 //! `.pai_history` byte for byte, so it can ship a `pai/<id>` branch whose commits carry
 //! `Pai-*` trailers, `refs/pai/*` refs, trash and undone folders, session logs, a
 //! `.gitignore` and an input history. pai acts only on what it marked with the user's secret
@@ -250,7 +250,7 @@ attacks! {
         c.run(vec![plan(json!([modify("local.cfg", "agent settings\n")]))], &["--yes"]);
         c.cmd(&["undo"]);
         assert_eq!(fs::read_to_string(c.p("local.cfg")).unwrap(), "user settings\n");
-        // Planted where undo used to keep what it replaced: never read.
+        // Planted where older pai versions' undo kept what it replaced: never read.
         let session = fs::read_dir(c.p(".pai_history/trash")).unwrap().next().unwrap().unwrap().file_name();
         let d = c.p(".pai_history/trash").join(session).join("1.undone");
         fs::create_dir_all(&d).unwrap();

@@ -1,4 +1,4 @@
-//! The second review's attacks (issue 26): a repository whose git layout moves "the project",
+//! Attacks on how far trust reaches: a repository whose git layout moves "the project",
 //! approvals that reach further than the user granted, channels out of a confined command,
 //! secret names the deny-list missed, and hostile text on the terminal. Each is held to the
 //! corpus's three assertions ([`Ctx::verify`]) plus its own independent oracle (git's view of

@@ -1,5 +1,5 @@
 //! Attacks on pai's own state in a hostile repository: links and special files planted under
-//! `.pai_history` (the trust-boundary issue). Each runs the real binary against the mock and
+//! `.pai_history`. Each runs the real binary against the mock and
 //! checks that nothing outside the project changed or was copied in, and that pai neither
 //! followed the link nor hung.
 

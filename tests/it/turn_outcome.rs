@@ -1,4 +1,4 @@
-//! Issue 31, "the outcome a turn reports is what happened", end to end: the real `pai` binary
+//! The outcome a turn reports is what happened, end to end: the real `pai` binary
 //! against the mock model. A failed step that acts and is neither redone nor given up with a
 //! reason fails the turn (exit 1, `finished` status `failed`, the panel names the step),
 //! whatever the model's closing words; a failed observation does not.
@@ -93,7 +93,7 @@ fn assert_failed_modify(run: &Run, list: &str, kind: ProviderKind) {
     );
 }
 
-/// The issue's case: the only MODIFY fails, the repair reply only says FINISH "all done".
+/// The core case: the only MODIFY fails, the repair reply only says FINISH "all done".
 #[test]
 fn a_failed_modify_then_a_finish_only_repair_fails_the_turn() {
     for kind in ProviderKind::ALL {

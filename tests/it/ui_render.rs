@@ -365,8 +365,8 @@ fn finished_with(status: TurnStatus, message: &str) -> Event {
     }
 }
 
-/// Issue 31: the verdict is the title; the model's message is the message; the failed steps,
-/// those given up and what changed follow.
+/// A partly failed turn: the verdict is the title; the model's message is the message; the
+/// failed steps, those given up and what changed follow.
 #[test]
 fn a_partly_failed_turn_names_its_failed_steps_and_what_changed() {
     let step = |action: &str, target: &str, index: usize, error: &str| FailedStep {

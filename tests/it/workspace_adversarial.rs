@@ -1,4 +1,4 @@
-//! The adversarial corpus of issue 3: hostile paths, each its own test. Every case runs every
+//! The workspace's adversarial corpus: hostile paths, each its own test. Every case runs every
 //! workspace operation on the path and asserts on the file system, not on the message: nothing
 //! outside the project or on the deny-list is read, created, changed or removed. The messages
 //! are checked too, for the words a user or model needs.
@@ -380,7 +380,7 @@ fn configured_extra_deny() {
     let ws = Workspace::open(
         &fx.root,
         WorkspaceConfig {
-            // (`*.key` is built in now; a configured pattern of the same shape.)
+            // (`*.key` is built in; `*.vault` is a configured pattern of the same shape.)
             extra_deny: vec!["secrets".into(), "*.vault".into()],
             ..WorkspaceConfig::default()
         },

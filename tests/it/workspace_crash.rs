@@ -1,4 +1,4 @@
-//! Crash safety of atomic writes (issue 3): a child process rewrites a file in a loop, through
+//! Crash safety of atomic writes: a child process rewrites a file in a loop, through
 //! MODIFY and through the history layer's `write_bytes`, and is killed with SIGKILL at random
 //! moments, at least 200 times. After every kill the file holds the complete old or the complete
 //! new content with its permission bits intact, and the next `Workspace::open` leaves no

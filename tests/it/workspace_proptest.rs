@@ -1,4 +1,4 @@
-//! Property test of the gate (issue 3): over at least 10,000 generated paths per run, built from
+//! Property test of the gate: over at least 10,000 generated paths per run, built from
 //! ordinary names, dots, protected names, lookalikes and a zoo of symlinks (inside, outside,
 //! absolute, dangling, looping, into `.git`), any path the gate accepts
 //! - names something inside the root: its resolved form has no `..`, and no existing prefix of

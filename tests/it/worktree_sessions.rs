@@ -1,4 +1,4 @@
-//! Worktree sessions (`pai -w`, issue 30), end to end with the real binary: sessions run at
+//! Worktree sessions (`pai -w`), end to end with the real binary: sessions run at
 //! the same time in their own linked worktrees and commit on their own branches while the
 //! user's checkout stays byte for byte as it was; `pai sessions` previews their merges (two
 //! sessions writing one file conflict); undo, redo, log, continue, resume and discard work per

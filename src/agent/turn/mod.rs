@@ -159,7 +159,7 @@ impl Agent {
     }
 
     /// The system prompt and schema of this session's calls: the plain ones unless MCP tools
-    /// are available, so sessions without MCP send exactly what they always did.
+    /// are available, so sessions without MCP pay nothing for it.
     fn prompt_and_schema(&self) -> (String, serde_json::Value) {
         match self.mcp.as_ref().map(Hub::prompt_section) {
             Some(section) if !section.is_empty() => (

@@ -1,4 +1,4 @@
-//! The turn's outcome from what its steps did, not from the model's last word (issue 31): a
+//! The turn's outcome from what its steps did, not from the model's last word: a
 //! failed step that acts (WRITE, MODIFY, RM, MV, MKDIR, TOUCH, RUN, TOOL) stays owed until a
 //! later step that acts succeeds on the same target, or the model gives it up in its closing
 //! message; a turn that ends owing one has failed. A failed READ, TREE, LIST_PATH or SEARCH

@@ -1,4 +1,4 @@
-//! The operation journal (issue 27): every history operation that changes more than one
+//! The operation journal: every history operation that changes more than one
 //! thing — a plan commit, an undo, a redo, a discard — is a transaction. Before it takes the
 //! index lock it records its intent; before it touches anything it records every ref it will
 //! move (old → new), HEAD's move, every file it will write or remove (blob and mode before and

@@ -1,4 +1,4 @@
-//! The journal of a plan whose steps are writing (issue 27): from the moment the user's
+//! The journal of a plan whose steps are writing: from the moment the user's
 //! versions of a plan's files are saved until its commit's own record is in place, a record
 //! `ops/<work tree id>.plan.json` beside the operation record names every path the plan may
 //! write, with what stood there before (a blob already in the object store, or absent, and

@@ -6,8 +6,8 @@
 //! the MCP client's streamable HTTP connection.
 //!
 //! The providers' client trusts the Mozilla root certificates compiled into the binary
-//! (`webpki-roots`), exactly as it did with reqwest 0.12's `rustls-tls`: not the system's
-//! store, so `SSL_CERT_FILE` and CAs added to the system are not read, as before.
+//! (`webpki-roots`), not the system's store, so `SSL_CERT_FILE` and CAs added to the system
+//! are not read.
 
 use std::sync::Arc;
 
@@ -27,9 +27,8 @@ pub(crate) fn crypto_provider() -> Result<Arc<CryptoProvider>, String> {
     })
 }
 
-/// The rustls configuration of the providers' client: what reqwest 0.12's `rustls-tls` built
-/// (TLS 1.2 and 1.3, the webpki roots, no client certificate, HTTP/2 offered by ALPN before
-/// HTTP/1.1).
+/// The rustls configuration of the providers' client (TLS 1.2 and 1.3, the webpki roots, no
+/// client certificate, HTTP/2 offered by ALPN before HTTP/1.1).
 pub(super) fn client_config() -> Result<rustls::ClientConfig, String> {
     let provider = crypto_provider()?;
     let mut roots = rustls::RootCertStore::empty();

@@ -49,7 +49,7 @@ impl Interrupts {
         };
         // SIGTERM and SIGHUP end the session. During a turn they stop it the way a double
         // Ctrl+C does (the turn unwinds, its plan is recorded, no lock is left); at the prompt
-        // nothing is under way, so pai exits at once, as it did before.
+        // nothing is under way, so pai exits at once.
         let ending = {
             use tokio::signal::unix::{SignalKind, signal};
             match (

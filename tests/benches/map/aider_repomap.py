@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run Aider's repository map on the localization cases: the peer figures for issue 25.
+"""Run Aider's repository map on the localization cases: the peer figures for the map benchmark.
 
 Usage (with aider-chat installed in a virtualenv outside the repository, and no network):
     unshare -n AIDER_VENV/bin/python aider_repomap.py CASES_JSONL TREES OUT_JSONL [--only PREFIX...]
