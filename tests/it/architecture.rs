@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// lower layer, never one of its own layer or above.
 const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
+    ("hard_stop", 0),
     ("heap", 0),
     ("layout", 0),
     ("private_file", 0),

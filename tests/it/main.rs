@@ -24,6 +24,7 @@ mod exec_allow;
 mod exec_run;
 mod exec_sandbox;
 mod git_fidelity;
+mod hard_stop;
 mod kept_listing;
 mod line_of_work;
 mod live_run;

@@ -89,6 +89,8 @@ pub fn run_once(
         // (a running command is stopped, a commit under way finishes and releases the index
         // lock), so a script's timeout or a closed terminal never leaves `.git/index.lock`.
         let ops = handle.ops.clone();
+        // A second signal while the first is still unwinding the turn ends the process.
+        crate::hard_stop::install();
         let signals = tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
             let (Ok(mut term), Ok(mut hup)) = (

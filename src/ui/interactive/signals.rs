@@ -25,6 +25,8 @@ impl Interrupts {
     /// Start listening. Without a signal driver (no runtime with signals enabled) Ctrl+C keeps
     /// its default effect and this reports nothing.
     pub(crate) fn listen() -> Self {
+        // A second signal while the first is still stopping a turn ends the process.
+        crate::hard_stop::install();
         let (tx, presses) = unbounded_channel();
         let tx_end = tx.clone();
         let turn: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
@@ -94,8 +96,9 @@ impl Interrupts {
         }
     }
 
-    /// No turn is running.
+    /// No turn is running: the presses so far have been dealt with.
     pub(crate) fn disarm(&self) {
+        crate::hard_stop::settled();
         if let Ok(mut slot) = self.turn.lock() {
             *slot = None;
         }
