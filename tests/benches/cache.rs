@@ -192,7 +192,7 @@ fn padding_row(prefix: u64) -> Row {
     .note(
         "gains only where the context is small: OpenAI and Gemini already serve the moderate \
          project's later calls from the cache and would pay the padding on every call; \
-         decision: not padded (README, Prompt caching)",
+         decision: not padded (docs/providers.md, prompt caching)",
     )
 }
 
