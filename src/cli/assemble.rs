@@ -316,7 +316,7 @@ pub fn assemble(settings: &Settings, out: &Output, start: Start<'_>) -> Result<A
     let secrets = secrets(settings);
     let journal = open_journal(&root, &session, secrets.clone(), out);
     let options = agent_options(settings, &root, stream, secrets, subdir);
-    let hub = super::commands::mcp::session_hub(settings, &workspace, options.secrets.clone(), out);
+    let hub = super::hub::session_hub(settings, &workspace, options.secrets.clone(), out);
     let mut agent = Agent::new(provider, workspace, Some(session), journal, options);
     if let Some(listing) = listing {
         agent.use_listing(listing);
@@ -365,7 +365,7 @@ fn tidy(out: &Output, root: &Path, session: &Session, days: u32) {
 
 /// Every key in sight, not only the active provider's: all are kept out of logs, commits and
 /// commands' environments.
-fn secrets(settings: &Settings) -> Vec<String> {
+pub(crate) fn secrets(settings: &Settings) -> Vec<String> {
     settings
         .api_key
         .iter()

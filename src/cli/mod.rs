@@ -4,6 +4,7 @@
 
 mod assemble;
 mod commands;
+mod hub;
 mod worktree;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -385,7 +386,7 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             let settings = resolve(&Flags::default(), env, out)?;
             let session = session.or_else(worktree::here);
             match enter_session(session.as_deref(), out)? {
-                Some(entered) => worktree::discard(entered, &settings, out, force),
+                Some(entered) => discard::discard_worktree(entered, &settings, out, force),
                 None => discard::discard(&settings, out, session.as_deref(), force),
             }
         }

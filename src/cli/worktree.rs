@@ -26,7 +26,7 @@ pub struct Choice {
 }
 
 /// pai moved into a session's worktree (the process's current directory), holding the
-/// session; [`finish`] and [`discard`] go back to where pai was started.
+/// session; [`finish`] and [`remove_discarded`] go back to where pai was started.
 pub struct Entered {
     /// The session, held for this process.
     pub held: Held,
@@ -252,17 +252,11 @@ fn render_end(linked: &Linked, root: &Path, summary: Option<&SessionSummary>) ->
     text
 }
 
-/// `pai discard SESSION` of a worktree session: refused, changing nothing, while its worktree
-/// holds changes in no commit; then the session's plans are discarded there and the worktree
-/// removed (its branch kept under `refs/pai/discarded/`).
-pub fn discard(
-    entered: Entered,
-    settings: &Settings,
-    out: &Output,
-    force: bool,
-) -> Result<(), Error> {
-    let linked = entered.held.linked.clone();
-    let dirty = sessions::lost_if_removed(&linked).map_err(history_error)?;
+/// Before `pai discard SESSION` of a worktree session: refused, changing nothing, while its
+/// worktree holds changes in no commit.
+pub fn check_discardable(entered: &Entered) -> Result<(), Error> {
+    let linked = &entered.held.linked;
+    let dirty = sessions::lost_if_removed(linked).map_err(history_error)?;
     if !dirty.is_empty() {
         return Err(Error::failed(format!(
             "the worktree {} of session {} holds changes that are in no commit: {}",
@@ -272,10 +266,13 @@ pub fn discard(
         ))
         .with_hint("commit them there (or move them elsewhere), then discard again"));
     }
-    // With every plan undone there is no branch left to discard: only the worktree goes.
-    if sessions::has_branch(&linked) {
-        super::commands::discard::discard(settings, out, Some(&linked.id), force)?;
-    }
+    Ok(())
+}
+
+/// After a worktree session's plans are discarded: back in the user's directory, the
+/// worktree is removed (its branch stays under `refs/pai/discarded/`).
+pub fn remove_discarded(entered: Entered, out: &Output) -> Result<(), Error> {
+    let linked = entered.held.linked.clone();
     entered.back();
     sessions::remove(entered.held, &entered.root).map_err(history_error)?;
     out.line(&format!(

@@ -31,11 +31,6 @@ pub struct DiscardReport {
     pub kept_at: String,
 }
 
-/// The ref keeping a discarded session's branch.
-pub(crate) fn discarded_ref(session: &str) -> String {
-    format!("refs/pai/discarded/{session}")
-}
-
 /// Discard the session whose branch HEAD is on (it must be `session` when given). Refuses
 /// before changing anything when the branch holds a commit pai did not make (the user's own
 /// work), or when HEAD is not on a session branch.
@@ -86,7 +81,7 @@ pub fn discard(
     // HEAD back to where the session started; the work tree and index already hold it.
     // One transaction (history/ops) with keeping the branch and removing it.
     let (target, head) = head_back(repo, &info);
-    let kept_at = discarded_ref(&id);
+    let kept_at = names::discarded_ref(&id);
     let mut op = Op::intent(repo, root, OpKind::Discard, &id, 0)?;
     let result = leave_session(repo, &mut op, target.as_ref(), start, &kept_at, &branch);
     op.close(repo, wt, result)?;

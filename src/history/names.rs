@@ -56,6 +56,11 @@ pub(crate) fn saved_ref(session: &str, plan: u32, n: u32) -> String {
     }
 }
 
+/// The ref keeping a discarded session's branch.
+pub(crate) fn discarded_ref(session: &str) -> String {
+    format!("refs/pai/discarded/{session}")
+}
+
 /// Where snapshots of the user's changes wait while a plan runs (crash safety).
 pub(crate) fn pending_ref(session: &str) -> String {
     format!("refs/pai/pending/{session}")

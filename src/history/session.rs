@@ -384,7 +384,7 @@ pub fn why_no_branch(root: &Path, id: &str) -> String {
     let Ok(Found::Repo(hr)) = repo::find(root) else {
         return "recorded no plans".into();
     };
-    let discarded = super::discard::discarded_ref(id);
+    let discarded = super::names::discarded_ref(id);
     if hr.repo.find_reference(&discarded).is_ok() {
         return format!("was discarded (its plans are kept at {discarded})");
     }

@@ -196,38 +196,177 @@ fn the_agent_touches_files_only_through_the_workspace() {
     );
 }
 
-#[test]
-fn files_of_a_module_import_each_other_without_a_circle() {
-    // Edges between sibling files: `super::x` and `crate::top::x` from a file of `top`.
-    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
-    for (path, text) in sources() {
-        let module = module_of(&path);
-        if module.len() < 2 {
-            continue;
+/// The paths a use tree starting at `text` names, its groups expanded (`{a, b::{c, self}}`
+/// gives `a`, `b::c` and `b`), as segments; a glob or rename ends its path.
+fn use_tree(text: &str) -> Vec<Vec<String>> {
+    fn skip_ws(b: &[u8], pos: &mut usize) {
+        while *pos < b.len() && b[*pos].is_ascii_whitespace() {
+            *pos += 1;
         }
-        let parent = &module[..module.len() - 1];
-        let code = code_only(&text);
-        let mut targets = BTreeSet::new();
-        for (i, _) in code.match_indices("super::") {
-            if i >= 7 && &code[i - 7..i] == "super::" {
-                continue;
-            }
-            let name: String = code[i + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            let mut t = parent.to_vec();
-            t.push(name);
-            targets.insert(t);
-        }
-        for p in crate_paths(&code) {
-            if p.len() > parent.len() && p[..parent.len()] == *parent {
-                targets.insert(p[..=parent.len()].to_vec());
-            }
-        }
-        targets.remove(&module);
-        edges.entry(module).or_default().extend(targets);
     }
+    fn tree(b: &[u8], pos: &mut usize, prefix: Vec<String>) -> Vec<Vec<String>> {
+        let mut segs = prefix;
+        loop {
+            skip_ws(b, pos);
+            if *pos < b.len() && b[*pos] == b'{' {
+                *pos += 1;
+                let mut out = Vec::new();
+                loop {
+                    skip_ws(b, pos);
+                    if *pos >= b.len() {
+                        break;
+                    }
+                    if b[*pos] == b'}' {
+                        *pos += 1;
+                        break;
+                    }
+                    let before = *pos;
+                    out.extend(tree(b, pos, segs.clone()));
+                    skip_ws(b, pos);
+                    // Whatever ends the subtree (`as x`, `*`) up to the next `,` or `}`.
+                    let mut depth = 0;
+                    while *pos < b.len() {
+                        match b[*pos] {
+                            b'{' => depth += 1,
+                            b'}' if depth == 0 => break,
+                            b'}' => depth -= 1,
+                            b',' if depth == 0 => {
+                                *pos += 1;
+                                break;
+                            }
+                            _ => {}
+                        }
+                        *pos += 1;
+                    }
+                    if *pos == before {
+                        *pos += 1;
+                    }
+                }
+                if out.is_empty() {
+                    out.push(segs);
+                }
+                return out;
+            }
+            let start = *pos;
+            while *pos < b.len() && (b[*pos].is_ascii_alphanumeric() || b[*pos] == b'_') {
+                *pos += 1;
+            }
+            let ident = String::from_utf8_lossy(&b[start..*pos]).to_string();
+            if ident.is_empty() {
+                return vec![segs];
+            }
+            if ident != "self" {
+                segs.push(ident);
+            }
+            skip_ws(b, pos);
+            if b[*pos..].starts_with(b"::") {
+                *pos += 2;
+            } else {
+                return vec![segs];
+            }
+        }
+    }
+    let mut pos = 0;
+    tree(text.as_bytes(), &mut pos, Vec::new())
+}
+
+/// Every module path a file's code names, made absolute: `crate::a::b`, `super::x` (any
+/// number of `super::`), `self::x`, groups and nested groups included.
+fn named_paths(module: &[String], code: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    for start in ["crate::", "super::", "self::"] {
+        for (i, _) in code.match_indices(start) {
+            if i > 0 {
+                let before = bytes[i - 1];
+                if before.is_ascii_alphanumeric() || before == b'_' || before == b'$' {
+                    continue;
+                }
+                // The second `super::` of `super::super::` is counted with the first.
+                if start == "super::" && code[..i].ends_with("super::") {
+                    continue;
+                }
+            }
+            let mut rest = &code[i + start.len()..];
+            let base: Vec<String> = match start {
+                "crate::" => Vec::new(),
+                "self::" => module.to_vec(),
+                _ => {
+                    let mut up = 1;
+                    while let Some(r) = rest.strip_prefix("super::") {
+                        up += 1;
+                        rest = r;
+                    }
+                    module[..module.len().saturating_sub(up)].to_vec()
+                }
+            };
+            for path in use_tree(rest) {
+                let mut whole = base.clone();
+                whole.extend(path);
+                out.push(whole);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn use_trees_are_read_whole() {
+    let paths = use_tree("{a, b::{c, self}, d as e, f::*}, g;");
+    let names: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(names, ["a", "b::c", "b", "d", "f"]);
+    let module: Vec<String> = ["history", "ops", "apply"].map(String::from).to_vec();
+    let code = "use super::super::{undo::one, session};\nuse self::inner::X;\ncrate::cli::run();";
+    let named: Vec<String> = named_paths(&module, code)
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert!(
+        named.contains(&"history::undo::one".to_string()),
+        "{named:?}"
+    );
+    assert!(named.contains(&"history::session".to_string()), "{named:?}");
+    assert!(
+        named.contains(&"history::ops::apply::inner::X".to_string()),
+        "{named:?}"
+    );
+    assert!(named.contains(&"cli::run".to_string()), "{named:?}");
+}
+
+/// Edges between source files: from each file to every other file whose items it names (the
+/// longest module path of a file that prefixes the named path), at any level of the tree;
+/// a file's own ancestors (whose items and declarations it lives in) are not edges.
+fn file_edges() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let files: Vec<(Vec<String>, String)> = sources()
+        .into_iter()
+        .map(|(path, text)| (module_of(&path), code_only(&text)))
+        .filter(|(module, _)| {
+            !module.is_empty() && !matches!(module[0].as_str(), "lib" | "main" | "build")
+        })
+        .collect();
+    let nodes: BTreeSet<Vec<String>> = files.iter().map(|(m, _)| m.clone()).collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (module, code) in &files {
+        let targets = edges.entry(module.clone()).or_default();
+        for path in named_paths(module, code) {
+            let Some(target) = (1..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| nodes.contains(p))
+            else {
+                continue;
+            };
+            if target != *module && !module.starts_with(&target) {
+                targets.insert(target);
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn files_import_each_other_without_a_circle() {
+    let edges = file_edges();
     // Depth-first search for a back edge.
     fn visit(
         n: &Vec<String>,
@@ -239,9 +378,6 @@ fn files_of_a_module_import_each_other_without_a_circle() {
         state.insert(n.clone(), 1);
         stack.push(n.clone());
         for m in edges.get(n).into_iter().flatten() {
-            if !edges.contains_key(m) {
-                continue;
-            }
             match state.get(m) {
                 Some(1) => {
                     let at = stack.iter().position(|s| s == m).unwrap_or(0);
@@ -266,5 +402,29 @@ fn files_of_a_module_import_each_other_without_a_circle() {
         found.is_empty(),
         "circles between files:\n{}",
         found.join("\n")
+    );
+}
+
+/// The command line's support modules (assembling the agent, worktree sessions) serve the
+/// commands; a command may use them, never the other way round.
+#[test]
+fn cli_support_never_imports_a_command() {
+    let mut bad = Vec::new();
+    for (from, targets) in file_edges() {
+        if from.first().map(String::as_str) != Some("cli")
+            || from.get(1).map(String::as_str) == Some("commands")
+        {
+            continue;
+        }
+        for to in targets {
+            if to.get(1).map(String::as_str) == Some("commands") && from.len() > 1 {
+                bad.push(format!("{} -> {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "cli support imports a command:\n{}",
+        bad.join("\n")
     );
 }

@@ -1,6 +1,7 @@
 //! `pai discard [SESSION]`: undo every plan of a session and return HEAD to where it started, keeping the branch under `refs/pai/discarded/`.
 
 use crate::cli::assemble::{history_error, open_project};
+use crate::cli::worktree::{self, Entered};
 use crate::config::Settings;
 use crate::error::Error;
 use crate::history::{self};
@@ -40,4 +41,21 @@ The session's commits are kept at {} (`git log -p {}`).",
     ));
     out.line(&text);
     Ok(())
+}
+
+/// `pai discard SESSION` of a worktree session: refused, changing nothing, while its worktree
+/// holds changes in no commit; then the session's plans are discarded there and the worktree
+/// removed (its branch kept under `refs/pai/discarded/`).
+pub fn discard_worktree(
+    entered: Entered,
+    settings: &Settings,
+    out: &Output,
+    force: bool,
+) -> Result<(), Error> {
+    worktree::check_discardable(&entered)?;
+    // With every plan undone there is no branch left to discard: only the worktree goes.
+    if history::sessions::has_branch(&entered.held.linked) {
+        discard(settings, out, Some(&entered.held.linked.id), force)?;
+    }
+    worktree::remove_discarded(entered, out)
 }

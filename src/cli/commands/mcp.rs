@@ -2,65 +2,17 @@
 //! project's `.mcp.json` (read through the workspace gate: a symlinked file is refused).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use crate::config::Settings;
 use crate::config::mcp_edit::{add_server, remove_server};
 use crate::config::mcp_servers::PROJECT_FILE;
 use crate::error::Error;
-use crate::mcp::trust::{TRUST_FILE, TrustStore};
-use crate::mcp::{Hub, Origin, ProjectServers, Status, UserServer};
+use crate::mcp::trust::TrustStore;
+use crate::mcp::{Origin, ProjectServers, Status, UserServer};
 use crate::ui::output::Output;
-use crate::workspace::Workspace;
 
-use crate::cli::assemble::{open_project, runtime};
-
-/// Where trust decisions are kept: beside config.toml, in the user's configuration directory.
-fn trust_file(settings: &Settings) -> Option<PathBuf> {
-    settings
-        .settings_file
-        .as_deref()
-        .and_then(|f| f.parent())
-        .map(|d| d.join(TRUST_FILE))
-}
-
-/// The project's `.mcp.json`, read without following a symlink.
-fn project_servers(workspace: &Workspace) -> ProjectServers {
-    match workspace.read_bytes(PROJECT_FILE) {
-        Ok(Some((bytes, _))) => ProjectServers::from_bytes(Some(&bytes)),
-        Ok(None) => ProjectServers::default(),
-        Err(e) => ProjectServers {
-            problem: Some(format!("{PROJECT_FILE} was not read: {e}")),
-            ..ProjectServers::default()
-        },
-    }
-}
-
-/// The hub of a session: the user's servers and the project's, nothing started yet.
-pub fn session_hub(
-    settings: &Settings,
-    workspace: &Workspace,
-    secrets: Vec<String>,
-    out: &Output,
-) -> Hub {
-    Hub::new(
-        settings.mcp_servers.clone(),
-        project_servers(workspace),
-        workspace.root(),
-        trust_file(settings),
-        secrets,
-        &|text| out.warning(&text),
-    )
-}
-
-fn secrets(settings: &Settings) -> Vec<String> {
-    settings
-        .api_key
-        .iter()
-        .chain(&settings.other_keys)
-        .map(|k| k.expose().to_string())
-        .collect()
-}
+use crate::cli::assemble::{open_project, runtime, secrets};
+use crate::cli::hub::{session_hub, trust_file};
 
 /// `pai mcp list`: every server with its status and tools. Servers that may start are
 /// started to list their tools; untrusted project servers are not.
