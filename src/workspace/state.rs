@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use super::sys;
+use super::{atomic, sys};
 
 pub use crate::layout::STATE_DIR;
 
@@ -169,19 +169,15 @@ impl StateDir {
         Ok(File::from(fd))
     }
 
-    /// Write a new regular file with `bytes` and `mode`. `Ok(false)` when a regular file is
-    /// already there (left as it is); an existing link or special file is an error.
+    /// Write a new regular file with `bytes` and `mode`, whole or not at all (a temporary
+    /// renamed into place, so a full disk or a kill never leaves a short file that a later
+    /// run would take for complete). `Ok(false)` when a regular file is already there (left as
+    /// it is); an existing link or special file is an error.
     pub fn write_new(&self, components: &[&str], bytes: &[u8], mode: u32) -> io::Result<bool> {
         let (dir, name, shown) = self.parent(components)?;
         let c = sys::cstr(name)?;
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-        match sys::openat(dir.as_fd(), &c, flags, mode) {
-            Ok(fd) => {
-                let mut f = File::from(fd);
-                std::io::Write::write_all(&mut f, bytes)?;
-                sys::fchmod(f.as_fd(), mode)?;
-                Ok(true)
-            }
+        match atomic::write(&dir, &c, bytes, atomic::Mode::Exact(mode), true, None) {
+            Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let st = sys::lstatat(dir.as_fd(), &c)?;
                 if st.kind == sys::Kind::File {
@@ -220,11 +216,13 @@ impl StateDir {
 }
 
 impl StateDir {
-    /// Put `bytes` at `components` (mode `mode`), whatever is there now: a file, link or
-    /// special file in the way is removed first (never written through).
+    /// Put `bytes` at `components` (mode `mode`), whatever is there now, in one step: a file,
+    /// link or special file in the way is replaced, never written through.
     pub fn replace(&self, components: &[&str], bytes: &[u8], mode: u32) -> io::Result<()> {
-        self.remove(components)?;
-        self.write_new(components, bytes, mode).map(drop)
+        // A rename replaces a link or special file itself, never what it points to; the old
+        // content stays until the new one is complete.
+        let (dir, name, _) = self.parent(components)?;
+        atomic::write(&dir, &sys::cstr(name)?, bytes, atomic::Mode::Exact(mode), false, None)
     }
 
     /// Remove the file, link or special file at `components` (not a directory); absent is

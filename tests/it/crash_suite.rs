@@ -867,3 +867,69 @@ fn an_undo_whose_emptied_folder_cannot_be_removed_is_not_reported_done() {
         "neither state after the failed undo and `pai log`: {now:?}"
     );
 }
+
+/// The state directory's `.gitignore` (`*`, so `git status` never shows pai's state) is
+/// written whole or not at all: a full disk at its write, the first time pai runs in a
+/// project, leaves no empty `.gitignore` behind, and the next run makes it.
+#[test]
+fn a_full_disk_while_creating_the_state_directory_leaves_no_short_gitignore() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here (CI installs it: .ci/run)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let mock = mock();
+    let clean = base.join("clean");
+    fixture(&clean);
+    assert!(!clean.join("project/.pai_history").exists());
+
+    // Which `write` of its thread writes the `.gitignore`'s `*`.
+    let dir = base.join("count");
+    copy(&clean, &dir);
+    let trace = base.join("trace.txt");
+    let args: Vec<String> = ["-f", "-o", &trace.display().to_string(), "-e", "trace=write"]
+        .map(String::from)
+        .to_vec();
+    assert!(pai(&dir, &op_args(Op::Plan, &mock), Some(&args)).status.success());
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut when = None;
+    for line in text.lines() {
+        let Some((tid, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        if !rest.trim_start().starts_with("write(") {
+            continue;
+        }
+        let n = seen.entry(tid).or_default();
+        *n += 1;
+        if rest.contains(", \"*\\n\", 2)") && when.is_none() {
+            when = Some(*n);
+        }
+    }
+    let when = when.unwrap_or_else(|| panic!("no write of the .gitignore in the trace:\n{text}"));
+
+    let work = base.join("case");
+    copy(&clean, &work);
+    let inject: Vec<String> = [
+        "-f",
+        "-o",
+        "/dev/null",
+        "-e",
+        &format!("inject=write:error=ENOSPC:when={when}"),
+    ]
+    .map(String::from)
+    .to_vec();
+    let _ = pai(&work, &op_args(Op::Plan, &mock), Some(&inject));
+    let gitignore = work.join("project/.pai_history/.gitignore");
+    match std::fs::read(&gitignore) {
+        Ok(bytes) => assert_eq!(bytes, b"*\n", "a short .gitignore was left"),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
+    }
+    // The next command, with room on the disk, makes it.
+    let _ = pai(&work, &op_args(Op::Plan, &mock), None);
+    assert_eq!(std::fs::read(&gitignore).unwrap(), b"*\n");
+    let status = git(&work.join("project"), &["status", "--porcelain"]);
+    assert!(!status.contains(".pai_history"), "{status}");
+}
