@@ -82,6 +82,7 @@ pub use log::{
 pub use merge_preview::{SessionView, render_sessions};
 pub use message::{Kind, PlanRecord};
 pub use ops::{StepWrites, interrupted, recover};
+pub use plan_journal::Abandoned;
 pub use repo::project_root;
 pub use run_index::RunIndex;
 pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_branch};

@@ -52,6 +52,27 @@ impl Session {
         w.end_plan_journal()
     }
 
+    /// The plan under way could not be committed (its commit failed before the branch
+    /// moved): its files go back to the user's versions, each that still holds what the
+    /// plan's steps left there, so nothing of it stays on disk that history does not hold.
+    /// What was changed since by someone else is kept and named. When the files cannot all
+    /// be put back (the disk is still full, say), the plan's journal stays on disk and the
+    /// next pai command finishes the roll back. Nothing to do for a read-only session or a
+    /// plan that wrote nothing.
+    pub fn abandon_plan(&mut self, wt: &dyn WorkTree) -> Result<Abandoned, HistoryError> {
+        let Ok(w) = self.writer() else {
+            return Ok(Abandoned::default());
+        };
+        let Some(journal) = w.plan_journal.take() else {
+            return Ok(Abandoned::default());
+        };
+        let applied = journal.abandon(&w.repo, wt)?;
+        Ok(Abandoned {
+            restored: applied.changed,
+            kept: applied.kept,
+        })
+    }
+
     /// After a RUN, before its changes are snapshotted: every path it changed goes into the
     /// plan's journal with what stood there before it (the user's file remembered before the
     /// command, else the index's entry, else absent), so a crash before the plan's commit
@@ -89,6 +110,15 @@ impl Session {
             befores,
         )
     }
+}
+
+/// What [`Session::abandon_plan`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Abandoned {
+    /// Files put back as the user had them.
+    pub restored: usize,
+    /// Paths kept as they are: changed by someone else since the plan wrote them.
+    pub kept: Vec<String>,
 }
 
 impl Writer {

@@ -222,7 +222,14 @@ impl StateDir {
         // A rename replaces a link or special file itself, never what it points to; the old
         // content stays until the new one is complete.
         let (dir, name, _) = self.parent(components)?;
-        atomic::write(&dir, &sys::cstr(name)?, bytes, atomic::Mode::Exact(mode), false, None)
+        atomic::write(
+            &dir,
+            &sys::cstr(name)?,
+            bytes,
+            atomic::Mode::Exact(mode),
+            false,
+            None,
+        )
     }
 
     /// Remove the file, link or special file at `components` (not a directory); absent is

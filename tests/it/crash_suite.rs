@@ -888,10 +888,20 @@ fn a_full_disk_while_creating_the_state_directory_leaves_no_short_gitignore() {
     let dir = base.join("count");
     copy(&clean, &dir);
     let trace = base.join("trace.txt");
-    let args: Vec<String> = ["-f", "-o", &trace.display().to_string(), "-e", "trace=write"]
-        .map(String::from)
-        .to_vec();
-    assert!(pai(&dir, &op_args(Op::Plan, &mock), Some(&args)).status.success());
+    let args: Vec<String> = [
+        "-f",
+        "-o",
+        &trace.display().to_string(),
+        "-e",
+        "trace=write",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(
+        pai(&dir, &op_args(Op::Plan, &mock), Some(&args))
+            .status
+            .success()
+    );
     let text = std::fs::read_to_string(&trace).unwrap();
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     let mut when = None;
@@ -932,4 +942,85 @@ fn a_full_disk_while_creating_the_state_directory_leaves_no_short_gitignore() {
     assert_eq!(std::fs::read(&gitignore).unwrap(), b"*\n");
     let status = git(&work.join("project"), &["status", "--porcelain"]);
     assert!(!status.contains(".pai_history"), "{status}");
+}
+
+/// A full disk while the plan's commit stores its objects (after its steps wrote the files):
+/// the commit cannot be made, so history does not hold the plan. Its files must not stay
+/// changed outside history: the failed command puts them back as the user had them (or, when
+/// it cannot, the next command does), and says so.
+#[test]
+fn a_full_disk_while_the_plan_commit_stores_its_objects_puts_the_files_back() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here (CI installs it: .ci/run)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let mock = mock();
+    let clean = base.join("clean");
+    fixture(&clean);
+    let before = state(&clean);
+
+    // Which `write` of its thread is the first object the commit stores: the first write
+    // into `.git/objects` after the commit's intent (its operation record, not the plan's).
+    let dir = base.join("count");
+    copy(&clean, &dir);
+    let trace = base.join("trace.txt");
+    let args: Vec<String> = [
+        "-f",
+        "-y",
+        "-o",
+        &trace.display().to_string(),
+        "-e",
+        "trace=write",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(
+        pai(&dir, &op_args(Op::Plan, &mock), Some(&args))
+            .status
+            .success()
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut intent = false;
+    let mut when = None;
+    for line in text.lines() {
+        let Some((tid, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        if !rest.trim_start().starts_with("write(") {
+            continue;
+        }
+        let n = seen.entry(tid).or_default();
+        *n += 1;
+        let target = rest.split('>').next().unwrap_or_default();
+        if target.contains("/ops/") && target.ends_with(".tmp") && !target.ends_with(".plan.tmp") {
+            intent = true;
+        } else if intent && target.contains("/.git/objects/") && when.is_none() {
+            when = Some(*n);
+        }
+    }
+    let when = when.unwrap_or_else(|| panic!("no object write after the commit's intent:\n{text}"));
+
+    let work = base.join("case");
+    copy(&clean, &work);
+    let inject: Vec<String> = [
+        "-f",
+        "-o",
+        "/dev/null",
+        "-e",
+        &format!("inject=write:error=ENOSPC:when={when}"),
+    ]
+    .map(String::from)
+    .to_vec();
+    let failed = pai(&work, &op_args(Op::Plan, &mock), Some(&inject));
+    let said = String::from_utf8_lossy(&failed.stdout);
+    assert_eq!(failed.status.code(), Some(1), "{said}");
+    assert!(said.contains("put back as you had them"), "{said}");
+    assert_eq!(state(&work), before, "the plan's files stayed changed");
+    // Nothing is left for the next command to do, and it finds the project as the user had it.
+    let next = pai(&work, &["log".to_string()], None);
+    assert!(next.status.success());
+    assert_eq!(state(&work), before);
 }

@@ -351,12 +351,20 @@ impl Agent {
                 Ok(Some(short))
             }
             Ok(None) => Ok(None),
-            Err(e) => {
-                let text = format!(
-                    "the plan's changes are on disk but could not be committed, so undo cannot reach them: {e}"
-                );
-                Err(text)
-            }
+            // History does not hold the plan, so undo could not reach it: its files go back
+            // as the user had them rather than stay changed outside history.
+            Err(e) => Err(match history.abandon_plan(&self.workspace) {
+                Ok(a) if a.kept.is_empty() => format!(
+                    "the plan could not be committed, so its changes were put back as you had them: {e}"
+                ),
+                Ok(a) => format!(
+                    "the plan could not be committed, so its changes were put back as you had them, but for {} (changed since; kept as they are): {e}",
+                    a.kept.join(", ")
+                ),
+                Err(back) => format!(
+                    "the plan could not be committed ({e}), nor its changes put back yet ({back}): the next pai command puts them back"
+                ),
+            }),
         }
     }
 }

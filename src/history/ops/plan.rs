@@ -123,12 +123,20 @@ impl PlanJournal {
         session: &str,
         plan: u32,
     ) -> Result<PlanJournal, HistoryError> {
+        let path = path_for(repo, root)?;
+        // Only a plan of this session whose files could not all be put back leaves its record
+        // while the session goes on; a new plan must not write over what finishing that roll
+        // back needs. (Another session's record is a crashed process's, which recovery, run
+        // before every command, has already rolled back.)
+        if path.exists() && Record::read(&path).is_ok_and(|r| r.session == session) {
+            return Err(HistoryError::Refused {
+                message: "an earlier plan's files are not all back as you had them yet".into(),
+                hint: "run any pai command (`pai log`) once the cause is fixed (room on the disk, say): it finishes putting them back".into(),
+            });
+        }
         let mut record = Record::new(OpKind::Plan);
         record.name(session, plan);
-        Ok(PlanJournal {
-            path: path_for(repo, root)?,
-            record,
-        })
+        Ok(PlanJournal { path, record })
     }
 
     /// Whether `path` is recorded already (its first state is the one that counts).
@@ -235,6 +243,20 @@ impl PlanJournal {
     pub(crate) fn close(self) -> Result<(), HistoryError> {
         record::remove(&self.path)
     }
+
+    /// The plan cannot be recorded: put its files back as they stood before it, each that
+    /// still holds what the plan's steps left there (see [`roll_back`]; the pending snapshot
+    /// stays, the session keeps using it). The record is removed once every file is back;
+    /// when one cannot be, it stays on disk for the next pai command to finish the roll back.
+    pub(crate) fn abandon(
+        self,
+        repo: &Repository,
+        wt: &dyn WorkTree,
+    ) -> Result<Applied, HistoryError> {
+        let applied = roll_back_files(repo, wt, &self.record)?;
+        self.close()?;
+        Ok(applied)
+    }
 }
 
 /// Whether `record`'s step under way writes `path` (a folder it names covers its files).
@@ -260,6 +282,18 @@ fn standing_folder(wt: &dyn WorkTree, path: &str) -> Option<String> {
 
 /// Roll back the plan `record` describes (see the module documentation).
 pub(crate) fn roll_back(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    record: &Record,
+) -> Result<Applied, HistoryError> {
+    let out = roll_back_files(repo, wt, record)?;
+    drop_pending(repo, record)?;
+    Ok(out)
+}
+
+/// The files of [`roll_back`]: each path back to its before state when it holds what the
+/// plan left there or was being written.
+fn roll_back_files(
     repo: &Repository,
     wt: &dyn WorkTree,
     record: &Record,
@@ -292,7 +326,6 @@ pub(crate) fn roll_back(
             out.changed += 1;
         }
     }
-    drop_pending(repo, record)?;
     Ok(out)
 }
 
