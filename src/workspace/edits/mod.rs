@@ -267,6 +267,11 @@ fn apply_exact_once(
     r: &str,
 ) -> Result<Vec<doc::Line>, String> {
     refuse_loose_duplicates(lines, view, at, s)?;
+    // From here on the search is the file's own text: what the replacement keeps of it is
+    // taken from the file, so the search's typographic characters are gone from both.
+    let matched = &view[at.start..at.end];
+    let r = &punct::keep_from_file(matched, s, r);
+    let s = matched;
     // Whole lines: placed as the line stage places them, re-indented in the file's unit, when
     // the search was quoted without (part of) its indentation or the replacement is written
     // in another unit than the file's.
@@ -286,8 +291,7 @@ fn apply_exact_once(
             return Ok(done);
         }
     }
-    let r = punct::keep_from_file(&view[at.start..at.end], s, r);
-    let r = exact::reconcile(view, at, s, &r);
+    let r = exact::reconcile(view, at, s, r);
     Ok(exact::splice(lines, view, at, s, &r))
 }
 
@@ -310,14 +314,12 @@ fn refuse_loose_duplicates(
         .filter(|&w| w != content_line)
         .collect();
     if !(view.is_ascii() && s.is_ascii()) {
+        // Counted, not located: the leftmost folded occurrence may start a little before the
+        // match it stands for (`..` then `…` folds to dots that also start earlier).
         let (folded, places) = punct::loose_places(view, s);
-        let here = punct::fold_all(&view[..at.start]).len();
-        elsewhere.extend(
-            places
-                .into_iter()
-                .filter(|&p| p != here)
-                .map(|p| line_of(&folded, p) - 1),
-        );
+        if places.len() > 1 {
+            elsewhere.extend(places.into_iter().map(|p| line_of(&folded, p) - 1));
+        }
     }
     elsewhere.sort_unstable();
     elsewhere.dedup();

@@ -30,7 +30,7 @@ impl Level {
         match self {
             Level::TrailingSpace => "trailing whitespace ignored",
             Level::Indentation => "indentation ignored",
-            Level::Punctuation => "indentation and typographic punctuation ignored",
+            Level::Punctuation => "whitespace and typographic punctuation ignored",
         }
     }
 
