@@ -16,6 +16,10 @@ const RUNS: usize = 15;
 pub fn rows() -> Vec<Row> {
     let mut rows = Vec::new();
     let ((correct, refused, wrong), _) = corpus::score();
+    let meant = corpus::corpus()
+        .iter()
+        .filter(|(_, case)| case.refuse.is_some())
+        .count();
     rows.push(
         Row::new(
             AREA,
@@ -25,7 +29,11 @@ pub fn rows() -> Vec<Row> {
             ),
             format!("{correct} correct · {refused} refused · {wrong} wrong"),
         )
-        .target("0 wrong, >= 75 correct", wrong == 0 && correct >= 75),
+        .note(format!(
+            "{meant} of the cases are meant to be refused (ambiguous, invalid, near misses, \
+             typographic characters the file has itself)"
+        ))
+        .target("0 wrong, >= 95 correct", wrong == 0 && correct >= 95),
     );
     // About 1 MB of Python-like code, every line distinct.
     let file: String = (0..27_000)

@@ -1,31 +1,21 @@
-//! The exact stage: the search text occurs in the file byte for byte (line breaks compared as
-//! `\n`). The only liberty taken is at the edges: a search and replacement that disagree on a
-//! leading or trailing line break are reconciled so that no two lines are merged and no line is
-//! split by accident.
+//! The string stage: the search text occurs in the file as a string (line breaks compared as
+//! `\n`, the search's typographic punctuation standing for ASCII: see [`super::punct`]). The
+//! only liberty taken is at the edges: a search and replacement that disagree on a leading or
+//! trailing line break are reconciled so that no two lines are merged and no line is split by
+//! accident.
 
 use super::doc::{self, End, Line};
+use super::punct::Span;
 
-/// Byte offsets of the non-overlapping occurrences of `search` in `view`, and their count.
-pub(super) fn occurrences(view: &str, search: &str, keep: usize) -> (Vec<usize>, usize) {
-    let mut at = Vec::new();
-    let mut count = 0;
-    for (p, _) in view.match_indices(search) {
-        if at.len() < keep {
-            at.push(p);
-        }
-        count += 1;
-    }
-    (at, count)
-}
-
-/// The replacement to splice in at `p`, with its edge line breaks made to agree with the
+/// The replacement to splice in over `at`, with its edge line breaks made to agree with the
 /// search's.
-pub(super) fn reconcile(view: &str, p: usize, search: &str, replace: &str) -> String {
+pub(super) fn reconcile(view: &str, at: Span, search: &str, replace: &str) -> String {
+    let p = at.start;
     if replace.is_empty() {
         // Deleting text that holds a line break joins what stands left and right of it; when
         // both sides keep text on their lines, keep one break between them.
         let left_fragment = p > 0 && !view[..p].ends_with('\n');
-        let rest = &view[p + search.len()..];
+        let rest = &view[at.end..];
         let right_fragment = !rest.is_empty() && !rest.starts_with('\n');
         let joins = search.contains('\n') && left_fragment && right_fragment;
         let both_edges = search.len() > 1 && search.starts_with('\n') && search.ends_with('\n');
@@ -53,29 +43,28 @@ pub(super) fn reconcile(view: &str, p: usize, search: &str, replace: &str) -> St
     r
 }
 
-/// Whether the match at `p` covers whole lines but starts after some of its first line's
-/// indentation: the search was quoted in another indentation frame than the file's.
-pub(super) fn starts_after_indentation(view: &str, p: usize, search: &str) -> bool {
-    let line_start = view[..p].rfind('\n').map_or(0, |i| i + 1);
-    let left = &view[line_start..p];
-    let end = p + search.len();
-    let ends_line =
-        search.ends_with('\n') || view[end..].is_empty() || view[end..].starts_with('\n');
-    !left.is_empty() && left.trim().is_empty() && ends_line
+/// When the match `at` covers whole lines (it may start after some of its first line's
+/// indentation), the indentation left of it.
+pub(super) fn whole_lines<'a>(view: &'a str, at: Span, search: &str) -> Option<&'a str> {
+    let line_start = view[..at.start].rfind('\n').map_or(0, |i| i + 1);
+    let left = &view[line_start..at.start];
+    let rest = &view[at.end..];
+    let ends_line = search.ends_with('\n') || rest.is_empty() || rest.starts_with('\n');
+    (!search.starts_with('\n') && left.trim().is_empty() && ends_line).then_some(left)
 }
 
-/// Splice `replace` over the occurrence of `search` at byte `p` of the document's `\n` view.
+/// Splice `replace` over the match `at` of `search` in the document's `\n` view.
 /// Lines outside the replaced region are kept as they were, endings included; the region's
 /// new lines keep the old lines' own endings when their number is unchanged, else the region's
 /// style; the file's final-newline state is kept.
 pub(super) fn splice(
     lines: &[Line],
     view: &str,
-    p: usize,
+    at: Span,
     search: &str,
     replace: &str,
 ) -> Vec<Line> {
-    let end = p + search.len();
+    let (p, end) = (at.start, at.end);
     let line_start = view[..p].rfind('\n').map_or(0, |i| i + 1);
     let line_end = if search.ends_with('\n') {
         end
@@ -150,7 +139,7 @@ mod tests {
     fn run(text: &str, search: &str, replace: &str) -> String {
         let lines = doc::parse(text);
         let view = doc::lf_view(&lines);
-        let (at, n) = occurrences(&view, search, 1);
+        let (at, n) = super::super::punct::find(&view, search, 1);
         assert_eq!(n, 1);
         let r = reconcile(&view, at[0], search, replace);
         doc::render(&splice(&lines, &view, at[0], search, &r))

@@ -1,15 +1,27 @@
-//! Re-indenting a replacement that was matched with different indentation. The mapping from
-//! the search's indentation to the file's is inferred from the matched lines and must be
-//! consistent on every one of them; a replacement line it cannot map is a refusal, never a
-//! guess.
+//! Re-indenting a replacement written in another indentation than the file's.
+//!
+//! Each side indents by a unit (a tab, or N spaces): the file's is read from the whole file,
+//! the edit's from its search and replacement together, each as the most common step from a
+//! line to the next deeper one. A line's indentation is then a number of levels of its side's
+//! unit plus alignment spaces. The matched lines fix how many levels deeper the file stands
+//! than the search, which must be the same on every one of them; each new line is written at its
+//! own level plus that shift, in the file's unit. Whatever cannot be read so is a refusal,
+//! never a guess. When both sides use the same number of spaces, the shift is counted in
+//! columns instead, which also carries lines aligned off the unit grid.
 
 /// How the search's indentation turns into the file's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Mapping {
-    /// Every search indentation starts with `from`; the file's has `to` in its place.
-    Prefix { from: String, to: String },
-    /// Both sides indent in whole units (a tab, or N spaces); the file is `shift` levels deeper.
-    Units { from: Unit, to: Unit, shift: isize },
+    /// The matched lines have the file's indentation; the replacement is written as sent.
+    Same,
+    /// Both sides indent with the same number of spaces; the file is `delta` columns deeper.
+    Columns { delta: isize },
+    /// The sides indent in different units; the file is `shift` levels deeper.
+    Levels {
+        from: Frame,
+        to: Frame,
+        shift: isize,
+    },
 }
 
 /// One level of indentation.
@@ -19,96 +31,218 @@ pub(super) enum Unit {
     Spaces(usize),
 }
 
+/// How one side reads and writes indentation: its unit, and for spaces the column its levels
+/// count from (a search quoted with part of its indentation dropped starts off the grid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Frame {
+    unit: Unit,
+    origin: usize,
+}
+
+impl Frame {
+    /// An indentation as (levels, alignment spaces), when it is made of this frame's units.
+    fn read(self, indent: &str) -> Option<(usize, usize)> {
+        match self.unit {
+            Unit::Tab => {
+                let tabs = indent.bytes().take_while(|&b| b == b'\t').count();
+                let rest = &indent[tabs..];
+                rest.bytes()
+                    .all(|b| b == b' ')
+                    .then_some((tabs, rest.len()))
+            }
+            Unit::Spaces(n) => {
+                let w = spaces(indent)?.checked_sub(self.origin)?;
+                Some((w / n, w % n))
+            }
+        }
+    }
+
+    fn write(self, levels: usize, align: usize) -> String {
+        match self.unit {
+            Unit::Tab => format!("{}{}", "\t".repeat(levels), " ".repeat(align)),
+            Unit::Spaces(n) => " ".repeat(self.origin + levels * n + align),
+        }
+    }
+}
+
+/// The width of an indentation made only of spaces.
+fn spaces(indent: &str) -> Option<usize> {
+    indent.bytes().all(|b| b == b' ').then_some(indent.len())
+}
+
 /// The leading whitespace of a line.
 pub(super) fn indent_of(line: &str) -> &str {
     &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
 }
 
-/// Infer the mapping from `(file line, search line)` pairs that matched. Blank lines say
-/// nothing about indentation.
-pub(super) fn infer<'a>(
-    pairs: impl Iterator<Item = (&'a str, &'a str)> + Clone,
-) -> Option<Mapping> {
-    let shaped: Vec<(&str, &str)> = pairs
-        .filter(|(f, s)| !f.trim().is_empty() && !s.trim().is_empty())
-        .map(|(f, s)| (indent_of(f), indent_of(s)))
-        .collect();
-    let Some(&(f0, s0)) = shaped.first() else {
-        return Some(Mapping::Prefix {
-            from: String::new(),
-            to: String::new(),
-        });
-    };
-    let prefix_fits = shaped
-        .iter()
-        .all(|(f, s)| match (f.strip_prefix(f0), s.strip_prefix(s0)) {
-            (Some(a), Some(b)) => a == b,
-            _ => false,
-        });
-    if prefix_fits {
-        return Some(Mapping::Prefix {
-            from: s0.to_string(),
-            to: f0.to_string(),
-        });
-    }
-    let from = unit_of(shaped.iter().map(|p| p.1))?;
-    let to = unit_of(shaped.iter().map(|p| p.0))?;
-    let mut shift = None;
-    for (f, s) in &shaped {
-        let d = level(f, to)? as isize - level(s, from)? as isize;
-        if *shift.get_or_insert(d) != d {
-            return None;
-        }
-    }
-    Some(Mapping::Units {
-        from,
-        to,
-        shift: shift.unwrap_or(0),
-    })
+/// Whether a line's leading whitespace holds both tabs and spaces.
+pub(super) fn is_mixed(line: &str) -> bool {
+    let ind = indent_of(line).as_bytes();
+    ind.contains(&b'\t') && ind.contains(&b' ')
 }
 
-/// The unit a set of indentations is made of, when they are all tabs or all spaces and at
-/// least one is not empty.
-fn unit_of<'a>(indents: impl Iterator<Item = &'a str>) -> Option<Unit> {
-    let mut tabs = false;
-    let mut spaces = 0usize;
-    for i in indents {
-        if i.is_empty() {
-            continue;
-        }
-        if i.bytes().all(|b| b == b'\t') {
-            tabs = true;
-        } else if i.bytes().all(|b| b == b' ') {
-            spaces = gcd(spaces, i.len());
-        } else {
-            return None;
+/// The evidence for a text's unit: how often each step deeper (and, failing those, shallower)
+/// occurs between consecutive non-blank lines, and which kinds of indentation occur at all.
+#[derive(Debug, Default)]
+struct Steps {
+    deeper: Vec<(Unit, usize)>,
+    shallower: Vec<(Unit, usize)>,
+    tabs: bool,
+    space_gcd: usize,
+}
+
+impl Steps {
+    fn add<'a>(&mut self, lines: impl Iterator<Item = &'a str>) {
+        let mut prev: Option<&str> = None;
+        for line in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let ind = indent_of(line);
+            if !ind.is_empty() {
+                match spaces(ind) {
+                    Some(w) => self.space_gcd = gcd(self.space_gcd, w),
+                    None if ind.bytes().all(|b| b == b'\t') => self.tabs = true,
+                    None => {}
+                }
+            }
+            if let Some(p) = prev {
+                if let Some(added) = ind.strip_prefix(p).filter(|a| !a.is_empty()) {
+                    bump(&mut self.deeper, added);
+                } else if let Some(removed) = p.strip_prefix(ind).filter(|r| !r.is_empty()) {
+                    bump(&mut self.shallower, removed);
+                }
+            }
+            prev = Some(ind);
         }
     }
-    match (tabs, spaces) {
-        (true, 0) => Some(Unit::Tab),
-        (false, n) if n > 0 => Some(Unit::Spaces(n)),
-        _ => None,
+
+    fn unit(&self) -> Option<Unit> {
+        mode(&self.deeper)
+            .or_else(|| mode(&self.shallower))
+            .or(match (self.tabs, self.space_gcd) {
+                (true, 0) => Some(Unit::Tab),
+                (false, n) if n > 0 => Some(Unit::Spaces(n)),
+                _ => None,
+            })
     }
+}
+
+/// Count one step, when it is whole tabs or whole spaces.
+fn bump(counts: &mut Vec<(Unit, usize)>, step: &str) {
+    let unit = if step.bytes().all(|b| b == b'\t') {
+        Unit::Tab
+    } else if let Some(n) = spaces(step) {
+        Unit::Spaces(n)
+    } else {
+        return;
+    };
+    match counts.iter_mut().find(|(u, _)| *u == unit) {
+        Some((_, c)) => *c += 1,
+        None => counts.push((unit, 1)),
+    }
+}
+
+/// The most frequent step; a tie goes to the smallest.
+fn mode(counts: &[(Unit, usize)]) -> Option<Unit> {
+    let width = |u: &Unit| match u {
+        Unit::Tab => 0,
+        Unit::Spaces(n) => *n,
+    };
+    counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(width(&b.0).cmp(&width(&a.0))))
+        .map(|(u, _)| *u)
 }
 
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// How many units an indentation is, when it is made of whole units.
-fn level(indent: &str, unit: Unit) -> Option<usize> {
-    match unit {
-        Unit::Tab => indent.bytes().all(|b| b == b'\t').then_some(indent.len()),
-        Unit::Spaces(n) => (indent.bytes().all(|b| b == b' ') && indent.len().is_multiple_of(n))
-            .then_some(indent.len() / n),
-    }
+/// Infer the mapping from the file's lines (`file`, for its unit), the matched
+/// `(file line, search line)` pairs and the edit's search and replacement lines. `None` when
+/// the matched lines disagree on it.
+pub(super) fn infer<'a>(
+    file: impl Iterator<Item = &'a str>,
+    pairs: &[(&str, &str)],
+    search: &[&str],
+    replace: &[&str],
+) -> Option<Mapping> {
+    let shaped: Vec<(&str, &str)> = pairs
+        .iter()
+        .filter(|(f, s)| !f.trim().is_empty() && !s.trim().is_empty())
+        .map(|(f, s)| (indent_of(f), indent_of(s)))
+        .collect();
+    let same = shaped.iter().all(|(f, s)| f == s);
+    let mut text = Steps::default();
+    text.add(search.iter().copied());
+    text.add(replace.iter().copied());
+    let mut own = Steps::default();
+    own.add(file);
+    let v = text.unit().or(own.unit());
+    let u = own.unit().or(v);
+    let mapping = match (u, v) {
+        (Some(Unit::Spaces(a)), Some(Unit::Spaces(b))) if a == b => columns(&shaped),
+        (Some(to), Some(from)) => levels(&shaped, from, to, search, replace),
+        _ => None,
+    };
+    mapping.or(same.then_some(Mapping::Same))
 }
 
-fn render(unit: Unit, levels: usize) -> String {
-    match unit {
-        Unit::Tab => "\t".repeat(levels),
-        Unit::Spaces(n) => " ".repeat(n * levels),
+/// Both sides in the same spaces: one column offset on every matched line.
+fn columns(shaped: &[(&str, &str)]) -> Option<Mapping> {
+    let mut delta = None;
+    for (f, s) in shaped {
+        let d = spaces(f)? as isize - spaces(s)? as isize;
+        if *delta.get_or_insert(d) != d {
+            return None;
+        }
     }
+    Some(Mapping::Columns {
+        delta: delta.unwrap_or(0),
+    })
+}
+
+/// Different units: one level shift on every matched line, alignment kept.
+fn levels(
+    shaped: &[(&str, &str)],
+    from: Unit,
+    to: Unit,
+    search: &[&str],
+    replace: &[&str],
+) -> Option<Mapping> {
+    let origin = match from {
+        Unit::Tab => 0,
+        Unit::Spaces(n) => {
+            search
+                .iter()
+                .chain(replace)
+                .filter(|l| !l.trim().is_empty())
+                .filter_map(|l| spaces(indent_of(l)))
+                .min()
+                .unwrap_or(0)
+                % n
+        }
+    };
+    let from = Frame { unit: from, origin };
+    let to = Frame {
+        unit: to,
+        origin: 0,
+    };
+    let mut shift = None;
+    for (f, s) in shaped {
+        let (lf, af) = to.read(f)?;
+        let (ls, as_) = from.read(s)?;
+        let d = lf as isize - ls as isize;
+        if af != as_ || *shift.get_or_insert(d) != d {
+            return None;
+        }
+    }
+    Some(Mapping::Levels {
+        from,
+        to,
+        shift: shift.unwrap_or(0),
+    })
 }
 
 /// Re-indent one replacement line; `None` when the mapping cannot say where it goes.
@@ -119,22 +253,15 @@ pub(super) fn apply(m: &Mapping, line: &str) -> Option<String> {
     let ind = indent_of(line);
     let body = &line[ind.len()..];
     match m {
-        Mapping::Prefix { from, to } => {
-            if let Some(rest) = ind.strip_prefix(from.as_str()) {
-                return Some(format!("{to}{rest}{body}"));
-            }
-            // A line less indented than the search's first line: width arithmetic is exact
-            // only when everything is spaces.
-            let spaces = |s: &str| s.bytes().all(|b| b == b' ');
-            if spaces(ind) && spaces(from) && spaces(to) {
-                let w = (ind.len() + to.len()).checked_sub(from.len())?;
-                return Some(format!("{}{body}", " ".repeat(w)));
-            }
-            None
+        Mapping::Same => Some(line.to_string()),
+        Mapping::Columns { delta } => {
+            let w = usize::try_from(spaces(ind)? as isize + delta).ok()?;
+            Some(format!("{}{body}", " ".repeat(w)))
         }
-        Mapping::Units { from, to, shift } => {
-            let l = level(ind, *from)? as isize + shift;
-            (l >= 0).then(|| format!("{}{body}", render(*to, l as usize)))
+        Mapping::Levels { from, to, shift } => {
+            let (k, align) = from.read(ind)?;
+            let k = usize::try_from(k as isize + shift).ok()?;
+            Some(format!("{}{body}", to.write(k, align)))
         }
     }
 }
@@ -143,14 +270,73 @@ pub(super) fn apply(m: &Mapping, line: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    fn map(file: &str, pairs: &[(&str, &str)], search: &[&str], replace: &[&str]) -> Mapping {
+        infer(file.lines(), pairs, search, replace).unwrap()
+    }
+
     #[test]
-    fn consistent_offsets_map_and_inconsistent_ones_refuse() {
-        let m =
-            infer([("        a", "    a"), ("            b", "        b")].into_iter()).unwrap();
+    fn same_spaces_shift_by_columns() {
+        let file = "def f():\n    a\n        b\n";
+        let m = map(
+            file,
+            &[("        a", "    a"), ("            b", "        b")],
+            &["    a", "        b"],
+            &["    a", "        c", "  d"],
+        );
         assert_eq!(apply(&m, "        c").unwrap(), "            c");
         assert_eq!(apply(&m, "  d").unwrap(), "      d");
-        let tabs = infer([("\ta", "    a"), ("\t\tb", "        b")].into_iter()).unwrap();
-        assert_eq!(apply(&tabs, "        c").unwrap(), "\t\tc");
-        assert!(infer([("a", "a"), ("    b", "b")].into_iter()).is_none());
+    }
+
+    #[test]
+    fn a_tab_level_becomes_the_files_spaces_however_deep() {
+        let file = "def f():\n    x = 1\n        y\n";
+        let m = map(
+            file,
+            &[("    x = 1", "\tx = 1")],
+            &["\tx = 1"],
+            &["\tx = 1", "\tif x:", "\t\tx += 1"],
+        );
+        assert_eq!(apply(&m, "\t\tx += 1").unwrap(), "        x += 1");
+        assert_eq!(apply(&m, "\t\t\tz").unwrap(), "            z");
+    }
+
+    #[test]
+    fn spaces_become_tabs_and_two_spaces_become_four() {
+        let tabs = map(
+            "f {\n\tx\n}\n",
+            &[("\tx", "    x")],
+            &["    x"],
+            &["    x", "    if y {", "        z", "    }"],
+        );
+        assert_eq!(apply(&tabs, "        z").unwrap(), "\t\tz");
+        let four = map(
+            "a:\n    b\n",
+            &[("    b", "  b")],
+            &["  b"],
+            &["  b", "    c"],
+        );
+        assert_eq!(apply(&four, "    c").unwrap(), "        c");
+    }
+
+    #[test]
+    fn inconsistent_levels_refuse() {
+        let file = "if a:\n    b\n    c\n";
+        assert!(
+            infer(
+                file.lines(),
+                &[("if a:", "if a:"), ("    b", "    b"), ("    c", "c")],
+                &["if a:", "    b", "c"],
+                &["if a:", "    b", "d"],
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn mixed_leading_whitespace_is_recognised() {
+        assert!(is_mixed("    \tx"));
+        assert!(is_mixed("\t  x"));
+        assert!(!is_mixed("\t\tx"));
+        assert!(!is_mixed("    x \t y"));
     }
 }

@@ -2,15 +2,21 @@
 //! or nothing. One matcher, in this order:
 //!
 //! 1. a search that is empty or only whitespace is refused;
-//! 2. an exact match (line breaks compared as `\n`), whose edge line breaks are reconciled with
-//!    the replacement's so lines are never merged or split by accident; several exact matches
-//!    are refused as ambiguous, naming their lines;
+//! 2. the search as a string, anywhere in the file (line breaks compared as `\n`; a typographic
+//!    character of the search also matches its ASCII stand-in, never the other way round:
+//!    [`punct`]); its edge line breaks are reconciled with the replacement's so lines are never
+//!    merged or split by accident. It must match exactly one place, and no other place may
+//!    hold the same text once whitespace and both sides' punctuation are ignored;
 //! 3. otherwise whole lines, compared with trailing whitespace ignored, then indentation
-//!    ignored, then typographic punctuation folded ([`tolerant`]): the first level that matches
-//!    must match exactly one window, and the replacement is re-indented to the file's
-//!    indentation by a consistent offset;
+//!    ignored, then with the search's punctuation standing for ASCII ([`tolerant`]): the first
+//!    level that matches must match exactly one window;
 //! 4. the same again with the search's blank edge lines dropped, then with a ``` fence around
 //!    it stripped.
+//!
+//! Whenever the match covers whole lines, the replacement's new lines are re-indented in the
+//! file's own unit ([`indent`]), and what the replacement keeps of the search is taken from the
+//! file. An edit that would leave a line indented with both tabs and spaces, in a file that has
+//! no such line, is refused.
 //!
 //! There is no edit-distance matching: a near miss is a refusal that shows the closest lines
 //! and their numbers. A wrong file reported as success is the worst outcome pai can have, so
@@ -20,6 +26,7 @@ mod closest;
 mod doc;
 mod exact;
 mod indent;
+mod punct;
 mod tolerant;
 
 use super::text::{line_of, normalise, restore, to_lf};
@@ -145,17 +152,63 @@ fn apply_one(lines: &[doc::Line], e: &Edit) -> Result<Vec<doc::Line>, String> {
             continue;
         }
         if let Some(done) = apply_exact(lines, &view, &s, &r)? {
-            return Ok(done);
+            return refuse_new_mixed_indentation(lines, done);
         }
         if let Some(done) = apply_tolerant(lines, &s, &r)? {
-            return Ok(done);
+            return refuse_new_mixed_indentation(lines, done);
         }
     }
     Err(format!(
         "search text not found: {}; {}",
         closest::quote_search(&search),
-        closest::closest(&view, &search)
+        punctuation_hint(lines, &view, &search).unwrap_or_else(|| closest::closest(&view, &search))
     ))
+}
+
+/// Where the search would match if the file's own typographic characters were read as ASCII:
+/// the one near miss that a repair fixes by copying those characters.
+fn punctuation_hint(lines: &[doc::Line], view: &str, search: &str) -> Option<String> {
+    if view.is_ascii() {
+        return None;
+    }
+    let core = drop_blank_edges(search);
+    let mut at: Vec<usize> = tolerant::loose_windows(lines, &split_lines(&core))
+        .into_iter()
+        .map(|w| w + 1)
+        .collect();
+    let (folded, places) = punct::loose_places(view, search);
+    at.extend(places.into_iter().map(|p| line_of(&folded, p)));
+    at.sort_unstable();
+    at.dedup();
+    if at.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = at.iter().take(MAX_LISTED).map(|n| n.to_string()).collect();
+    Some(format!(
+        "it matches at line {} only if the file's typographic characters (curly quotes, dashes, \
+         non-breaking spaces) are read as plain ones; copy those characters exactly as the file \
+         has them",
+        listed.join(", ")
+    ))
+}
+
+/// An edit must not leave a line indented with both tabs and spaces in a file that had none:
+/// that is a replacement written in another indentation than the file's, placed wrongly.
+fn refuse_new_mixed_indentation(
+    before: &[doc::Line],
+    after: Vec<doc::Line>,
+) -> Result<Vec<doc::Line>, String> {
+    if before.iter().any(|l| indent::is_mixed(&l.text)) {
+        return Ok(after);
+    }
+    match after.iter().position(|l| indent::is_mixed(&l.text)) {
+        Some(i) => Err(format!(
+            "the replacement would indent line {} with both tabs and spaces, which the file \
+             never does; indent the replacement as the file is indented",
+            i + 1
+        )),
+        None => Ok(after),
+    }
 }
 
 /// Step 1: a search that is empty or only whitespace would match everywhere (or nowhere
@@ -173,22 +226,24 @@ fn refuse_blank_search(search: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Step 2, for one form of the edit: `Ok(None)` when the search does not occur exactly (the
-/// caller goes on to the line stage), the edited lines when it occurs once, and a refusal
-/// naming the lines when it occurs several times.
+/// Step 2, for one form of the edit: `Ok(None)` when the search does not occur (the caller
+/// goes on to the line stage), the edited lines when it occurs once, and a refusal naming the
+/// lines when it occurs several times.
 fn apply_exact(
     lines: &[doc::Line],
     view: &str,
     s: &str,
     r: &str,
 ) -> Result<Option<Vec<doc::Line>>, String> {
-    let (at, count) = exact::occurrences(view, s, MAX_LISTED);
+    let (at, count) = punct::find(view, s, MAX_LISTED);
     match count {
         0 => Ok(None),
         1 => apply_exact_once(lines, view, at[0], s, r).map(Some),
         _ => {
-            let mut where_: Vec<String> =
-                at.iter().map(|&p| line_of(view, p).to_string()).collect();
+            let mut where_: Vec<String> = at
+                .iter()
+                .map(|p| line_of(view, p.start).to_string())
+                .collect();
             if count > at.len() {
                 where_.push("…".into());
             }
@@ -202,55 +257,88 @@ fn apply_exact(
     }
 }
 
-/// Apply the one exact match at byte `at` of `view`, after checking it is the only place the
-/// search could mean.
+/// Apply the one match at `at` of `view`, after checking it is the only place the search
+/// could mean.
 fn apply_exact_once(
     lines: &[doc::Line],
     view: &str,
-    at: usize,
+    at: punct::Span,
     s: &str,
     r: &str,
 ) -> Result<Vec<doc::Line>, String> {
     refuse_loose_duplicates(lines, view, at, s)?;
-    // Whole lines quoted without (part of) their indentation: place the
-    // replacement's lines at the file's indentation, as the line stage does.
-    let first = line_of(view, at) - 1;
-    if exact::starts_after_indentation(view, at, s)
-        && let Ok(done) = tolerant::splice(lines, first, &split_lines(s), &split_lines(r))
-    {
-        return Ok(done);
+    // From here on the search is the file's own text: what the replacement keeps of it is
+    // taken from the file, so the search's typographic characters are gone from both.
+    let matched = &view[at.start..at.end];
+    let r = &punct::keep_from_file(matched, s, r);
+    let s = matched;
+    // Whole lines: placed as the line stage places them, re-indented in the file's unit, when
+    // the search was quoted without (part of) its indentation or the replacement is written
+    // in another unit than the file's.
+    let first = line_of(view, at.start) - 1;
+    if let Some(left) = exact::whole_lines(view, at, s) {
+        let (sl, rl) = (split_lines(s), split_lines(r));
+        let moves = match tolerant::mapping(lines, first, &sl, &rl) {
+            Some(m) => {
+                !left.is_empty()
+                    || rl
+                        .iter()
+                        .any(|l| indent::apply(&m, l).is_none_or(|new| new != *l))
+            }
+            None => !left.is_empty(),
+        };
+        if moves && let Ok(done) = tolerant::splice(lines, first, &sl, &rl) {
+            return Ok(done);
+        }
     }
     let r = exact::reconcile(view, at, s, r);
     Ok(exact::splice(lines, view, at, s, &r))
 }
 
-/// An exact match is trusted only when no other place of the file holds the same lines once
-/// whitespace and punctuation are ignored: a search that dropped its indentation can match
-/// inside another line byte for byte.
+/// A match is trusted only when no other place of the file holds the same text once
+/// whitespace and both sides' punctuation are ignored: a search that dropped its indentation
+/// can match inside another line byte for byte, and a typographic search can stand for text
+/// written two ways.
 fn refuse_loose_duplicates(
     lines: &[doc::Line],
     view: &str,
-    at: usize,
+    at: punct::Span,
     s: &str,
 ) -> Result<(), String> {
     // Compared from the first line with content: blank edge lines are not content.
     let lead = s.find(|c: char| !c.is_whitespace()).unwrap_or(0);
-    let content_line = line_of(view, at + lead) - 1;
+    let content_line = line_of(view, at.start + lead.min(at.end - at.start)) - 1;
     let core = drop_blank_edges(s);
-    let elsewhere: Vec<String> = tolerant::loose_windows(lines, &split_lines(&core))
+    let mut elsewhere: Vec<usize> = tolerant::loose_windows(lines, &split_lines(&core))
         .into_iter()
         .filter(|&w| w != content_line)
-        .take(MAX_LISTED)
-        .map(|w| (w + 1).to_string())
         .collect();
+    if !(view.is_ascii() && s.is_ascii()) {
+        // Counted, not located: the leftmost folded occurrence may start a little before the
+        // match it stands for (`..` then `…` folds to dots that also start earlier).
+        let (folded, places) = punct::loose_places(view, s);
+        if places.len() > 1 {
+            elsewhere.extend(places.into_iter().map(|p| line_of(&folded, p) - 1));
+        }
+    }
+    elsewhere.sort_unstable();
+    elsewhere.dedup();
     if !elsewhere.is_empty() {
+        let mut listed: Vec<String> = elsewhere
+            .iter()
+            .take(MAX_LISTED)
+            .map(|w| (w + 1).to_string())
+            .collect();
+        if elsewhere.len() > MAX_LISTED {
+            listed.push("…".into());
+        }
         return Err(format!(
-            "search text {} matches exactly at line {}, but the same lines also \
-             stand at line {} when whitespace and punctuation are ignored; copy the \
-             lines exactly and include more surrounding lines so it matches once",
+            "search text {} matches at line {}, but the same text also stands at line {} \
+             when whitespace and punctuation are ignored; copy the text exactly and include \
+             more surrounding lines so it matches once",
             closest::quote_search(s),
             content_line + 1,
-            elsewhere.join(", ")
+            listed.join(", ")
         ));
     }
     Ok(())

@@ -1,9 +1,10 @@
 //! The tolerant stage: whole lines compared with trailing whitespace ignored, then with
-//! indentation ignored, then with typographic punctuation folded to ASCII. At the first level
-//! where the search matches, it must match exactly one window of the file, and no other window
-//! may match even at the loosest level, else the edit is refused as ambiguous. Lines the
-//! replacement keeps unchanged are taken from the file byte for byte; only the lines it adds or
-//! changes are written, re-indented to the file's indentation.
+//! indentation ignored, then with the search's typographic punctuation standing for ASCII
+//! ([`punct`]). At the first level where the search matches, it must match exactly one window
+//! of the file, and no other window may hold the same lines even with whitespace ignored and
+//! both sides' punctuation folded, else the edit is refused as ambiguous. Lines the replacement
+//! keeps unchanged are taken from the file byte for byte; only the lines it adds or changes are
+//! written, re-indented to the file's indentation ([`indent`]).
 
 use std::borrow::Cow;
 
@@ -11,6 +12,7 @@ use similar::{Algorithm, DiffOp};
 
 use super::doc::{self, Line};
 use super::indent;
+use super::punct;
 
 /// How loosely lines are compared, strictest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,38 +30,29 @@ impl Level {
         match self {
             Level::TrailingSpace => "trailing whitespace ignored",
             Level::Indentation => "indentation ignored",
-            Level::Punctuation => "indentation and typographic punctuation ignored",
+            Level::Punctuation => "whitespace and typographic punctuation ignored",
         }
     }
 
-    fn key(self, line: &str) -> Cow<'_, str> {
+    /// Whether a file line and a search line are the same at this level.
+    fn same(self, file: &str, search: &str) -> bool {
         match self {
-            Level::TrailingSpace => Cow::Borrowed(line.trim_end()),
-            Level::Indentation => Cow::Borrowed(line.trim()),
-            Level::Punctuation => fold(line.trim()),
+            Level::TrailingSpace => file.trim_end() == search.trim_end(),
+            Level::Indentation => file.trim() == search.trim(),
+            Level::Punctuation => punct::matches_whole(file.trim(), search.trim()),
         }
     }
 }
 
-/// Typographic characters models swap for ASCII (and back): quotes, dashes, spaces.
-fn fold(s: &str) -> Cow<'_, str> {
-    if s.is_ascii() {
-        return Cow::Borrowed(s);
+/// A line with whitespace at its edges dropped and every typographic character folded: the
+/// form in which two lines count as the same place for ambiguity.
+fn loose(line: &str) -> Cow<'_, str> {
+    let t = line.trim();
+    if t.is_ascii() {
+        Cow::Borrowed(t)
+    } else {
+        Cow::Owned(punct::fold_all(t))
     }
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => out.push('\''),
-            '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => out.push('"'),
-            '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}'
-            | '\u{2212}' => out.push('-'),
-            '\u{00A0}' | '\u{2002}' | '\u{2003}' | '\u{2007}' | '\u{2009}' | '\u{200A}'
-            | '\u{202F}' | '\u{3000}' => out.push(' '),
-            '\u{2026}' => out.push_str("..."),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
 }
 
 /// The outcome of looking for the search's lines.
@@ -77,19 +70,31 @@ fn windows(file: &[Line], search: &[&str], level: Level) -> Vec<usize> {
     if m == 0 || m > file.len() {
         return Vec::new();
     }
-    let keys: Vec<Cow<'_, str>> = search.iter().map(|s| level.key(s)).collect();
     (0..=file.len() - m)
         .filter(|&start| {
-            keys.iter()
+            search
+                .iter()
                 .enumerate()
-                .all(|(i, k)| level.key(&file[start + i].text) == *k)
+                .all(|(i, s)| level.same(&file[start + i].text, s))
         })
         .collect()
 }
 
-/// Windows of `file` that hold `search`'s lines at the loosest level.
+/// Windows of `file` that hold `search`'s lines with whitespace at the edges ignored and both
+/// sides' typographic punctuation folded: every place the search could have been meant for.
 pub(super) fn loose_windows(file: &[Line], search: &[&str]) -> Vec<usize> {
-    windows(file, search, Level::Punctuation)
+    let m = search.len();
+    if m == 0 || m > file.len() {
+        return Vec::new();
+    }
+    let keys: Vec<Cow<'_, str>> = search.iter().map(|s| loose(s)).collect();
+    (0..=file.len() - m)
+        .filter(|&start| {
+            keys.iter()
+                .enumerate()
+                .all(|(i, k)| loose(&file[start + i].text) == *k)
+        })
+        .collect()
 }
 
 /// Find the search's lines in the file.
@@ -99,12 +104,8 @@ pub(super) fn find(file: &[Line], search: &[&str]) -> Found {
         match at.len() {
             0 => continue,
             1 => {
-                // A window that only the loosest comparison finds could still be the one meant.
-                let loosest = if level == Level::Punctuation {
-                    at.clone()
-                } else {
-                    windows(file, search, Level::Punctuation)
-                };
+                // A window that only a looser comparison finds could still be the one meant.
+                let loosest = loose_windows(file, search);
                 return if loosest.len() > 1 {
                     Found::Many(loosest, Level::Punctuation)
                 } else {
@@ -117,6 +118,40 @@ pub(super) fn find(file: &[Line], search: &[&str]) -> Found {
     Found::None
 }
 
+/// How the replacement's indentation maps onto the file's for the window at `start` (as long as
+/// `search`); `None` when the matched lines disagree.
+pub(super) fn mapping(
+    file: &[Line],
+    start: usize,
+    search: &[&str],
+    replace: &[&str],
+) -> Option<indent::Mapping> {
+    let window = &file[start..start + search.len()];
+    let pairs: Vec<(&str, &str)> = window
+        .iter()
+        .map(|l| l.text.as_str())
+        .zip(search.iter().copied())
+        .collect();
+    indent::infer(
+        file.iter().map(|l| l.text.as_str()),
+        &pairs,
+        search,
+        replace,
+    )
+}
+
+/// A replacement line changed in place, with what it keeps of the search line taken from the
+/// file line where the search's typographic punctuation stood for the file's ASCII.
+fn keep_punctuation<'a>(file: &str, search: &str, replace: &'a str) -> Cow<'a, str> {
+    let (f, s) = (file.trim(), search.trim());
+    if f == s || !punct::matches_whole(f, s) {
+        return Cow::Borrowed(replace);
+    }
+    let ind = indent::indent_of(replace);
+    let body = replace[ind.len()..].trim_end();
+    Cow::Owned(format!("{ind}{}", punct::keep_from_file(f, s, body)))
+}
+
 /// Replace the window at `start` (as long as `search`) by `replace`'s lines. `Err` says why the
 /// replacement cannot be placed.
 pub(super) fn splice(
@@ -126,12 +161,7 @@ pub(super) fn splice(
     replace: &[&str],
 ) -> Result<Vec<Line>, String> {
     let window = &file[start..start + search.len()];
-    let mapping = indent::infer(
-        window
-            .iter()
-            .map(|l| l.text.as_str())
-            .zip(search.iter().copied()),
-    );
+    let mapping = mapping(file, start, search, replace);
     let style = doc::style_for(file, start, start + search.len());
     let mut new: Vec<Line> = Vec::with_capacity(replace.len());
     for op in similar::capture_diff_slices(Algorithm::Myers, search, replace) {
@@ -160,8 +190,14 @@ pub(super) fn splice(
                         }
                         _ => style,
                     };
+                    let line = match in_place {
+                        Some((o, len)) if k < len => {
+                            keep_punctuation(&window[o + k].text, search[o + k], line)
+                        }
+                        _ => Cow::Borrowed(*line),
+                    };
                     let text = match &mapping {
-                        Some(m) => indent::apply(m, line),
+                        Some(m) => indent::apply(m, &line),
                         None if line.trim().is_empty() => Some(String::new()),
                         None => None,
                     }
@@ -219,8 +255,14 @@ mod tests {
         let f = lines("def f():\n    x = 1  \n    return x\n");
         assert!(matches!(find(&f, &["    x = 1"]), Found::One(1)));
         assert!(matches!(find(&f, &["x = 1", "return x"]), Found::One(1)));
-        let q = lines("s = \u{201C}hi\u{201D}\n");
-        assert!(matches!(find(&q, &["s = \"hi\""]), Found::One(0)));
+        let q = lines("s = \"hi\"\n");
+        assert!(matches!(
+            find(&q, &["s = \u{201C}hi\u{201D}"]),
+            Found::One(0)
+        ));
+        // The file's own typographic characters are never folded.
+        let t = lines("s = \u{201C}hi\u{201D}\n");
+        assert!(matches!(find(&t, &["s = \"hi\""]), Found::None));
     }
 
     #[test]
