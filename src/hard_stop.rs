@@ -13,6 +13,7 @@
 //! Ending the process mid-operation is safe for the same reason a SIGKILL is: every history
 //! operation is journalled, and the next command finishes or rolls it back.
 
+use std::os::fd::AsFd as _;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::Duration;
@@ -164,8 +165,8 @@ fn restore_terminal() {
             saved,
         );
     }
-    if rustix::termios::isatty(std::io::stderr()) {
-        let _ = rustix::io::write(std::io::stderr(), b"\x1b[?25h\n");
+    if rustix::termios::isatty(std::io::stderr().as_fd()) {
+        let _ = rustix::io::write(std::io::stderr().as_fd(), b"\x1b[?25h\n");
     }
 }
 
