@@ -124,6 +124,17 @@ fn create_secret(path: &std::path::Path) -> std::io::Result<[u8; SECRET_LEN]> {
     }
 }
 
+/// The spellings of pai's key that output must never carry (see
+/// [`crate::exec::secret_forms`]), for the redaction of everything pai records; none when
+/// there is no key yet. No process pai starts can read the key; this covers what the user's
+/// own commands might print.
+pub fn key_forms() -> Vec<String> {
+    match key(false) {
+        Ok(Some(k)) => crate::exec::secret_forms(&k, &hex(&k)),
+        _ => Vec::new(),
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -958,6 +958,10 @@ mod reach;
 #[path = "security_forge.rs"]
 mod forge;
 
+// Attacks of the third review: pai's own key out of every child's reach.
+#[path = "security_key.rs"]
+mod key;
+
 /// Session-log names pai may pick in the next minute (`session_<YYYYMMDD_HHMMSS>.log`).
 fn chrono_like_now() -> Vec<String> {
     let now = std::time::SystemTime::now()
