@@ -125,6 +125,27 @@ fn refused_deny(input: &str, class: DenyClass, resolved: Option<&str>) -> Worksp
 /// control or invisible character (they make a path read differently from what it opens),
 /// and non-UTF-8 bytes spelled only in their one canonical escape, so no two spellings name
 /// the same file. `Err` is the reason, ready to follow the path.
+/// Refuse to send the text of a file with more than one hard link (`links`, from the stat
+/// the read already made). Its other names may lie outside the project or be denied (`.env`
+/// linked as `envcopy.txt` or `AGENTS.md`): the deny-list judges names, and which names an
+/// inode has elsewhere cannot be known without searching the whole file system, so the file
+/// itself is judged. A git checkout never makes hard links; the user breaks one with a copy.
+pub(crate) fn refuse_linked(rel: &RelPath, links: u64) -> Result<(), WorkspaceError> {
+    if links <= 1 {
+        return Ok(());
+    }
+    let shown = rel.display();
+    Err(WorkspaceError::refused(
+        shown,
+        format!(
+            "it has {links} hard links, and another of its names may be a secret or lie outside \
+             the project; pai reads no multiply-linked file (`cp {q} {q}.copy && mv {q}.copy {q}` \
+             makes it a file of its own)",
+            q = crate::shell::quote_path(std::path::Path::new(shown))
+        ),
+    ))
+}
+
 fn check_characters(input: &str) -> Result<(), String> {
     if input.is_empty() {
         return Err("is empty; give a path relative to the project root".to_string());
