@@ -3,7 +3,7 @@
 //! trailers, `refs/pai/undone/...` and the session metadata refs.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, FixedOffset};
@@ -134,7 +134,7 @@ fn log_of(
     with_patch: bool,
 ) -> Result<Vec<SessionLog>, HistoryError> {
     let repo = &hr.repo;
-    let all = sessions(repo);
+    let (all, mut undone) = sessions(repo);
     let wanted: Vec<String> = match session {
         Some(s) => {
             if !all.contains(s) {
@@ -157,7 +157,8 @@ fn log_of(
     let mut out = Vec::new();
     let mut commits = Commits::default();
     for s in wanted {
-        let entry = session_log(repo, &mut commits, &s, with_patch, hr.private)?;
+        let refs = undone.remove(&s).unwrap_or_default();
+        let entry = session_log(repo, &mut commits, &s, &refs, with_patch, hr.private)?;
         if session.is_some() || !entry.plans.is_empty() || !entry.unverified.is_empty() {
             out.push(entry);
         }
@@ -169,9 +170,12 @@ fn log_of(
     Ok(out)
 }
 
-/// Every session id known from branches, undone plans and metadata.
-fn sessions(repo: &Repository) -> BTreeSet<String> {
+/// Every session id known from branches, undone plans and metadata, and each session's undone
+/// refs (name and target): the refs are listed once, whatever their number, so a repository
+/// planting many costs one pass, not one per session.
+fn sessions(repo: &Repository) -> (BTreeSet<String>, HashMap<String, Vec<(String, Oid)>>) {
     let mut out = BTreeSet::new();
+    let mut undone: HashMap<String, Vec<(String, Oid)>> = HashMap::new();
     for glob in [
         "refs/heads/pai/*",
         "refs/pai/undone/*",
@@ -182,18 +186,27 @@ fn sessions(repo: &Repository) -> BTreeSet<String> {
         };
         for r in refs.flatten() {
             let Ok(name) = r.name() else { continue };
+            let undone_of = name
+                .strip_prefix("refs/pai/undone/")
+                .and_then(|s| s.split('/').next());
             let id = names::session_of_branch(name)
-                .or_else(|| {
-                    name.strip_prefix("refs/pai/undone/")
-                        .and_then(|s| s.split('/').next())
-                })
+                .or(undone_of)
                 .or_else(|| name.strip_prefix("refs/pai/sessions/"));
-            if let Some(id) = id.filter(|id| names::is_id(id)) {
-                out.insert(id.to_string());
+            let Some(id) = id.filter(|id| names::is_id(id)) else {
+                continue;
+            };
+            if undone_of.is_some()
+                && let Some(target) = r.target()
+            {
+                undone
+                    .entry(id.to_string())
+                    .or_default()
+                    .push((name.to_string(), target));
             }
+            out.insert(id.to_string());
         }
     }
-    out
+    (out, undone)
 }
 
 /// The commits read so far, by id: sessions that continued one another share a branch, and
@@ -217,6 +230,7 @@ fn session_log<'r>(
     repo: &'r Repository,
     commits: &mut Commits<'r>,
     session: &str,
+    undone: &[(String, Oid)],
     with_patch: bool,
     private: bool,
 ) -> Result<SessionLog, HistoryError> {
@@ -238,22 +252,20 @@ fn session_log<'r>(
             }
         }
     }
-    if let Ok(refs) = repo.references_glob(&names::undone_glob(session)) {
-        for r in refs.flatten() {
-            let Some(id) = r.target() else { continue };
-            if plans.iter().any(|p: &PlanLog| p.id == id.to_string()) {
-                continue;
-            }
-            let commit = repo
-                .find_commit(id)
-                .ctx(|| format!("cannot read commit {id}"))?;
-            let name = r.name().unwrap_or_default();
-            if super::forged::undone_plan(&commit, name).is_none() {
-                continue;
-            }
-            let t = message::parse(commit.message().unwrap_or_default());
-            plans.push(plan_log(repo, &commit, t, session, true, with_patch)?);
+    let mut listed: HashSet<String> = plans.iter().map(|p| p.id.clone()).collect();
+    for (name, id) in undone {
+        if listed.contains(&id.to_string()) {
+            continue;
         }
+        let commit = repo
+            .find_commit(*id)
+            .ctx(|| format!("cannot read commit {id}"))?;
+        if super::forged::undone_plan(&commit, name).is_none() {
+            continue;
+        }
+        let t = message::parse(commit.message().unwrap_or_default());
+        plans.push(plan_log(repo, &commit, t, session, true, with_patch)?);
+        listed.insert(id.to_string());
     }
     plans.sort_by(|a, b| b.time.cmp(&a.time).then(b.plan.cmp(&a.plan)));
     let summary = summary_for(

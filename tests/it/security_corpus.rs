@@ -968,6 +968,10 @@ mod key;
 #[path = "security_links.rs"]
 mod links;
 
+// Planted refs against the commands that list them.
+#[path = "security_refs.rs"]
+mod refs;
+
 /// Session-log names pai may pick in the next minute (`session_<YYYYMMDD_HHMMSS>.log`).
 fn chrono_like_now() -> Vec<String> {
     let now = std::time::SystemTime::now()
