@@ -49,6 +49,7 @@ mod own_snapshots;
 mod paths;
 mod plan_files;
 mod plan_journal;
+mod ref_index;
 mod repo;
 mod revert;
 mod run_index;
