@@ -16,6 +16,7 @@ mod allow;
 mod env;
 mod environ;
 mod group;
+mod hidden;
 mod output;
 mod reach;
 mod redact;
@@ -29,7 +30,8 @@ use std::path::PathBuf;
 pub use allow::{is_preapproved, only_looks, rule_for};
 pub use env::{carries_secret, child_environment, scrub_environment};
 pub use environ::hide_from_proc;
-pub use reach::{ChildGuard, private_dirs, refusal};
+pub use hidden::private_dirs;
+pub use reach::{ChildGuard, refusal};
 pub use redact::{LineRedactor, REDACTED, redact, secret_forms};
 pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};
 /// Output bytes kept of a RUN command (and of an MCP tool's result): head and tail, with a

@@ -109,7 +109,7 @@ pub fn writable_paths(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 /// A ruleset ready to be applied in the child: read/execute everywhere, write to
 /// [`writable_paths`] and the harmless devices. Paths that do not exist are skipped, except the
 /// root, which must open. With `hidden`, nothing beneath those paths is granted at all (see
-/// [`super::reach::add_rules_except`]): the ruleset for when the mount namespace that covers
+/// [`super::hidden::add_rules_except`]): the ruleset for when the mount namespace that covers
 /// them could not be made.
 pub(crate) fn build_ruleset(
     root: &Path,
@@ -139,12 +139,12 @@ pub(crate) fn build_ruleset(
         Some(hidden) => {
             drop(root_fd);
             created
-                .and_then(|r| super::reach::add_rules_except(r, Path::new("/"), read, hidden))
-                .and_then(|r| super::reach::add_rules_except(r, root, all, hidden))
+                .and_then(|r| super::hidden::add_rules_except(r, Path::new("/"), read, hidden))
+                .and_then(|r| super::hidden::add_rules_except(r, root, all, hidden))
                 .and_then(|r| {
                     others
                         .iter()
-                        .try_fold(r, |r, p| super::reach::add_rules_except(r, p, all, hidden))
+                        .try_fold(r, |r, p| super::hidden::add_rules_except(r, p, all, hidden))
                 })
         }
     }

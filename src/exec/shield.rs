@@ -34,7 +34,7 @@ pub(crate) struct Shield {
     /// Give the command its own empty `/tmp` (only when the project is not under it).
     private_tmp: bool,
     /// pai's own directories, covered for every child (see [`super::reach`]).
-    covers: Vec<super::reach::Cover>,
+    covers: Vec<super::hidden::Cover>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
@@ -50,7 +50,7 @@ impl Shield {
             hide_dirs: Vec::new(),
             hide_files: Vec::new(),
             private_tmp: false,
-            covers: super::reach::covers(hidden, root),
+            covers: super::hidden::covers(hidden, root),
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         }
@@ -109,7 +109,7 @@ impl Shield {
             hide_dirs,
             hide_files,
             private_tmp,
-            covers: super::reach::covers(hidden, root),
+            covers: super::hidden::covers(hidden, root),
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         }
