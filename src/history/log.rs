@@ -154,7 +154,7 @@ fn log_of(
             }
             vec![s.to_string()]
         }
-        None => all.iter().cloned().collect(),
+        None => all.into_iter().collect(),
     };
     let mut out = Vec::new();
     let mut commits = Commits::default();

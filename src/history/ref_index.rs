@@ -1,10 +1,11 @@
 //! pai's refs read in one pass: every ref under `refs/pai/` and `refs/heads/pai/` with its
-//! target, the session ids they name and each session's undone plans. A repository can plant
-//! any number of refs there; commands that look at every session (`pai log`) take what they
-//! need from this index instead of looking refs up per session, so their cost grows with the
-//! number of refs, not its square.
+//! target, sorted by name. A repository can plant any number of refs there; commands that
+//! look at every session (`pai log`) or every kept ref (`pai gc`) take what they need from
+//! this index (a binary search for one name or for the refs under a prefix) instead of
+//! looking refs up or globbing once per session, so their cost grows with the number of refs,
+//! not its square.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use git2::{Oid, Repository};
 
@@ -13,80 +14,86 @@ use super::names;
 /// The prefixes whose refs the index holds.
 const PREFIXES: [&str; 2] = ["refs/pai/", "refs/heads/pai/"];
 
-/// pai's refs, read once.
+/// pai's refs, read once: name and target (symbolic refs resolved), sorted by name.
 #[derive(Default)]
 pub(crate) struct RefIndex {
-    /// Each ref's target (symbolic refs resolved), undone plans of valid ids apart.
-    targets: HashMap<String, Oid>,
-    /// Every session id a branch, an undone plan or a metadata ref names.
-    sessions: BTreeSet<String>,
-    /// Each session's undone refs: name and target.
-    undone: HashMap<String, Vec<(String, Oid)>>,
+    refs: Vec<(String, Oid)>,
 }
 
 impl RefIndex {
     /// Read pai's refs of `repo`: one iteration over the repository's refs.
     pub(crate) fn read(repo: &Repository) -> RefIndex {
-        let mut index = RefIndex::default();
-        let Ok(refs) = repo.references() else {
-            return index;
-        };
-        for r in refs.flatten() {
-            let Ok(name) = r.name() else { continue };
-            if !PREFIXES.iter().any(|p| name.starts_with(p)) {
-                continue;
-            }
-            let target = match r.target() {
-                Some(t) => Some(t),
-                None => r.resolve().ok().and_then(|r| r.target()),
-            };
-            let Some(target) = target else { continue };
-            index.add(name, target);
-        }
-        index
-    }
-
-    fn add(&mut self, name: &str, target: Oid) {
-        let undone_of = name
-            .strip_prefix("refs/pai/undone/")
-            .and_then(|s| s.split('/').next());
-        let id = names::session_of_branch(name)
-            .or(undone_of)
-            .or_else(|| name.strip_prefix("refs/pai/sessions/"));
-        if let Some(id) = id.filter(|id| names::is_id(id)) {
-            if undone_of.is_some() {
-                self.undone
-                    .entry(id.to_string())
-                    .or_default()
-                    .push((name.to_string(), target));
-            }
-            self.sessions.insert(id.to_string());
-            if undone_of.is_some() {
-                return;
+        let mut refs = Vec::new();
+        if let Ok(all) = repo.references() {
+            for r in all.flatten() {
+                let Ok(name) = r.name() else { continue };
+                if !PREFIXES.iter().any(|p| name.starts_with(p)) {
+                    continue;
+                }
+                let target = match r.target() {
+                    Some(t) => Some(t),
+                    None => r.resolve().ok().and_then(|r| r.target()),
+                };
+                if let Some(target) = target {
+                    refs.push((name.to_string(), target));
+                }
             }
         }
-        self.targets.insert(name.to_string(), target);
+        refs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        RefIndex { refs }
     }
 
-    /// Every session id pai's refs name, in order.
-    pub(crate) fn sessions(&self) -> &BTreeSet<String> {
-        &self.sessions
+    /// The refs whose names start with `prefix`, in name order.
+    pub(crate) fn under(&self, prefix: &str) -> &[(String, Oid)] {
+        let start = self.refs.partition_point(|(n, _)| n.as_str() < prefix);
+        let len = self.refs[start..].partition_point(|(n, _)| n.starts_with(prefix));
+        &self.refs[start..start + len]
     }
 
-    /// The undone refs of `session` (name and target), in no particular order.
+    /// Every session id a branch, an undone plan or a metadata ref names, in order.
+    pub(crate) fn sessions(&self) -> BTreeSet<String> {
+        let branches = self
+            .under(names::BRANCH_PREFIX)
+            .iter()
+            .filter_map(|(n, _)| names::session_of_branch(n));
+        let undone = self
+            .under("refs/pai/undone/")
+            .iter()
+            .filter_map(|(n, _)| n.strip_prefix("refs/pai/undone/")?.split('/').next());
+        let metas = self
+            .under("refs/pai/sessions/")
+            .iter()
+            .filter_map(|(n, _)| n.strip_prefix("refs/pai/sessions/"));
+        let mut ids: Vec<&str> = branches
+            .chain(undone)
+            .chain(metas)
+            .filter(|id| names::is_id(id))
+            .collect();
+        // Sorted runs (one per prefix) with repeats: dedup after one sort.
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().map(str::to_string).collect()
+    }
+
+    /// The undone refs of `session` (`refs/pai/undone/<session>/...`: name and target).
     pub(crate) fn undone(&self, session: &str) -> &[(String, Oid)] {
-        self.undone.get(session).map_or(&[], Vec::as_slice)
+        self.under(&format!("refs/pai/undone/{session}/"))
     }
 
     /// Where `refname` points: from the index when it lies under pai's prefixes (absent
-    /// there means absent), else looked up. Not for undone refs (see [`RefIndex::undone`]).
+    /// there means absent), else looked up.
     pub(crate) fn target(
         &self,
         repo: &Repository,
         refname: &str,
     ) -> Result<Option<Oid>, git2::Error> {
         if PREFIXES.iter().any(|p| refname.starts_with(p)) {
-            return Ok(self.targets.get(refname).copied());
+            return Ok(self
+                .refs
+                .binary_search_by(|(n, _)| n.as_str().cmp(refname))
+                .ok()
+                .and_then(|i| self.refs.get(i))
+                .map(|(_, target)| *target));
         }
         names::target(repo, refname)
     }
@@ -111,12 +118,12 @@ mod tests {
             "refs/pai/undone/20260101_000000/2",
             "refs/pai/undone/20260202_000000/1",
             "refs/heads/pai/20260303_000000",
-            "refs/pai/undone/not an id/1",
+            "refs/pai/undone/_x/1",
         ] {
             let _ = repo.reference(name, c, true, "t");
         }
         let index = RefIndex::read(&repo);
-        let sessions: Vec<&String> = index.sessions().iter().collect();
+        let sessions: Vec<String> = index.sessions().into_iter().collect();
         assert_eq!(
             sessions,
             ["20260101_000000", "20260202_000000", "20260303_000000"]
@@ -130,6 +137,8 @@ mod tests {
             Some(c)
         );
         assert_eq!(index.target(&repo, "refs/heads/pai/none").unwrap(), None);
+        assert_eq!(index.under("refs/pai/undone/").len(), 4);
+        assert_eq!(index.under("refs/pai/kept/").len(), 0);
         let head = repo.head().unwrap().name().unwrap().to_string();
         assert_eq!(index.target(&repo, &head).unwrap(), Some(c));
     }
