@@ -371,6 +371,7 @@ pub(crate) fn secrets(settings: &Settings) -> Vec<String> {
         .iter()
         .chain(&settings.other_keys)
         .map(|k| k.expose().to_string())
+        .chain(crate::history::key_forms())
         .collect()
 }
 

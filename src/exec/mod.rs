@@ -16,7 +16,9 @@ mod allow;
 mod env;
 mod environ;
 mod group;
+mod hidden;
 mod output;
+mod reach;
 mod redact;
 mod runner;
 mod sandbox;
@@ -28,7 +30,9 @@ use std::path::PathBuf;
 pub use allow::{is_preapproved, only_looks, rule_for};
 pub use env::{carries_secret, child_environment, scrub_environment};
 pub use environ::hide_from_proc;
-pub use redact::{LineRedactor, REDACTED, redact};
+pub use hidden::private_dirs;
+pub use reach::{ChildGuard, refusal};
+pub use redact::{LineRedactor, REDACTED, redact, secret_forms};
 pub use runner::{RunOptions, RunOutcome, run_command, run_command_streaming};
 /// Output bytes kept of a RUN command (and of an MCP tool's result): head and tail, with a
 /// marker where the middle was dropped.

@@ -37,6 +37,57 @@ fn patterns() -> &'static [Regex] {
     })
 }
 
+/// The forms a binary secret (`raw`, stored as the text `stored`) takes in output: the stored
+/// text and its upper-case, and base64 (standard and URL-safe, padded or not) of the raw bytes
+/// and of the stored text with and without its newline: what `cat`, `xxd -p`, `base64`
+/// print. Each is redacted as a known secret is.
+pub fn secret_forms(raw: &[u8], stored: &str) -> Vec<String> {
+    let mut out = vec![stored.to_string(), stored.to_uppercase()];
+    let line = format!("{stored}\n");
+    for bytes in [raw, stored.as_bytes(), line.as_bytes()] {
+        let standard = base64(bytes, b'+', b'/');
+        let url = base64(bytes, b'-', b'_');
+        for form in [standard, url] {
+            let bare = form.trim_end_matches('=').to_string();
+            // `base64` wraps at 76 columns: its first line is a form of its own.
+            if bare.len() > 76 {
+                out.push(bare[..76].to_string());
+            }
+            out.push(form.clone());
+            out.push(bare);
+        }
+    }
+    // Longest first, so a form is never cut by a shorter one inside it.
+    out.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    out.dedup();
+    out
+}
+
+/// Base64 of `bytes` with the two last alphabet characters given, padded.
+fn base64(bytes: &[u8], plus: u8, slash: u8) -> String {
+    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let symbol = |v: u32| -> char {
+        match v {
+            62 => char::from(plus),
+            63 => char::from(slash),
+            v => ALPHABET.get(v as usize).map_or('=', |&b| char::from(b)),
+        }
+    };
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(symbol((n >> (18 - 6 * i)) & 63));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// `text` with every secret of at least 8 characters and every credential-shaped string
 /// replaced by [`REDACTED`].
 pub fn redact(text: &str, secrets: &[String]) -> String {
@@ -135,6 +186,29 @@ mod tests {
             "test result: ok. 3 passed; 0 failed"
         );
         assert!(redact("DB_PASSWORD=hunter2hunter2", &[]).starts_with("DB_PASSWORD="));
+    }
+
+    #[test]
+    fn every_form_of_a_binary_secret_is_redacted() {
+        let raw: Vec<u8> = (0u8..32)
+            .map(|i| i.wrapping_mul(37).wrapping_add(11))
+            .collect();
+        let stored: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let forms = secret_forms(&raw, &stored);
+        // Independent spellings: base64(1) of the raw bytes and of the file, as RFC 4648
+        // test vectors fix the alphabet ("foob" -> "Zm9vYg==").
+        assert_eq!(base64(b"foob", b'+', b'/'), "Zm9vYg==");
+        assert_eq!(base64(&[0xfb, 0xff], b'-', b'_'), "-_8=");
+        for shown in [
+            stored.clone(),
+            stored.to_uppercase(),
+            format!("key: {}", base64(&raw, b'+', b'/')),
+            base64(format!("{stored}\n").as_bytes(), b'+', b'/')[..76].to_string(),
+        ] {
+            let out = redact(&shown, &forms);
+            assert!(out.contains(REDACTED), "{shown} -> {out}");
+            assert!(!out.contains(&stored[..16]) && !out.contains(&stored[..16].to_uppercase()));
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::future::Future;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -21,8 +21,9 @@ use tokio::time::Instant;
 
 use super::group::{self, GroupGuard, Orphans};
 use super::output::OutputCap;
+use super::reach::ChildGuard;
 use super::sandbox::{self, SandboxMode, SandboxSupport};
-use super::{ExecError, display_command, env, shield};
+use super::{ExecError, display_command, env};
 
 /// How long a command may run unless configured otherwise (SPEC section 7).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -199,23 +200,27 @@ pub async fn run_command_streaming(
             "not a directory",
         )));
     }
-    let ruleset = prepare_sandbox(opts, &root, &shown)?;
-    let confined = ruleset.is_some();
+    let Confinement { guard, confined } = prepare_sandbox(opts, &root, &shown)?;
+    let refusable = guard.needs_namespace();
     let started = Instant::now();
     let orphans = Orphans::watch();
     let (mut child, output) = spawn(
         &root,
         command,
         &opts.secrets,
-        ruleset.as_ref(),
+        guard,
+        confined,
         orphans.marker(),
     )
     .map_err(|source| ExecError::Spawn {
         command: shown.clone(),
         confined,
-        source,
+        source: if refusable {
+            super::reach::refusal(source)
+        } else {
+            source
+        },
     })?;
-    drop(ruleset);
     let pgid = child
         .id()
         .and_then(|id| libc::pid_t::try_from(id).ok())
@@ -259,12 +264,9 @@ pub async fn run_command_streaming(
     })
 }
 
-/// The Landlock ruleset to apply, `None` to run unconfined, or the refusal.
-fn prepare_sandbox(
-    opts: &RunOptions,
-    root: &Path,
-    shown: &str,
-) -> Result<Option<OwnedFd>, ExecError> {
+/// What keeps the command in: the Landlock sandbox when it is confined, and for every command
+/// pai's own directories out of its reach (see `reach.rs`); or the refusal.
+fn prepare_sandbox(opts: &RunOptions, root: &Path, shown: &str) -> Result<Confinement, ExecError> {
     let confine = should_confine(opts.sandbox, sandbox::sandbox_support()).map_err(|reason| {
         ExecError::SandboxRequired {
             command: shown.to_string(),
@@ -272,14 +274,26 @@ fn prepare_sandbox(
         }
     })?;
     if !confine {
-        return Ok(None);
+        return Ok(Confinement {
+            guard: ChildGuard::unconfined(root),
+            confined: false,
+        });
     }
-    sandbox::build_ruleset(root, &opts.extra_writable)
-        .map(Some)
+    ChildGuard::confined(root, &opts.extra_writable)
+        .map(|guard| Confinement {
+            guard,
+            confined: true,
+        })
         .map_err(|reason| ExecError::SandboxSetup {
             command: shown.to_string(),
             reason,
         })
+}
+
+/// A command's guard and whether it confines the command's writes.
+struct Confinement {
+    guard: ChildGuard,
+    confined: bool,
 }
 
 /// Whether to confine under `mode` given what the kernel offers, or why running is refused.
@@ -296,12 +310,14 @@ fn should_confine(mode: SandboxMode, support: SandboxSupport) -> Result<bool, St
 
 /// Start the shell: new session (so it leads its own process group and has no controlling
 /// terminal to prompt on), stdin from /dev/null, stdout and stderr into one pipe (so they stay
-/// interleaved in arrival order), scrubbed environment, and the Landlock ruleset if given.
+/// interleaved in arrival order), scrubbed environment, pai's directories out of reach and,
+/// when `confined`, the Landlock sandbox (both in `guard`).
 fn spawn(
     root: &Path,
     command: &str,
     secrets: &[String],
-    ruleset: Option<&OwnedFd>,
+    guard: ChildGuard,
+    confined: bool,
     marker: (&str, &str),
 ) -> io::Result<(Child, pipe::Receiver)> {
     let (reader, writer) = io::pipe()?;
@@ -316,41 +332,29 @@ fn spawn(
             env::child_environment(secrets)
                 .into_iter()
                 // A confined command gets no channel to a process outside its confinement.
-                .filter(|(name, _)| ruleset.is_none() || !env::is_channel_variable(name)),
+                .filter(|(name, _)| !confined || !env::is_channel_variable(name)),
         )
         .env(marker.0, marker.1)
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_for_stderr)
         .kill_on_drop(true);
-    let ruleset_fd = ruleset.map(AsRawFd::as_raw_fd);
-    // Read-only binds over what runs later, for confined commands (see shield.rs).
-    let shield = ruleset.and_then(|_| shield::Shield::prepare(root));
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are sound: setsid, the shield's unshare/open/write/mount (on memory prepared before
-    // the fork, paths passed as C strings so rustix copies nothing), capget/capset on stack
-    // memory, prctl and landlock_restrict_self are plain system calls (rustix's wrappers are raw system calls
-    // without allocation), and an io::Error made from an errno does not allocate. The ruleset
-    // was built before the fork (see sandbox.rs for why); its descriptor stays open in the
-    // parent until spawn returns.
+    // calls are sound: setsid, then the guard's unshare/open/write/mount (on memory prepared
+    // before the fork, paths passed as C strings so rustix copies nothing), capget/capset on
+    // stack memory, prctl and landlock_restrict_self, all plain system calls (rustix's
+    // wrappers are raw system calls without allocation); an io::Error made from an errno does
+    // not allocate. The rulesets were built before the fork (see sandbox.rs for why); their
+    // descriptors stay open in the parent until the command is dropped below.
     unsafe {
         cmd.pre_exec(move || {
             rustix::process::setsid()?;
-            if let Some(shield) = &shield {
-                shield.apply();
-            }
-            // After the mounts (which need CAP_SYS_ADMIN as root), before Landlock; for an
-            // unconfined command too, whose environment is scrubbed of keys just the same.
-            sandbox::drop_ptrace_capability();
-            match ruleset_fd {
-                Some(fd) => sandbox::confine_current_process(fd),
-                None => Ok(()),
-            }
+            guard.apply()
         });
     }
     let child = cmd.spawn()?;
-    // The command holds the parent's copies of the pipe's write end; the output only reaches
-    // end-of-file once they are closed.
+    // The command holds the parent's copies of the pipe's write end (and the guard's
+    // descriptors); the output only reaches end-of-file once they are closed.
     drop(cmd);
     Ok((child, output))
 }

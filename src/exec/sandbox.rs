@@ -24,7 +24,7 @@ use landlock::{
 /// The Landlock ABI whose filesystem rights pai asks for (and was tested with): V5 controls file
 /// writes, renames across directories, truncation and device ioctls. Newer kernels enforce these
 /// too; older ones enforce the subset they know (see [`SandboxSupport::Partial`]).
-const TARGET_ABI: ABI = ABI::V5;
+pub(crate) const TARGET_ABI: ABI = ABI::V5;
 
 /// Devices a command may open for writing: sinks, sources and the (absent, after `setsid`)
 /// controlling terminal. Deliberately not `/dev/pts/*`: writing to the user's terminal is out.
@@ -108,12 +108,17 @@ pub fn writable_paths(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 
 /// A ruleset ready to be applied in the child: read/execute everywhere, write to
 /// [`writable_paths`] and the harmless devices. Paths that do not exist are skipped, except the
-/// root, which must open.
-pub(crate) fn build_ruleset(root: &Path, extra: &[PathBuf]) -> Result<OwnedFd, String> {
+/// root, which must open. With `hidden`, nothing beneath those paths is granted at all (see
+/// [`super::hidden::add_rules_except`]): the ruleset for when the mount namespace that covers
+/// them could not be made.
+pub(crate) fn build_ruleset(
+    root: &Path,
+    extra: &[PathBuf],
+    hidden: Option<&[PathBuf]>,
+) -> Result<OwnedFd, String> {
     let read = AccessFs::from_read(TARGET_ABI);
     let all = AccessFs::from_all(TARGET_ABI);
     let root_fd = PathFd::new(root).map_err(|e| format!("cannot open the project root: {e}"))?;
-    let everything = PathFd::new("/").map_err(|e| format!("cannot open `/`: {e}"))?;
     let others: Vec<PathBuf> = writable_paths(root, extra).into_iter().skip(1).collect();
     let created = Ruleset::default()
         // Best effort: on an older kernel, handle (and deny) the rights it knows.
@@ -122,12 +127,29 @@ pub(crate) fn build_ruleset(root: &Path, extra: &[PathBuf]) -> Result<OwnedFd, S
         // Landlock ABI 6 (Linux 6.12): no connecting to abstract sockets (X11, a session bus)
         // or signalling processes outside the command's own domain.
         .and_then(|r| r.scope(Scope::AbstractUnixSocket | Scope::Signal))
-        .and_then(|r| r.create())
-        .and_then(|r| r.add_rule(PathBeneath::new(everything, read)))
-        .and_then(|r| r.add_rule(PathBeneath::new(root_fd, all)))
-        .and_then(|r| r.add_rules(path_beneath_rules(&others, all)))
-        .and_then(|r| r.add_rules(path_beneath_rules(WRITABLE_DEVICES, all)))
-        .map_err(|e| e.to_string())?;
+        .and_then(|r| r.create());
+    let created = match hidden {
+        None => {
+            let everything = PathFd::new("/").map_err(|e| format!("cannot open `/`: {e}"))?;
+            created
+                .and_then(|r| r.add_rule(PathBeneath::new(everything, read)))
+                .and_then(|r| r.add_rule(PathBeneath::new(root_fd, all)))
+                .and_then(|r| r.add_rules(path_beneath_rules(&others, all)))
+        }
+        Some(hidden) => {
+            drop(root_fd);
+            created
+                .and_then(|r| super::hidden::add_rules_except(r, Path::new("/"), read, hidden))
+                .and_then(|r| super::hidden::add_rules_except(r, root, all, hidden))
+                .and_then(|r| {
+                    others
+                        .iter()
+                        .try_fold(r, |r, p| super::hidden::add_rules_except(r, p, all, hidden))
+                })
+        }
+    }
+    .and_then(|r| r.add_rules(path_beneath_rules(WRITABLE_DEVICES, all)))
+    .map_err(|e| e.to_string())?;
     Option::<OwnedFd>::from(created)
         .ok_or_else(|| "the kernel did not create a Landlock ruleset".to_string())
 }
@@ -149,23 +171,22 @@ pub(crate) unsafe fn confine_current_process(ruleset: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Take `CAP_SYS_PTRACE` from the calling process for good (effective, permitted, inheritable,
-/// ambient and the bounding set, so no program it executes gets it back): a confined command
-/// running as root could otherwise read pai's environment and memory through
-/// `/proc/<pid>/environ` and `/proc/<pid>/mem`, which pai's non-dumpable flag closes only to
-/// processes without it. `CAP_DAC_OVERRIDE` stays: a root build writing files another user owns
-/// in the project needs it. Best effort (a process without the capability has nothing to
-/// drop).
+/// Take `capability` from the calling process for good (effective, permitted, inheritable,
+/// ambient and the bounding set, so no program it executes gets it back). `CAP_SYS_PTRACE`
+/// from every child: a command running as root could otherwise read pai's environment and
+/// memory through `/proc/<pid>/environ` and `/proc/<pid>/mem`, which pai's non-dumpable flag
+/// closes only to processes without it. `CAP_DAC_OVERRIDE` stays: a root build writing files
+/// another user owns in the project needs it. Best effort (a process without the capability
+/// has nothing to drop).
 ///
 /// Meant for the child between `fork` and `exec`: raw system calls on stack memory only.
-pub(crate) fn drop_ptrace_capability() {
-    use rustix::thread::CapabilitySet;
-    let _ = rustix::thread::remove_capability_from_bounding_set(CapabilitySet::SYS_PTRACE);
-    let _ = rustix::thread::configure_capability_in_ambient_set(CapabilitySet::SYS_PTRACE, false);
+pub(crate) fn drop_capability(capability: rustix::thread::CapabilitySet) {
+    let _ = rustix::thread::remove_capability_from_bounding_set(capability);
+    let _ = rustix::thread::configure_capability_in_ambient_set(capability, false);
     if let Ok(mut sets) = rustix::thread::capabilities(None) {
-        sets.effective.remove(CapabilitySet::SYS_PTRACE);
-        sets.permitted.remove(CapabilitySet::SYS_PTRACE);
-        sets.inheritable.remove(CapabilitySet::SYS_PTRACE);
+        sets.effective.remove(capability);
+        sets.permitted.remove(capability);
+        sets.inheritable.remove(capability);
         let _ = rustix::thread::set_capabilities(None, sets);
     }
 }

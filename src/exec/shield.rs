@@ -33,15 +33,33 @@ pub(crate) struct Shield {
     hide_files: Vec<CString>,
     /// Give the command its own empty `/tmp` (only when the project is not under it).
     private_tmp: bool,
+    /// pai's own directories, covered for every child (see [`super::reach`]).
+    covers: Vec<super::hidden::Cover>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
 
 impl Shield {
+    /// What covers pai's own directories (`hidden`) and nothing else: the shield of a command
+    /// that runs unconfined, or of an MCP server.
+    pub(crate) fn covering(hidden: &[PathBuf], root: &Path) -> Shield {
+        let uid = rustix::process::getuid().as_raw();
+        let gid = rustix::process::getgid().as_raw();
+        Shield {
+            binds: Vec::new(),
+            hide_dirs: Vec::new(),
+            hide_files: Vec::new(),
+            private_tmp: false,
+            covers: super::hidden::covers(hidden, root),
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+
     /// The binds for the project at `root`: only real directories and files (a link is not
     /// followed: binding through it would protect whatever it points at instead); the sockets
-    /// to hide ([`channels`]) and whether `/tmp` is private.
-    pub(crate) fn prepare(root: &Path) -> Option<Shield> {
+    /// to hide ([`channels`]), whether `/tmp` is private, and pai's own directories (`hidden`).
+    pub(crate) fn prepare(root: &Path, hidden: &[PathBuf]) -> Shield {
         let mut binds = Vec::new();
         // The same paths the detect-and-restore watches, those the repository's configuration
         // adds included (`core.hooksPath`, included config files, MCP servers' files).
@@ -86,37 +104,40 @@ impl Shield {
         let gid = rustix::process::getgid().as_raw();
         let (hide_dirs, hide_files) = channels(root, uid);
         let private_tmp = !root.starts_with("/tmp") && std::env::temp_dir() == Path::new("/tmp");
-        Some(Shield {
+        Shield {
             binds,
             hide_dirs,
             hide_files,
             private_tmp,
+            covers: super::hidden::covers(hidden, root),
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-        })
+        }
     }
 
-    /// Enter a private mount namespace (through a user namespace when not privileged) and bind
-    /// each guarded path read-only. Best effort: any refusal leaves the rest as it is.
+    /// Enter a private mount namespace (through a user namespace when not privileged), bind
+    /// each guarded path read-only and cover pai's own directories. Best effort: any refusal
+    /// leaves the rest as it is. Whether pai's directories are covered (a path that no longer
+    /// resolves, under the private `/tmp`, counts as covered).
     ///
     /// Meant for the child between `fork` and `exec` (calling it elsewhere would move the
     /// caller into a new mount namespace): only raw system calls on memory prepared before the
     /// fork, nothing allocated. rustix takes the paths as C strings as they are, without
     /// copying.
-    pub(crate) fn apply(&self) {
+    pub(crate) fn apply(&self) -> bool {
         // SAFETY: rustix marks unshare unsafe because unsharing the descriptor table
         // (CLONE_FILES) can invalidate descriptors other threads use; only the mount and user
         // namespaces are unshared here, which touches no memory or descriptor.
         let unshare = |flags| unsafe { rustix::thread::unshare_unsafe(flags) };
         if unshare(UnshareFlags::NEWNS).is_err() {
             if unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS).is_err() {
-                return;
+                return false;
             }
             write_proc(c"/proc/self/setgroups", b"deny");
             if !write_proc(c"/proc/self/uid_map", &self.uid_map)
                 || !write_proc(c"/proc/self/gid_map", &self.gid_map)
             {
-                return;
+                return false;
             }
         }
         // mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL): the kernel ignores the source of a
@@ -127,7 +148,7 @@ impl Shield {
         )
         .is_err()
         {
-            return;
+            return false;
         }
         self.hide_channels();
         for b in &self.binds {
@@ -143,6 +164,37 @@ impl Shield {
                 c"",
             );
         }
+        // After the binds: a bind of a directory holding one of them would not carry the
+        // cover along.
+        self.cover_own()
+    }
+
+    /// Cover each of pai's directories with an empty read-only tmpfs, each file with
+    /// `/dev/null`; whether all are covered. Raw system calls only (see [`Shield::apply`]).
+    fn cover_own(&self) -> bool {
+        let mut all = true;
+        for c in &self.covers {
+            let p = c.path.as_c_str();
+            let done = if c.dir {
+                rustix::mount::mount(
+                    c"tmpfs",
+                    p,
+                    c"tmpfs",
+                    MountFlags::NOSUID
+                        | MountFlags::NODEV
+                        | MountFlags::NOEXEC
+                        | MountFlags::RDONLY,
+                    c"size=4k,mode=500",
+                )
+            } else {
+                rustix::mount::mount_bind(c"/dev/null", p)
+            };
+            all &= match done {
+                Ok(()) => true,
+                Err(e) => e == rustix::io::Errno::NOENT,
+            };
+        }
+        all
     }
 }
 
@@ -275,7 +327,7 @@ mod tests {
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/config"), "").unwrap();
         std::os::unix::fs::symlink("/etc", root.join(".ssh")).unwrap();
-        let shield = Shield::prepare(root).unwrap();
+        let shield = Shield::prepare(root, &[]);
         let bound: Vec<String> = shield
             .binds
             .iter()

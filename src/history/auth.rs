@@ -34,6 +34,11 @@ const RECORD_FIELD: &str = "\"auth\":\"";
 /// The secret once read (or created) by this process.
 static KEY: Mutex<Option<[u8; SECRET_LEN]>> = Mutex::new(None);
 
+/// Set once this process found no secret: verifying then answers "not pai's" without
+/// opening the file again (a repository planting many refs would have it opened for each);
+/// making the secret ignores it.
+static ABSENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Where the secret lives: pai's configuration directory (`$XDG_CONFIG_HOME/pai-code`,
 /// else `~/.config/pai-code`), which the workspace deny-list keeps from the model.
 fn secret_path() -> Option<PathBuf> {
@@ -49,6 +54,9 @@ fn key(create: bool) -> Result<Option<[u8; SECRET_LEN]>, HistoryError> {
     if let Some(k) = *cached {
         return Ok(Some(k));
     }
+    if !create && ABSENT.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(None);
+    }
     let Some(path) = secret_path() else {
         return if create {
             Err(std::io::Error::other("set HOME or XDG_CONFIG_HOME"))
@@ -62,7 +70,10 @@ fn key(create: bool) -> Result<Option<[u8; SECRET_LEN]>, HistoryError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
             Some(create_secret(&path).ctx(|| format!("cannot create {}", path.display()))?)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            ABSENT.store(true, std::sync::atomic::Ordering::Relaxed);
+            None
+        }
         Err(e) if create => {
             return Err(e).ctx(|| format!("cannot use pai's secret {}", path.display()));
         }
@@ -121,6 +132,17 @@ fn create_secret(path: &std::path::Path) -> std::io::Result<[u8; SECRET_LEN]> {
         Ok(()) => Ok(secret),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_secret(path),
         Err(e) => Err(e),
+    }
+}
+
+/// The spellings of pai's key that output must never carry (see
+/// [`crate::exec::secret_forms`]), for the redaction of everything pai records; none when
+/// there is no key yet. No process pai starts can read the key; this covers what the user's
+/// own commands might print.
+pub fn key_forms() -> Vec<String> {
+    match key(false) {
+        Ok(Some(k)) => crate::exec::secret_forms(&k, &hex(&k)),
+        _ => Vec::new(),
     }
 }
 

@@ -55,12 +55,17 @@ pub(crate) fn refusal(commit: &Commit<'_>, action: &str) -> Option<HistoryError>
 /// its target is a plan commit pai made for this user, of that session and number: anything
 /// else under the name (planted by a repository, or moved) is not a plan to redo.
 pub(crate) fn undone_plan(commit: &Commit<'_>, refname: &str) -> Option<u32> {
+    undone_plan_of(&auth::trailers(commit), refname)
+}
+
+/// [`undone_plan`] given the target's verified trailers (`auth::trailers`), for a caller
+/// that reads many refs to the same commits and verifies each commit once.
+pub(crate) fn undone_plan_of(t: &super::message::Trailers, refname: &str) -> Option<u32> {
     let (session, number) = refname.strip_prefix("refs/pai/undone/")?.rsplit_once('/')?;
     let number: u32 = number.parse().ok()?;
     if !names::is_id(session) {
         return None;
     }
-    let t = auth::trailers(commit);
     (t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) && t.plan == Some(number))
         .then_some(number)
 }

@@ -14,6 +14,7 @@ use git2::Repository;
 use serde::Serialize;
 
 use super::error::HistoryError;
+use super::ref_index::RefIndex;
 use super::repo::{self, Found};
 use super::{meta, names, revert, store};
 
@@ -53,9 +54,14 @@ pub fn gc(root: &Path, opts: GcOptions) -> Result<GcReport, HistoryError> {
         Found::Nothing | Found::Blocked(_) => None,
     };
     if let Some(repo) = &repo {
-        prune_refs(repo, cutoff, &mut report, &over)?;
+        // pai's refs are listed once (again after any were deleted), however many there are.
+        let mut index = RefIndex::read(repo);
+        prune_refs(repo, &index, cutoff, &mut report, &over)?;
+        if !report.refs.is_empty() {
+            index = RefIndex::read(repo);
+        }
         if !report.stopped_early {
-            let kept = super::gc_kept::prune(repo, root, cutoff, started_at, &over);
+            let kept = super::gc_kept::prune(repo, &index, root, cutoff, started_at, &over);
             report.refs.extend(kept.refs);
             report.records.extend(kept.records);
             report.stopped_early = kept.stopped_early;
@@ -70,21 +76,16 @@ pub fn gc(root: &Path, opts: GcOptions) -> Result<GcReport, HistoryError> {
 /// Delete the undone and discarded refs whose commit is older than `cutoff` and on no branch.
 fn prune_refs(
     repo: &Repository,
+    index: &RefIndex,
     cutoff: i64,
     report: &mut GcReport,
     over: &dyn Fn() -> bool,
 ) -> Result<(), HistoryError> {
-    let mut names_found = Vec::new();
-    for glob in ["refs/pai/undone/*", "refs/pai/discarded/*"] {
-        if let Ok(refs) = repo.references_glob(glob) {
-            for r in refs.flatten() {
-                if let (Ok(name), Some(id)) = (r.name(), r.target()) {
-                    names_found.push((name.to_string(), id));
-                }
-            }
-        }
-    }
-    for (name, id) in names_found {
+    let found = ["refs/pai/undone/", "refs/pai/discarded/"]
+        .into_iter()
+        .flat_map(|prefix| index.under(prefix));
+    for (name, id) in found {
+        let (name, id) = (name.clone(), *id);
         if over() {
             report.stopped_early = true;
             return Ok(());

@@ -10,8 +10,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use git2::Repository;
+use git2::{Oid, Repository};
 
+use super::ref_index::RefIndex;
 use super::{names, user_state};
 
 /// What the pass removed.
@@ -33,6 +34,7 @@ pub(super) type StartedAt = fn(&str) -> Option<i64>;
 /// module documentation).
 pub(super) fn prune(
     repo: &Repository,
+    index: &RefIndex,
     root: &Path,
     cutoff: i64,
     started_at: StartedAt,
@@ -40,7 +42,7 @@ pub(super) fn prune(
 ) -> Pruned {
     let mut pruned = Pruned::default();
     let report = &mut pruned;
-    let live = live_undone(repo);
+    let live = live_undone(index);
     let records = user_state::dir(repo.commondir(), root)
         .ok()
         .map(|d| d.join("undone"));
@@ -49,37 +51,43 @@ pub(super) fn prune(
         .map(|dir| prune_records(dir, &live, cutoff, report, over))
         .unwrap_or_default();
     if !report.stopped_early {
-        prune_refs(repo, &live, &fresh, cutoff, started_at, report, over);
+        let needed = Needed {
+            live: &live,
+            fresh: &fresh,
+        };
+        let kept = index.under("refs/pai/kept/");
+        prune_refs(repo, kept, needed, cutoff, started_at, report, over);
     }
     pruned
 }
 
 /// `<session>.<plan>` of every `refs/pai/undone/<session>/<plan>` left.
-fn live_undone(repo: &Repository) -> BTreeSet<String> {
-    let mut live = BTreeSet::new();
-    if let Ok(refs) = repo.references_glob("refs/pai/undone/*") {
-        for r in refs.flatten() {
-            let Some((session, plan)) = r
-                .name()
-                .ok()
-                .and_then(|n| n.strip_prefix("refs/pai/undone/"))
-                .and_then(|rest| rest.rsplit_once('/'))
-            else {
-                continue;
-            };
-            live.insert(format!("{session}.{plan}"));
-        }
-    }
-    live
+fn live_undone(index: &RefIndex) -> BTreeSet<String> {
+    index
+        .under("refs/pai/undone/")
+        .iter()
+        .filter_map(|(name, _)| {
+            let (session, plan) = name.strip_prefix("refs/pai/undone/")?.rsplit_once('/')?;
+            Some(format!("{session}.{plan}"))
+        })
+        .collect()
+}
+
+/// What keeps a kept ref: the undone refs left (`<session>.<plan>`) and the names of the
+/// records younger than the cutoff.
+#[derive(Clone, Copy)]
+struct Needed<'a> {
+    live: &'a BTreeSet<String>,
+    fresh: &'a [String],
 }
 
 /// The `<session>.<plan>` a record file `name` belongs to, when it is one of `keys`: the name
-/// itself or the key followed by `.` (`.rewrite`, a temporary).
+/// itself or the key followed by `.` (`.rewrite`, a temporary). A lookup per `.` in the name,
+/// not a pass over the keys, which a repository's planted refs can make many.
 fn key_of<'k>(name: &str, keys: &'k BTreeSet<String>) -> Option<&'k String> {
-    keys.iter().find(|k| {
-        name.strip_prefix(k.as_str())
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
-    })
+    std::iter::once(name.len())
+        .chain(name.match_indices('.').map(|(i, _)| i))
+        .find_map(|end| keys.get(name.get(..end)?))
 }
 
 /// Remove the record files in `dir` no live undone ref needs and last written before
@@ -127,21 +135,16 @@ fn prune_records(
 /// record younger than `cutoff` names it, and its session (a pai id) started before `cutoff`.
 fn prune_refs(
     repo: &Repository,
-    live: &BTreeSet<String>,
-    fresh: &[String],
+    kept: &[(String, Oid)],
+    needed: Needed<'_>,
     cutoff: i64,
     started_at: StartedAt,
     report: &mut Pruned,
     over: &dyn Fn() -> bool,
 ) {
-    let mut found = Vec::new();
-    if let Ok(refs) = repo.references_glob("refs/pai/kept/*") {
-        found.extend(
-            refs.flatten()
-                .filter_map(|r| r.name().ok().map(str::to_string)),
-        );
-    }
-    for name in found {
+    let Needed { live, fresh } = needed;
+    for (name, _) in kept {
+        let name = name.clone();
         if over() {
             report.stopped_early = true;
             return;

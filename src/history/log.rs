@@ -3,7 +3,7 @@
 //! trailers, `refs/pai/undone/...` and the session metadata refs.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, FixedOffset};
@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::message::{self, Kind};
 use super::meta::{self, Meta};
+use super::ref_index::RefIndex;
 use super::repo::{self, HistoryRepo};
 use super::session::summary_for;
 use super::{names, plan_files, revert};
@@ -134,7 +135,8 @@ fn log_of(
     with_patch: bool,
 ) -> Result<Vec<SessionLog>, HistoryError> {
     let repo = &hr.repo;
-    let all = sessions(repo);
+    let index = RefIndex::read(repo);
+    let all = index.sessions();
     let wanted: Vec<String> = match session {
         Some(s) => {
             if !all.contains(s) {
@@ -157,8 +159,12 @@ fn log_of(
     let mut out = Vec::new();
     let mut commits = Commits::default();
     for s in wanted {
-        let entry = session_log(repo, &mut commits, &s, with_patch, hr.private)?;
-        if session.is_some() || !entry.plans.is_empty() || !entry.unverified.is_empty() {
+        let shown = Shown {
+            with_patch,
+            private: hr.private,
+            keep_empty: session.is_some(),
+        };
+        if let Some(entry) = session_log(repo, &mut commits, &index, &s, shown)? {
             out.push(entry);
         }
     }
@@ -169,41 +175,18 @@ fn log_of(
     Ok(out)
 }
 
-/// Every session id known from branches, undone plans and metadata.
-fn sessions(repo: &Repository) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for glob in [
-        "refs/heads/pai/*",
-        "refs/pai/undone/*",
-        "refs/pai/sessions/*",
-    ] {
-        let Ok(refs) = repo.references_glob(glob) else {
-            continue;
-        };
-        for r in refs.flatten() {
-            let Ok(name) = r.name() else { continue };
-            let id = names::session_of_branch(name)
-                .or_else(|| {
-                    name.strip_prefix("refs/pai/undone/")
-                        .and_then(|s| s.split('/').next())
-                })
-                .or_else(|| name.strip_prefix("refs/pai/sessions/"));
-            if let Some(id) = id.filter(|id| names::is_id(id)) {
-                out.insert(id.to_string());
-            }
-        }
-    }
-    out
-}
-
 /// The commits read so far, by id: sessions that continued one another share a branch, and
-/// each session's walk down it reads nothing twice.
+/// each session's walk down it reads nothing twice. With the trailers of each undone ref's
+/// target, verified once however many refs point at it.
 #[derive(Default)]
-struct Commits<'r>(HashMap<Oid, Commit<'r>>);
+struct Commits<'r> {
+    read: HashMap<Oid, Commit<'r>>,
+    undone_trailers: HashMap<Oid, message::Trailers>,
+}
 
 impl<'r> Commits<'r> {
     fn get(&mut self, repo: &'r Repository, id: Oid) -> Result<&Commit<'r>, HistoryError> {
-        match self.0.entry(id) {
+        match self.read.entry(id) {
             Entry::Occupied(e) => Ok(e.into_mut()),
             Entry::Vacant(e) => Ok(e.insert(
                 repo.find_commit(id)
@@ -211,20 +194,58 @@ impl<'r> Commits<'r> {
             )),
         }
     }
+
+    /// The verified trailers of `id` (see `auth::trailers`), worked out once.
+    fn trailers(
+        &mut self,
+        repo: &'r Repository,
+        id: Oid,
+    ) -> Result<&message::Trailers, HistoryError> {
+        let fresh = match self.undone_trailers.contains_key(&id) {
+            true => None,
+            false => Some(super::auth::trailers(self.get(repo, id)?)),
+        };
+        Ok(self
+            .undone_trailers
+            .entry(id)
+            .or_insert_with(|| fresh.unwrap_or_default()))
+    }
+}
+
+/// What a session's entry shows.
+#[derive(Clone, Copy)]
+struct Shown {
+    with_patch: bool,
+    private: bool,
+    /// Give the entry even when it has no plans (the session was asked for by name).
+    keep_empty: bool,
 }
 
 fn session_log<'r>(
     repo: &'r Repository,
     commits: &mut Commits<'r>,
+    index: &RefIndex,
     session: &str,
-    with_patch: bool,
-    private: bool,
-) -> Result<SessionLog, HistoryError> {
+    shown: Shown,
+) -> Result<Option<SessionLog>, HistoryError> {
+    let Shown {
+        with_patch,
+        private,
+        keep_empty,
+    } = shown;
     // A session that continued another's line of work has its plans on that branch.
-    let branch = meta::branch_of(repo, session);
-    let tip =
-        names::target(repo, &branch).ctx(|| format!("cannot read {}", names::short(&branch)))?;
-    let meta = meta::read(repo, session);
+    let meta = index
+        .target(repo, &meta::ref_name(session))
+        .ok()
+        .flatten()
+        .and_then(|blob| meta::read_blob(repo, session, blob));
+    let branch = meta
+        .as_ref()
+        .and_then(|m| m.branch.clone())
+        .unwrap_or_else(|| names::branch_ref(session));
+    let tip = index
+        .target(repo, &branch)
+        .ctx(|| format!("cannot read {}", names::short(&branch)))?;
     let mut plans = Vec::new();
     let mut unverified = Vec::new();
     if let Some(tip) = tip {
@@ -238,22 +259,21 @@ fn session_log<'r>(
             }
         }
     }
-    if let Ok(refs) = repo.references_glob(&names::undone_glob(session)) {
-        for r in refs.flatten() {
-            let Some(id) = r.target() else { continue };
-            if plans.iter().any(|p: &PlanLog| p.id == id.to_string()) {
-                continue;
-            }
-            let commit = repo
-                .find_commit(id)
-                .ctx(|| format!("cannot read commit {id}"))?;
-            let name = r.name().unwrap_or_default();
-            if super::forged::undone_plan(&commit, name).is_none() {
-                continue;
-            }
-            let t = message::parse(commit.message().unwrap_or_default());
-            plans.push(plan_log(repo, &commit, t, session, true, with_patch)?);
+    let mut listed: HashSet<String> = plans.iter().map(|p| p.id.clone()).collect();
+    for (name, id) in index.undone(session) {
+        if listed.contains(&id.to_string()) {
+            continue;
         }
+        if super::forged::undone_plan_of(commits.trailers(repo, *id)?, name).is_none() {
+            continue;
+        }
+        let commit = commits.get(repo, *id)?;
+        let t = message::parse(commit.message().unwrap_or_default());
+        plans.push(plan_log(repo, commit, t, session, true, with_patch)?);
+        listed.insert(id.to_string());
+    }
+    if plans.is_empty() && unverified.is_empty() && !keep_empty {
+        return Ok(None);
     }
     plans.sort_by(|a, b| b.time.cmp(&a.time).then(b.plan.cmp(&a.plan)));
     let summary = summary_for(
@@ -263,7 +283,7 @@ fn session_log<'r>(
         private,
         tip.is_some(),
     );
-    Ok(SessionLog {
+    Ok(Some(SessionLog {
         session: session.to_string(),
         branch: summary.branch,
         base_commit: summary.base_commit,
@@ -272,7 +292,7 @@ fn session_log<'r>(
         merge: summary.merge,
         plans,
         unverified,
-    })
+    }))
 }
 
 /// Commits of the session on its branch: down to the recorded base, or (without metadata)

@@ -61,7 +61,12 @@ pub(crate) fn blob(repo: &Repository, session: &str, meta: &Meta) -> Result<Oid,
 /// Read the metadata of `session`, if recorded.
 pub(crate) fn read(repo: &Repository, session: &str) -> Option<Meta> {
     let reference = repo.find_reference(&ref_name(session)).ok()?;
-    let blob = repo.find_blob(reference.target()?).ok()?;
+    read_blob(repo, session, reference.target()?)
+}
+
+/// [`read`] from the blob the session's ref points at (`blob`), found already.
+pub(crate) fn read_blob(repo: &Repository, session: &str, blob: Oid) -> Option<Meta> {
+    let blob = repo.find_blob(blob).ok()?;
     let text = std::str::from_utf8(blob.content()).ok()?;
     let (text, tag) = text.strip_suffix('\n')?.rsplit_once('\n')?;
     let text = format!("{text}\n");

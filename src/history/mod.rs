@@ -49,6 +49,7 @@ mod own_snapshots;
 mod paths;
 mod plan_files;
 mod plan_journal;
+mod ref_index;
 mod repo;
 mod revert;
 mod run_index;
@@ -68,7 +69,7 @@ mod user_state;
 mod worktree;
 
 pub use activity::{RECENT_COMMITS, head_commit, recently_changed};
-pub use auth::{open_record, seal_record};
+pub use auth::{key_forms, open_record, seal_record};
 pub use commit::{CommitInfo, LeftOut};
 pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;

@@ -122,10 +122,21 @@ impl Connection {
                     .current_dir(root)
                     .env_clear()
                     .envs(server_environment(env, secrets));
+                // pai's key, credentials and state stay out of the server's reach, as out of
+                // a RUN command's.
+                let guard = exec::ChildGuard::unconfined(root);
+                let refusable = guard.needs_namespace();
+                // SAFETY: the closure runs in the forked child before exec; the guard makes
+                // only raw system calls on memory prepared before the fork (see
+                // `exec::ChildGuard::apply`).
+                unsafe {
+                    cmd.pre_exec(move || guard.apply());
+                }
                 // The server's own logging would land in the middle of pai's screen.
                 let (transport, _) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::null())
                     .spawn()
+                    .map_err(|e| if refusable { exec::refusal(e) } else { e })
                     .map_err(|e| format!("cannot start `{}`: {e}", spec.describe()))?;
                 tokio::time::timeout(START_TIMEOUT, watcher.serve(transport))
                     .await

@@ -159,7 +159,7 @@ impl Workspace {
         }
         let (dir, name) = open_parent(&self.gate, &rel, false, "read").ok()?;
         let (fd, st) = Self::open_file(&dir, &name, &rel, "read", "").ok()?;
-        if st.size > limit as u64 {
+        if st.size > limit as u64 || super::gate::refuse_linked(&rel, st.links).is_err() {
             return None;
         }
         let bytes = sys::read_up_to(&fd, limit.saturating_add(1)).ok()?;

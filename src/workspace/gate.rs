@@ -108,6 +108,30 @@ pub(crate) struct Gate {
     pub(crate) deny: DenyList,
     /// Skip the `openat2` fast path (tests exercise the portable path with it).
     pub(crate) slow_only: bool,
+    /// pai's own directories (configuration, state, cache) where they lie inside the
+    /// project, relative to the root (`XDG_CONFIG_HOME` set to a folder of the project).
+    private: Vec<String>,
+}
+
+/// pai's own directories that lie inside `root`, relative to it: its configuration
+/// (`pai-code`: the key and the credentials), state and cache, each at its real path. The
+/// deny-list's names catch `.config/pai-code`; these catch any other place the environment
+/// puts them.
+fn private_inside(root: &str) -> Vec<String> {
+    let root = std::path::Path::new(root);
+    [
+        dirs::config_dir().map(|d| d.join("pai-code")),
+        dirs::state_dir().map(|d| d.join("pai")),
+        dirs::cache_dir().map(|d| d.join("pai")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|d| {
+        let real = std::fs::canonicalize(&d).unwrap_or(d);
+        let rel = real.strip_prefix(root).ok()?.to_str()?.to_string();
+        (!rel.is_empty()).then_some(rel)
+    })
+    .collect()
 }
 
 fn refused_deny(input: &str, class: DenyClass, resolved: Option<&str>) -> WorkspaceError {
@@ -125,6 +149,27 @@ fn refused_deny(input: &str, class: DenyClass, resolved: Option<&str>) -> Worksp
 /// control or invisible character (they make a path read differently from what it opens),
 /// and non-UTF-8 bytes spelled only in their one canonical escape, so no two spellings name
 /// the same file. `Err` is the reason, ready to follow the path.
+/// Refuse to send the text of a file with more than one hard link (`links`, from the stat
+/// the read already made). Its other names may lie outside the project or be denied (`.env`
+/// linked as `envcopy.txt` or `AGENTS.md`): the deny-list judges names, and which names an
+/// inode has elsewhere cannot be known without searching the whole file system, so the file
+/// itself is judged. A git checkout never makes hard links; the user breaks one with a copy.
+pub(crate) fn refuse_linked(rel: &RelPath, links: u64) -> Result<(), WorkspaceError> {
+    if links <= 1 {
+        return Ok(());
+    }
+    let shown = rel.display();
+    Err(WorkspaceError::refused(
+        shown,
+        format!(
+            "it has {links} hard links, and another of its names may be a secret or lie outside \
+             the project; pai reads no multiply-linked file (`cp {q} {q}.copy && mv {q}.copy {q}` \
+             makes it a file of its own)",
+            q = crate::shell::quote_path(std::path::Path::new(shown))
+        ),
+    ))
+}
+
 fn check_characters(input: &str) -> Result<(), String> {
     if input.is_empty() {
         return Err("is empty; give a path relative to the project root".to_string());
@@ -201,6 +246,7 @@ impl Gate {
     pub(crate) fn new(root_fd: OwnedFd, root_str: String, deny: DenyList) -> Gate {
         Gate {
             root_fd,
+            private: private_inside(&root_str),
             root_str,
             deny,
             slow_only: false,
@@ -249,10 +295,27 @@ impl Gate {
                 resolved
             }
         };
+        if let Some(own) = [&lexical, &resolved]
+            .into_iter()
+            .find(|p| self.is_private(p))
+        {
+            let class = DenyClass::Protected("(pai's own configuration and state)");
+            return Err(refused_deny(input, class, (*own != lexical).then_some(own)));
+        }
         Ok(RelPath {
             lexical,
             resolved,
             dir_hint,
+        })
+    }
+
+    /// Whether `rel` is one of pai's own directories inside the project, or lies in one.
+    fn is_private(&self, rel: &str) -> bool {
+        self.private.iter().any(|p| {
+            rel == p
+                || rel
+                    .strip_prefix(p.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
         })
     }
 

@@ -178,6 +178,7 @@ impl Workspace {
         }
         let (dir, name) = open_parent(&self.gate, &rel, false, "read")?;
         let (fd, st) = Self::open_file(&dir, &name, &rel, "read", "")?;
+        super::gate::refuse_linked(&rel, st.links)?;
         let limit = self.cfg.max_read_bytes;
         let bytes = sys::read_up_to(&fd, limit.saturating_add(1))
             .map_err(|e| WorkspaceError::io("read", rel.display(), e))?;

@@ -109,6 +109,8 @@ pub(crate) struct Stat {
     pub perm: u32,
     /// Size in bytes.
     pub size: u64,
+    /// Hard links to the inode (`st_nlink`).
+    pub links: u64,
     /// Device and inode, modification and status-change times: together they tell whether
     /// the entry is still the file version that was read.
     version: (u64, u64, i64, u64, i64, u64),
@@ -221,6 +223,7 @@ fn stat_from(st: &rustix::fs::Stat) -> Stat {
         kind: Kind::from(FileType::from_raw_mode(st.st_mode)),
         perm: st.st_mode & 0o7777,
         size: u64::try_from(st.st_size).unwrap_or(0),
+        links: st.st_nlink as u64,
         version: (
             st.st_dev as u64,
             st.st_ino as u64,

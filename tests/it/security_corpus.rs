@@ -354,8 +354,10 @@ fn outside_state(base: &Path, project: &Path) -> BTreeMap<PathBuf, String> {
             // pai's own state directory in the user's HOME (the records of the private
             // histories it created, what undo kept, input history) and the secret it marks
             // its own state with (in its configuration directory) are pai's to write.
-            let pais =
-                path.ends_with(".local/state/pai") || path.ends_with(".config/pai-code/secret");
+            // So is its map cache, in the user's cache directory.
+            let pais = path.ends_with(".local/state/pai")
+                || path.ends_with(".config/pai-code/secret")
+                || path.ends_with(".cache/pai");
             if path == project || path.starts_with(project) || pais {
                 continue;
             }
@@ -957,6 +959,18 @@ mod reach;
 
 #[path = "security_forge.rs"]
 mod forge;
+
+// Attacks of the third review: pai's own key out of every child's reach.
+#[path = "security_key.rs"]
+mod key;
+
+// Hard links past the deny-list.
+#[path = "security_links.rs"]
+mod links;
+
+// Planted refs against the commands that list them.
+#[path = "security_refs.rs"]
+mod refs;
 
 /// Session-log names pai may pick in the next minute (`session_<YYYYMMDD_HHMMSS>.log`).
 fn chrono_like_now() -> Vec<String> {
