@@ -119,14 +119,21 @@ fn create_secret(path: &std::path::Path) -> std::io::Result<[u8; SECRET_LEN]> {
     let mut secret = [0u8; SECRET_LEN];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut secret)?;
     let tmp = dir.join(format!(".{SECRET_FILE}.{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(format!("{}\n", hex(&secret)).as_bytes())?;
-    file.sync_all()?;
-    let linked = std::fs::hard_link(&tmp, path);
+    // A temporary with this process's id is what an earlier attempt of this process (or of a
+    // dead one with the same id) left when its write failed, never a live writer's.
+    let _ = std::fs::remove_file(&tmp);
+    let linked = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(format!("{}\n", hex(&secret)).as_bytes())?;
+        file.sync_all()?;
+        std::fs::hard_link(&tmp, path)
+    })();
+    // Whatever happened, the temporary goes: a full disk must not leave it to make the next
+    // attempt fail with "File exists".
     let _ = std::fs::remove_file(&tmp);
     match linked {
         Ok(()) => Ok(secret),

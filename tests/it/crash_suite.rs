@@ -1024,3 +1024,57 @@ fn a_full_disk_while_the_plan_commit_stores_its_objects_puts_the_files_back() {
     assert!(next.status.success());
     assert_eq!(state(&work), before);
 }
+
+/// pai's key is made whole or not at all: with its configuration directory on a full file
+/// system (a tmpfs of one page, filled, mounted in a user and mount namespace of the test's
+/// own), the key's write fails; the error says the disk is full (not "File exists", which a
+/// temporary left by the first attempt made the second one say), nothing is left behind, and
+/// nothing of the plan stays changed outside history.
+#[test]
+fn a_full_disk_while_creating_the_key_leaves_nothing_and_says_why() {
+    let works = Command::new("unshare")
+        .args(["-rm", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !works {
+        eprintln!("skipped: unshare cannot make a user and mount namespace here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let mock = mock();
+    let work = base.join("case");
+    fixture(&work);
+    let key_dir = work.join("home/.config/pai-code");
+    std::fs::create_dir_all(&key_dir).unwrap();
+    let pai_cmd = command(&work, &op_args(Op::Plan, &mock), None);
+    let mut script = format!(
+        "mount -t tmpfs -o size=4k tmpfs '{dir}' && dd if=/dev/zero of='{dir}/fill' bs=4096 count=1 2>/dev/null; exec '{pai}'",
+        dir = key_dir.display(),
+        pai = env!("CARGO_BIN_EXE_pai"),
+    );
+    for arg in pai_cmd.get_args() {
+        script.push_str(&format!(" '{}'", arg.to_string_lossy()));
+    }
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-rm", "sh", "-c", &script])
+        .env_clear()
+        .envs(pai_cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(work.join("project"))
+        .stdin(Stdio::null());
+    let failed = cmd.output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&failed.stdout),
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    assert_eq!(failed.status.code(), Some(1), "{said}");
+    assert!(!said.contains("File exists"), "{said}");
+    assert!(said.contains("No space left on device"), "{said}");
+    // The tmpfs went with the namespace; what the state says outside it is what counts: no
+    // key, and the project as the user had it.
+    assert!(!key_dir.join("secret").exists());
+    let clean = base.join("clean");
+    fixture(&clean);
+    assert_eq!(state(&work), state(&clean));
+}
