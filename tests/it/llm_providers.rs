@@ -759,27 +759,31 @@ async fn openai_falls_back_from_json_schema_to_json_object_to_prompt_and_remembe
     let p = provider(&mock, ProviderKind::OpenAi);
     let first = call(p.as_ref(), &request(false)).await.0.unwrap();
     assert_eq!(first.value["reply"], "Running without structured output.");
-    assert_eq!(first.attempts, 3);
+    assert_eq!(first.attempts, 4);
     let formats: Vec<String> = mock
         .generation_requests()
         .iter()
         .map(|r| r.response_format())
         .collect();
-    assert_eq!(formats, ["json_schema", "json_object", "none"]);
+    assert_eq!(
+        formats,
+        ["json_schema", "json_object+schema", "json_object", "none"]
+    );
     let reqs = mock.generation_requests();
     // Without json_schema the schema travels in the system prompt, identically each time.
     assert!(!reqs[0].system.contains("JSON Schema"));
     assert!(reqs[1].system.starts_with(SYSTEM) && reqs[1].system.contains("JSON Schema"));
     assert_eq!(reqs[1].system, reqs[2].system);
+    assert_eq!(reqs[2].system, reqs[3].system);
 
     // Later calls start in the mode that worked.
     let second = call(p.as_ref(), &request(true)).await.0.unwrap();
     assert_eq!(second.attempts, 1);
     let reqs = mock.generation_requests();
-    assert_eq!(reqs.len(), 4);
-    assert_eq!(reqs[3].response_format(), "none");
-    assert_eq!(reqs[3].system, reqs[2].system);
-    assert_eq!(p.usage_totals().requests, 4);
+    assert_eq!(reqs.len(), 5);
+    assert_eq!(reqs[4].response_format(), "none");
+    assert_eq!(reqs[4].system, reqs[3].system);
+    assert_eq!(p.usage_totals().requests, 5);
 }
 
 #[tokio::test]
@@ -799,9 +803,124 @@ async fn openai_json_object_mode_when_only_json_schema_is_rejected() {
         .iter()
         .map(|r| r.response_format())
         .collect();
-    assert_eq!(formats, ["json_schema", "json_object", "json_object"]);
+    assert_eq!(
+        formats,
+        ["json_schema", "json_object+schema", "json_object+schema"]
+    );
     // OpenAI requires the word "JSON" in the messages for json_object mode.
     assert!(mock.generation_requests()[1].system.contains("JSON"));
+}
+
+/// llama-cpp-python answers `json_schema` with HTTP 500 and its validation error: a refusal,
+/// stepped down at once (not retried as an outage), and remembered for the next process.
+#[tokio::test]
+async fn a_500_naming_the_format_steps_down_once_and_is_remembered_across_processes() {
+    let mock = MockLlm::start(
+        Script::new()
+            .reply(Reply::Status {
+                code: 500,
+                message: Some(
+                    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]".into(),
+                ),
+                retry_after_secs: None,
+            })
+            .fallback(Reply::chat("stepped down")),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.compat_file = Some(dir.path().join("servers.json"));
+    let p = build_provider(&cfg).unwrap();
+    let reply = call(p.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "stepped down");
+    let formats = |m: &MockLlm| -> Vec<String> {
+        m.generation_requests()
+            .iter()
+            .map(|r| r.response_format())
+            .collect()
+    };
+    assert_eq!(formats(&mock), ["json_schema", "json_object+schema"]);
+    let sent = &mock.generation_requests()[1].body["response_format"]["schema"];
+    assert_eq!(
+        sent["properties"]["intent"]["enum"],
+        json!(["chat", "task"])
+    );
+    assert!(
+        p.output_mode().starts_with("json_object+schema"),
+        "{}",
+        p.output_mode()
+    );
+
+    // A new process (a new provider over the same record) starts where this one ended.
+    let again = build_provider(&cfg).unwrap();
+    assert!(
+        again.output_mode().contains("remembered"),
+        "{}",
+        again.output_mode()
+    );
+    call(again.as_ref(), &request(true)).await.0.unwrap();
+    assert_eq!(
+        formats(&mock),
+        ["json_schema", "json_object+schema", "json_object+schema"]
+    );
+
+    // Another model on the same server has its own record.
+    cfg.model = "other-model".into();
+    let other = build_provider(&cfg).unwrap();
+    call(other.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(formats(&mock)[3], "json_schema");
+}
+
+/// A remembered mode the server stops taking sends it back to the strongest mode, once.
+#[tokio::test]
+async fn a_refused_remembered_mode_is_probed_again_from_the_top() {
+    let mock = MockLlm::start(
+        Script::new()
+            .reject_response_format(&["json_object"])
+            .fallback(Reply::chat("schema works now")),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("servers.json");
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.compat_file = Some(file.clone());
+    let base = mock.base_url(ProviderKind::OpenAi);
+    let record = json!({"servers": {format!("{base} mock-model"): {
+        "compat": {"format": "json_object", "stream_options": true, "max_completion_tokens": false, "temperature": true},
+        "checked": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    }}});
+    std::fs::write(&file, record.to_string()).unwrap();
+    let p = build_provider(&cfg).unwrap();
+    call(p.as_ref(), &request(false)).await.0.unwrap();
+    let formats: Vec<String> = mock
+        .generation_requests()
+        .iter()
+        .map(|r| r.response_format())
+        .collect();
+    assert_eq!(formats, ["json_object", "json_schema"]);
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("\"json_schema\""), "{saved}");
+}
+
+/// `structured_output` forces a mode: no other is tried, and a refusal says what to change.
+#[tokio::test]
+async fn a_forced_mode_is_used_and_its_refusal_names_the_setting() {
+    let mock = MockLlm::start(Script::new().fallback(Reply::chat("forced")));
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.structured_output = Some(pai::llm::FormatMode::Prompt);
+    let p = build_provider(&cfg).unwrap();
+    call(p.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(mock.generation_requests()[0].response_format(), "none");
+
+    let mock = MockLlm::start(
+        Script::new()
+            .reject_response_format(&["json_schema"])
+            .fallback(Reply::chat("never")),
+    );
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.structured_output = Some(pai::llm::FormatMode::JsonSchema);
+    let p = build_provider(&cfg).unwrap();
+    let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+    assert_eq!(mock.calls(), 1);
+    assert!(err.to_string().contains("structured_output"), "{err}");
 }
 
 #[tokio::test]

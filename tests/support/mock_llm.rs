@@ -479,12 +479,15 @@ impl RecordedRequest {
             .map(|(_, t)| t.as_str())
     }
 
-    /// The OpenAI `response_format.type` sent (`json_schema`, `json_object`), `none` if absent.
+    /// The OpenAI `response_format.type` sent (`json_schema`, `json_object`), with
+    /// `+schema` when a JSON-mode request carries a schema too; `none` if absent.
     pub fn response_format(&self) -> String {
-        self.body["response_format"]["type"]
-            .as_str()
-            .unwrap_or("none")
-            .to_string()
+        let format = &self.body["response_format"];
+        match format["type"].as_str() {
+            Some("json_object") if format["schema"].is_object() => "json_object+schema".to_string(),
+            Some(t) => t.to_string(),
+            None => "none".to_string(),
+        }
     }
 
     /// Whether this was a generation request (as opposed to a model lookup).

@@ -219,6 +219,7 @@ fn show_settings(out: &Output, settings: &Settings) {
         settings.effective_base_url(),
         s.base_url
     ));
+    show_model_call(out, settings);
     out.line(&format!(
         "  modify threshold  {} lines, max ratio {}",
         settings.modify_threshold, settings.modify_max_ratio
@@ -235,6 +236,42 @@ fn show_settings(out: &Output, settings: &Settings) {
         } else {
             format!(", {}", writable.join(", "))
         }
+    ));
+}
+
+/// How a model call is made: structured-output mode, time limit, output limit, and what each
+/// does.
+fn show_model_call(out: &Output, settings: &Settings) {
+    let m = &settings.model_call;
+    let mode = match m.structured_output {
+        Some(mode) => format!("{mode}"),
+        None => "auto".to_string(),
+    };
+    let mode_effect = match (m.structured_output, settings.provider) {
+        (Some(_), ProviderKind::OpenAi) => "every call uses this mode",
+        (None, ProviderKind::OpenAi) => {
+            "found per server and model, remembered; `pai config validate` shows it"
+        }
+        (_, _) => "this provider always enforces the schema",
+    };
+    out.line(&format!(
+        "  structured output {mode:<28} ({}; {mode_effect})",
+        m.structured_output_source
+    ));
+    out.line(&format!(
+        "  request timeout   {:<28} ({}; one model call, a stream's first byte)",
+        format!("{} s", m.request_timeout.as_secs()),
+        m.request_timeout_source
+    ));
+    let cap_effect = if m.max_output_tokens_source == crate::config::Source::Default {
+        "lowered to half the context a local server reports"
+    } else {
+        "lowered only to the model's own cap"
+    };
+    out.line(&format!(
+        "  output limit      {:<28} ({}; {cap_effect})",
+        format!("{} tokens", m.max_output_tokens),
+        m.max_output_tokens_source
     ));
 }
 
