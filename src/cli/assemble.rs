@@ -147,6 +147,8 @@ pub fn provider_config(settings: &Settings) -> ProviderConfig {
     cfg.request_timeout = settings.model_call.request_timeout;
     cfg.structured_output = settings.model_call.structured_output;
     cfg.compat_file = dirs::state_dir().map(|d| d.join("pai/servers.json"));
+    cfg.fit_output_to_server =
+        settings.model_call.max_output_tokens_source == crate::config::Source::Default;
     cfg
 }
 

@@ -13,6 +13,7 @@ mod outcome;
 mod remembered;
 mod schema;
 mod scripted;
+mod server_context;
 mod transport;
 pub use transport::BaseUrl;
 pub(crate) use transport::crypto_provider;
@@ -141,6 +142,9 @@ pub struct ProviderConfig {
     /// The file where what each OpenAI-compatible server accepts is remembered across runs
     /// (`None`: found anew in each process).
     pub compat_file: Option<std::path::PathBuf>,
+    /// Lower the output limit to what a server on this machine says its context holds (the
+    /// user did not set one).
+    pub fit_output_to_server: bool,
 }
 
 impl ProviderConfig {
@@ -160,6 +164,7 @@ impl ProviderConfig {
             max_retry_wait: Duration::from_secs(30),
             structured_output: None,
             compat_file: None,
+            fit_output_to_server: false,
         }
     }
 }
@@ -180,6 +185,7 @@ impl fmt::Debug for ProviderConfig {
             .field("max_retry_wait", &self.max_retry_wait)
             .field("structured_output", &self.structured_output)
             .field("compat_file", &self.compat_file)
+            .field("fit_output_to_server", &self.fit_output_to_server)
             .finish()
     }
 }
@@ -274,6 +280,9 @@ pub struct UsageTotals {
     pub requests: u64,
     /// Summed token counts.
     pub usage: Usage,
+    /// Replies that came without a usage report (a stream from a server that ignores
+    /// `stream_options`): their tokens are unknown, not zero.
+    pub unmetered: u64,
 }
 
 /// A successful structured call.

@@ -24,6 +24,7 @@ use super::compat::{Compat, FormatMode, as_refusal, refusal_message};
 use super::error::LlmError;
 use super::outcome::{Block, Outcome, Parsed, Stop, conclude, count};
 use super::remembered::Memory;
+use super::server_context;
 use super::transport::{TextSink, Transport};
 use super::{
     LlmReply, LlmRequest, OnText, Provider, ProviderConfig, ProviderKind, Role, Usage, UsageTotals,
@@ -38,6 +39,10 @@ pub(crate) struct OpenAi {
     memory: Memory,
     /// Where the server starts when nothing is remembered.
     initial: Compat,
+    /// Whether to fit the output limit to the server's context.
+    fit_output: bool,
+    /// The output limit the server's context allows, looked up once.
+    context_cap: tokio::sync::OnceCell<Option<u32>>,
 }
 
 /// The settings in use and how they were arrived at.
@@ -60,6 +65,7 @@ impl OpenAi {
         let mut initial = Compat::initial(&t.base, cfg.structured_output.unwrap_or(table));
         initial.forced = cfg.structured_output.is_some();
         let memory = Memory::new(cfg.compat_file.clone(), &t.base, &t.model);
+        let t_loopback = t.loopback;
         let recalled = memory.recall().map(|mut c| {
             if initial.forced {
                 c.format = initial.format;
@@ -78,7 +84,25 @@ impl OpenAi {
             learned,
             memory,
             initial,
+            fit_output: cfg.fit_output_to_server && t_loopback,
+            context_cap: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The output limit a local server's context allows (half of what it reports, or a
+    /// fallback when it reports nothing); `None` when the limit is not fitted to the server.
+    async fn output_cap(&self) -> Option<u32> {
+        if !self.fit_output {
+            return None;
+        }
+        *self
+            .context_cap
+            .get_or_init(|| async {
+                let headers = self.headers().ok()?;
+                let context = server_context::context_tokens(&self.t, headers).await;
+                Some(context.map_or(server_context::LOCAL_FALLBACK_CAP, server_context::cap_for))
+            })
+            .await
     }
 
     /// The settings currently used.
@@ -239,6 +263,9 @@ impl OpenAi {
             self.feed_whole(&mut acc, &whole)?;
             sink.text(&acc.text);
         }
+        if acc.saw_choice && !acc.saw_usage {
+            self.t.record_unmetered();
+        }
         // Strict structured output says "absent" with null.
         conclude(&self.t, req.max_output_tokens, acc.into_outcome()).map(|mut p| {
             schema::drop_nulls(&mut p.value);
@@ -342,12 +369,15 @@ struct Acc {
     filtered: String,
     done: bool,
     usage: Usage,
+    /// The server reported usage.
+    saw_usage: bool,
 }
 
 impl Acc {
     fn read_usage(&mut self, v: &Value) {
         let usage = &v["usage"];
         if usage.is_object() {
+            self.saw_usage = true;
             let input = count(&usage["prompt_tokens"]);
             let completion = count(&usage["completion_tokens"]);
             let reasoning = count(&usage["completion_tokens_details"]["reasoning_tokens"]);
@@ -405,6 +435,15 @@ impl Provider for OpenAi {
             let sink = TextSink::new(on_text);
             let url = format!("{}/chat/completions", self.t.base);
             let mut attempts = 0;
+            let mut fitted;
+            let req = match self.output_cap().await {
+                Some(cap) if cap < req.max_output_tokens => {
+                    fitted = req.clone();
+                    fitted.max_output_tokens = cap;
+                    &fitted
+                }
+                _ => req,
+            };
             loop {
                 let now = self.negotiated();
                 let compat = now.compat;

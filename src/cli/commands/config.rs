@@ -370,5 +370,66 @@ pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
         settings.model,
         settings.effective_base_url()
     ));
-    Ok(())
+    structured_call(out, &rt, &settings)
+}
+
+/// Longest wait for the tiny structured call: a local model loads and answers well within it.
+const STRUCTURED_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// One tiny call with pai's reply schema in the mode sessions would use (found, and
+/// remembered, exactly as a session finds it): the mode, the time and the tokens, or the
+/// exact failure with its hint.
+fn structured_call(
+    out: &Output,
+    rt: &tokio::runtime::Runtime,
+    settings: &Settings,
+) -> Result<(), Error> {
+    let mut cfg = assemble::provider_config(settings);
+    cfg.connect_timeout = VALIDATE_CONNECT_TIMEOUT;
+    cfg.request_timeout = cfg.request_timeout.min(STRUCTURED_CALL_TIMEOUT);
+    cfg.max_attempts = 2;
+    let client = llm::build_provider(&cfg).map_err(assemble::llm_error)?;
+    let req = llm::LlmRequest {
+        system: "You check that replies come back as JSON. Answer the user with a chat reply: intent \"chat\", reply \"ok\", no steps.".to_string(),
+        messages: vec![llm::Message::user("Reply ok.")],
+        schema: crate::agent::plan::schema(),
+        schema_name: "pai_plan".to_string(),
+        temperature: 0.0,
+        max_output_tokens: 256,
+        stream: false,
+    };
+    let quiet = |_: llm::StreamEvent<'_>| {};
+    let started = std::time::Instant::now();
+    let result = rt.block_on(client.complete(&req, &quiet));
+    let totals = client.usage_totals();
+    let secs = started.elapsed().as_secs_f64();
+    let calls = totals.requests;
+    let tokens = if totals.unmetered > 0 {
+        "tokens not reported by the server".to_string()
+    } else {
+        format!(
+            "tokens {} in, {} out",
+            totals.usage.input, totals.usage.output
+        )
+    };
+    match result {
+        Ok(reply) => {
+            out.line(&format!(
+                "Structured output: {} — one call answered in {secs:.1}s ({calls} request(s), {tokens})",
+                client.output_mode()
+            ));
+            if reply.value.get("intent").is_none() {
+                out.note("the reply parsed as JSON but lacks `intent`: this model may follow pai's reply format poorly");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let hint = e.hint();
+            Err(Error::failed(format!(
+                "the structured call failed after {secs:.1}s ({calls} request(s), mode {}): {e}",
+                client.output_mode()
+            ))
+            .with_hint(hint))
+        }
+    }
 }
