@@ -1526,3 +1526,137 @@ fn used_up_account_exits_2_where_a_rate_limit_exits_1() {
     assert!(!shows(&run.text(), &billing), "{}", run.text());
     assert!(mock.calls() > 1, "a rate limit is retried");
 }
+
+/// A `task` plan that writes `path` with `content`, with the acknowledgment `reply`.
+fn write_plan(reply: &str, path: &str, content: &str) -> Value {
+    json!({
+        "intent": "task",
+        "reply": reply,
+        "analysis": {"user_intent": "write", "files_to_read": [], "files_to_create": [path],
+            "files_to_modify": [], "risks": "none", "success_criteria": [], "complexity": "simple"},
+        "steps": [{"action": "WRITE", "path": path, "content": content}],
+        "observe": false,
+        "next_steps": []
+    })
+}
+
+/// Every call's usage is reported, the unusable one included, and the `usage` events add up
+/// to the `finished` totals.
+#[test]
+fn usage_events_cover_failed_calls_and_add_up_to_finished() {
+    let p = support::project::Project::repo(None);
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::text("Sure! I will write the file now."),
+        Reply::Plan(write_plan("Writing it.", "hello.txt", "hello world\n")),
+    ]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "success", "{}", run.text());
+    let usage = run.events_of("usage");
+    assert_eq!(usage.len(), 2, "{}", run.text());
+    assert_eq!(usage[0]["failed"], true);
+    assert!(usage[0]["input"].as_u64().unwrap() > 0, "an unusable reply is billed too");
+    assert!(usage[1].get("failed").is_none());
+    assert_eq!(p.read("hello.txt"), "hello world\n");
+    let f = run.finished();
+    let sum = |k: &str| usage.iter().map(|u| u[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("input"), f["input_tokens"].as_u64().unwrap());
+    assert_eq!(sum("output"), f["output_tokens"].as_u64().unwrap());
+    assert!(sum("input") > 0);
+    assert_eq!(usage[1]["call"], f["calls"]);
+}
+
+/// A reply's text reaches the event stream only once its plan is valid: a reply claiming
+/// work it did not plan is never shown, nothing is written, and the turn fails honestly.
+#[test]
+fn an_invalid_reply_is_never_shown_and_nothing_is_written() {
+    let p = support::project::Project::repo(None);
+    let boast = json!({"intent": "task", "reply": "Done! I created hello.txt.", "steps": [],
+        "observe": false});
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::Plan(boast.clone()),
+        Reply::Plan(boast),
+    ]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "failed", "{}", run.text());
+    assert_eq!(run.output.status.code(), Some(1));
+    assert!(run.events_of("text_delta").is_empty(), "{}", run.text());
+    assert!(!String::from_utf8_lossy(&run.output.stdout).contains("I created"));
+    assert!(!p.root.join("hello.txt").exists());
+    assert!(
+        run.finished()["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was run"),
+        "{}",
+        run.text()
+    );
+}
+
+/// A request for a change answered in words, while the model's own analysis names the file
+/// to create, is not an answer: it fails (exit 1) saying nothing was changed.
+#[test]
+fn a_change_answered_as_chat_fails_saying_nothing_was_changed() {
+    let p = support::project::Project::repo(None);
+    let mut words = chat_plan("Sure, here is hello.txt: hello world");
+    words["analysis"]["files_to_create"] = json!(["hello.txt"]);
+    let mock = MockLlm::start(Script::with_replies([Reply::Plan(words)]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "failed", "{}", run.text());
+    assert_eq!(run.output.status.code(), Some(1));
+    let message = run.finished()["message"].as_str().unwrap().to_string();
+    assert!(message.contains("nothing was changed"), "{message}");
+    assert!(message.contains("hello.txt"), "{message}");
+    assert!(!p.root.join("hello.txt").exists());
+    // The answer itself is still shown: it may be useful, it just is not the change.
+    assert_eq!(run.events_of("answer").len(), 1);
+
+    // A plain question answered in words stays an answer (exit 0).
+    let mock = MockLlm::start(Script::with_replies([Reply::Plan(chat_plan("4"))]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "what is 2+2?", &["--yes"]);
+    assert_eq!(run.status(), "answered", "{}", run.text());
+    assert_eq!(run.output.status.code(), Some(0));
+}
+
+/// Steps sent under a chat intent are an invalid plan (asked once to correct), never dropped
+/// silently so that the turn "answers" a request for a change.
+#[test]
+fn steps_under_a_chat_intent_are_an_invalid_plan() {
+    let p = support::project::Project::repo(None);
+    let mut mixed = write_plan("Here you go.", "hello.txt", "hello\n");
+    mixed["intent"] = json!("chat");
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::Plan(mixed.clone()),
+        Reply::Plan(mixed),
+    ]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "failed", "{}", run.text());
+    assert!(
+        run.text().contains("a chat reply carries 1 step(s)"),
+        "{}",
+        run.text()
+    );
+    assert_eq!(mock.calls(), 2, "one correction");
+    assert!(!p.root.join("hello.txt").exists());
+}
+
+/// A stream whose server reports no usage (llama-cpp-python ignores `stream_options`) is
+/// counted as unknown, not as zero tokens.
+#[tokio::test]
+async fn a_stream_without_usage_is_unknown_not_zero() {
+    let mock = MockLlm::start(
+        Script::new()
+            .server("llama_cpp_python_0_3_36")
+            .fallback(Reply::chat("streamed")),
+    );
+    let p = provider(&mock, ProviderKind::OpenAi);
+    let reply = call(p.as_ref(), &request(true)).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "streamed");
+    let totals = p.usage_totals();
+    assert_eq!(totals.unmetered, 1);
+    assert_eq!(totals.usage.input, 0);
+    // Without streaming the same server reports usage.
+    call(p.as_ref(), &request(false)).await.0.unwrap();
+    let totals = p.usage_totals();
+    assert_eq!(totals.unmetered, 1);
+    assert!(totals.usage.input > 0);
+}
