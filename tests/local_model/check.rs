@@ -310,6 +310,7 @@ fn start_server(python: &Path, gguf: &Path, port: u16, log: &Arc<Mutex<Vec<Strin
         std::thread::sleep(Duration::from_millis(300));
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("the server did not start: {:?}", log.lock().unwrap());
 }
 
