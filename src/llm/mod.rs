@@ -13,6 +13,7 @@ mod outcome;
 mod remembered;
 mod schema;
 mod scripted;
+mod server_api;
 mod server_context;
 mod transport;
 pub use transport::BaseUrl;

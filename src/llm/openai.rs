@@ -24,12 +24,12 @@ use super::compat::{Compat, FormatMode, as_refusal, refusal_message};
 use super::error::LlmError;
 use super::outcome::{Block, Outcome, Parsed, Stop, conclude, count};
 use super::remembered::Memory;
-use super::server_context;
 use super::transport::{TextSink, Transport};
 use super::{
     LlmReply, LlmRequest, OnText, Provider, ProviderConfig, ProviderKind, Role, Usage, UsageTotals,
     schema,
 };
+use super::{server_api, server_context};
 
 /// The OpenAI-compatible wire format.
 pub(crate) struct OpenAi {
@@ -43,6 +43,8 @@ pub(crate) struct OpenAi {
     fit_output: bool,
     /// The output limit the server's context allows, looked up once.
     context_cap: tokio::sync::OnceCell<Option<u32>>,
+    /// The server's published request schema has been read (local servers only, once).
+    declared: tokio::sync::OnceCell<()>,
 }
 
 /// The settings in use and how they were arrived at.
@@ -86,7 +88,32 @@ impl OpenAi {
             initial,
             fit_output: cfg.fit_output_to_server && t_loopback,
             context_cap: tokio::sync::OnceCell::new(),
+            declared: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// Before the first call to a server on this machine that nothing is remembered of: start
+    /// in the strongest mode its published request schema admits, so a server that lists
+    /// what it takes is never sent what it does not.
+    async fn read_declared_format(&self) {
+        self.declared
+            .get_or_init(|| async {
+                let now = self.negotiated();
+                if !self.t.loopback || now.recalled || now.compat.forced {
+                    return;
+                }
+                let Ok(headers) = self.headers() else { return };
+                if let Some(mode) = server_api::declared_format(&self.t, headers).await
+                    && mode != now.compat.format
+                    && FormatMode::ALL.iter().position(|m| *m == mode)
+                        > FormatMode::ALL.iter().position(|m| *m == now.compat.format)
+                {
+                    let mut compat = now.compat;
+                    compat.format = mode;
+                    self.set(Negotiated { compat, ..now });
+                }
+            })
+            .await;
     }
 
     /// The output limit a local server's context allows (half of what it reports, or a
@@ -435,6 +462,7 @@ impl Provider for OpenAi {
             let sink = TextSink::new(on_text);
             let url = format!("{}/chat/completions", self.t.base);
             let mut attempts = 0;
+            self.read_declared_format().await;
             let mut fitted;
             let req = match self.output_cap().await {
                 Some(cap) if cap < req.max_output_tokens => {
