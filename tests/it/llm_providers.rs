@@ -1554,7 +1554,10 @@ fn usage_events_cover_failed_calls_and_add_up_to_finished() {
     let usage = run.events_of("usage");
     assert_eq!(usage.len(), 2, "{}", run.text());
     assert_eq!(usage[0]["failed"], true);
-    assert!(usage[0]["input"].as_u64().unwrap() > 0, "an unusable reply is billed too");
+    assert!(
+        usage[0]["input"].as_u64().unwrap() > 0,
+        "an unusable reply is billed too"
+    );
     assert!(usage[1].get("failed").is_none());
     assert_eq!(p.read("hello.txt"), "hello world\n");
     let f = run.finished();
@@ -1659,4 +1662,110 @@ async fn a_stream_without_usage_is_unknown_not_zero() {
     let totals = p.usage_totals();
     assert_eq!(totals.unmetered, 1);
     assert!(totals.usage.input > 0);
+}
+
+/// The recorded llama-cpp-python 0.3.36 server (`fixtures/llm/servers/`): with no setting
+/// changed, pai reads what the server takes before its first call, so no call is refused on
+/// the first run or any later one, and the output limit fits the server.
+#[test]
+fn the_recorded_llama_cpp_python_server_never_refuses_a_call() {
+    let p = support::project::Project::repo(None);
+    let mock = MockLlm::start(
+        Script::new()
+            .server("llama_cpp_python_0_3_36")
+            .fallback(Reply::Plan(chat_plan("4"))),
+    );
+    for run in 1..=2 {
+        let r = p.run(&mock, ProviderKind::OpenAi, "what is 2+2?", &[]);
+        assert_eq!(r.status(), "answered", "run {run}: {}", r.text());
+    }
+    let generations = mock.generation_requests();
+    assert_eq!(generations.len(), 2);
+    for g in &generations {
+        assert_eq!(g.status, 200, "{}", g.answered);
+        assert_eq!(g.response_format(), "json_object+schema");
+        assert!(g.body["max_tokens"].as_u64().unwrap() <= 4_096);
+    }
+    // The first run read the server's API description; the second used what it remembered.
+    let looked = mock
+        .requests()
+        .iter()
+        .filter(|r| r.url == "/openapi.json")
+        .count();
+    assert_eq!(looked, 1);
+}
+
+/// The recorded replies of Gemma 3 270M on llama-cpp-python (`fixtures/llm/local/`), served
+/// verbatim, and variants of them that claim a task: a weak model's replies never make pai
+/// write a file, crash, or report success; every turn ends failed, saying nothing was run,
+/// and its usage events add up.
+#[test]
+fn recorded_weak_model_replies_never_write_crash_or_claim_done() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/llm/local/gemma3_270m_llama_cpp_python.json");
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let greet = recorded["project"]["greet.py"].as_str().unwrap();
+    let mut runs = Vec::new();
+    for case in recorded["cases"].as_array().unwrap() {
+        let responses: Vec<Value> = case["responses"].as_array().unwrap().clone();
+        runs.push((case["request"].as_str().unwrap(), responses.clone()));
+        // The same replies with intent "task": the steps they carry must not pass either.
+        let as_task = responses
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                let content = r["body"]["choices"][0]["message"]["content"]
+                    .as_str()
+                    .unwrap();
+                let mut plan: Value = serde_json::from_str(content).unwrap();
+                plan["intent"] = json!("task");
+                r["body"]["choices"][0]["message"]["content"] = json!(plan.to_string());
+                r
+            })
+            .collect();
+        runs.push((case["request"].as_str().unwrap(), as_task));
+    }
+    assert_eq!(runs.len(), 8);
+    for (request, responses) in runs {
+        let p = support::project::Project::repo(None);
+        std::fs::write(p.root.join("greet.py"), greet).unwrap();
+        support::project::git(&p.root, &["add", "-A"]);
+        support::project::git(&p.root, &["commit", "-q", "-m", "greet"]);
+        let replies = responses.iter().map(|r| Reply::Raw {
+            status: 200,
+            body: r["body"].clone(),
+        });
+        let mock = MockLlm::start(Script::with_replies(replies).server("llama_cpp_python_0_3_36"));
+        let r = p.run(
+            &mock,
+            ProviderKind::OpenAi,
+            request,
+            &["--yes", "--allow-run"],
+        );
+        let t = r.text();
+        assert!(!t.contains("panicked"), "{request}: {t}");
+        assert_eq!(r.status(), "failed", "{request}: {t}");
+        assert_eq!(r.output.status.code(), Some(1), "{request}: {t}");
+        let message = r.finished()["message"].as_str().unwrap();
+        assert!(message.contains("nothing was run"), "{request}: {message}");
+        assert_eq!(r.finished()["changed"], json!([]), "{request}");
+        assert_eq!(p.read("greet.py"), greet, "{request}");
+        assert!(!p.root.join("hello.txt").exists(), "{request}");
+        let status = support::project::git(&p.root, &["status", "--porcelain"]);
+        assert!(
+            status.lines().all(|l| l.contains(".pai_history")),
+            "{request}: {status}"
+        );
+        assert!(r.events_of("text_delta").is_empty(), "{request}: {t}");
+        assert!(r.events_of("step").is_empty(), "{request}: {t}");
+        let usage = r.events_of("usage");
+        let sum: u64 = usage.iter().map(|u| u["input"].as_u64().unwrap()).sum();
+        assert_eq!(
+            sum,
+            r.finished()["input_tokens"].as_u64().unwrap(),
+            "{request}"
+        );
+        assert!(sum > 0, "{request}");
+        assert!(mock.generation_requests().iter().all(|g| g.status == 200));
+    }
 }

@@ -107,9 +107,19 @@ pub struct ServerProfile {
     /// The body of `GET /v1/models`, verbatim.
     #[serde(default)]
     pub models: Option<Value>,
-    /// The body of `GET /props`, verbatim (404 when absent).
+    /// The status of `GET /props` (404 when absent).
     #[serde(default)]
-    pub props: Option<Value>,
+    pub props_status: Option<u16>,
+    /// The body of `GET /props`, verbatim.
+    #[serde(default)]
+    pub props_body: Option<Value>,
+    /// The body of `GET /openapi.json`, verbatim (404 when absent).
+    #[serde(default)]
+    pub openapi: Option<Value>,
+    /// A streamed reply as the server sent it (for people: the mock renders its own streams,
+    /// without usage when `stream_usage` is false, as this one shows).
+    #[serde(default)]
+    pub stream_example: Option<String>,
 }
 
 fn yes() -> bool {
@@ -1176,10 +1186,15 @@ fn profile_lookup(profile: &ServerProfile, path: &str) -> Option<Response> {
     if path.ends_with("/models") {
         return profile.models.clone().map(|b| json_response(200, b));
     }
+    let not_found = || json!({"detail": "Not Found"});
     if path == "/props" {
-        return Some(match &profile.props {
+        let body = profile.props_body.clone().unwrap_or_else(not_found);
+        return Some(json_response(profile.props_status.unwrap_or(404), body));
+    }
+    if path == "/openapi.json" {
+        return Some(match &profile.openapi {
             Some(b) => json_response(200, b.clone()),
-            None => json_response(404, json!({"detail": "Not Found"})),
+            None => json_response(404, not_found()),
         });
     }
     None
