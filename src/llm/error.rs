@@ -389,6 +389,15 @@ impl LlmError {
         }
     }
 
+    /// Whether the server answered the call at all (a status, a body): `false` for a call
+    /// abandoned on a timeout or a dropped connection, whose usage never arrived.
+    pub fn was_answered(&self) -> bool {
+        !matches!(
+            self,
+            LlmError::Timeout { .. } | LlmError::Interrupted { .. }
+        )
+    }
+
     /// For replies that were unusable but might be fixed by asking again, a short user message
     /// to send back to the model asking for a corrected reply.
     pub fn correction_request(&self) -> Option<String> {

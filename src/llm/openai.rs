@@ -156,6 +156,9 @@ impl OpenAi {
     /// setting that is refused sends the server back to the strongest mode once (it changed);
     /// otherwise the refused field is relaxed one step.
     fn after_refusal(&self, now: Negotiated, message: &str) -> Option<Negotiated> {
+        // A refusal that names nothing pai can relax (a prompt over the context) is reported,
+        // and the record kept.
+        let relaxed = now.compat.relax(message)?;
         if now.recalled {
             self.memory.forget();
             return Some(Negotiated {
@@ -165,7 +168,7 @@ impl OpenAi {
             });
         }
         Some(Negotiated {
-            compat: now.compat.relax(message)?,
+            compat: relaxed,
             recalled: false,
             settled: false,
         })

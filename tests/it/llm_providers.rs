@@ -1769,3 +1769,40 @@ fn recorded_weak_model_replies_never_write_crash_or_claim_done() {
         assert!(mock.generation_requests().iter().all(|g| g.status == 200));
     }
 }
+
+/// A call that times out was abandoned before its usage arrived: its tokens are unknown, not
+/// zero, and the failure names the setting to raise.
+#[test]
+fn a_timed_out_call_has_unknown_usage_and_names_the_setting() {
+    let p = support::project::Project::repo(None);
+    let mock = MockLlm::start(Script::with_replies([Reply::delay(
+        8_000,
+        Reply::Plan(chat_plan("too late")),
+    )]));
+    let mut cmd = p.pai();
+    cmd.env("PAI_REQUEST_TIMEOUT", "5")
+        .env("PAI_PROVIDER", "openai")
+        .args([
+            "run",
+            "what is 2+2?",
+            "--json",
+            "--base-url",
+            &mock.base_url(ProviderKind::OpenAi),
+        ]);
+    let out = cmd.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let usage: Vec<&Value> = events.iter().filter(|e| e["event"] == "usage").collect();
+    assert_eq!(usage.len(), 1, "{text}");
+    assert_eq!(usage[0]["unknown"], true, "{text}");
+    assert_eq!(usage[0]["failed"], true, "{text}");
+    let finished = events.iter().find(|e| e["event"] == "finished").unwrap();
+    assert_eq!(finished["status"], "failed");
+    assert_eq!(finished["calls_without_usage"], 1);
+    assert!(text.contains("request_timeout_secs"), "{text}");
+    assert!(text.contains("PAI_REQUEST_TIMEOUT"), "{text}");
+}

@@ -44,15 +44,21 @@ impl Agent {
         // add up to the turn's totals.
         let after = self.provider.usage_totals();
         let requests = after.requests.saturating_sub(before.requests) as u32;
-        let unmetered = after.unmetered.saturating_sub(before.unmetered) as u32;
-        let usage = CallUsage {
+        let mut unmetered = after.unmetered.saturating_sub(before.unmetered) as u32;
+        let mut usage = CallUsage {
             input: after.usage.input.saturating_sub(before.usage.input),
             output: after.usage.output.saturating_sub(before.usage.output),
             cached: after.usage.cached.saturating_sub(before.usage.cached),
             reasoning: after.usage.reasoning.saturating_sub(before.usage.reasoning),
-            unknown: unmetered > 0,
+            unknown: false,
             failed: !matches!(result, Some(Ok(_))),
         };
+        // A call abandoned before its answer (a timeout, a dropped connection) was processed,
+        // and may be billed, but its usage never arrived: unknown, not zero.
+        if matches!(&result, Some(Err(e)) if !e.was_answered()) && usage.input == 0 {
+            unmetered = unmetered.max(1);
+        }
+        usage.unknown = unmetered > 0;
         tally.calls += requests;
         tally.input += usage.input;
         tally.output += usage.output;
@@ -91,5 +97,11 @@ pub(super) enum CallFailure {
 }
 
 pub(super) fn describe_llm_error(e: &LlmError) -> String {
-    format!("the model call failed: {e}")
+    match e {
+        // Limits the user can change: say which, and how.
+        LlmError::Timeout { .. } | LlmError::Truncated { .. } => {
+            format!("the model call failed: {e}\nhint: {}", e.hint())
+        }
+        _ => format!("the model call failed: {e}"),
+    }
 }
