@@ -18,6 +18,23 @@ pub struct CallUsage {
     pub cached: u64,
     /// Output tokens spent reasoning.
     pub reasoning: u64,
+    /// The server did not report this call's usage (a stream from a server that ignores
+    /// `stream_options`): the counts above are unknown, not zero.
+    #[serde(skip_serializing_if = "is_false")]
+    pub unknown: bool,
+    /// The call gave no usable reply (its tokens are billed all the same).
+    #[serde(skip_serializing_if = "is_false")]
+    pub failed: bool,
+}
+
+/// Serde's test for leaving a `false` flag out.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Serde's test for leaving a zero count out.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// How a turn ended.
@@ -254,6 +271,9 @@ pub enum Event {
         cached_tokens: u64,
         /// Output tokens this turn spent reasoning.
         reasoning_tokens: u64,
+        /// Calls whose usage the server did not report: the token counts are a lower bound.
+        #[serde(skip_serializing_if = "is_zero")]
+        calls_without_usage: u32,
         /// Whether a verification RUN passed (`None`: none ran).
         verified: Option<bool>,
         /// What the steps came to: failed steps, steps given up, files changed.
@@ -384,6 +404,8 @@ pub struct Tally {
     pub cached: u64,
     /// Output tokens spent reasoning.
     pub reasoning: u64,
+    /// Calls whose usage the server did not report (their tokens are not in the counts).
+    pub unmetered: u32,
 }
 
 impl Tally {
@@ -394,6 +416,7 @@ impl Tally {
         self.output += other.output;
         self.cached += other.cached;
         self.reasoning += other.reasoning;
+        self.unmetered += other.unmetered;
     }
 }
 

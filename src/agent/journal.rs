@@ -165,11 +165,13 @@ impl Journal {
                 output_tokens,
                 cached_tokens,
                 reasoning_tokens,
+                calls_without_usage,
                 result,
                 ..
             } => {
                 self.close_execution()?;
                 let tally = Tally {
+                    unmetered: *calls_without_usage,
                     calls: *calls,
                     input: *input_tokens,
                     output: *output_tokens,
@@ -418,6 +420,7 @@ impl Journal {
             output,
             cached,
             reasoning,
+            unmetered,
         } = *tally;
         let mut lines = vec![format!("AI FINAL RESULT: {status:?}: {message}")];
         for (label, steps) in [
@@ -443,6 +446,11 @@ impl Journal {
         lines.push(format!(
             "USAGE: {calls} call(s), {input} input tokens ({cached} cached), {output} output tokens ({reasoning} reasoning)"
         ));
+        if unmetered > 0 {
+            lines.push(format!(
+                "USAGE UNKNOWN: the server reported no usage for {unmetered} call(s)"
+            ));
+        }
         self.append(
             &lines,
             json!({"kind": "finished", "status": status, "message": message, "failed_steps": result.failed_steps, "given_up": result.given_up, "changed": result.changed, "next_steps": next_steps, "calls": calls, "input_tokens": input, "output_tokens": output, "cached_tokens": cached, "reasoning_tokens": reasoning}),
@@ -597,6 +605,7 @@ mod tests {
             output_tokens: 2,
             cached_tokens: 0,
             reasoning_tokens: 0,
+            calls_without_usage: 0,
             verified: None,
             result: TurnResult {
                 failed_steps: vec![crate::agent::events::FailedStep {

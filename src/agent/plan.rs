@@ -495,6 +495,14 @@ pub fn parse_plan(value: &Value, probe: &dyn PathProbe) -> Result<Plan, PlanErro
         if reply.trim().is_empty() {
             return Err(PlanError("a chat reply needs a non-empty `reply`".into()));
         }
+        // Steps under a chat intent would be dropped unseen: a request for a change must not
+        // end as an answer while the reply itself holds the change.
+        if !raw_steps.is_empty() {
+            return Err(PlanError(format!(
+                "a chat reply carries {} step(s): use intent \"task\" to carry them out, or leave `steps` empty",
+                raw_steps.len()
+            )));
+        }
         return Ok(Plan {
             intent,
             reply,

@@ -17,9 +17,6 @@ use crate::llm::{self, LlmError, ProviderConfig};
 use crate::ui::output::Output;
 use crate::workspace::{Workspace, WorkspaceConfig, WorkspaceError};
 
-/// Output token limit per call: enough for a few complete files.
-const MAX_OUTPUT_TOKENS: u32 = 16_384;
-
 /// The project the command runs in.
 pub struct Project {
     /// Its root: the git top level, else the current directory.
@@ -147,6 +144,11 @@ pub fn provider_config(settings: &Settings) -> ProviderConfig {
     let mut cfg = ProviderConfig::new(settings.provider, settings.model.clone());
     cfg.base_url = settings.base_url.clone();
     cfg.api_key = settings.api_key.as_ref().map(|k| k.expose().to_string());
+    cfg.request_timeout = settings.model_call.request_timeout;
+    cfg.structured_output = settings.model_call.structured_output;
+    cfg.compat_file = dirs::state_dir().map(|d| d.join("pai/servers.json"));
+    cfg.fit_output_to_server =
+        settings.model_call.max_output_tokens_source == crate::config::Source::Default;
     cfg
 }
 
@@ -407,7 +409,7 @@ fn agent_options(
     AgentOptions {
         model: settings.model.clone(),
         temperature: settings.temperature,
-        max_output_tokens: MAX_OUTPUT_TOKENS,
+        max_output_tokens: settings.model_call.max_output_tokens,
         stream,
         yes: settings.yes,
         dry_run: None,

@@ -141,6 +141,10 @@ pub struct ModelArgs {
     /// Replace the provider's origin (e.g. http://localhost:11434/v1 for Ollama).
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// How replies' JSON shape is asked for: auto (found per server and model, the default),
+    /// json_schema, json_object+schema, json_object or prompt.
+    #[arg(long, value_name = "MODE")]
+    structured_output: Option<String>,
 }
 
 /// Flags of a session (`pai`, `pai auto`, `pai run`).
@@ -285,6 +289,7 @@ impl ModelArgs {
             base_url: self.base_url.clone(),
             yes: false,
             allow_run: false,
+            structured_output: self.structured_output.clone(),
         }
     }
 }

@@ -26,6 +26,13 @@ pub struct FileSettings {
     pub modify_max_ratio: Option<f64>,
     /// Tokens the first call of a turn may carry in a big project (the repository map).
     pub context_tokens: Option<i64>,
+    /// How replies' JSON shape is asked for: `auto` (found per server and model, the
+    /// default), `json_schema`, `json_object+schema`, `json_object` or `prompt`.
+    pub structured_output: Option<String>,
+    /// Seconds one model call may take.
+    pub request_timeout_secs: Option<i64>,
+    /// The output token limit asked for.
+    pub max_output_tokens: Option<i64>,
     /// Days pai keeps undone plans, discarded sessions and session logs before `pai gc`
     /// prunes them (default 30).
     pub history_days: Option<u32>,

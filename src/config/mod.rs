@@ -10,6 +10,7 @@ mod env;
 mod file;
 pub mod mcp_edit;
 pub mod mcp_servers;
+mod model_call;
 mod paths;
 pub mod rules;
 mod settings;
@@ -19,5 +20,8 @@ pub use credentials::{
 };
 pub use env::Env;
 pub use file::FileSettings;
+pub use model_call::{
+    DEFAULT_LOCAL_REQUEST_TIMEOUT, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_REQUEST_TIMEOUT, ModelCall,
+};
 pub use paths::ConfigDir;
 pub use settings::{DEFAULT_CONTEXT_TOKENS, Flags, Settings, Source};

@@ -36,6 +36,8 @@ pub struct Flags {
     pub yes: bool,
     /// `--allow-run`.
     pub allow_run: bool,
+    /// `--structured-output` (a mode's name or `auto`).
+    pub structured_output: Option<String>,
 }
 
 /// Where a resolved value came from, shown by `pai config show`.
@@ -122,6 +124,8 @@ pub struct Settings {
     pub plain: bool,
     /// Where each of provider, model, temperature, base URL came from.
     pub sources: SettingSources,
+    /// Structured-output mode, request timeout and output limit of model calls.
+    pub model_call: super::ModelCall,
     /// Problems found while resolving (invalid values replaced by defaults, migrations done):
     /// shown to the user, never fatal.
     pub warnings: Vec<String>,
@@ -168,6 +172,11 @@ impl Settings {
         let (model, model_src) = resolve_model(flags, env, file, provider);
         let (temperature, temperature_src) = resolve_temperature(flags, env, file, &mut warnings);
         let (base_url, base_url_src) = resolve_base_url(flags, env, file, &mut warnings)?;
+        let local = base_url
+            .as_deref()
+            .and_then(|b| crate::llm::BaseUrl::parse(b, ProviderKind::OpenAi).ok())
+            .is_some_and(|u| u.loopback);
+        let model_call = super::ModelCall::resolve(flags, env, file, local, &mut warnings)?;
         let modify_threshold = resolve_modify_threshold(env, file, &mut warnings);
         let modify_max_ratio = resolve_modify_max_ratio(env, file, &mut warnings);
         let context_tokens = resolve_context_tokens(env, file, &mut warnings);
@@ -220,6 +229,7 @@ impl Settings {
                 temperature: temperature_src,
                 base_url: base_url_src,
             },
+            model_call,
             warnings,
         })
     }

@@ -231,12 +231,7 @@ impl Learned {
     /// After `err`, the settings to try once more with (and remember), if the error is one of
     /// the rejections this layer knows how to answer.
     pub(crate) fn adjust(&self, current: Tuning, err: &LlmError) -> Option<Tuning> {
-        let LlmError::BadRequest {
-            status: 400 | 422,
-            message,
-            ..
-        } = err
-        else {
+        let LlmError::BadRequest { message, .. } = err else {
             return None;
         };
         let m = message.to_ascii_lowercase();

@@ -344,10 +344,18 @@ impl LlmError {
             LlmError::Connect { .. } => {
                 "check your network connection and --base-url".to_string()
             }
-            LlmError::Timeout { .. } => {
-                "the provider is slow or the request is large; try again or ask for a smaller change"
-                    .to_string()
-            }
+            LlmError::Timeout {
+                stage: TimeoutStage::Response,
+                after,
+                ..
+            } => format!(
+                "the model took longer than the {}s allowed (the server may still be writing the answer): raise request_timeout_secs in config.toml or PAI_REQUEST_TIMEOUT (a small model on a CPU may need 600 or more), or ask for a smaller change",
+                after.as_secs()
+            ),
+            LlmError::Timeout { after, .. } => format!(
+                "the stream stopped for {}s: the server is overloaded or stuck; try again, or turn streaming off",
+                after.as_secs()
+            ),
             LlmError::Interrupted { .. } => "the connection dropped; try again".to_string(),
             LlmError::BadResponse { .. } => {
                 "check that --base-url points at a server speaking this provider's API".to_string()
@@ -356,12 +364,13 @@ impl LlmError {
                 server_limit: Some(n),
                 ..
             } => format!(
-                "the server stops replies at about {n} tokens: raise its output or context limit (Ollama: num_ctx / num_predict), or ask for a smaller change"
+                "the server stops replies at about {n} tokens: raise its output or context limit (Ollama: num_ctx / num_predict; llama-server -c; llama-cpp-python --n_ctx), or ask for a smaller change"
             ),
-            LlmError::Truncated { .. } => {
-                "the plan was too long for one reply: ask for a smaller change or split the request"
-                    .to_string()
-            }
+            LlmError::Truncated {
+                max_output_tokens, ..
+            } => format!(
+                "the reply reached the {max_output_tokens}-token output limit: ask for a smaller change or split the request, or raise max_output_tokens in config.toml (PAI_MAX_OUTPUT_TOKENS) and the server's context"
+            ),
             LlmError::Blocked { reason, .. } if reason == "RECITATION" => {
                 "ask for your own implementation rather than a well-known one, or try again: this stop depends on the exact wording"
                     .to_string()
@@ -378,6 +387,15 @@ impl LlmError {
                 "try again; a different model may follow the reply format better".to_string()
             }
         }
+    }
+
+    /// Whether the server answered the call at all (a status, a body): `false` for a call
+    /// abandoned on a timeout or a dropped connection, whose usage never arrived.
+    pub fn was_answered(&self) -> bool {
+        !matches!(
+            self,
+            LlmError::Timeout { .. } | LlmError::Interrupted { .. }
+        )
     }
 
     /// For replies that were unusable but might be fixed by asking again, a short user message

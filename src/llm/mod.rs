@@ -4,13 +4,17 @@
 
 mod anthropic;
 mod caps;
+mod compat;
 mod error;
 mod gemini;
 mod json;
 mod openai;
 mod outcome;
+mod remembered;
 mod schema;
 mod scripted;
+mod server_api;
+mod server_context;
 mod transport;
 pub use transport::BaseUrl;
 pub(crate) use transport::crypto_provider;
@@ -22,6 +26,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 pub use caps::{ModelCaps, Reasoning, Structured, model_caps};
+pub use compat::FormatMode;
 pub use error::{LlmError, LlmErrorKind, TimeoutStage};
 pub use json::extract_json;
 pub use scripted::{Scripted, ScriptedProvider};
@@ -132,6 +137,15 @@ pub struct ProviderConfig {
     /// Longest server-requested wait (`Retry-After`, Gemini `RetryInfo`) pai honours; a server
     /// asking for more is reported as rate limited instead of waited for.
     pub max_retry_wait: Duration,
+    /// The structured-output mode to use on OpenAI-compatible servers instead of finding one
+    /// (`structured_output`); `None` negotiates.
+    pub structured_output: Option<FormatMode>,
+    /// The file where what each OpenAI-compatible server accepts is remembered across runs
+    /// (`None`: found anew in each process).
+    pub compat_file: Option<std::path::PathBuf>,
+    /// Lower the output limit to what a server on this machine says its context holds (the
+    /// user did not set one).
+    pub fit_output_to_server: bool,
 }
 
 impl ProviderConfig {
@@ -149,6 +163,9 @@ impl ProviderConfig {
             backoff_base: Duration::from_millis(500),
             backoff_max: Duration::from_secs(8),
             max_retry_wait: Duration::from_secs(30),
+            structured_output: None,
+            compat_file: None,
+            fit_output_to_server: false,
         }
     }
 }
@@ -167,6 +184,9 @@ impl fmt::Debug for ProviderConfig {
             .field("backoff_base", &self.backoff_base)
             .field("backoff_max", &self.backoff_max)
             .field("max_retry_wait", &self.max_retry_wait)
+            .field("structured_output", &self.structured_output)
+            .field("compat_file", &self.compat_file)
+            .field("fit_output_to_server", &self.fit_output_to_server)
             .finish()
     }
 }
@@ -261,6 +281,9 @@ pub struct UsageTotals {
     pub requests: u64,
     /// Summed token counts.
     pub usage: Usage,
+    /// Replies that came without a usage report (a stream from a server that ignores
+    /// `stream_options`): their tokens are unknown, not zero.
+    pub unmetered: u64,
 }
 
 /// A successful structured call.
@@ -313,6 +336,12 @@ pub trait Provider: Send + Sync {
 
     /// Requests and tokens consumed since the provider was built.
     fn usage_totals(&self) -> UsageTotals;
+
+    /// How the reply's JSON shape is asked for, and how that was decided (for `pai config
+    /// validate` and diagnostics).
+    fn output_mode(&self) -> String {
+        "schema enforced by the provider".to_string()
+    }
 }
 
 /// Builds the provider for `cfg` over its own HTTP client (rustls, connection pooling); build one

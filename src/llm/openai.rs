@@ -1,13 +1,16 @@
 //! OpenAI chat completions, and every server that imitates it (Ollama, llama.cpp, vLLM).
 //!
-//! Structured output starts where the capability table says: `response_format: {type:
-//! "json_schema", strict: true}` with the schema made strict-compatible (`schema::strict`:
-//! closed objects, every property required, optional ones nullable), or JSON mode for models
-//! that only offer it. When a server rejects a parameter with a 400/422 naming it, the request
-//! is relaxed one step and sent again, and the working settings are remembered for later
-//! calls: `json_schema` -> `json_object` -> no `response_format` (in both of the latter the
-//! schema is described at the end of the system prompt); `stream_options` dropped;
-//! `max_tokens` <-> `max_completion_tokens`; `temperature` dropped.
+//! Structured output starts where the capability table says (or the `structured_output`
+//! setting forces): `response_format: {type: "json_schema", strict: true}` with the schema made
+//! strict-compatible (`schema::strict`: closed objects, every property required, optional ones
+//! nullable), or JSON mode for models that only offer it. When a server refuses a field, with
+//! whatever status code (`compat`), the request is relaxed one step and sent again:
+//! `json_schema` -> `json_object` with `schema` -> `json_object` -> no `response_format` (in
+//! all but the first the schema is also described at the end of the system prompt);
+//! `stream_options` dropped; `max_tokens` <-> `max_completion_tokens`; `temperature` dropped.
+//! What works is remembered for later calls and, per base URL and model, for later runs
+//! (`remembered`); a remembered setting that is refused sends the server back to the
+//! strongest mode once.
 
 use std::sync::Mutex;
 
@@ -17,112 +20,172 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::caps::{Learned, Structured, temperature_json};
+use super::compat::{Compat, FormatMode, as_refusal, refusal_message};
 use super::error::LlmError;
 use super::outcome::{Block, Outcome, Parsed, Stop, conclude, count};
+use super::remembered::Memory;
 use super::transport::{TextSink, Transport};
 use super::{
     LlmReply, LlmRequest, OnText, Provider, ProviderConfig, ProviderKind, Role, Usage, UsageTotals,
     schema,
 };
-
-/// How the reply format is requested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FormatMode {
-    /// `response_format: json_schema` with the schema.
-    JsonSchema,
-    /// `response_format: json_object`, schema described in the system prompt.
-    JsonObject,
-    /// No `response_format`; schema described in the system prompt, reply parsed leniently.
-    Prompt,
-}
-
-/// Request settings that some servers reject; relaxed one at a time and remembered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Compat {
-    pub(crate) format: FormatMode,
-    /// Send `stream_options.include_usage` when streaming.
-    stream_options: bool,
-    /// Use `max_completion_tokens` instead of `max_tokens`.
-    max_completion_tokens: bool,
-    /// The token limit field has been switched once already.
-    max_field_switched: bool,
-    /// Send `temperature`.
-    temperature: bool,
-}
-
-impl Compat {
-    /// Where a model starts: the table's structured-output mode (a model known to offer only
-    /// JSON mode is not sent a schema it would reject).
-    fn initial(base: &str, structured: Structured) -> Self {
-        Self {
-            format: match structured {
-                Structured::Schema => FormatMode::JsonSchema,
-                Structured::JsonMode => FormatMode::JsonObject,
-            },
-            stream_options: true,
-            // OpenAI itself deprecated `max_tokens` (reasoning models reject it); compatible
-            // servers mostly only know `max_tokens`.
-            max_completion_tokens: base.contains("api.openai.com"),
-            max_field_switched: false,
-            temperature: true,
-        }
-    }
-
-    /// The next, more permissive settings given a rejection message, or `None` if the message
-    /// names nothing that can still be relaxed.
-    fn relax(self, message: &str) -> Option<Self> {
-        let m = message.to_ascii_lowercase();
-        let mut next = self;
-        if (m.contains("response_format")
-            || m.contains("json_schema")
-            || m.contains("json_object")
-            || m.contains("structured output"))
-            && self.format != FormatMode::Prompt
-        {
-            next.format = match self.format {
-                FormatMode::JsonSchema => FormatMode::JsonObject,
-                _ => FormatMode::Prompt,
-            };
-        } else if m.contains("stream_options") && self.stream_options {
-            next.stream_options = false;
-        } else if (m.contains("max_tokens") || m.contains("max_completion_tokens"))
-            && !self.max_field_switched
-        {
-            next.max_completion_tokens = !self.max_completion_tokens;
-            next.max_field_switched = true;
-        } else if m.contains("temperature") && self.temperature {
-            next.temperature = false;
-        } else {
-            return None;
-        }
-        Some(next)
-    }
-}
+use super::{server_api, server_context};
 
 /// The OpenAI-compatible wire format.
 pub(crate) struct OpenAi {
     t: Transport,
-    compat: Mutex<Compat>,
+    state: Mutex<Negotiated>,
     learned: Learned,
+    memory: Memory,
+    /// Where the server starts when nothing is remembered.
+    initial: Compat,
+    /// Whether to fit the output limit to the server's context.
+    fit_output: bool,
+    /// The output limit the server's context allows, looked up once.
+    context_cap: tokio::sync::OnceCell<Option<u32>>,
+    /// The server's published request schema has been read (local servers only, once).
+    declared: tokio::sync::OnceCell<()>,
+}
+
+/// The settings in use and how they were arrived at.
+#[derive(Debug, Clone, Copy)]
+struct Negotiated {
+    compat: Compat,
+    /// Taken from the record of an earlier run, not yet confirmed by a call of this one.
+    recalled: bool,
+    /// Confirmed by a successful call and written to the record (or nothing to write).
+    settled: bool,
 }
 
 impl OpenAi {
     pub(crate) fn new(t: Transport, cfg: &ProviderConfig) -> Self {
         let learned = Learned::new(ProviderKind::OpenAi, &cfg.model);
-        let compat = Compat::initial(&t.base, learned.caps().structured);
+        let table = match learned.caps().structured {
+            Structured::Schema => FormatMode::JsonSchema,
+            Structured::JsonMode => FormatMode::JsonObject,
+        };
+        let mut initial = Compat::initial(&t.base, cfg.structured_output.unwrap_or(table));
+        initial.forced = cfg.structured_output.is_some();
+        let memory = Memory::new(cfg.compat_file.clone(), &t.base, &t.model);
+        let t_loopback = t.loopback;
+        let recalled = memory.recall().map(|mut c| {
+            if initial.forced {
+                c.format = initial.format;
+                c.forced = true;
+            }
+            c
+        });
+        let state = Negotiated {
+            compat: recalled.unwrap_or(initial),
+            recalled: recalled.is_some(),
+            settled: false,
+        };
         Self {
             t,
-            compat: Mutex::new(compat),
+            state: Mutex::new(state),
             learned,
+            memory,
+            initial,
+            fit_output: cfg.fit_output_to_server && t_loopback,
+            context_cap: tokio::sync::OnceCell::new(),
+            declared: tokio::sync::OnceCell::new(),
         }
     }
 
-    /// The settings currently used (for tests and diagnostics).
+    /// Before the first call to a server on this machine that nothing is remembered of: start
+    /// in the strongest mode its published request schema admits, so a server that lists
+    /// what it takes is never sent what it does not.
+    async fn read_declared_format(&self) {
+        self.declared
+            .get_or_init(|| async {
+                let now = self.negotiated();
+                if !self.t.loopback || now.recalled || now.compat.forced {
+                    return;
+                }
+                let Ok(headers) = self.headers() else { return };
+                if let Some(mode) = server_api::declared_format(&self.t, headers).await
+                    && mode != now.compat.format
+                    && FormatMode::ALL.iter().position(|m| *m == mode)
+                        > FormatMode::ALL.iter().position(|m| *m == now.compat.format)
+                {
+                    let mut compat = now.compat;
+                    compat.format = mode;
+                    self.set(Negotiated { compat, ..now });
+                }
+            })
+            .await;
+    }
+
+    /// The output limit a local server's context allows (half of what it reports, or a
+    /// fallback when it reports nothing); `None` when the limit is not fitted to the server.
+    async fn output_cap(&self) -> Option<u32> {
+        if !self.fit_output {
+            return None;
+        }
+        *self
+            .context_cap
+            .get_or_init(|| async {
+                let headers = self.headers().ok()?;
+                let context = server_context::context_tokens(&self.t, headers).await;
+                Some(context.map_or(server_context::LOCAL_FALLBACK_CAP, server_context::cap_for))
+            })
+            .await
+    }
+
+    /// The settings currently used.
+    #[cfg(test)]
     pub(crate) fn compat(&self) -> Compat {
-        self.compat
-            .lock()
-            .map(|c| *c)
-            .unwrap_or_else(|_| Compat::initial(&self.t.base, self.learned.caps().structured))
+        self.negotiated().compat
+    }
+
+    fn negotiated(&self) -> Negotiated {
+        self.state.lock().map(|c| *c).unwrap_or(Negotiated {
+            compat: self.initial,
+            recalled: false,
+            settled: false,
+        })
+    }
+
+    fn set(&self, next: Negotiated) {
+        if let Ok(mut slot) = self.state.lock() {
+            *slot = next;
+        }
+    }
+
+    /// After a refusal of `now`'s settings: the settings to try next, if any. A remembered
+    /// setting that is refused sends the server back to the strongest mode once (it changed);
+    /// otherwise the refused field is relaxed one step.
+    fn after_refusal(&self, now: Negotiated, message: &str) -> Option<Negotiated> {
+        // A refusal that names nothing pai can relax (a prompt over the context) is reported,
+        // and the record kept.
+        let relaxed = now.compat.relax(message)?;
+        if now.recalled {
+            self.memory.forget();
+            return Some(Negotiated {
+                compat: self.initial,
+                recalled: false,
+                settled: false,
+            });
+        }
+        Some(Negotiated {
+            compat: relaxed,
+            recalled: false,
+            settled: false,
+        })
+    }
+
+    /// A call succeeded with `now`'s settings: remember them for later runs (once).
+    fn confirm(&self, now: Negotiated) {
+        if now.settled {
+            return;
+        }
+        if !now.recalled && !now.compat.forced {
+            self.memory.store(now.compat);
+        }
+        self.set(Negotiated {
+            settled: true,
+            ..now
+        });
     }
 
     fn headers(&self) -> Result<HeaderMap, LlmError> {
@@ -138,7 +201,7 @@ impl OpenAi {
 
     fn body(&self, req: &LlmRequest, compat: Compat) -> Value {
         let mut system = req.system.clone();
-        if compat.format != FormatMode::JsonSchema {
+        if compat.format.schema_in_prompt() {
             system.push_str(&schema::prompt_instruction(&req.schema));
         }
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
@@ -171,6 +234,12 @@ impl OpenAi {
                         "schema": schema::strict(&req.schema),
                         "strict": true,
                     }
+                });
+            }
+            FormatMode::JsonObjectSchema => {
+                body["response_format"] = json!({
+                    "type": "json_object",
+                    "schema": schema::standard(&req.schema),
                 });
             }
             FormatMode::JsonObject => body["response_format"] = json!({"type": "json_object"}),
@@ -223,6 +292,9 @@ impl OpenAi {
             let whole = self.t.read_json(response).await?;
             self.feed_whole(&mut acc, &whole)?;
             sink.text(&acc.text);
+        }
+        if acc.saw_choice && !acc.saw_usage {
+            self.t.record_unmetered();
         }
         // Strict structured output says "absent" with null.
         conclude(&self.t, req.max_output_tokens, acc.into_outcome()).map(|mut p| {
@@ -327,12 +399,15 @@ struct Acc {
     filtered: String,
     done: bool,
     usage: Usage,
+    /// The server reported usage.
+    saw_usage: bool,
 }
 
 impl Acc {
     fn read_usage(&mut self, v: &Value) {
         let usage = &v["usage"];
         if usage.is_object() {
+            self.saw_usage = true;
             let input = count(&usage["prompt_tokens"]);
             let completion = count(&usage["completion_tokens"]);
             let reasoning = count(&usage["completion_tokens_details"]["reasoning_tokens"]);
@@ -390,34 +465,57 @@ impl Provider for OpenAi {
             let sink = TextSink::new(on_text);
             let url = format!("{}/chat/completions", self.t.base);
             let mut attempts = 0;
+            self.read_declared_format().await;
+            let mut fitted;
+            let req = match self.output_cap().await {
+                Some(cap) if cap < req.max_output_tokens => {
+                    fitted = req.clone();
+                    fitted.max_output_tokens = cap;
+                    &fitted
+                }
+                _ => req,
+            };
             loop {
-                let compat = self.compat();
+                let now = self.negotiated();
+                let compat = now.compat;
                 let tuning = self.learned.tuning(req);
                 let tuned = tuning.request(req);
                 let mut body = self.body(&tuned, compat);
                 tuning.apply(ProviderKind::OpenAi, &mut body);
                 let (result, n) = self
                     .t
-                    .run(&sink, || self.attempt(&url, &body, &tuned, &sink))
+                    .run(&sink, || async {
+                        self.attempt(&url, &body, &tuned, &sink)
+                            .await
+                            .map_err(|e| as_refusal(e, compat))
+                    })
                     .await;
                 attempts += n;
-                match result {
-                    Err(e) if self.learned.adjust(tuning, &e).is_some() => continue,
-                    Err(LlmError::BadRequest {
-                        status: 400 | 422,
-                        ref message,
-                        ..
-                    }) if compat.relax(message).is_some() => {
-                        if let (Some(next), Ok(mut slot)) =
-                            (compat.relax(message), self.compat.lock())
-                        {
-                            *slot = next;
+                let refusal = result.as_ref().err().and_then(refusal_message);
+                match refusal {
+                    Some(_)
+                        if result
+                            .as_ref()
+                            .err()
+                            .is_some_and(|e| self.learned.adjust(tuning, e).is_some()) =>
+                    {
+                        continue;
+                    }
+                    Some(message) => {
+                        if let Some(next) = self.after_refusal(now, message) {
+                            self.set(next);
+                            continue;
                         }
                     }
-                    other => {
-                        return other.map(|p| p.into_reply(started, attempts));
-                    }
+                    None => {}
                 }
+                return match result {
+                    Ok(p) => {
+                        self.confirm(now);
+                        Ok(p.into_reply(started, attempts))
+                    }
+                    Err(e) => Err(forced_refusal(e, compat)),
+                };
             }
         })
     }
@@ -456,6 +554,39 @@ impl Provider for OpenAi {
 
     fn usage_totals(&self) -> UsageTotals {
         self.t.totals()
+    }
+
+    fn output_mode(&self) -> String {
+        let n = self.negotiated();
+        let how = if n.compat.forced {
+            "set by structured_output"
+        } else if n.recalled {
+            "remembered from an earlier run"
+        } else if n.settled {
+            "found by negotiation"
+        } else {
+            "not yet confirmed"
+        };
+        format!("{} ({how})", n.compat.format)
+    }
+}
+
+/// A refusal of the format the user forced says so, and what to change.
+fn forced_refusal(e: LlmError, compat: Compat) -> LlmError {
+    match e {
+        LlmError::BadRequest {
+            provider,
+            status,
+            message,
+        } if compat.forced && compat.relax(&message).is_none() => LlmError::BadRequest {
+            provider,
+            status,
+            message: format!(
+                "{message} (structured_output is set to {}; unset it, or set PAI_STRUCTURED_OUTPUT=auto, to let pai find a mode this server takes)",
+                compat.format
+            ),
+        },
+        other => other,
     }
 }
 
@@ -510,41 +641,6 @@ mod tests {
         let body = local.body(&req(false), local.compat());
         assert_eq!(body["max_tokens"], 100);
         assert!(body.get("stream").is_none());
-    }
-
-    #[test]
-    fn relaxation_steps_terminate() {
-        let mut c = Compat::initial("http://localhost/v1", Structured::Schema);
-        let steps = [
-            (
-                "Invalid parameter: 'response_format' of type 'json_schema' is not supported",
-                FormatMode::JsonObject,
-            ),
-            (
-                "response_format json_object unsupported",
-                FormatMode::Prompt,
-            ),
-        ];
-        for (msg, mode) in steps {
-            c = c.relax(msg).unwrap();
-            assert_eq!(c.format, mode);
-        }
-        assert!(c.relax("response_format still bad").is_none());
-        c = c
-            .relax("Unrecognized request argument supplied: stream_options")
-            .unwrap();
-        assert!(!c.stream_options);
-        c = c
-            .relax("Unsupported parameter: 'max_tokens' ... use 'max_completion_tokens'")
-            .unwrap();
-        assert!(c.max_completion_tokens);
-        assert!(c.relax("max_completion_tokens unknown").is_none());
-        c = c
-            .relax("Unsupported value: 'temperature' does not support 0.3")
-            .unwrap();
-        assert!(!c.temperature);
-        assert!(c.relax("temperature").is_none());
-        assert!(c.relax("something unrelated").is_none());
     }
 
     #[test]

@@ -145,6 +145,8 @@ mod tests {
                 output: 5,
                 cached: 0,
                 reasoning: 0,
+                unknown: false,
+                failed: false,
             },
         });
         front.event(&Event::Plan {
@@ -174,6 +176,7 @@ mod tests {
             output_tokens: 5,
             cached_tokens: 0,
             reasoning_tokens: 0,
+            calls_without_usage: 0,
             verified: None,
             result: crate::agent::protocol::TurnResult::default(),
         });

@@ -98,6 +98,7 @@ pub fn event(event: &Event, theme: &Theme) -> String {
             output_tokens,
             cached_tokens,
             reasoning_tokens,
+            calls_without_usage,
             verified,
             result,
         } => finished(
@@ -112,6 +113,7 @@ pub fn event(event: &Event, theme: &Theme) -> String {
                     output: *output_tokens,
                     cached: *cached_tokens,
                     reasoning: *reasoning_tokens,
+                    unmetered: *calls_without_usage,
                 },
                 verified: *verified,
             },
@@ -141,13 +143,22 @@ pub fn spinner_message(phase: u32) -> String {
 
 /// `Tokens: in -> out` for one call.
 pub fn usage_line(call: u32, usage: &CallUsage, theme: &Theme) -> String {
-    let mut text = format!(
-        "Tokens: {} {} {} (call {call}",
-        usage.input,
-        theme.arrow(),
-        usage.output
-    );
-    text.push_str(&cached_and_reasoning(usage.cached, usage.reasoning));
+    let mut text = if usage.unknown {
+        format!("Tokens: not reported by the server (call {call}")
+    } else {
+        format!(
+            "Tokens: {} {} {} (call {call}",
+            usage.input,
+            theme.arrow(),
+            usage.output
+        )
+    };
+    if !usage.unknown {
+        text.push_str(&cached_and_reasoning(usage.cached, usage.reasoning));
+    }
+    if usage.failed {
+        text.push_str(", no usable reply");
+    }
     text.push(')');
     wrapped(&Line::styled(&text, dim()), theme, 2)
 }
@@ -707,24 +718,34 @@ fn cached_and_reasoning(cached: u64, reasoning: u64) -> String {
 /// The token summary of one turn.
 pub fn turn_summary(tally: &Tally, theme: &Theme) -> String {
     let text = format!(
-        "Turn: {}, Tokens: {} {} {}{}",
+        "Turn: {}, Tokens: {}{}",
         calls_text(tally.calls),
-        tally.input,
-        theme.arrow(),
-        tally.output,
+        tokens_text(tally, theme),
         cached_and_reasoning(tally.cached, tally.reasoning)
     );
     wrapped(&Line::styled(&text, dim()), theme, 2)
 }
 
+/// `in -> out`, or what is known of them when a server did not report some calls' usage.
+fn tokens_text(tally: &Tally, theme: &Theme) -> String {
+    match tally.unmetered {
+        0 => format!("{} {} {}", tally.input, theme.arrow(), tally.output),
+        n if n >= tally.calls => "unknown (the server reported no usage)".to_string(),
+        n => format!(
+            "at least {} {} {} ({n} call(s) unreported)",
+            tally.input,
+            theme.arrow(),
+            tally.output
+        ),
+    }
+}
+
 /// Calls and tokens of the whole session (`/tokens`).
 pub fn totals(tally: &Tally, theme: &Theme) -> String {
     let text = format!(
-        "Session: {}, Tokens: {} {} {}",
+        "Session: {}, Tokens: {}",
         calls_text(tally.calls),
-        tally.input,
-        theme.arrow(),
-        tally.output
+        tokens_text(tally, theme)
     );
     wrapped(&Line::plain(&text), theme, 2)
 }
@@ -920,11 +941,9 @@ pub fn goodbye(summary: &str, totals: &Tally, theme: &Theme) -> String {
     body.push(Line::new());
     body.push(Line::styled(
         &format!(
-            "{}, Tokens: {} {} {}",
+            "{}, Tokens: {}",
             calls_text(totals.calls),
-            totals.input,
-            theme.arrow(),
-            totals.output
+            tokens_text(totals, theme)
         ),
         dim(),
     ));
@@ -938,6 +957,45 @@ fn wrapped(line: &Line, theme: &Theme, indent: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unreported_usage_is_shown_as_unknown_never_as_zero() {
+        let theme = Theme::plain(80);
+        let usage = CallUsage {
+            unknown: true,
+            ..CallUsage::default()
+        };
+        let line = usage_line(2, &usage, &theme);
+        assert!(
+            line.contains("not reported by the server (call 2"),
+            "{line}"
+        );
+        assert!(!line.contains("Tokens: 0"), "{line}");
+        let failed = CallUsage {
+            input: 900,
+            output: 70,
+            failed: true,
+            ..CallUsage::default()
+        };
+        assert!(usage_line(1, &failed, &theme).contains("no usable reply"));
+        let all_unknown = Tally {
+            calls: 2,
+            unmetered: 2,
+            ..Tally::default()
+        };
+        let summary = turn_summary(&all_unknown, &theme);
+        assert!(summary.contains("Tokens: unknown"), "{summary}");
+        let some = Tally {
+            calls: 3,
+            input: 900,
+            output: 70,
+            unmetered: 1,
+            ..Tally::default()
+        };
+        let summary = turn_summary(&some, &theme);
+        assert!(summary.contains("at least 900"), "{summary}");
+        assert!(summary.contains("1 call(s) unreported"), "{summary}");
+    }
 
     #[test]
     fn long_unbroken_output_is_wrapped() {

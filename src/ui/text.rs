@@ -217,6 +217,8 @@ mod tests {
                 output: 20,
                 cached: 0,
                 reasoning: 0,
+                unknown: false,
+                failed: false,
             },
         });
         front.event(&Event::Finished {
@@ -228,6 +230,7 @@ mod tests {
             output_tokens: 20,
             cached_tokens: 0,
             reasoning_tokens: 0,
+            calls_without_usage: 0,
             verified: None,
             result: crate::agent::protocol::TurnResult::default(),
         });

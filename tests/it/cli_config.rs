@@ -11,7 +11,7 @@ use assert_cmd::Command;
 
 use crate::support;
 
-use support::mock_llm::{MockLlm, Script};
+use support::mock_llm::{MockLlm, Reply, Script};
 
 const GEMINI_KEY: &str = "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv";
 const OPENAI_KEY: &str = "sk-proj-0123456789abcdefghijklmnopqrstuvwxyz";
@@ -700,7 +700,11 @@ fn validate_makes_one_real_call_and_reports_the_providers_answer() {
         .args(["config", "set", GEMINI_KEY])
         .assert()
         .success();
-    let mock = MockLlm::start(Script::new().require_key(GEMINI_KEY));
+    let mock = MockLlm::start(
+        Script::new()
+            .require_key(GEMINI_KEY)
+            .fallback(Reply::chat("ok")),
+    );
     let base = mock.base_url(pai::llm::ProviderKind::Gemini);
     let out = home
         .pai()
@@ -709,9 +713,13 @@ fn validate_makes_one_real_call_and_reports_the_providers_answer() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("accepted"), "{}", text(&out));
-    assert_eq!(mock.requests().len(), 1, "exactly one cheap call");
+    // The model lookup, then one tiny structured call with pai's reply schema.
+    assert_eq!(mock.requests().len(), 2, "{:?}", mock.requests());
+    assert_eq!(mock.requests()[0].method, "GET");
+    assert_eq!(mock.calls(), 1, "one generation");
+    assert!(text(&out).contains("Structured output:"), "{}", text(&out));
     assert!(
-        mock.requests()[0].key_is(GEMINI_KEY),
+        mock.requests().iter().all(|r| r.key_is(GEMINI_KEY)),
         "the key travels in its header"
     );
     assert!(!mock.any_url_contains(GEMINI_KEY), "never in the URL");
@@ -737,7 +745,7 @@ fn validate_makes_one_real_call_and_reports_the_providers_answer() {
     assert!(!text(&out).contains("AIzaSyWRONGWRONGWRONGWRONG00"));
 
     // A local OpenAI-compatible server needs no key.
-    let open = MockLlm::start(Script::new());
+    let open = MockLlm::start(Script::new().fallback(Reply::chat("ok")));
     let local = Home::new();
     let out = local
         .pai()
@@ -752,7 +760,112 @@ fn validate_makes_one_real_call_and_reports_the_providers_answer() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(open.requests().len(), 1);
+    assert_eq!(open.calls(), 1, "one generation: {:?}", open.requests());
+    assert!(
+        text(&out).contains("Structured output: json_schema (found by negotiation)"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// `pai config validate` against a server that refuses the first mode: it reports the mode
+/// it found, and a session after it starts there (the record is shared); a server that
+/// refuses every mode gets the exact failure and a hint.
+#[test]
+fn validate_reports_the_mode_found_and_the_exact_failure() {
+    let home = Home::new();
+    let mock = MockLlm::start(
+        Script::new()
+            .reject_response_format(&["json_schema"])
+            .fallback(Reply::chat("ok")),
+    );
+    let base = mock.base_url(pai::llm::ProviderKind::OpenAi);
+    let validate = |home: &Home| {
+        home.pai()
+            .args([
+                "config",
+                "validate",
+                "--provider",
+                "openai",
+                "--base-url",
+                &base,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = validate(&home);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Structured output: json_object+schema (found by negotiation)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(mock.calls(), 2);
+    let again = validate(&home);
+    assert!(
+        text(&again).contains("json_object+schema (remembered from an earlier run)"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(mock.calls(), 3, "no refused call the second time");
+
+    let refuses =
+        MockLlm::start(Script::new().reject_response_format(&["json_schema", "json_object"]));
+    let out = Home::new()
+        .pai()
+        .args([
+            "config",
+            "validate",
+            "--provider",
+            "openai",
+            "--structured-output",
+            "json_object",
+            "--base-url",
+            &refuses.base_url(pai::llm::ProviderKind::OpenAi),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("structured call failed"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("structured_output is set to json_object"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("hint:"), "{}", text(&out));
+}
+
+/// `pai config show` prints the model-call settings with their sources.
+#[test]
+fn show_prints_the_model_call_settings_and_their_sources() {
+    let home = Home::new();
+    let out = home
+        .pai()
+        .env("PAI_STRUCTURED_OUTPUT", "prompt")
+        .env("PAI_REQUEST_TIMEOUT", "900")
+        .args([
+            "config",
+            "show",
+            "--provider",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("structured output prompt"), "{t}");
+    assert!(t.contains("request timeout   900 s"), "{t}");
+    assert!(t.contains("output limit      16384 tokens"), "{t}");
+    assert!(
+        t.contains("lowered to half the context a local server reports"),
+        "{t}"
+    );
 }
 
 /// A host that accepts the connection and never answers: `config validate` gives up within

@@ -759,27 +759,31 @@ async fn openai_falls_back_from_json_schema_to_json_object_to_prompt_and_remembe
     let p = provider(&mock, ProviderKind::OpenAi);
     let first = call(p.as_ref(), &request(false)).await.0.unwrap();
     assert_eq!(first.value["reply"], "Running without structured output.");
-    assert_eq!(first.attempts, 3);
+    assert_eq!(first.attempts, 4);
     let formats: Vec<String> = mock
         .generation_requests()
         .iter()
         .map(|r| r.response_format())
         .collect();
-    assert_eq!(formats, ["json_schema", "json_object", "none"]);
+    assert_eq!(
+        formats,
+        ["json_schema", "json_object+schema", "json_object", "none"]
+    );
     let reqs = mock.generation_requests();
     // Without json_schema the schema travels in the system prompt, identically each time.
     assert!(!reqs[0].system.contains("JSON Schema"));
     assert!(reqs[1].system.starts_with(SYSTEM) && reqs[1].system.contains("JSON Schema"));
     assert_eq!(reqs[1].system, reqs[2].system);
+    assert_eq!(reqs[2].system, reqs[3].system);
 
     // Later calls start in the mode that worked.
     let second = call(p.as_ref(), &request(true)).await.0.unwrap();
     assert_eq!(second.attempts, 1);
     let reqs = mock.generation_requests();
-    assert_eq!(reqs.len(), 4);
-    assert_eq!(reqs[3].response_format(), "none");
-    assert_eq!(reqs[3].system, reqs[2].system);
-    assert_eq!(p.usage_totals().requests, 4);
+    assert_eq!(reqs.len(), 5);
+    assert_eq!(reqs[4].response_format(), "none");
+    assert_eq!(reqs[4].system, reqs[3].system);
+    assert_eq!(p.usage_totals().requests, 5);
 }
 
 #[tokio::test]
@@ -799,9 +803,124 @@ async fn openai_json_object_mode_when_only_json_schema_is_rejected() {
         .iter()
         .map(|r| r.response_format())
         .collect();
-    assert_eq!(formats, ["json_schema", "json_object", "json_object"]);
+    assert_eq!(
+        formats,
+        ["json_schema", "json_object+schema", "json_object+schema"]
+    );
     // OpenAI requires the word "JSON" in the messages for json_object mode.
     assert!(mock.generation_requests()[1].system.contains("JSON"));
+}
+
+/// llama-cpp-python answers `json_schema` with HTTP 500 and its validation error: a refusal,
+/// stepped down at once (not retried as an outage), and remembered for the next process.
+#[tokio::test]
+async fn a_500_naming_the_format_steps_down_once_and_is_remembered_across_processes() {
+    let mock = MockLlm::start(
+        Script::new()
+            .reply(Reply::Status {
+                code: 500,
+                message: Some(
+                    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]".into(),
+                ),
+                retry_after_secs: None,
+            })
+            .fallback(Reply::chat("stepped down")),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.compat_file = Some(dir.path().join("servers.json"));
+    let p = build_provider(&cfg).unwrap();
+    let reply = call(p.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "stepped down");
+    let formats = |m: &MockLlm| -> Vec<String> {
+        m.generation_requests()
+            .iter()
+            .map(|r| r.response_format())
+            .collect()
+    };
+    assert_eq!(formats(&mock), ["json_schema", "json_object+schema"]);
+    let sent = &mock.generation_requests()[1].body["response_format"]["schema"];
+    assert_eq!(
+        sent["properties"]["intent"]["enum"],
+        json!(["chat", "task"])
+    );
+    assert!(
+        p.output_mode().starts_with("json_object+schema"),
+        "{}",
+        p.output_mode()
+    );
+
+    // A new process (a new provider over the same record) starts where this one ended.
+    let again = build_provider(&cfg).unwrap();
+    assert!(
+        again.output_mode().contains("remembered"),
+        "{}",
+        again.output_mode()
+    );
+    call(again.as_ref(), &request(true)).await.0.unwrap();
+    assert_eq!(
+        formats(&mock),
+        ["json_schema", "json_object+schema", "json_object+schema"]
+    );
+
+    // Another model on the same server has its own record.
+    cfg.model = "other-model".into();
+    let other = build_provider(&cfg).unwrap();
+    call(other.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(formats(&mock)[3], "json_schema");
+}
+
+/// A remembered mode the server stops taking sends it back to the strongest mode, once.
+#[tokio::test]
+async fn a_refused_remembered_mode_is_probed_again_from_the_top() {
+    let mock = MockLlm::start(
+        Script::new()
+            .reject_response_format(&["json_object"])
+            .fallback(Reply::chat("schema works now")),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("servers.json");
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.compat_file = Some(file.clone());
+    let base = mock.base_url(ProviderKind::OpenAi);
+    let record = json!({"servers": {format!("{base} mock-model"): {
+        "compat": {"format": "json_object", "stream_options": true, "max_completion_tokens": false, "temperature": true},
+        "checked": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    }}});
+    std::fs::write(&file, record.to_string()).unwrap();
+    let p = build_provider(&cfg).unwrap();
+    call(p.as_ref(), &request(false)).await.0.unwrap();
+    let formats: Vec<String> = mock
+        .generation_requests()
+        .iter()
+        .map(|r| r.response_format())
+        .collect();
+    assert_eq!(formats, ["json_object", "json_schema"]);
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("\"json_schema\""), "{saved}");
+}
+
+/// `structured_output` forces a mode: no other is tried, and a refusal says what to change.
+#[tokio::test]
+async fn a_forced_mode_is_used_and_its_refusal_names_the_setting() {
+    let mock = MockLlm::start(Script::new().fallback(Reply::chat("forced")));
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.structured_output = Some(pai::llm::FormatMode::Prompt);
+    let p = build_provider(&cfg).unwrap();
+    call(p.as_ref(), &request(false)).await.0.unwrap();
+    assert_eq!(mock.generation_requests()[0].response_format(), "none");
+
+    let mock = MockLlm::start(
+        Script::new()
+            .reject_response_format(&["json_schema"])
+            .fallback(Reply::chat("never")),
+    );
+    let mut cfg = config(&mock, ProviderKind::OpenAi);
+    cfg.structured_output = Some(pai::llm::FormatMode::JsonSchema);
+    let p = build_provider(&cfg).unwrap();
+    let err = call(p.as_ref(), &request(false)).await.0.unwrap_err();
+    assert_eq!(mock.calls(), 1);
+    assert!(err.to_string().contains("structured_output"), "{err}");
 }
 
 #[tokio::test]
@@ -1406,4 +1525,284 @@ fn used_up_account_exits_2_where_a_rate_limit_exits_1() {
     assert_eq!(run.output.status.code(), Some(1), "{}", run.text());
     assert!(!shows(&run.text(), &billing), "{}", run.text());
     assert!(mock.calls() > 1, "a rate limit is retried");
+}
+
+/// A `task` plan that writes `path` with `content`, with the acknowledgment `reply`.
+fn write_plan(reply: &str, path: &str, content: &str) -> Value {
+    json!({
+        "intent": "task",
+        "reply": reply,
+        "analysis": {"user_intent": "write", "files_to_read": [], "files_to_create": [path],
+            "files_to_modify": [], "risks": "none", "success_criteria": [], "complexity": "simple"},
+        "steps": [{"action": "WRITE", "path": path, "content": content}],
+        "observe": false,
+        "next_steps": []
+    })
+}
+
+/// Every call's usage is reported, the unusable one included, and the `usage` events add up
+/// to the `finished` totals.
+#[test]
+fn usage_events_cover_failed_calls_and_add_up_to_finished() {
+    let p = support::project::Project::repo(None);
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::text("Sure! I will write the file now."),
+        Reply::Plan(write_plan("Writing it.", "hello.txt", "hello world\n")),
+    ]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "success", "{}", run.text());
+    let usage = run.events_of("usage");
+    assert_eq!(usage.len(), 2, "{}", run.text());
+    assert_eq!(usage[0]["failed"], true);
+    assert!(
+        usage[0]["input"].as_u64().unwrap() > 0,
+        "an unusable reply is billed too"
+    );
+    assert!(usage[1].get("failed").is_none());
+    assert_eq!(p.read("hello.txt"), "hello world\n");
+    let f = run.finished();
+    let sum = |k: &str| usage.iter().map(|u| u[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("input"), f["input_tokens"].as_u64().unwrap());
+    assert_eq!(sum("output"), f["output_tokens"].as_u64().unwrap());
+    assert!(sum("input") > 0);
+    assert_eq!(usage[1]["call"], f["calls"]);
+}
+
+/// A reply's text reaches the event stream only once its plan is valid: a reply claiming
+/// work it did not plan is never shown, nothing is written, and the turn fails honestly.
+#[test]
+fn an_invalid_reply_is_never_shown_and_nothing_is_written() {
+    let p = support::project::Project::repo(None);
+    let boast = json!({"intent": "task", "reply": "Done! I created hello.txt.", "steps": [],
+        "observe": false});
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::Plan(boast.clone()),
+        Reply::Plan(boast),
+    ]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "failed", "{}", run.text());
+    assert_eq!(run.output.status.code(), Some(1));
+    assert!(run.events_of("text_delta").is_empty(), "{}", run.text());
+    assert!(!String::from_utf8_lossy(&run.output.stdout).contains("I created"));
+    assert!(!p.root.join("hello.txt").exists());
+    assert!(
+        run.finished()["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was run"),
+        "{}",
+        run.text()
+    );
+}
+
+/// A request for a change answered in words, while the model's own analysis names the file
+/// to create, is not an answer: it fails (exit 1) saying nothing was changed.
+#[test]
+fn a_change_answered_as_chat_fails_saying_nothing_was_changed() {
+    let p = support::project::Project::repo(None);
+    let mut words = chat_plan("Sure, here is hello.txt: hello world");
+    words["analysis"]["files_to_create"] = json!(["hello.txt"]);
+    let mock = MockLlm::start(Script::with_replies([Reply::Plan(words)]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "failed", "{}", run.text());
+    assert_eq!(run.output.status.code(), Some(1));
+    let message = run.finished()["message"].as_str().unwrap().to_string();
+    assert!(message.contains("nothing was changed"), "{message}");
+    assert!(message.contains("hello.txt"), "{message}");
+    assert!(!p.root.join("hello.txt").exists());
+    // The answer itself is still shown: it may be useful, it just is not the change.
+    assert_eq!(run.events_of("answer").len(), 1);
+
+    // A plain question answered in words stays an answer (exit 0).
+    let mock = MockLlm::start(Script::with_replies([Reply::Plan(chat_plan("4"))]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "what is 2+2?", &["--yes"]);
+    assert_eq!(run.status(), "answered", "{}", run.text());
+    assert_eq!(run.output.status.code(), Some(0));
+}
+
+/// Steps sent under a chat intent are an invalid plan (asked once to correct), never dropped
+/// silently so that the turn "answers" a request for a change.
+#[test]
+fn steps_under_a_chat_intent_are_an_invalid_plan() {
+    let p = support::project::Project::repo(None);
+    let mut mixed = write_plan("Here you go.", "hello.txt", "hello\n");
+    mixed["intent"] = json!("chat");
+    let mock = MockLlm::start(Script::with_replies([
+        Reply::Plan(mixed.clone()),
+        Reply::Plan(mixed),
+    ]));
+    let run = p.run(&mock, ProviderKind::OpenAi, "create hello.txt", &["--yes"]);
+    assert_eq!(run.status(), "failed", "{}", run.text());
+    assert!(
+        run.text().contains("a chat reply carries 1 step(s)"),
+        "{}",
+        run.text()
+    );
+    assert_eq!(mock.calls(), 2, "one correction");
+    assert!(!p.root.join("hello.txt").exists());
+}
+
+/// A stream whose server reports no usage (llama-cpp-python ignores `stream_options`) is
+/// counted as unknown, not as zero tokens.
+#[tokio::test]
+async fn a_stream_without_usage_is_unknown_not_zero() {
+    let mock = MockLlm::start(
+        Script::new()
+            .server("llama_cpp_python_0_3_36")
+            .fallback(Reply::chat("streamed")),
+    );
+    let p = provider(&mock, ProviderKind::OpenAi);
+    let reply = call(p.as_ref(), &request(true)).await.0.unwrap();
+    assert_eq!(reply.value["reply"], "streamed");
+    let totals = p.usage_totals();
+    assert_eq!(totals.unmetered, 1);
+    assert_eq!(totals.usage.input, 0);
+    // Without streaming the same server reports usage.
+    call(p.as_ref(), &request(false)).await.0.unwrap();
+    let totals = p.usage_totals();
+    assert_eq!(totals.unmetered, 1);
+    assert!(totals.usage.input > 0);
+}
+
+/// The recorded llama-cpp-python 0.3.36 server (`fixtures/llm/servers/`): with no setting
+/// changed, pai reads what the server takes before its first call, so no call is refused on
+/// the first run or any later one, and the output limit fits the server.
+#[test]
+fn the_recorded_llama_cpp_python_server_never_refuses_a_call() {
+    let p = support::project::Project::repo(None);
+    let mock = MockLlm::start(
+        Script::new()
+            .server("llama_cpp_python_0_3_36")
+            .fallback(Reply::Plan(chat_plan("4"))),
+    );
+    for run in 1..=2 {
+        let r = p.run(&mock, ProviderKind::OpenAi, "what is 2+2?", &[]);
+        assert_eq!(r.status(), "answered", "run {run}: {}", r.text());
+    }
+    let generations = mock.generation_requests();
+    assert_eq!(generations.len(), 2);
+    for g in &generations {
+        assert_eq!(g.status, 200, "{}", g.answered);
+        assert_eq!(g.response_format(), "json_object+schema");
+        assert!(g.body["max_tokens"].as_u64().unwrap() <= 4_096);
+    }
+    // The first run read the server's API description; the second used what it remembered.
+    let looked = mock
+        .requests()
+        .iter()
+        .filter(|r| r.url == "/openapi.json")
+        .count();
+    assert_eq!(looked, 1);
+}
+
+/// The recorded replies of Gemma 3 270M on llama-cpp-python (`fixtures/llm/local/`), served
+/// verbatim, and variants of them that claim a task: a weak model's replies never make pai
+/// write a file, crash, or report success; every turn ends failed, saying nothing was run,
+/// and its usage events add up.
+#[test]
+fn recorded_weak_model_replies_never_write_crash_or_claim_done() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/llm/local/gemma3_270m_llama_cpp_python.json");
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let greet = recorded["project"]["greet.py"].as_str().unwrap();
+    let mut runs = Vec::new();
+    for case in recorded["cases"].as_array().unwrap() {
+        let responses: Vec<Value> = case["responses"].as_array().unwrap().clone();
+        runs.push((case["request"].as_str().unwrap(), responses.clone()));
+        // The same replies with intent "task": the steps they carry must not pass either.
+        let as_task = responses
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                let content = r["body"]["choices"][0]["message"]["content"]
+                    .as_str()
+                    .unwrap();
+                let mut plan: Value = serde_json::from_str(content).unwrap();
+                plan["intent"] = json!("task");
+                r["body"]["choices"][0]["message"]["content"] = json!(plan.to_string());
+                r
+            })
+            .collect();
+        runs.push((case["request"].as_str().unwrap(), as_task));
+    }
+    assert_eq!(runs.len(), 8);
+    for (request, responses) in runs {
+        let p = support::project::Project::repo(None);
+        std::fs::write(p.root.join("greet.py"), greet).unwrap();
+        support::project::git(&p.root, &["add", "-A"]);
+        support::project::git(&p.root, &["commit", "-q", "-m", "greet"]);
+        let replies = responses.iter().map(|r| Reply::Raw {
+            status: 200,
+            body: r["body"].clone(),
+        });
+        let mock = MockLlm::start(Script::with_replies(replies).server("llama_cpp_python_0_3_36"));
+        let r = p.run(
+            &mock,
+            ProviderKind::OpenAi,
+            request,
+            &["--yes", "--allow-run"],
+        );
+        let t = r.text();
+        assert!(!t.contains("panicked"), "{request}: {t}");
+        assert_eq!(r.status(), "failed", "{request}: {t}");
+        assert_eq!(r.output.status.code(), Some(1), "{request}: {t}");
+        let message = r.finished()["message"].as_str().unwrap();
+        assert!(message.contains("nothing was run"), "{request}: {message}");
+        assert_eq!(r.finished()["changed"], json!([]), "{request}");
+        assert_eq!(p.read("greet.py"), greet, "{request}");
+        assert!(!p.root.join("hello.txt").exists(), "{request}");
+        let status = support::project::git(&p.root, &["status", "--porcelain"]);
+        assert!(
+            status.lines().all(|l| l.contains(".pai_history")),
+            "{request}: {status}"
+        );
+        assert!(r.events_of("text_delta").is_empty(), "{request}: {t}");
+        assert!(r.events_of("step").is_empty(), "{request}: {t}");
+        let usage = r.events_of("usage");
+        let sum: u64 = usage.iter().map(|u| u["input"].as_u64().unwrap()).sum();
+        assert_eq!(
+            sum,
+            r.finished()["input_tokens"].as_u64().unwrap(),
+            "{request}"
+        );
+        assert!(sum > 0, "{request}");
+        assert!(mock.generation_requests().iter().all(|g| g.status == 200));
+    }
+}
+
+/// A call that times out was abandoned before its usage arrived: its tokens are unknown, not
+/// zero, and the failure names the setting to raise.
+#[test]
+fn a_timed_out_call_has_unknown_usage_and_names_the_setting() {
+    let p = support::project::Project::repo(None);
+    let mock = MockLlm::start(Script::with_replies([Reply::delay(
+        8_000,
+        Reply::Plan(chat_plan("too late")),
+    )]));
+    let mut cmd = p.pai();
+    cmd.env("PAI_REQUEST_TIMEOUT", "5")
+        .env("PAI_PROVIDER", "openai")
+        .args([
+            "run",
+            "what is 2+2?",
+            "--json",
+            "--base-url",
+            &mock.base_url(ProviderKind::OpenAi),
+        ]);
+    let out = cmd.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let usage: Vec<&Value> = events.iter().filter(|e| e["event"] == "usage").collect();
+    assert_eq!(usage.len(), 1, "{text}");
+    assert_eq!(usage[0]["unknown"], true, "{text}");
+    assert_eq!(usage[0]["failed"], true, "{text}");
+    let finished = events.iter().find(|e| e["event"] == "finished").unwrap();
+    assert_eq!(finished["status"], "failed");
+    assert_eq!(finished["calls_without_usage"], 1);
+    assert!(text.contains("request_timeout_secs"), "{text}");
+    assert!(text.contains("PAI_REQUEST_TIMEOUT"), "{text}");
 }

@@ -68,6 +68,8 @@ fn all_events() -> Vec<Event> {
                 output: 210,
                 cached: 1000,
                 reasoning: 0,
+                unknown: false,
+                failed: false,
             },
         },
         Event::Answer {
@@ -126,6 +128,7 @@ fn all_events() -> Vec<Event> {
             output_tokens: 210,
             cached_tokens: 0,
             reasoning_tokens: 0,
+            calls_without_usage: 0,
             verified: Some(true),
             result: TurnResult::default(),
         },
@@ -360,6 +363,7 @@ fn finished_with(status: TurnStatus, message: &str) -> Event {
         output_tokens: 400,
         cached_tokens: 0,
         reasoning_tokens: 0,
+        calls_without_usage: 0,
         verified: None,
         result: TurnResult::default(),
     }

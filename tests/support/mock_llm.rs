@@ -81,6 +81,80 @@ pub struct Script {
     /// providers' documented minimums).
     #[serde(default)]
     pub cache_min: Option<u64>,
+    /// A real server's behaviour, recorded: the name of a file in `fixtures/llm/servers/`
+    /// (without `.json`), a [`ServerProfile`].
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The profile `server` names, loaded when the mock starts.
+    #[serde(skip)]
+    pub profile: Option<ServerProfile>,
+}
+
+/// How one real OpenAI-compatible server answers, recorded from it (`fixtures/llm/servers/`):
+/// which requests it refuses and with what status and body, whether its streams carry usage,
+/// and what its model list and `/props` say.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ServerProfile {
+    /// Where and when it was recorded (for people; not read).
+    #[serde(default)]
+    pub recorded: Value,
+    /// Requests the server refuses, checked in order.
+    #[serde(default)]
+    pub refusals: Vec<ProfileRefusal>,
+    /// Whether streamed replies end with a usage chunk when `stream_options` asks for one.
+    #[serde(default = "yes")]
+    pub stream_usage: bool,
+    /// The body of `GET /v1/models`, verbatim.
+    #[serde(default)]
+    pub models: Option<Value>,
+    /// The status of `GET /props` (404 when absent).
+    #[serde(default)]
+    pub props_status: Option<u16>,
+    /// The body of `GET /props`, verbatim.
+    #[serde(default)]
+    pub props_body: Option<Value>,
+    /// The body of `GET /openapi.json`, verbatim (404 when absent).
+    #[serde(default)]
+    pub openapi: Option<Value>,
+    /// A streamed reply as the server sent it (for people: the mock renders its own streams,
+    /// without usage when `stream_usage` is false, as this one shows).
+    #[serde(default)]
+    pub stream_example: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// "A request whose body has `equals` at `pointer` gets `status` with `body`."
+#[derive(Debug, Clone, Deserialize)]
+pub struct ProfileRefusal {
+    /// A JSON pointer into the request body (`/response_format/type`).
+    pub pointer: String,
+    /// The value that is refused there.
+    pub equals: Value,
+    /// The recorded status.
+    pub status: u16,
+    /// The recorded body.
+    pub body: Value,
+}
+
+impl ServerProfile {
+    /// The profile recorded in `fixtures/llm/servers/<name>.json`.
+    pub fn load(name: &str) -> Result<Self, String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/llm/servers")
+            .join(format!("{name}.json"));
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn refusal(&self, body: &Value) -> Option<&ProfileRefusal> {
+        self.refusals
+            .iter()
+            .find(|r| body.pointer(&r.pointer) == Some(&r.equals))
+    }
 }
 
 /// "Answer `reply` when the request text contains `contains`."
@@ -389,6 +463,12 @@ impl Script {
         self
     }
 
+    /// Behave as the recorded server `name` (`fixtures/llm/servers/<name>.json`).
+    pub fn server(mut self, name: &str) -> Self {
+        self.server = Some(name.to_string());
+        self
+    }
+
     /// Restricts the models the lookup endpoints know.
     pub fn models(mut self, models: &[&str]) -> Self {
         self.models = models.iter().map(|m| m.to_string()).collect();
@@ -479,12 +559,15 @@ impl RecordedRequest {
             .map(|(_, t)| t.as_str())
     }
 
-    /// The OpenAI `response_format.type` sent (`json_schema`, `json_object`), `none` if absent.
+    /// The OpenAI `response_format.type` sent (`json_schema`, `json_object`), with
+    /// `+schema` when a JSON-mode request carries a schema too; `none` if absent.
     pub fn response_format(&self) -> String {
-        self.body["response_format"]["type"]
-            .as_str()
-            .unwrap_or("none")
-            .to_string()
+        let format = &self.body["response_format"];
+        match format["type"].as_str() {
+            Some("json_object") if format["schema"].is_object() => "json_object+schema".to_string(),
+            Some(t) => t.to_string(),
+            None => "none".to_string(),
+        }
     }
 
     /// Whether this was a generation request (as opposed to a model lookup).
@@ -512,7 +595,10 @@ impl MockLlm {
     }
 
     /// Starts a server for `script` on `127.0.0.1:port` (0 picks a free port).
-    pub fn start_on(script: Script, port: u16) -> Result<Self, String> {
+    pub fn start_on(mut script: Script, port: u16) -> Result<Self, String> {
+        if let Some(name) = &script.server {
+            script.profile = Some(ServerProfile::load(name)?);
+        }
         let shared = Arc::new(Shared {
             state: Mutex::new(Inner::new(script)),
         });
@@ -881,12 +967,28 @@ async fn handle(
         return bad_key(provider_hint);
     }
 
-    let Some(p) = parsed else {
+    let Some(mut p) = parsed else {
+        if let Some(response) = admitted
+            .profile
+            .as_ref()
+            .and_then(|pr| profile_lookup(pr, &path))
+        {
+            finish(response.status().as_u16(), "model_lookup");
+            return response;
+        }
         let (response, answered) =
             answer_non_generation(&method, &path, &admitted.script_models, provider_hint);
         finish(response.status().as_u16(), answered);
         return response;
     };
+    if admitted.profile.as_ref().is_some_and(|pr| !pr.stream_usage) {
+        p.include_usage = false;
+    }
+
+    if let Some((status, body)) = admitted.refused {
+        finish(status, "refused");
+        return json_response(status, body);
+    }
 
     if admitted.rejected {
         finish(400, "rejected");
@@ -998,6 +1100,10 @@ struct Admission {
     key_ok: bool,
     /// OpenAI: the request's `response_format` type is one the script rejects.
     rejected: bool,
+    /// The recorded server's refusal of this request: its status and body.
+    refused: Option<(u16, Value)>,
+    /// The recorded server the script names.
+    profile: Option<ServerProfile>,
     script_models: Vec<String>,
     chunk: usize,
 }
@@ -1027,6 +1133,11 @@ fn admit(
                 .iter()
                 .any(|t| record.body["response_format"]["type"].as_str() == Some(t.as_str()))
     });
+    let refused = parsed
+        .filter(|p| p.provider == ProviderKind::OpenAi)
+        .and_then(|_| st.script.profile.as_ref()?.refusal(&record.body))
+        .map(|r| (r.status, r.body.clone()));
+    let rejected = rejected || refused.is_some();
     let reply = if parsed.is_some() && key_ok && !rejected {
         st.choose(record)
     } else {
@@ -1034,12 +1145,15 @@ fn admit(
     };
     let script_models = st.script.models.clone();
     let chunk = st.script.chunk_chars.unwrap_or(DEFAULT_CHUNK_CHARS).max(1);
+    let profile = st.script.profile.clone();
     st.requests.push(record.clone());
     Admission {
         index: record.index,
         reply,
         key_ok,
         rejected,
+        refused,
+        profile,
         script_models,
         chunk,
     }
@@ -1065,6 +1179,25 @@ fn answer_non_generation(
             "not_found",
         ),
     }
+}
+
+/// The recorded server's own model list or `/props`, where the profile holds them.
+fn profile_lookup(profile: &ServerProfile, path: &str) -> Option<Response> {
+    if path.ends_with("/models") {
+        return profile.models.clone().map(|b| json_response(200, b));
+    }
+    let not_found = || json!({"detail": "Not Found"});
+    if path == "/props" {
+        let body = profile.props_body.clone().unwrap_or_else(not_found);
+        return Some(json_response(profile.props_status.unwrap_or(404), body));
+    }
+    if path == "/openapi.json" {
+        return Some(match &profile.openapi {
+            Some(b) => json_response(200, b.clone()),
+            None => json_response(404, not_found()),
+        });
+    }
+    None
 }
 
 /// OpenAI's 400 for a `response_format` type the model does not support.

@@ -71,6 +71,7 @@ impl Demo {
             output_tokens: tally.output,
             cached_tokens: 0,
             reasoning_tokens: 0,
+            calls_without_usage: 0,
             verified: None,
             result: pai::agent::events::TurnResult::default(),
         });
@@ -101,6 +102,8 @@ impl Demo {
                 output: 150,
                 cached: 0,
                 reasoning: 0,
+                unknown: false,
+                failed: false,
             },
         });
     }

@@ -180,7 +180,15 @@ impl Agent {
         };
         let probe = WorkspaceView(&self.workspace, self.mcp.as_ref());
         match plan::parse_plan(&reply.value, &probe) {
-            Ok(plan) => Flow::Go(plan),
+            Ok(plan) => {
+                // The reply's text is shown only now that the plan is valid.
+                if !plan.reply.is_empty() {
+                    frontend.event(&Event::TextDelta {
+                        text: plan.reply.clone(),
+                    });
+                }
+                Flow::Go(plan)
+            }
             Err(e) if !st.corrected => {
                 st.corrected = true;
                 frontend.event(&Event::Notice {
@@ -215,6 +223,9 @@ impl Agent {
                 frontend.event(&Event::Answer {
                     text: plan.reply.clone(),
                 });
+                if let Some(message) = words_instead_of_changes(plan) {
+                    return st.end(TurnStatus::Failed, message);
+                }
                 return st.end(TurnStatus::Answered, plan.reply.clone());
             }
             // A later phase that only talks: the turn ends as its steps left it, unless its
@@ -533,6 +544,7 @@ impl Agent {
             output_tokens: tally.output,
             cached_tokens: tally.cached,
             reasoning_tokens: tally.reasoning,
+            calls_without_usage: tally.unmetered,
             verified: st.verified,
             result: st.ledger.into_result(changed),
         });
@@ -560,4 +572,25 @@ fn settle_status(st: &mut TurnState) {
             _ => "the turn did not complete".into(),
         };
     }
+}
+
+/// A chat answer whose own analysis names files to create or modify: the model was asked for
+/// a change and answered in words. Reported as a failure that says nothing was changed, never
+/// as an answer (which exits 0 as if the request had been served).
+fn words_instead_of_changes(plan: &Plan) -> Option<String> {
+    let a = &plan.analysis;
+    let named: Vec<&str> = a
+        .files_to_create
+        .iter()
+        .chain(&a.files_to_modify)
+        .map(|f| f.trim())
+        .filter(|f| !f.is_empty())
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "nothing was changed: the model answered in words, though its own analysis names files to change ({}); its reply was not a valid plan. Ask again, or use a model that follows pai's reply format",
+        named.join(", ")
+    ))
 }

@@ -219,6 +219,7 @@ fn show_settings(out: &Output, settings: &Settings) {
         settings.effective_base_url(),
         s.base_url
     ));
+    show_model_call(out, settings);
     out.line(&format!(
         "  modify threshold  {} lines, max ratio {}",
         settings.modify_threshold, settings.modify_max_ratio
@@ -235,6 +236,42 @@ fn show_settings(out: &Output, settings: &Settings) {
         } else {
             format!(", {}", writable.join(", "))
         }
+    ));
+}
+
+/// How a model call is made: structured-output mode, time limit, output limit, and what each
+/// does.
+fn show_model_call(out: &Output, settings: &Settings) {
+    let m = &settings.model_call;
+    let mode = match m.structured_output {
+        Some(mode) => format!("{mode}"),
+        None => "auto".to_string(),
+    };
+    let mode_effect = match (m.structured_output, settings.provider) {
+        (Some(_), ProviderKind::OpenAi) => "every call uses this mode",
+        (None, ProviderKind::OpenAi) => {
+            "found per server and model, remembered; `pai config validate` shows it"
+        }
+        (_, _) => "this provider always enforces the schema",
+    };
+    out.line(&format!(
+        "  structured output {mode:<28} ({}; {mode_effect})",
+        m.structured_output_source
+    ));
+    out.line(&format!(
+        "  request timeout   {:<28} ({}; one model call, a stream's first byte)",
+        format!("{} s", m.request_timeout.as_secs()),
+        m.request_timeout_source
+    ));
+    let cap_effect = if m.max_output_tokens_source == crate::config::Source::Default {
+        "lowered to half the context a local server reports"
+    } else {
+        "lowered only to the model's own cap"
+    };
+    out.line(&format!(
+        "  output limit      {:<28} ({}; {cap_effect})",
+        format!("{} tokens", m.max_output_tokens),
+        m.max_output_tokens_source
     ));
 }
 
@@ -333,5 +370,66 @@ pub fn validate(env: &Env, out: &Output, flags: &Flags) -> Result<(), Error> {
         settings.model,
         settings.effective_base_url()
     ));
-    Ok(())
+    structured_call(out, &rt, &settings)
+}
+
+/// Longest wait for the tiny structured call: a local model loads and answers well within it.
+const STRUCTURED_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// One tiny call with pai's reply schema in the mode sessions would use (found, and
+/// remembered, exactly as a session finds it): the mode, the time and the tokens, or the
+/// exact failure with its hint.
+fn structured_call(
+    out: &Output,
+    rt: &tokio::runtime::Runtime,
+    settings: &Settings,
+) -> Result<(), Error> {
+    let mut cfg = assemble::provider_config(settings);
+    cfg.connect_timeout = VALIDATE_CONNECT_TIMEOUT;
+    cfg.request_timeout = cfg.request_timeout.min(STRUCTURED_CALL_TIMEOUT);
+    cfg.max_attempts = 2;
+    let client = llm::build_provider(&cfg).map_err(assemble::llm_error)?;
+    let req = llm::LlmRequest {
+        system: "You check that replies come back as JSON. Answer the user with a chat reply: intent \"chat\", reply \"ok\", no steps.".to_string(),
+        messages: vec![llm::Message::user("Reply ok.")],
+        schema: crate::agent::plan::schema(),
+        schema_name: "pai_plan".to_string(),
+        temperature: 0.0,
+        max_output_tokens: 256,
+        stream: false,
+    };
+    let quiet = |_: llm::StreamEvent<'_>| {};
+    let started = std::time::Instant::now();
+    let result = rt.block_on(client.complete(&req, &quiet));
+    let totals = client.usage_totals();
+    let secs = started.elapsed().as_secs_f64();
+    let calls = totals.requests;
+    let tokens = if totals.unmetered > 0 {
+        "tokens not reported by the server".to_string()
+    } else {
+        format!(
+            "tokens {} in, {} out",
+            totals.usage.input, totals.usage.output
+        )
+    };
+    match result {
+        Ok(reply) => {
+            out.line(&format!(
+                "Structured output: {} — one call answered in {secs:.1}s ({calls} request(s), {tokens})",
+                client.output_mode()
+            ));
+            if reply.value.get("intent").is_none() {
+                out.note("the reply parsed as JSON but lacks `intent`: this model may follow pai's reply format poorly");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let hint = e.hint();
+            Err(Error::failed(format!(
+                "the structured call failed after {secs:.1}s ({calls} request(s), mode {}): {e}",
+                client.output_mode()
+            ))
+            .with_hint(hint))
+        }
+    }
 }

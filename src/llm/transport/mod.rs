@@ -39,7 +39,9 @@ pub(crate) struct Transport {
     /// The base URL without a trailing slash.
     pub(crate) base: String,
     /// `scheme://host:port`, for messages.
-    origin: String,
+    pub(crate) origin: String,
+    /// The server is on this machine.
+    pub(crate) loopback: bool,
     key: Option<String>,
     pub(crate) model: String,
     request_timeout: Duration,
@@ -102,6 +104,7 @@ impl Transport {
             kind,
             base: url.base,
             origin: url.origin,
+            loopback: url.loopback,
             key,
             model: cfg.model.trim().to_string(),
             request_timeout: cfg.request_timeout,
@@ -133,6 +136,13 @@ impl Transport {
     pub(crate) fn record_usage(&self, usage: Usage) {
         if let Ok(mut t) = self.totals.lock() {
             t.usage.add(usage);
+        }
+    }
+
+    /// Counts a reply whose server reported no usage.
+    pub(crate) fn record_unmetered(&self) {
+        if let Ok(mut t) = self.totals.lock() {
+            t.unmetered += 1;
         }
     }
 
