@@ -133,7 +133,7 @@ impl FileSettings {
                 path.display(),
                 e.message().trim()
             ))
-            .with_hint("fix or remove the file; see README.md for the settings it accepts")
+            .with_hint("fix or remove the file; see docs/configuration.md for the settings it accepts")
         })
     }
 }
