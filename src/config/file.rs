@@ -133,7 +133,9 @@ impl FileSettings {
                 path.display(),
                 e.message().trim()
             ))
-            .with_hint("fix or remove the file; see docs/configuration.md for the settings it accepts")
+            .with_hint(
+                "fix or remove the file; see docs/configuration.md for the settings it accepts",
+            )
         })
     }
 }
