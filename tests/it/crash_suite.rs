@@ -868,6 +868,73 @@ fn an_undo_whose_emptied_folder_cannot_be_removed_is_not_reported_done() {
     );
 }
 
+/// Which call of its thread (strace's `when=N` counts per thread) is the first `call` that
+/// `pick` chooses, when `op` runs in a copy of `template` under strace (with `-y`, so a call's
+/// line names its descriptor's path: `write(7</p/.git/objects/...>, ...)`). `pick` sees each
+/// call's line after the thread id, in order.
+fn nth_call(
+    base: &Path,
+    template: &Path,
+    (op, mock): (Op, &MockLlm),
+    call: &str,
+    mut pick: impl FnMut(&str) -> bool,
+) -> usize {
+    let dir = base.join("count");
+    copy(template, &dir);
+    let trace = base.join("trace.txt");
+    let args: Vec<String> = [
+        "-f",
+        "-y",
+        "-o",
+        &trace.display().to_string(),
+        "-e",
+        &format!("trace={call}"),
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(pai(&dir, &op_args(op, mock), Some(&args)).status.success());
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in text.lines() {
+        let Some((tid, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        if !rest.starts_with(&format!("{call}(")) {
+            continue;
+        }
+        let n = seen.entry(tid).or_default();
+        *n += 1;
+        if pick(rest) {
+            return *n;
+        }
+    }
+    panic!("no such {call} in the trace:\n{text}");
+}
+
+/// `op` in a copy of `template` at `base/case`, with `error` injected at call `when` of
+/// `call` (see [`nth_call`]).
+fn with_error(
+    base: &Path,
+    template: &Path,
+    (op, mock): (Op, &MockLlm),
+    (call, error, when): (&str, &str, usize),
+) -> (PathBuf, Output) {
+    let work = base.join("case");
+    copy(template, &work);
+    let inject: Vec<String> = [
+        "-f",
+        "-o",
+        "/dev/null",
+        "-e",
+        &format!("inject={call}:error={error}:when={when}"),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = pai(&work, &op_args(op, mock), Some(&inject));
+    (work, out)
+}
+
 /// The state directory's `.gitignore` (`*`, so `git status` never shows pai's state) is
 /// written whole or not at all: a full disk at its write, the first time pai runs in a
 /// project, leaves no empty `.gitignore` behind, and the next run makes it.
@@ -885,53 +952,10 @@ fn a_full_disk_while_creating_the_state_directory_leaves_no_short_gitignore() {
     assert!(!clean.join("project/.pai_history").exists());
 
     // Which `write` of its thread writes the `.gitignore`'s `*`.
-    let dir = base.join("count");
-    copy(&clean, &dir);
-    let trace = base.join("trace.txt");
-    let args: Vec<String> = [
-        "-f",
-        "-o",
-        &trace.display().to_string(),
-        "-e",
-        "trace=write",
-    ]
-    .map(String::from)
-    .to_vec();
-    assert!(
-        pai(&dir, &op_args(Op::Plan, &mock), Some(&args))
-            .status
-            .success()
-    );
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut when = None;
-    for line in text.lines() {
-        let Some((tid, rest)) = line.split_once(' ') else {
-            continue;
-        };
-        if !rest.trim_start().starts_with("write(") {
-            continue;
-        }
-        let n = seen.entry(tid).or_default();
-        *n += 1;
-        if rest.contains(", \"*\\n\", 2)") && when.is_none() {
-            when = Some(*n);
-        }
-    }
-    let when = when.unwrap_or_else(|| panic!("no write of the .gitignore in the trace:\n{text}"));
-
-    let work = base.join("case");
-    copy(&clean, &work);
-    let inject: Vec<String> = [
-        "-f",
-        "-o",
-        "/dev/null",
-        "-e",
-        &format!("inject=write:error=ENOSPC:when={when}"),
-    ]
-    .map(String::from)
-    .to_vec();
-    let _ = pai(&work, &op_args(Op::Plan, &mock), Some(&inject));
+    let when = nth_call(base, &clean, (Op::Plan, &mock), "write", |line| {
+        line.contains(", \"*\\n\", 2)")
+    });
+    let (work, _) = with_error(base, &clean, (Op::Plan, &mock), ("write", "ENOSPC", when));
     let gitignore = work.join("project/.pai_history/.gitignore");
     match std::fs::read(&gitignore) {
         Ok(bytes) => assert_eq!(bytes, b"*\n", "a short .gitignore was left"),
@@ -963,58 +987,15 @@ fn a_full_disk_while_the_plan_commit_stores_its_objects_puts_the_files_back() {
 
     // Which `write` of its thread is the first object the commit stores: the first write
     // into `.git/objects` after the commit's intent (its operation record, not the plan's).
-    let dir = base.join("count");
-    copy(&clean, &dir);
-    let trace = base.join("trace.txt");
-    let args: Vec<String> = [
-        "-f",
-        "-y",
-        "-o",
-        &trace.display().to_string(),
-        "-e",
-        "trace=write",
-    ]
-    .map(String::from)
-    .to_vec();
-    assert!(
-        pai(&dir, &op_args(Op::Plan, &mock), Some(&args))
-            .status
-            .success()
-    );
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     let mut intent = false;
-    let mut when = None;
-    for line in text.lines() {
-        let Some((tid, rest)) = line.split_once(' ') else {
-            continue;
-        };
-        if !rest.trim_start().starts_with("write(") {
-            continue;
-        }
-        let n = seen.entry(tid).or_default();
-        *n += 1;
-        let target = rest.split('>').next().unwrap_or_default();
+    let when = nth_call(base, &clean, (Op::Plan, &mock), "write", |line| {
+        let target = line.split('>').next().unwrap_or_default();
         if target.contains("/ops/") && target.ends_with(".tmp") && !target.ends_with(".plan.tmp") {
             intent = true;
-        } else if intent && target.contains("/.git/objects/") && when.is_none() {
-            when = Some(*n);
         }
-    }
-    let when = when.unwrap_or_else(|| panic!("no object write after the commit's intent:\n{text}"));
-
-    let work = base.join("case");
-    copy(&clean, &work);
-    let inject: Vec<String> = [
-        "-f",
-        "-o",
-        "/dev/null",
-        "-e",
-        &format!("inject=write:error=ENOSPC:when={when}"),
-    ]
-    .map(String::from)
-    .to_vec();
-    let failed = pai(&work, &op_args(Op::Plan, &mock), Some(&inject));
+        intent && target.contains("/.git/objects/")
+    });
+    let (work, failed) = with_error(base, &clean, (Op::Plan, &mock), ("write", "ENOSPC", when));
     let said = String::from_utf8_lossy(&failed.stdout);
     assert_eq!(failed.status.code(), Some(1), "{said}");
     assert!(said.contains("put back as you had them"), "{said}");
