@@ -113,47 +113,17 @@ fn watchdog(read: std::os::fd::OwnedFd) {
 fn kill_children() {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let my_group = rustix::process::getpgrp().as_raw_nonzero().get();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((ppid, pgrp)) = parent_and_group(&stat) else {
-            continue;
-        };
-        if ppid != me {
-            continue;
-        }
+    for (pid, stat) in crate::procfs::children_of(me) {
         // SAFETY: kill(2) with a positive id addresses one process or one group; pids and
         // groups 0 and 1 (everyone, init) are never addressed.
         unsafe {
-            if pgrp > 1 && pgrp != my_group {
-                libc::kill(-pgrp, libc::SIGKILL);
+            if stat.pgrp > 1 && stat.pgrp != my_group {
+                libc::kill(-stat.pgrp, libc::SIGKILL);
             } else if pid > 1 {
                 libc::kill(pid, libc::SIGKILL);
             }
         }
     }
-}
-
-/// The parent and process group from a `/proc/<pid>/stat` line: the fields after the command
-/// name, which sits in parentheses and may itself hold spaces and parentheses.
-fn parent_and_group(stat: &str) -> Option<(i32, i32)> {
-    let rest = stat.get(stat.rfind(')')? + 1..)?;
-    let mut fields = rest.split_whitespace();
-    let _state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((ppid, pgrp))
 }
 
 /// Put the terminal back as pai found it and show the cursor a spinner may have hidden.
@@ -180,13 +150,5 @@ mod tests {
         assert!(!must_end(1));
         assert!(must_end(2));
         assert!(must_end(7));
-    }
-
-    #[test]
-    fn parent_and_group_are_read_after_the_command_name() {
-        let stat = "4242 (sh (x) y) S 17 4242 4242 0 -1 4194560 100";
-        assert_eq!(parent_and_group(stat), Some((17, 4242)));
-        assert_eq!(parent_and_group("4242 (sh"), None);
-        assert_eq!(parent_and_group("1 (init) S x 1"), None);
     }
 }

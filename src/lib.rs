@@ -19,6 +19,7 @@ pub mod llm;
 pub mod map;
 pub mod mcp;
 pub mod private_file;
+pub mod procfs;
 pub mod rawname;
 pub mod shell;
 pub mod ui;

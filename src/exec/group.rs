@@ -38,48 +38,20 @@ pub(crate) fn has_live_members(pgid: libc::pid_t) -> bool {
         // ESRCH: empty. EPERM: its members are beyond our reach, so waiting for them is useless.
         return false;
     }
-    let Ok(entries) = fs::read_dir("/proc") else {
+    let Some(processes) = crate::procfs::processes() else {
         return true; // no /proc to tell zombies apart: trust killpg
     };
-    entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            return false;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false; // it exited while we looked
-        };
-        matches!(parse_stat(&stat), Some((state, pgrp)) if pgrp == pgid && !matches!(state, 'Z' | 'X' | 'x'))
-    })
-}
-
-/// The state letter and process group from a `/proc/<pid>/stat` line. The command name sits in
-/// parentheses and may itself contain spaces and parentheses, so fields are read after the last
-/// `)`: ` state ppid pgrp ...`.
-fn parse_stat(stat: &str) -> Option<(char, libc::pid_t)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
+    processes
+        .iter()
+        .any(|(_, stat)| stat.pgrp == pgid && !stat.exited())
 }
 
 /// pai's direct children as `/proc` lists them.
 fn children() -> Vec<libc::pid_t> {
     let me = process::getpid().as_raw_pid();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let pid: libc::pid_t = entry.file_name().to_str()?.parse().ok()?;
-            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let rest = &stat[stat.rfind(')')? + 1..];
-            let ppid: libc::pid_t = rest.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == me).then_some(pid)
-        })
+    crate::procfs::children_of(me)
+        .into_iter()
+        .map(|(pid, _)| pid)
         .collect()
 }
 
@@ -189,13 +161,6 @@ impl Drop for GroupGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_stat_lines_with_awkward_command_names() {
-        assert_eq!(parse_stat("123 (sleep) S 1 123 123 0 -1"), Some(('S', 123)));
-        assert_eq!(parse_stat("77 (a) b (c)) Z 5 70 70 0"), Some(('Z', 70)));
-        assert_eq!(parse_stat("garbage"), None);
-    }
 
     #[test]
     fn our_own_group_is_alive_and_a_bogus_one_is_not() {

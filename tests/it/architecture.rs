@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 /// lower layer, never one of its own layer or above.
 const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
-    ("hard_stop", 0),
+    ("hard_stop", 1),
     ("heap", 0),
     ("layout", 0),
     ("private_file", 0),
+    ("procfs", 0),
     ("rawname", 0),
     ("shell", 0),
     ("llm", 1),

@@ -803,53 +803,10 @@ fn an_undo_whose_emptied_folder_cannot_be_removed_is_not_reported_done() {
     );
 
     // Which `unlinkat` of its thread removes `newdir/sub`.
-    let dir = base.join("count");
-    copy(planned, &dir);
-    let trace = dir.join("trace.txt");
-    let args: Vec<String> = [
-        "-f",
-        "-o",
-        &trace.display().to_string(),
-        "-e",
-        "trace=unlinkat",
-    ]
-    .map(String::from)
-    .to_vec();
-    assert!(
-        pai(&dir, &op_args(Op::Undo, &mock), Some(&args))
-            .status
-            .success()
-    );
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut when = None;
-    for line in text.lines() {
-        let Some((tid, rest)) = line.split_once(' ') else {
-            continue;
-        };
-        if !rest.trim_start().starts_with("unlinkat(") {
-            continue;
-        }
-        let n = seen.entry(tid).or_default();
-        *n += 1;
-        if rest.contains("\"sub\", AT_REMOVEDIR") {
-            when = Some(*n);
-        }
-    }
-    let when = when.unwrap_or_else(|| panic!("no rmdir of newdir/sub in the trace:\n{text}"));
-
-    let work = base.join("case");
-    copy(planned, &work);
-    let inject: Vec<String> = [
-        "-f",
-        "-o",
-        "/dev/null",
-        "-e",
-        &format!("inject=unlinkat:error=EIO:when={when}"),
-    ]
-    .map(String::from)
-    .to_vec();
-    let failed = pai(&work, &op_args(Op::Undo, &mock), Some(&inject));
+    let when = nth_call(base, planned, (Op::Undo, &mock), "unlinkat", |line| {
+        line.contains("\"sub\", AT_REMOVEDIR")
+    });
+    let (work, failed) = with_error(base, planned, (Op::Undo, &mock), ("unlinkat", "EIO", when));
     let said = String::from_utf8_lossy(&failed.stderr);
     assert!(
         !failed.status.success(),
