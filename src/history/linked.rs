@@ -239,6 +239,7 @@ fn reserve(repo: &Repository, state: &Path, stamp: &str) -> Result<(String, File
         if repo.find_reference(&names::branch_ref(&id)).is_ok()
             || repo.find_reference(&meta::ref_name(&id)).is_ok()
             || state.join("worktrees").join(&id).exists()
+            || ref_locks(repo, &id).iter().any(|l| l.exists())
         {
             continue;
         }
@@ -259,6 +260,16 @@ fn reserve(repo: &Repository, state: &Path, stamp: &str) -> Result<(String, File
             Err(e) => return Err(e).ctx(|| format!("cannot create {}", path.display())),
         }
     }
+}
+
+/// The lock files of session `id`'s refs (its branch and its metadata). A session killed
+/// while creating its branch leaves one, which would make the next session given the same id
+/// (one started in the same second) fail to create its branch.
+fn ref_locks(repo: &Repository, id: &str) -> [PathBuf; 2] {
+    [
+        names::ref_lock_path(repo, &names::branch_ref(id)),
+        names::ref_lock_path(repo, &meta::ref_name(id)),
+    ]
 }
 
 fn write_record(state: &Path, linked: &Linked) -> Result<(), HistoryError> {
@@ -339,6 +350,8 @@ fn read_records(state: &Path) -> Vec<Linked> {
         .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|bytes| serde_json::from_slice::<Linked>(&bytes).ok())
+        // The id names refs, files and folders: one outside pai's grammar is not pai's.
+        .filter(|l| names::is_id(&l.id))
         .collect();
     out.sort_by(|a, b| a.id.cmp(&b.id));
     out
@@ -564,6 +577,11 @@ pub fn tidy(root: &Path) -> Result<Vec<String>, HistoryError> {
             || half_made
             || (nothing && uncommitted(&held.linked.path).is_ok_and(|d| d.is_empty()))
         {
+            // Its process is dead (this one holds its record's lock), so a lock on its own
+            // refs is one it was killed holding, and would block deleting its branch.
+            for lock in ref_locks(&repo, &held.linked.id) {
+                let _ = std::fs::remove_file(lock);
+            }
             if gone && !half_made {
                 remove_worktree(&repo, &held.linked)?;
                 let _ = std::fs::remove_file(record_path(&state, &held.linked.id));

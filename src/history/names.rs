@@ -12,6 +12,12 @@ pub(crate) fn branch_ref(session: &str) -> String {
     format!("{BRANCH_PREFIX}{session}")
 }
 
+/// The lock file git and libgit2 create beside a loose ref while they change it
+/// (`<common dir>/<ref>.lock`); one left by a killed process blocks every later change of it.
+pub(crate) fn ref_lock_path(repo: &Repository, refname: &str) -> std::path::PathBuf {
+    repo.commondir().join(format!("{refname}.lock"))
+}
+
 /// The session id of a `refs/heads/pai/<id>` ref, when it is one pai could have made (see
 /// [`is_id`]): any other branch under `pai/` is not a session.
 pub(crate) fn session_of_branch(refname: &str) -> Option<&str> {

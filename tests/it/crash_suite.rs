@@ -802,11 +802,14 @@ fn an_undo_whose_emptied_folder_cannot_be_removed_is_not_reported_done() {
         "the undo leaves no folder"
     );
 
-    // Which `unlinkat` of its thread removes `newdir/sub`.
-    let when = nth_call(base, planned, (Op::Undo, &mock), "unlinkat", |line| {
-        line.contains("\"sub\", AT_REMOVEDIR")
-    });
-    let (work, failed) = with_error(base, planned, (Op::Undo, &mock), ("unlinkat", "EIO", when));
+    // The `unlinkat` that removes `newdir/sub` fails.
+    let (work, failed) = with_error(
+        base,
+        planned,
+        (Op::Undo, &mock),
+        ("unlinkat", "EIO"),
+        || Box::new(|line| line.contains("\"sub\", AT_REMOVEDIR")),
+    );
     let said = String::from_utf8_lossy(&failed.stderr);
     assert!(
         !failed.status.success(),
@@ -825,32 +828,74 @@ fn an_undo_whose_emptied_folder_cannot_be_removed_is_not_reported_done() {
     );
 }
 
-/// Which call of its thread (strace's `when=N` counts per thread) is the first `call` that
-/// `pick` chooses, when `op` runs in a copy of `template` under strace (with `-y`, so a call's
-/// line names its descriptor's path: `write(7</p/.git/objects/...>, ...)`). `pick` sees each
-/// call's line after the thread id, in order.
-fn nth_call(
+/// `op` in a copy of `template` at `base/case`, with `error` injected into the first `call`
+/// that the predicate made by `pick` chooses; returns the copy and pai's output.
+///
+/// strace's `when=N` counts calls per thread, so the call is found by its number: a traced run
+/// counts where the chosen call falls, and a second run injects the error there. The count can
+/// shift between runs (glibc reads a `/proc` file in whichever thread first trims an arena; a
+/// model's stream is cut into a varying number of writes), so the injected run is traced too
+/// and kept only when the call it failed is the chosen one; otherwise it is tried again.
+fn with_error(
     base: &Path,
     template: &Path,
     (op, mock): (Op, &MockLlm),
+    (call, error): (&str, &str),
+    pick: impl Fn() -> Box<dyn FnMut(&str) -> bool>,
+) -> (PathBuf, Output) {
+    let count_trace = base.join("count.txt");
+    let inject_trace = base.join("injected.txt");
+    let mut missed = Vec::new();
+    for _ in 0..8 {
+        let dir = base.join("count");
+        let _ = std::fs::remove_dir_all(&dir);
+        copy(template, &dir);
+        let args = strace_args(&count_trace, call, None);
+        assert!(pai(&dir, &op_args(op, mock), Some(&args)).status.success());
+        let text = std::fs::read_to_string(&count_trace).unwrap();
+        let Some((when, _)) = first_pick(&text, call, pick()) else {
+            panic!("no such {call} in the trace:\n{text}");
+        };
+
+        let work = base.join("case");
+        let _ = std::fs::remove_dir_all(&work);
+        copy(template, &work);
+        let args = strace_args(&inject_trace, call, Some((error, when)));
+        let out = pai(&work, &op_args(op, mock), Some(&args));
+        let text = std::fs::read_to_string(&inject_trace).unwrap();
+        match first_pick(&text, call, pick()) {
+            Some((_, line)) if line.contains("(INJECTED)") => return (work, out),
+            other => missed.push(format!("{call} {when}: chosen call was {other:?}")),
+        }
+    }
+    panic!(
+        "the error never reached the chosen {call}:\n{}",
+        missed.join("\n")
+    );
+}
+
+/// strace's arguments: follow threads, name descriptors' paths (`-y`, so a call's line reads
+/// `write(7</p/.git/objects/...>, ...)`), trace `call` into `out`, and inject `error` at the
+/// thread's call number `when`.
+fn strace_args(out: &Path, call: &str, inject: Option<(&str, usize)>) -> Vec<String> {
+    let mut args: Vec<String> = ["-f", "-y", "-o", &out.display().to_string(), "-e"]
+        .map(String::from)
+        .to_vec();
+    args.push(format!("trace={call}"));
+    if let Some((error, when)) = inject {
+        args.push("-e".into());
+        args.push(format!("inject={call}:error={error}:when={when}"));
+    }
+    args
+}
+
+/// The first `call` in an strace log that `pick` chooses (`pick` sees each call's line after
+/// the thread id, in order), with its number among its thread's calls of that kind.
+fn first_pick(
+    text: &str,
     call: &str,
-    mut pick: impl FnMut(&str) -> bool,
-) -> usize {
-    let dir = base.join("count");
-    copy(template, &dir);
-    let trace = base.join("trace.txt");
-    let args: Vec<String> = [
-        "-f",
-        "-y",
-        "-o",
-        &trace.display().to_string(),
-        "-e",
-        &format!("trace={call}"),
-    ]
-    .map(String::from)
-    .to_vec();
-    assert!(pai(&dir, &op_args(op, mock), Some(&args)).status.success());
-    let text = std::fs::read_to_string(&trace).unwrap();
+    mut pick: Box<dyn FnMut(&str) -> bool>,
+) -> Option<(usize, String)> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for line in text.lines() {
         let Some((tid, rest)) = line.split_once(' ') else {
@@ -863,33 +908,10 @@ fn nth_call(
         let n = seen.entry(tid).or_default();
         *n += 1;
         if pick(rest) {
-            return *n;
+            return Some((*n, rest.to_string()));
         }
     }
-    panic!("no such {call} in the trace:\n{text}");
-}
-
-/// `op` in a copy of `template` at `base/case`, with `error` injected at call `when` of
-/// `call` (see [`nth_call`]).
-fn with_error(
-    base: &Path,
-    template: &Path,
-    (op, mock): (Op, &MockLlm),
-    (call, error, when): (&str, &str, usize),
-) -> (PathBuf, Output) {
-    let work = base.join("case");
-    copy(template, &work);
-    let inject: Vec<String> = [
-        "-f",
-        "-o",
-        "/dev/null",
-        "-e",
-        &format!("inject={call}:error={error}:when={when}"),
-    ]
-    .map(String::from)
-    .to_vec();
-    let out = pai(&work, &op_args(op, mock), Some(&inject));
-    (work, out)
+    None
 }
 
 /// The state directory's `.gitignore` (`*`, so `git status` never shows pai's state) is
@@ -908,11 +930,10 @@ fn a_full_disk_while_creating_the_state_directory_leaves_no_short_gitignore() {
     fixture(&clean);
     assert!(!clean.join("project/.pai_history").exists());
 
-    // Which `write` of its thread writes the `.gitignore`'s `*`.
-    let when = nth_call(base, &clean, (Op::Plan, &mock), "write", |line| {
-        line.contains(", \"*\\n\", 2)")
+    // The `write` of the `.gitignore`'s `*` fails.
+    let (work, _) = with_error(base, &clean, (Op::Plan, &mock), ("write", "ENOSPC"), || {
+        Box::new(|line| line.contains(", \"*\\n\", 2)"))
     });
-    let (work, _) = with_error(base, &clean, (Op::Plan, &mock), ("write", "ENOSPC", when));
     let gitignore = work.join("project/.pai_history/.gitignore");
     match std::fs::read(&gitignore) {
         Ok(bytes) => assert_eq!(bytes, b"*\n", "a short .gitignore was left"),
@@ -942,17 +963,21 @@ fn a_full_disk_while_the_plan_commit_stores_its_objects_puts_the_files_back() {
     fixture(&clean);
     let before = state(&clean);
 
-    // Which `write` of its thread is the first object the commit stores: the first write
-    // into `.git/objects` after the commit's intent (its operation record, not the plan's).
-    let mut intent = false;
-    let when = nth_call(base, &clean, (Op::Plan, &mock), "write", |line| {
-        let target = line.split('>').next().unwrap_or_default();
-        if target.contains("/ops/") && target.ends_with(".tmp") && !target.ends_with(".plan.tmp") {
-            intent = true;
-        }
-        intent && target.contains("/.git/objects/")
+    // The first write of an object the commit stores fails: the first write into
+    // `.git/objects` after the commit's intent (its operation record, not the plan's).
+    let (work, failed) = with_error(base, &clean, (Op::Plan, &mock), ("write", "ENOSPC"), || {
+        let mut intent = false;
+        Box::new(move |line| {
+            let target = line.split('>').next().unwrap_or_default();
+            if target.contains("/ops/")
+                && target.ends_with(".tmp")
+                && !target.ends_with(".plan.tmp")
+            {
+                intent = true;
+            }
+            intent && target.contains("/.git/objects/")
+        })
     });
-    let (work, failed) = with_error(base, &clean, (Op::Plan, &mock), ("write", "ENOSPC", when));
     let said = String::from_utf8_lossy(&failed.stdout);
     assert_eq!(failed.status.code(), Some(1), "{said}");
     assert!(said.contains("put back as you had them"), "{said}");

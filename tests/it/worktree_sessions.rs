@@ -498,6 +498,9 @@ fn a_session_killed_while_its_worktree_was_checked_out_is_removed_whole() {
     fs::remove_file(wt.join("app.py")).unwrap();
     let admin = p.root.join(".git/worktrees").join(format!("pai-{id}"));
     fs::remove_file(admin.join("index")).unwrap();
+    // And the lock of its branch, as a kill while the branch was being created leaves it.
+    let branch_lock = p.root.join(format!(".git/refs/heads/pai/{id}.lock"));
+    fs::write(&branch_lock, "").unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -505,9 +508,43 @@ fn a_session_killed_while_its_worktree_was_checked_out_is_removed_whole() {
     assert!(!wt.exists());
     assert!(!record.exists());
     assert!(!making.exists());
+    assert!(!branch_lock.exists());
     let list = git(&p.root, &["worktree", "list", "--porcelain"]);
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
     assert!(git(&p.root, &["branch", "--list", "pai/*"]).is_empty());
+}
+
+/// A lock left on a session branch's name (a session killed while creating its branch, or a
+/// git command under way) is not pai's to break when no session of pai's claims it: a new
+/// session takes the next free id instead of failing on the lock.
+#[test]
+fn a_locked_branch_name_makes_the_session_take_the_next_id() {
+    let p = Project::repo(None);
+    let heads = p.root.join(".git/refs/heads/pai");
+    fs::create_dir_all(&heads).unwrap();
+    // Every id the session could be given in the next minute, taken by a lock.
+    let now = chrono::Local::now();
+    let planted: Vec<PathBuf> = (0..60)
+        .map(|s| now + chrono::Duration::seconds(s))
+        .map(|t| heads.join(format!("{}.lock", t.format("%Y%m%d_%H%M%S"))))
+        .collect();
+    for lock in &planted {
+        fs::write(lock, "").unwrap();
+    }
+    let mock = MockLlm::start(Script::with_replies([write_plan("a.py", "x\n")]));
+    let out = spawn_run(&p, &mock, "write a.py", &["-w"], &p.root)
+        .wait_with_output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{text}");
+    let views = sessions(&p);
+    assert_eq!(views.len(), 1, "{views:#?}");
+    let id = views[0]["id"].as_str().unwrap();
+    assert!(id.ends_with("-2"), "{id}");
+    assert!(
+        planted.iter().all(|l| l.exists()),
+        "a lock pai does not own was removed"
+    );
 }
 
 #[test]
