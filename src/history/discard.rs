@@ -14,7 +14,7 @@ use super::error::{Context, HistoryError};
 use super::lock::WorkTreeLock;
 use super::message::Kind;
 use super::names::Head;
-use super::ops::{Op, OpKind};
+use super::ops::{Op, OpKind, Record};
 use super::worktree::WorkTree;
 use super::{meta, names, repo, revert, undo};
 
@@ -83,8 +83,19 @@ pub fn discard(
     let (target, head) = head_back(repo, &info);
     let kept_at = names::discarded_ref(&id);
     let mut op = Op::intent(repo, root, OpKind::Discard, &id, 0)?;
-    let result = leave_session(repo, &mut op, target.as_ref(), start, &kept_at, &branch);
-    op.close(repo, wt, result)?;
+    match leave_session(
+        repo,
+        op.record_mut(),
+        target.as_ref(),
+        start,
+        &kept_at,
+        &branch,
+    ) {
+        Ok(()) => {
+            op.commit(repo, wt, None)?;
+        }
+        Err(e) => return op.close(repo, wt, Err(e)),
+    }
     Ok(DiscardReport {
         session: id,
         undone,
@@ -93,17 +104,16 @@ pub fn discard(
     })
 }
 
-/// The end of a discard, journaled in `op`: HEAD to `target`, the branch kept at `kept_at`
-/// (when it has commits, from `start`) and removed.
+/// The end of a discard, as its record says it for the executor: HEAD to `target`, the
+/// branch kept at `kept_at` (when it has commits, from `start`) and removed.
 fn leave_session(
     repo: &Repository,
-    op: &mut Op,
+    record: &mut Record,
     target: Option<&Head>,
     start: Option<Oid>,
     kept_at: &str,
     branch: &str,
 ) -> Result<(), HistoryError> {
-    let record = op.record_mut();
     if let Some(target) = target {
         let now = names::head(repo).ctx(|| "cannot read HEAD".into())?;
         record.move_head(&now, target);
@@ -114,21 +124,7 @@ fn leave_session(
     }
     let now = names::target(repo, branch).ctx(|| "cannot read the session branch".into())?;
     record.reference(branch, now, None);
-    op.begin()?;
-    match target {
-        Some(Head::Branch(b)) => repo.set_head(b),
-        Some(Head::Detached(base)) => repo.set_head_detached(*base),
-        None => Ok(()),
-    }
-    .ctx(|| "cannot point HEAD back".into())?;
-    if let Some(start) = start {
-        repo.reference(kept_at, start, true, "pai: session discarded")
-            .ctx(|| format!("cannot keep the session at {kept_at}"))?;
-    }
-    if let Ok(mut r) = repo.find_reference(branch) {
-        r.delete()
-            .ctx(|| format!("cannot remove {}", names::short(branch)))?;
-    }
+    record.reflog = "pai: session discarded".into();
     Ok(())
 }
 

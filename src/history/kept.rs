@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::error::{Context as _, HistoryError};
+use super::ops::Record;
 use super::{names, trash, user_state};
 
 /// The entry of the tree listing the paths undo restored where nothing stood.
@@ -82,30 +83,41 @@ fn read_record(path: &Path) -> Option<Oid> {
 /// Record the files redo must write back as the plan left them after writing the plan's
 /// blobs (`files`: path, blob already in the object store, permission bits): bytes git's
 /// checkout of the plan's blob would not give back (files git converts), and ignored files the
-/// plan created (its tree does not hold them). Written before undo's first write; nothing to
-/// keep removes any earlier record.
+/// plan created (its tree does not hold them). Written before undo's record; the ref keeping
+/// the tree reachable is set (or, with nothing to keep, an earlier one removed) by the undo's
+/// `record`.
 pub(crate) fn save_rewrite(
     repo: &Repository,
     root: &Path,
-    session: &str,
-    plan: u32,
+    (session, plan): (&str, u32),
     files: &BTreeMap<String, (Oid, u32)>,
+    record: &mut Record,
 ) -> Result<(), HistoryError> {
     if files.is_empty() {
-        forget_rewrite(repo, root, session, plan);
+        if let Ok(path) = rewrite_path(repo, root, session, plan) {
+            let _ = std::fs::remove_file(path);
+        }
+        drop_ref(repo, &rewrite_ref(session, plan), record);
         return Ok(());
     }
     let path = rewrite_path(repo, root, session, plan)?;
     let what = || format!("cannot keep plan {plan}'s files for redo");
     let tree = trash::copies_tree(repo, files, None).ctx(what)?;
-    repo.reference(
-        &rewrite_ref(session, plan),
-        tree,
-        true,
-        "pai: kept for redo",
-    )
-    .ctx(what)?;
+    set_ref(repo, &rewrite_ref(session, plan), tree, record);
     write_record(&path, plan, tree)
+}
+
+/// Have `record` point the ref `name` at `tree`.
+fn set_ref(repo: &Repository, name: &str, tree: Oid, record: &mut Record) {
+    let old = names::target(repo, name).ok().flatten();
+    record.reference(name, old, Some(tree));
+}
+
+/// Have `record` remove the ref `name`, when it stands.
+fn drop_ref(repo: &Repository, name: &str, record: &mut Record) {
+    if let Some(old) = names::target(repo, name).ok().flatten() {
+        record.reference(name, Some(old), None);
+    }
 }
 
 /// What [`save_rewrite`] recorded for `plan` of `session` (nothing when nothing was, or the
@@ -126,30 +138,22 @@ pub(crate) fn read_rewrite(
     }
 }
 
-/// Drop the rewrite record and its ref (failures are harmless, as for [`forget`]).
-pub(crate) fn forget_rewrite(repo: &Repository, root: &Path, session: &str, plan: u32) {
-    if let Ok(path) = rewrite_path(repo, root, session, plan) {
-        let _ = std::fs::remove_file(path);
-    }
-    if let Ok(mut r) = repo.find_reference(&rewrite_ref(session, plan)) {
-        let _ = r.delete();
-    }
-}
-
 /// Record what undo is about to replace for `plan` of `session` (`replaced`: path, blob of
 /// the current bytes already in the object store, permission bits; `absent`), before the
-/// first trash copy is written. Nothing to keep removes any earlier record.
+/// undo's record; its ref is set by that `record`. Nothing to keep removes any earlier record.
 pub(crate) fn save(
     repo: &Repository,
     root: &Path,
-    session: &str,
-    plan: u32,
-    replaced: &BTreeMap<String, (Oid, u32)>,
-    absent: &[String],
+    (session, plan): (&str, u32),
+    (replaced, absent): (&BTreeMap<String, (Oid, u32)>, &[String]),
+    record: &mut Record,
 ) -> Result<(), HistoryError> {
     // Nothing to keep needs no state directory (a project at $HOME has none of its own).
     if replaced.is_empty() && absent.is_empty() {
-        forget(repo, root, session, plan);
+        if let Ok(path) = record_path(repo, root, session, plan) {
+            let _ = std::fs::remove_file(path);
+        }
+        drop_ref(repo, &keep_ref(session, plan), record);
         return Ok(());
     }
     let path = record_path(repo, root, session, plan)?;
@@ -161,8 +165,7 @@ pub(crate) fn save(
         .collect();
     let list = repo.blob(list.as_bytes()).ctx(what)?;
     let tree = trash::copies_tree(repo, replaced, Some((ABSENT, list))).ctx(what)?;
-    repo.reference(&keep_ref(session, plan), tree, true, "pai: kept for redo")
-        .ctx(what)?;
+    set_ref(repo, &keep_ref(session, plan), tree, record);
     write_record(&path, plan, tree)
 }
 
@@ -200,13 +203,19 @@ pub(crate) fn read(
     Ok(Kept { replaced, absent })
 }
 
-/// Drop the record (and its ref) once redo used it. Failures are harmless: a stale record
-/// is overwritten by the next undo of that plan.
-pub(crate) fn forget(repo: &Repository, root: &Path, session: &str, plan: u32) {
+/// Redo used what undo kept for `plan` of `session`: its refs go with the redo's `record`.
+pub(crate) fn forget(repo: &Repository, session: &str, plan: u32, record: &mut Record) {
+    drop_ref(repo, &keep_ref(session, plan), record);
+    drop_ref(repo, &rewrite_ref(session, plan), record);
+}
+
+/// Once the redo is done: remove the records [`forget`] let go of. Failures are harmless: a
+/// stale record is overwritten by the next undo of that plan.
+pub(crate) fn forget_records(repo: &Repository, root: &Path, session: &str, plan: u32) {
     if let Ok(path) = record_path(repo, root, session, plan) {
         let _ = std::fs::remove_file(path);
     }
-    if let Ok(mut r) = repo.find_reference(&keep_ref(session, plan)) {
-        let _ = r.delete();
+    if let Ok(path) = rewrite_path(repo, root, session, plan) {
+        let _ = std::fs::remove_file(path);
     }
 }

@@ -216,37 +216,11 @@ pub(crate) fn newest_session(repo: &Repository, branch: &str) -> Option<String> 
     names::session_of_branch(branch).map(str::to_string)
 }
 
-/// After undo took the last plan off the line `branch` (now at `base`): put HEAD back on
-/// the branch the line started from (or the commit, when it started detached) and remove the
-/// empty branch, when that branch is still at `base`, so neither index nor work tree
-/// changes. The branch HEAD went to, as messages name it; `None` when HEAD stays.
-pub(crate) fn leave_if_empty(
-    repo: &Repository,
-    branch: &str,
-    base: Option<Oid>,
-) -> Result<Option<String>, HistoryError> {
-    let what = || format!("cannot move HEAD off {}", names::short(branch));
-    let back = match leaves_to(repo, branch, base)? {
-        Some(Head::Branch(b)) => {
-            repo.set_head(&b).ctx(what)?;
-            names::short(&b).to_string()
-        }
-        Some(Head::Detached(base)) => {
-            repo.set_head_detached(base).ctx(what)?;
-            format!("detached HEAD at {}", names::short_id(base))
-        }
-        None => return Ok(None),
-    };
-    if let Ok(mut r) = repo.find_reference(branch) {
-        r.delete()
-            .ctx(|| format!("cannot remove the empty {}", names::short(branch)))?;
-    }
-    Ok(Some(back))
-}
-
-/// Where [`leave_if_empty`] would put HEAD, without moving anything (the operation journal
-/// records it before undo starts): the line's base branch, or its base commit when it
-/// started detached; `None` when HEAD stays on `branch`.
+/// Where HEAD goes once undo takes the last plan off the line `branch` (to be left at
+/// `base`): the line's base branch while it is still at `base`, or its base commit when the
+/// line started detached; `None` when HEAD stays on `branch`. Nothing is moved here: the
+/// undo's record moves HEAD and removes the emptied branch, so neither index nor work tree
+/// changes.
 pub(crate) fn leaves_to(
     repo: &Repository,
     branch: &str,

@@ -10,7 +10,6 @@ use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Context, HistoryError};
-use super::revert::PathChange;
 use super::scope::{self, MODE_EXEC};
 use super::worktree::{WorkEntry, WorkTree};
 
@@ -143,7 +142,7 @@ impl Made {
 
     /// The ignored files the plan made that still hold what it left (a changed one is the
     /// user's now: `--force` was given).
-    fn still_left(&self, wt: &dyn WorkTree) -> Result<Vec<String>, HistoryError> {
+    pub(crate) fn still_left(&self, wt: &dyn WorkTree) -> Result<Vec<String>, HistoryError> {
         let mut out = Vec::new();
         for (path, id) in &self.ignored {
             if wt.is_denied(path) {
@@ -165,43 +164,6 @@ impl Made {
             git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
                 .is_ok_and(|oid| oid.to_string() == *id)
         })
-    }
-
-    /// Undo: remove the ignored files the plan made that still hold what it left (kept for
-    /// redo by [`Made::kept_for_redo`] before the first write). The paths removed.
-    pub(crate) fn remove_ignored(&self, wt: &dyn WorkTree) -> Result<Vec<String>, HistoryError> {
-        let mut removed = Vec::new();
-        for path in self.still_left(wt)? {
-            self.remove(wt, &path)?;
-            removed.push(path);
-        }
-        Ok(removed)
-    }
-
-    /// Undo: remove the files of `created` (the plan's, which did not exist before it), in
-    /// order, stopping at the first failure; the paths removed.
-    pub(crate) fn remove_created<'c>(
-        &self,
-        wt: &dyn WorkTree,
-        created: impl Iterator<Item = &'c PathChange>,
-    ) -> Result<Vec<String>, HistoryError> {
-        let mut removed = Vec::new();
-        for c in created {
-            self.remove(wt, &c.path)?;
-            removed.push(c.path.clone());
-        }
-        Ok(removed)
-    }
-
-    /// Remove the file at `path` and the folders above it it leaves empty, up to a folder the
-    /// user had before the plan.
-    fn remove(&self, wt: &dyn WorkTree, path: &str) -> Result<(), HistoryError> {
-        wt.remove_up_to(path, &|dir| self.kept.contains(dir))
-            .map_err(|source| HistoryError::WorkTree {
-                action: "remove",
-                path: path.to_string(),
-                source,
-            })
     }
 }
 

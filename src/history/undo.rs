@@ -17,7 +17,7 @@ use super::made::Made;
 use super::message::{self, Kind};
 use super::meta;
 use super::names::Head;
-use super::ops::{Op, OpKind, Record};
+use super::ops::{FileState, Op, OpKind, Record};
 use super::revert::{self, PathChange};
 use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
@@ -347,15 +347,16 @@ fn drift_since_plan(
     })
 }
 
-/// Refuse to overwrite what changed since the plan, unless `force`: then that state is first
-/// committed under `refs/pai/saved/`, whose name is returned. `None` when nothing changed.
+/// Refuse to overwrite what changed since the plan, unless `force`: then that state is
+/// committed (in the object store) and `record` sets a ref under `refs/pai/saved/` to it,
+/// whose name is returned. `None` when nothing changed.
 fn refuse_or_save(
     repo: &Repository,
     tip: Oid,
     plan: &PlanToUndo<'_>,
     drift: &Drift,
-    force: bool,
-    identity: Option<&(String, String)>,
+    (force, identity): (bool, Option<&(String, String)>),
+    record: &mut Record,
 ) -> Result<Option<String>, HistoryError> {
     let changed = &drift.changed;
     if changed.is_empty() {
@@ -373,16 +374,9 @@ fn refuse_or_save(
             hint: "undo would overwrite those changes; commit or move them away first, or run `pai undo --force` to save the current state under refs/pai/saved/ and undo anyway".into(),
         });
     }
-    let saved = save_state(
-        repo,
-        tip,
-        &plan.session,
-        plan.number,
-        &drift.staged_now,
-        &drift.work_now,
-        identity,
-    )?;
-    Ok(Some(saved))
+    let (name, top) = save_state(repo, tip, (&plan.session, plan.number), drift, identity)?;
+    record.reference(&name, None, Some(top));
+    Ok(Some(name))
 }
 
 /// The index entries undo gives back. The plan's paths get what the index held before the
@@ -422,141 +416,10 @@ fn undo_index_entries(
     Ok(entries)
 }
 
-/// Keep the plan commit at `refs/pai/undone/<session>/<n>` (returned) before any file is
-/// written, so that `pai redo` finds it once the branch no longer holds it.
-fn keep_undone(repo: &Repository, plan: &PlanToUndo<'_>) -> Result<String, HistoryError> {
-    let number = plan.number;
-    let undone_ref = names::undone_ref(&plan.session, number);
-    repo.reference(
-        &undone_ref,
-        plan.commit.id(),
-        true,
-        &format!("pai: undo plan {number}"),
-    )
-    .ctx(|| format!("cannot keep the undone plan at {undone_ref}"))?;
-    Ok(undone_ref)
-}
-
-/// Remove the work-tree files of `changes`, in order, stopping at the first failure; the
-/// paths removed.
-fn remove_paths<'c>(
-    wt: &dyn WorkTree,
-    changes: impl Iterator<Item = &'c PathChange>,
-) -> Result<Vec<String>, HistoryError> {
-    let mut removed = Vec::new();
-    for c in changes {
-        remove_file(wt, &c.path)?;
-        removed.push(c.path.clone());
-    }
-    Ok(removed)
-}
-
-/// Write back what stood at each path before the plan (for the paths it did not create).
-/// A file whose trash copy the plan commit recorded (`recorded_trash`) with the same bytes
-/// comes back with the copy's permission bits, which git does not keep for an untracked file
-/// (a private 0600 file comes back private); the others with their git mode.
-fn restore_before(
-    repo: &Repository,
-    wt: &dyn WorkTree,
-    changes: &[PathChange],
-    recorded_trash: Option<Oid>,
-) -> Result<Vec<String>, HistoryError> {
-    let recorded_perms = recorded_permissions(repo, recorded_trash)?;
-    let copies = match recorded_trash {
-        Some(tree) => trash::recorded(repo, tree)?,
-        None => Vec::new(),
-    };
-    let mut restored = Vec::new();
-    for c in changes {
-        if let Some((id, mode)) = c.before {
-            // A file git converts: the user's exact bytes, not git's checkout of the blob.
-            let converted = match recorded_perms.get(&c.path) {
-                Some((copy, _)) if *copy != id => {
-                    convert::replaced_bytes(repo, &copies, &c.path, id)?
-                }
-                _ => None,
-            };
-            if let Some((_, bytes, perm)) = converted {
-                wt.write_with_mode(&c.path, bytes, *perm)
-                    .map_err(|source| HistoryError::WorkTree {
-                        action: "write",
-                        path: c.path.clone(),
-                        source,
-                    })?;
-                restored.push(c.path.clone());
-                continue;
-            }
-            match recorded_perms.get(&c.path) {
-                Some((copy, perm)) if *copy == id => {
-                    let blob = repo
-                        .find_blob(id)
-                        .ctx(|| format!("cannot read {} from git", c.path))?;
-                    wt.write_with_mode(&c.path, blob.content(), *perm)
-                        .map_err(|source| HistoryError::WorkTree {
-                            action: "write",
-                            path: c.path.clone(),
-                            source,
-                        })?;
-                }
-                _ => write_blob(repo, wt, &c.path, id, mode)?,
-            }
-            restored.push(c.path.clone());
-        }
-    }
-    Ok(restored)
-}
-
-/// The trash copies a plan commit recorded: for each path, the blob id of the copy's bytes
-/// (so the bits apply only to a file coming back with exactly those bytes) and its
-/// permission bits.
-fn recorded_permissions(
-    repo: &Repository,
-    recorded_trash: Option<Oid>,
-) -> Result<BTreeMap<String, (Oid, u32)>, HistoryError> {
-    Ok(match recorded_trash {
-        Some(tree) => trash::recorded(repo, tree)?
-            .into_iter()
-            .filter_map(|(path, bytes, perm)| {
-                Oid::hash_object(git2::ObjectType::Blob, &bytes)
-                    .ok()
-                    .map(|id| (path, (id, perm)))
-            })
-            .collect(),
-        None => BTreeMap::new(),
-    })
-}
-
-/// Move the branch back from `tip` to `base`, below the plan's own snapshots too: they were
-/// taken for the plan, and the work tree and index hold the user's changes again (the undone
-/// ref keeps them reachable). When that empties the line, HEAD goes back to the branch it
-/// started from and the branch is removed (returned: where HEAD went). Without a `base` the
-/// plan was the first commit of an unborn branch, and the branch is deleted.
-fn move_branch_back(
-    repo: &Repository,
-    branch: &SessionBranch,
-    tip: Oid,
-    base: Option<&Commit<'_>>,
-    plan: &PlanToUndo<'_>,
-) -> Result<Option<String>, HistoryError> {
-    if let Some(back) = line::leave_if_empty(repo, &branch.name, base.map(Commit::id))? {
-        return Ok(Some(back));
-    }
-    let reflog = format!("pai: undo plan {} ({})", plan.number, plan.short);
-    match base {
-        Some(base) => repo
-            .reference_matching(&branch.name, base.id(), true, tip, &reflog)
-            .map(|_| ()),
-        None => repo
-            .find_reference(&branch.name)
-            .and_then(|mut r| r.delete()),
-    }
-    .ctx(|| format!("cannot move {} back", branch.short))?;
-    Ok(None)
-}
-
 /// [`undo`] and [`Session::undo`], under the work-tree lock: a transaction (`history/ops`),
-/// its intent recorded before [`undo_steps`] takes the index lock; a failure rolls back, a
-/// crash is finished by the next pai command.
+/// its intent recorded before [`build_undo`] takes the index lock. The undo only builds its
+/// record; the executor carries it out (`Op::commit`), rolls it back on a failure, and the
+/// next pai command finishes it after a crash, by the same call.
 pub(crate) fn undo_in(
     repo: &Repository,
     root: &Path,
@@ -565,28 +428,34 @@ pub(crate) fn undo_in(
     identity: Option<&(String, String)>,
 ) -> Result<UndoReport, HistoryError> {
     let mut op = Op::intent(repo, root, OpKind::Undo, "", 0)?;
-    let result = undo_steps(repo, root, wt, force, identity, &mut op);
-    op.close(repo, wt, result)
+    match build_undo(repo, root, wt, (force, identity), op.record_mut()) {
+        Ok((report, index)) => {
+            op.commit(repo, wt, Some(index))?;
+            Ok(report)
+        }
+        Err(e) => op.close(repo, wt, Err(e)),
+    }
 }
 
-/// The undo itself. Every check comes before the first write; the journal record is written
-/// once the new index is prepared; then the undone ref, the work tree, the branch, and the
-/// index last.
-fn undo_steps(
+/// The undo as a record: every check first, then each move it makes — the undone ref, each
+/// file the plan changed or made and each trash copy back (with how its bytes are produced
+/// and its permission bits), the index entries, the branch (and HEAD, when the line ends) —
+/// with what the report says of them. Returns git's index still locked, as it was checked.
+fn build_undo(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    force: bool,
-    identity: Option<&(String, String)>,
-    op: &mut Op,
-) -> Result<UndoReport, HistoryError> {
+    (force, identity): (bool, Option<&(String, String)>),
+    record: &mut Record,
+) -> Result<(UndoReport, index_file::LockedIndex), HistoryError> {
     let branch = checked_out_branch(repo, "undo")?;
     let tip = branch.tip.ok_or_else(|| HistoryError::Refused {
         message: format!("nothing to undo: {} has no commits yet", branch.short),
         hint: "pai undo reverts plans pai committed on the session branch".into(),
     })?;
     let plan = newest_plan(repo, &branch, tip)?;
-    op.record_mut().name(&plan.session, plan.number);
+    record.name(&plan.session, plan.number);
+    record.reflog = format!("pai: undo plan {} ({})", plan.number, plan.short);
     let (before_tree, changes) = plan_changes(repo, &plan.commit)?;
 
     // Everything the plan wrote must still be exactly as it wrote it.
@@ -598,11 +467,11 @@ fn undo_steps(
     let mut drift = drift_since_plan(repo, wt, &index, &changes)?;
     let made = Made::of_message(plan.commit.message().unwrap_or_default());
     drift.changed.extend(made.drift(wt)?);
-    let saved = refuse_or_save(repo, tip, &plan, &drift, force, identity)?;
+    let saved = refuse_or_save(repo, tip, &plan, &drift, (force, identity), record)?;
     // What redo writes back after the plan's blobs, kept before the first write.
     let mut rewrite = convert::keep_for_redo(repo, wt, &changes, &index)?;
     rewrite.extend(made.kept_for_redo(repo, wt)?);
-    super::kept::save_rewrite(repo, root, &plan.session, plan.number, &rewrite)?;
+    super::kept::save_rewrite(repo, root, (&plan.session, plan.number), &rewrite, record)?;
 
     let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
     let mut entries = undo_index_entries(
@@ -626,101 +495,199 @@ fn undo_steps(
             entries.push((path, entry));
         }
     }
-    journal_undo(op.record_mut(), &drift, &changes, &index, &entries);
+    for (path, entry) in &entries {
+        record.entry(path, index.get(path), *entry);
+    }
     // Removing the plan's files stops at the user's own folders, finished after a crash too.
-    op.record_mut().kept_dirs = made.kept.iter().cloned().collect();
-    journal_refs(repo, op.record_mut(), &branch, base_commit.as_ref(), &plan)?;
-    // Prepared (holding index.lock) before any file is written; put in place once the
-    // branch has moved.
-    let new_index = index.stage(&entries.into_iter().collect())?;
+    record.kept_dirs = made.kept.iter().cloned().collect();
+    let (undone_ref, head_back) = journal_refs(repo, record, &branch, base_commit.as_ref(), &plan)?;
     let recorded_trash = super::auth::trailers(&plan.commit).trash;
     // Every trash copy checked (and what undo replaces kept) before the first write.
-    let trash_writes = prepare_trash(repo, root, wt, (&plan, force), &changes, recorded_trash)?;
-    op.begin()?;
-    let undone_ref = keep_undone(repo, &plan)?;
+    let trash_writes = prepare_trash(
+        repo,
+        root,
+        wt,
+        (&plan, force),
+        &changes,
+        recorded_trash,
+        record,
+    )?;
+    let moved = undo_files(
+        repo,
+        wt,
+        (&changes, &made),
+        recorded_trash,
+        trash_writes,
+        record,
+    )?;
 
-    // Removals first: a directory the plan created may stand where a file comes back.
-    let mut removed = made.remove_created(wt, changes.iter().filter(|c| c.before.is_none()))?;
-    removed.extend(made.remove_ignored(wt)?);
-    let restored = restore_before(repo, wt, &changes, recorded_trash)?;
-    let from_trash = restore_trash(wt, trash_writes)?;
-
-    let head_back = move_branch_back(repo, &branch, tip, base_commit.as_ref(), &plan)?;
-    if let Some(index) = new_index {
-        index.commit()?;
-    }
-
-    Ok(UndoReport {
+    let report = UndoReport {
         request: message::request_of(plan.commit.message().unwrap_or_default()),
         session: plan.session,
         plan: plan.number,
         commit: plan.short,
         branch: branch.short,
-        restored,
-        removed,
-        from_trash,
+        restored: moved.restored,
+        removed: moved.removed,
+        from_trash: moved.from_trash,
         saved,
         undone_ref,
         head_back,
+    };
+    Ok((report, index))
+}
+
+/// The paths an undo's or redo's record moves, as its report names them.
+#[derive(Default)]
+struct Moved {
+    restored: Vec<String>,
+    removed: Vec<String>,
+    from_trash: Vec<String>,
+}
+
+/// What stands at `path` now, as a record's state: its exact bytes and permission bits.
+/// Something that is not a regular file is no state a record can name (absent).
+fn found(wt: &dyn WorkTree, path: &str) -> Result<Option<FileState>, HistoryError> {
+    Ok(match scope::work_file(wt, path)? {
+        Ok(Some(file)) => Some(FileState::found(&file, wt.permissions(path))),
+        _ => None,
     })
 }
 
-/// The operation journal's record of an undo's files and index entries: each path the plan
-/// changed goes from what is there now (the plan's version, or under `--force` what the
-/// user made of it) back to what stood before the plan.
-fn journal_undo(
+/// The bytes a plan's path gets back or again (the blob `id`, git mode `mode`): a kept copy
+/// of the exact bytes (`copy`: bytes and permission bits) when there is one, else git's
+/// checkout of the blob (put in the object store: the record names exact bytes), else the
+/// blob as it is.
+fn produced(
+    repo: &Repository,
+    path: &str,
+    (id, mode): Entry,
+    copy: Option<(&[u8], u32)>,
+) -> Result<FileState, HistoryError> {
+    if let Some((bytes, perm)) = copy {
+        return copy_state(repo, path, bytes, perm);
+    }
+    Ok(match convert::checked_out(repo, path, id, mode)? {
+        Some(bytes) => {
+            let raw = repo
+                .blob(&bytes)
+                .ctx(|| format!("cannot keep git's checkout of {path}"))?;
+            FileState::checkout(raw, mode)
+        }
+        None => FileState::stored((id, mode)),
+    })
+}
+
+/// A kept copy of `bytes` for `path` (in the object store already, or put there) with its
+/// permission bits, as a record's state.
+fn copy_state(
+    repo: &Repository,
+    path: &str,
+    bytes: &[u8],
+    perm: u32,
+) -> Result<FileState, HistoryError> {
+    let raw = repo
+        .blob(bytes)
+        .ctx(|| format!("cannot keep the bytes of {path}"))?;
+    Ok(FileState::copy(raw, perm))
+}
+
+/// The files an undo moves, into `record`: each path the plan changed back to what stood
+/// before it (the plan's trash copy of the user's exact bytes, with its permission bits, when
+/// the plan kept one git stores as that blob: a file git converts, a private file; else git's
+/// checkout of the blob), each file it created removed, each ignored file it made and still
+/// holding what it left removed, and the trash copies [`prepare_trash`] chose written back.
+fn undo_files(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    (changes, made): (&[PathChange], &Made),
+    recorded_trash: Option<Oid>,
+    trash_writes: Vec<(String, Vec<u8>, u32)>,
     record: &mut Record,
-    drift: &Drift,
-    changes: &[PathChange],
-    index: &IndexFile,
-    entries: &[(String, Option<Entry>)],
-) {
+) -> Result<Moved, HistoryError> {
+    let copies = match recorded_trash {
+        Some(tree) => trash::recorded(repo, tree)?,
+        None => Vec::new(),
+    };
+    let mut moved = Moved::default();
     for c in changes {
-        let now = drift.work_now.get(&c.path).copied().unwrap_or(c.after);
-        record.file(&c.path, now, c.before);
+        let now = found(wt, &c.path)?;
+        let Some((id, mode)) = c.before else {
+            record.work_file(&c.path, now, None);
+            moved.removed.push(c.path.clone());
+            continue;
+        };
+        let copy = copies.iter().find(|(p, _, _)| *p == c.path);
+        let gives_back = match copy {
+            Some((_, bytes, _)) => {
+                Oid::hash_object(git2::ObjectType::Blob, bytes).ok() == Some(id)
+                    || convert::replaced_bytes(repo, &copies, &c.path, id)?.is_some()
+            }
+            None => false,
+        };
+        let copy = copy
+            .filter(|_| gives_back)
+            .map(|(_, bytes, perm)| (bytes.as_slice(), *perm));
+        let to = produced(repo, &c.path, (id, mode), copy)?;
+        record.work_file(&c.path, now, Some(to));
+        moved.restored.push(c.path.clone());
     }
-    for (path, entry) in entries {
-        record.entry(path, index.get(path), *entry);
+    for path in made.still_left(wt)? {
+        record.work_file(&path, found(wt, &path)?, None);
+        moved.removed.push(path);
     }
+    for (path, bytes, perm) in trash_writes {
+        let copy = copy_state(repo, &path, &bytes, perm)?;
+        record.work_file(&path, found(wt, &path)?, Some(copy));
+        moved.from_trash.push(path);
+    }
+    Ok(moved)
 }
 
 /// The refs an undo moves, as the journal records them: the undone ref set to the plan, and
-/// the branch back to `base` (or gone, with HEAD back where the line started).
+/// the branch back to `base` (or gone, with HEAD back where the line started). The undone
+/// ref's name, and where HEAD goes as the report names it.
 fn journal_refs(
     repo: &Repository,
     record: &mut Record,
     branch: &SessionBranch,
     base: Option<&Commit<'_>>,
     plan: &PlanToUndo<'_>,
-) -> Result<(), HistoryError> {
+) -> Result<(String, Option<String>), HistoryError> {
     let undone = names::undone_ref(&plan.session, plan.number);
     let kept = names::target(repo, &undone).ctx(|| format!("cannot read {undone}"))?;
     record.reference(&undone, kept, Some(plan.commit.id()));
     let base = base.map(Commit::id);
-    match line::leaves_to(repo, &branch.name, base)? {
+    let head_back = match line::leaves_to(repo, &branch.name, base)? {
         Some(back) => {
             record.move_head(&Head::Branch(branch.name.clone()), &back);
             record.reference(&branch.name, branch.tip, None);
+            Some(match back {
+                Head::Branch(b) => names::short(&b).to_string(),
+                Head::Detached(base) => format!("detached HEAD at {}", names::short_id(base)),
+            })
         }
-        None => record.reference(&branch.name, branch.tip, base),
-    }
-    Ok(())
+        None => {
+            record.reference(&branch.name, branch.tip, base);
+            None
+        }
+    };
+    Ok((undone, head_back))
 }
 
 /// Commit the state `--force` is about to overwrite (staged content first, then the work
-/// tree) on top of `tip`, kept at `refs/pai/saved/<session>/<plan>[-n]`.
+/// tree) on top of `tip`: the commit, and the free name `refs/pai/saved/<session>/<plan>[-n]`
+/// the undo's record keeps it at.
 fn save_state(
     repo: &Repository,
     tip: Oid,
-    session: &str,
-    plan: u32,
-    staged: &BTreeMap<String, Option<Entry>>,
-    work: &BTreeMap<String, Option<Entry>>,
+    (session, plan): (&str, u32),
+    drift: &Drift,
     identity: Option<&(String, String)>,
-) -> Result<String, HistoryError> {
+) -> Result<(String, Oid), HistoryError> {
     let sigs = repo::signatures(repo, identity)?;
     let mut top = tip;
-    for changes in [staged, work] {
+    for changes in [&drift.staged_now, &drift.work_now] {
         if changes.is_empty() {
             continue;
         }
@@ -736,43 +703,7 @@ fn save_state(
         }
         n += 1;
     };
-    repo.reference(
-        &name,
-        top,
-        false,
-        &format!("pai: saved before undoing plan {plan}"),
-    )
-    .ctx(|| format!("cannot save the current state at {name}"))?;
-    Ok(name)
-}
-
-fn write_blob(
-    repo: &Repository,
-    wt: &dyn WorkTree,
-    path: &str,
-    id: Oid,
-    mode: i32,
-) -> Result<(), HistoryError> {
-    let blob = repo
-        .find_blob(id)
-        .ctx(|| format!("cannot read {path} from git"))?;
-    // As git's checkout writes it (line endings, ident), for a file git converts.
-    let checked_out = convert::checked_out(repo, path, id, mode)?;
-    let bytes = checked_out.as_deref().unwrap_or(blob.content());
-    wt.write(path, bytes, mode == MODE_EXEC)
-        .map_err(|source| HistoryError::WorkTree {
-            action: "write",
-            path: path.to_string(),
-            source,
-        })
-}
-
-fn remove_file(wt: &dyn WorkTree, path: &str) -> Result<(), HistoryError> {
-    wt.remove(path).map_err(|source| HistoryError::WorkTree {
-        action: "remove",
-        path: path.to_string(),
-        source,
-    })
+    Ok((name, top))
 }
 
 /// The trash copies undo puts back (ignored or LFS files the plan overwrote or removed, which
@@ -788,6 +719,7 @@ fn prepare_trash(
     (plan, force): (&PlanToUndo<'_>, bool),
     changes: &[PathChange],
     recorded: Option<git2::Oid>,
+    record: &mut Record,
 ) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
     let Some(tree) = recorded else {
         return Ok(Vec::new());
@@ -841,26 +773,14 @@ fn prepare_trash(
             hint: "undo would overwrite those changes; move them away first, or run `pai undo --force` (what stands there now is kept, and `pai redo` puts it back)".into(),
         });
     }
-    super::kept::save(repo, root, &plan.session, plan.number, &replaced, &absent)?;
+    super::kept::save(
+        repo,
+        root,
+        (&plan.session, plan.number),
+        (&replaced, &absent),
+        record,
+    )?;
     Ok(writes)
-}
-
-/// Write the trash copies [`prepare_trash`] chose; the paths written.
-fn restore_trash(
-    wt: &dyn WorkTree,
-    writes: Vec<(String, Vec<u8>, u32)>,
-) -> Result<Vec<String>, HistoryError> {
-    let mut out = Vec::new();
-    for (path, bytes, perm) in writes {
-        wt.write_with_mode(&path, &bytes, perm)
-            .map_err(|source| HistoryError::WorkTree {
-                action: "write",
-                path: path.clone(),
-                source,
-            })?;
-        out.push(path);
-    }
-    Ok(out)
 }
 
 /// The newest undone plan that sits on `branch`'s tip (directly or through snapshots of the
@@ -1024,23 +944,6 @@ fn redo_index_entries(
     Ok(entries)
 }
 
-/// Write the plan's contents at the paths it created or changed, in order, stopping at the
-/// first failure; the paths written.
-fn write_plan_files(
-    repo: &Repository,
-    wt: &dyn WorkTree,
-    changes: &[PathChange],
-) -> Result<Vec<String>, HistoryError> {
-    let mut written = Vec::new();
-    for c in changes {
-        if let Some((blob, mode)) = c.after {
-            write_blob(repo, wt, &c.path, blob, mode)?;
-            written.push(c.path.clone());
-        }
-    }
-    Ok(written)
-}
-
 /// The trash copies a plan commit recorded, by path.
 fn recorded_copies(
     repo: &Repository,
@@ -1076,137 +979,39 @@ fn drift_in_trash(
     Ok(changed)
 }
 
-/// Files undo brought back from the trash where the plan had removed them: gone again,
-/// unless the user changed them since (then they stay, and the report says so). Only a file
-/// still holding the bytes of the copy the plan commit recorded is removed. Returns the paths
-/// removed and the paths kept.
-fn remove_trash_restored(
-    wt: &dyn WorkTree,
-    kept: &super::kept::Kept,
-    copies: &BTreeMap<String, Vec<u8>>,
-) -> Result<(Vec<String>, Vec<String>), HistoryError> {
-    let (mut removed, mut kept_paths) = (Vec::new(), Vec::new());
-    for path in &kept.absent {
-        if wt.is_denied(path) {
-            continue;
-        }
-        let Ok(Some(now)) = scope::work_file(wt, path)? else {
-            continue;
-        };
-        if copies.get(path).is_some_and(|b| *b == now.bytes) {
-            remove_file(wt, path)?;
-            removed.push(path.clone());
-        } else {
-            kept_paths.push(path.clone());
-        }
-    }
-    Ok((removed, kept_paths))
-}
-
-/// Write back what undo kept of the plan's own files (bytes git's checkout would not give,
-/// ignored files the plan created), each only where the plan commit vouches for those bytes at
-/// that path; the paths written.
-fn put_back_rewrites(
-    repo: &Repository,
-    root: &Path,
-    wt: &dyn WorkTree,
-    (session, number): (&str, u32),
-    commit: &git2::Commit<'_>,
-    changes: &[PathChange],
-) -> Result<Vec<String>, HistoryError> {
-    let made = Made::of_message(commit.message().unwrap_or_default());
-    let mut written = Vec::new();
-    for (path, bytes, perm) in super::kept::read_rewrite(repo, root, session, number)? {
-        let vouched =
-            made.left_at(&path, &bytes) || convert::left_by_plan(repo, &path, &bytes, changes)?;
-        if !vouched || wt.is_denied(&path) {
-            continue;
-        }
-        wt.write_with_mode(&path, &bytes, perm)
-            .map_err(|source| HistoryError::WorkTree {
-                action: "write",
-                path: path.clone(),
-                source,
-            })?;
-        written.push(path);
-    }
-    super::kept::forget_rewrite(repo, root, session, number);
-    Ok(written)
-}
-
-/// Put back what undo's trash restore replaced (from the object store, at the paths the plan
-/// saved copies of); the paths written.
-fn put_back_replaced(
-    wt: &dyn WorkTree,
-    kept: &super::kept::Kept,
-    copies: &BTreeMap<String, Vec<u8>>,
-) -> Result<Vec<String>, HistoryError> {
-    let mut from_trash = Vec::new();
-    for (path, bytes, perm) in &kept.replaced {
-        if wt.is_denied(path) || !copies.contains_key(path) {
-            continue;
-        }
-        wt.write_with_mode(path, bytes, *perm)
-            .map_err(|source| HistoryError::WorkTree {
-                action: "write",
-                path: path.clone(),
-                source,
-            })?;
-        from_trash.push(path.clone());
-    }
-    Ok(from_trash)
-}
-
-/// Move the branch from its tip (as read at the start) forward to the plan commit `id`, or
-/// create it there on an unborn branch.
-fn move_branch_forward(
-    repo: &Repository,
-    branch: &SessionBranch,
-    id: Oid,
-    number: u32,
-    short: &str,
-) -> Result<(), HistoryError> {
-    let reflog = format!("pai: redo plan {number} ({short})");
-    match branch.tip {
-        Some(old) if !branch.reenter => {
-            repo.reference_matching(&branch.name, id, true, old, &reflog)
-        }
-        _ => repo.reference(&branch.name, id, false, &reflog),
-    }
-    .ctx(|| format!("cannot move {} forward", branch.short))?;
-    if branch.reenter {
-        // HEAD's commit is the plan's parent: attaching HEAD to the branch changes neither
-        // index nor work tree beyond what redo wrote.
-        repo.set_head(&branch.name)
-            .ctx(|| format!("cannot point HEAD at {}", branch.short))?;
-    }
-    Ok(())
-}
-
-/// [`redo`] and [`Session::redo`], under the work-tree lock: a transaction, like
-/// [`undo_in`].
+/// [`redo`] and [`Session::redo`], under the work-tree lock: a transaction carried out by
+/// the executor, like [`undo_in`].
 fn redo_in(repo: &Repository, root: &Path, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
     let mut op = Op::intent(repo, root, OpKind::Redo, "", 0)?;
-    let result = redo_steps(repo, root, wt, &mut op);
-    op.close(repo, wt, result)
+    match build_redo(repo, root, wt, op.record_mut()) {
+        Ok((report, index)) => {
+            op.commit(repo, wt, Some(index))?;
+            super::kept::forget_records(repo, root, &report.session, report.plan);
+            Ok(report)
+        }
+        Err(e) => op.close(repo, wt, Err(e)),
+    }
 }
 
-/// The redo itself, in the order of [`undo_steps`]: every check before the first write, then
-/// the journal record, the work tree, the branch, the index, and last the undone ref.
-fn redo_steps(
+/// The redo as a record, like [`build_undo`]: every check first, then the plan's files
+/// again, what undo's trash restore replaced put back, the index entries, the branch
+/// forward (created again with HEAD on it when redo re-enters the line) and the undone ref
+/// gone. Returns git's index still locked, as it was checked.
+fn build_redo(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    op: &mut Op,
-) -> Result<RedoReport, HistoryError> {
+    record: &mut Record,
+) -> Result<(RedoReport, index_file::LockedIndex), HistoryError> {
     let branch = redo_branch(repo)?;
     let branch_session = names::session_of_branch(&branch.name)
         .unwrap_or_default()
         .to_string();
     let (number, undone_ref, id) = newest_undone(repo, &branch, &branch_session)?;
-    op.record_mut().name(&branch_session, number);
+    record.name(&branch_session, number);
     let commit = read_commit(repo, id)?;
     let short = names::short_id(id);
+    record.reflog = format!("pai: redo plan {number} ({short})");
     let (before_tree, changes) = plan_changes(repo, &commit)?;
     let tip_tree = tree_at_tip(repo, branch.tip)?;
     // Held to the end, so the entries checked are the entries rewritten.
@@ -1237,68 +1042,134 @@ fn redo_steps(
         before_tree.as_ref(),
         tip_tree.as_ref(),
     )?;
-    journal_redo(repo, op.record_mut(), &branch, &undone_ref, id, &changes)?;
+    let made = Made::of_message(commit.message().unwrap_or_default());
+    let rewrites = vouched_rewrites(repo, root, wt, (&session, number), &made, &changes)?;
+    let mut moved = redo_files(repo, wt, &changes, &rewrites, record)?;
+    let kept_paths = trash_moves(repo, wt, (&kept, &copies), &rewrites, &mut moved, record)?;
+    super::kept::forget(repo, &session, number, record);
+    journal_redo(repo, record, &branch, &undone_ref, id)?;
     // Rolled back, removing the plan's files stops at the user's own folders.
-    op.record_mut().kept_dirs = Made::of_message(commit.message().unwrap_or_default())
-        .kept
-        .into_iter()
-        .collect();
+    record.kept_dirs = made.kept.into_iter().collect();
     for (path, entry) in &entries {
-        op.record_mut().entry(path, index.get(path), *entry);
+        record.entry(path, index.get(path), *entry);
     }
-    let new_index = index.stage(&entries.into_iter().collect())?;
-    op.begin()?;
-
-    let mut removed = remove_paths(wt, changes.iter().filter(|c| c.after.is_none()))?;
-    let written = write_plan_files(repo, wt, &changes)?;
-    let (trash_removed, kept_paths) = remove_trash_restored(wt, &kept, &copies)?;
-    removed.extend(trash_removed);
-    let mut from_trash = put_back_replaced(wt, &kept, &copies)?;
-    from_trash.extend(put_back_rewrites(
-        repo,
-        root,
-        wt,
-        (&session, number),
-        &commit,
-        &changes,
-    )?);
-    super::kept::forget(repo, root, &session, number);
-
-    move_branch_forward(repo, &branch, id, number, &short)?;
-    if let Some(index) = new_index {
-        index.commit()?;
-    }
-    if let Ok(mut r) = repo.find_reference(&undone_ref) {
-        r.delete().ctx(|| format!("cannot remove {undone_ref}"))?;
-    }
-    Ok(RedoReport {
+    let report = RedoReport {
         session,
         plan: number,
         commit: short,
         request: message::request_of(commit.message().unwrap_or_default()),
         branch: branch.short,
-        written,
-        removed,
-        from_trash,
+        written: moved.restored,
+        removed: moved.removed,
+        from_trash: moved.from_trash,
         kept: kept_paths,
         reentered: branch.reenter,
-    })
+    };
+    Ok((report, index))
 }
 
-/// What a redo moves, as the journal records it: the plan's files from what undo left to
-/// what the plan wrote, the branch forward to the plan (created again, with HEAD on it, when
-/// redo re-enters the line), and the undone ref gone.
+/// What undo kept of the plan's own files for redo (bytes git's checkout would not give,
+/// ignored files the plan created), each only where the plan commit vouches for those bytes
+/// at that path: path, bytes, permission bits.
+fn vouched_rewrites(
+    repo: &Repository,
+    root: &Path,
+    wt: &dyn WorkTree,
+    (session, number): (&str, u32),
+    made: &Made,
+    changes: &[PathChange],
+) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
+    let mut out = Vec::new();
+    for (path, bytes, perm) in super::kept::read_rewrite(repo, root, session, number)? {
+        let vouched =
+            made.left_at(&path, &bytes) || convert::left_by_plan(repo, &path, &bytes, changes)?;
+        if vouched && !wt.is_denied(&path) {
+            out.push((path, bytes, perm));
+        }
+    }
+    Ok(out)
+}
+
+/// The plan's files again, into `record`: each path it changed from what undo left to the
+/// exact bytes the plan left (kept by undo, for a file git converts) or git's checkout of
+/// the plan's blob; each path it removed removed again.
+fn redo_files(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    changes: &[PathChange],
+    rewrites: &[(String, Vec<u8>, u32)],
+    record: &mut Record,
+) -> Result<Moved, HistoryError> {
+    let mut moved = Moved::default();
+    for c in changes {
+        let now = found(wt, &c.path)?;
+        let Some(after) = c.after else {
+            record.work_file(&c.path, now, None);
+            moved.removed.push(c.path.clone());
+            continue;
+        };
+        let copy = rewrites
+            .iter()
+            .find(|(p, _, _)| *p == c.path)
+            .map(|(_, bytes, perm)| (bytes.as_slice(), *perm));
+        record.work_file(&c.path, now, Some(produced(repo, &c.path, after, copy)?));
+        moved.restored.push(c.path.clone());
+    }
+    Ok(moved)
+}
+
+/// What undo's trash restore did, taken back, into `record`: files it brought back where
+/// the plan had removed them go again (unless the user changed them since: those are kept,
+/// and returned), the files it replaced are put back, and the ignored files the plan made
+/// (among `rewrites`) are written again.
+fn trash_moves(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    (kept, copies): (&super::kept::Kept, &BTreeMap<String, Vec<u8>>),
+    rewrites: &[(String, Vec<u8>, u32)],
+    moved: &mut Moved,
+    record: &mut Record,
+) -> Result<Vec<String>, HistoryError> {
+    let mut kept_paths = Vec::new();
+    let taken = |record: &Record, path: &str| record.files.iter().any(|m| m.path == path);
+    for path in &kept.absent {
+        if wt.is_denied(path) || taken(record, path) {
+            continue;
+        }
+        let Ok(Some(now)) = scope::work_file(wt, path)? else {
+            continue;
+        };
+        if copies.get(path).is_some_and(|b| *b == now.bytes) {
+            record.work_file(path, found(wt, path)?, None);
+            moved.removed.push(path.clone());
+        } else {
+            kept_paths.push(path.clone());
+        }
+    }
+    let replaced = kept
+        .replaced
+        .iter()
+        .filter(|(path, _, _)| copies.contains_key(path));
+    for (path, bytes, perm) in replaced.chain(rewrites) {
+        if wt.is_denied(path) || taken(record, path) {
+            continue;
+        }
+        let copy = copy_state(repo, path, bytes, *perm)?;
+        record.work_file(path, found(wt, path)?, Some(copy));
+        moved.from_trash.push(path.clone());
+    }
+    Ok(kept_paths)
+}
+
+/// The refs a redo moves, as the journal records them: the branch forward to the plan
+/// (created again, with HEAD on it, when redo re-enters the line), and the undone ref gone.
 fn journal_redo(
     repo: &Repository,
     record: &mut Record,
     branch: &SessionBranch,
     undone_ref: &str,
     id: Oid,
-    changes: &[PathChange],
 ) -> Result<(), HistoryError> {
-    for c in changes {
-        record.file(&c.path, c.before, c.after);
-    }
     let old = if branch.reenter { None } else { branch.tip };
     record.reference(&branch.name, old, Some(id));
     if branch.reenter {

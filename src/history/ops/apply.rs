@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::index_file;
+use super::super::index_file::{self, LockedIndex};
 use super::super::names::{self, Head};
-use super::super::scope::{self, Entry, MODE_EXEC};
+use super::super::scope::{self, Entry, MODE_EXEC, WorkFile};
 use super::super::worktree::{WorkEntry, WorkTree};
-use super::record::Record;
+use super::record::{FileState, Record};
 
 /// Which way to carry out a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,14 +50,36 @@ pub(crate) fn apply(
     record: &Record,
     dir: Direction,
 ) -> Result<Applied, HistoryError> {
+    apply_holding(repo, wt, record, dir, None)
+}
+
+/// [`apply`], with git's index already locked and read by the caller (`held`): the live
+/// operation checked its entries under that lock, so the entries it checked are the ones
+/// rewritten.
+pub(crate) fn apply_holding(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    record: &Record,
+    dir: Direction,
+    held: Option<LockedIndex>,
+) -> Result<Applied, HistoryError> {
     let mut out = Applied::default();
     files(repo, wt, record, dir, false, &mut out)?;
     files(repo, wt, record, dir, true, &mut out)?;
     refs(repo, record, dir, true, &mut out)?;
     head(repo, record, dir, &mut out)?;
     refs(repo, record, dir, false, &mut out)?;
-    index(repo, record, dir, &mut out)?;
+    index(repo, record, dir, held, &mut out)?;
     Ok(out)
+}
+
+/// Whether the work file `file` (with permission bits `perm`) is in `state` (`None`: absent).
+fn is_in(state: Option<&FileState>, file: Option<&WorkFile>, perm: Option<u32>) -> bool {
+    match (state, file) {
+        (None, None) => true,
+        (Some(s), Some(f)) => s.holds(f, perm),
+        _ => false,
+    }
 }
 
 /// The work-tree files whose target is a file (`writes`) or absent (`!writes`).
@@ -70,7 +92,7 @@ fn files(
     out: &mut Applied,
 ) -> Result<(), HistoryError> {
     for m in &record.files {
-        let (old, new) = m.states()?;
+        let (old, new) = m.file_states()?;
         let (from, to) = dir.pick(old, new);
         if to.is_some() != writes {
             continue;
@@ -79,24 +101,27 @@ fn files(
             out.kept.push(m.path.clone());
             continue;
         };
-        let now = scope::entry_of(file.as_ref());
-        if now == to {
+        let perm = file.as_ref().and_then(|_| wt.permissions(&m.path));
+        if is_in(to.as_ref(), file.as_ref(), perm) {
             if to.is_none() {
                 // Removed before the crash, maybe not the folders it left empty.
                 tidy_folders(wt, record, &m.path);
             }
             continue;
         }
-        if now != from {
+        if !is_in(from.as_ref(), file.as_ref(), perm) {
             out.kept.push(m.path.clone());
             continue;
         }
         let done = match to {
-            Some((id, mode)) => {
+            Some(state) => {
                 let blob = repo
-                    .find_blob(id)
+                    .find_blob(state.id)
                     .ctx(|| format!("cannot read {} from git", m.path))?;
-                wt.write(&m.path, blob.content(), mode == MODE_EXEC)
+                match state.perm {
+                    Some(perm) => wt.write_with_mode(&m.path, blob.content(), perm),
+                    None => wt.write(&m.path, blob.content(), state.mode == MODE_EXEC),
+                }
             }
             None => wt.remove_up_to(&m.path, &|dir| record.kept_dirs.iter().any(|k| k == dir)),
         };
@@ -161,9 +186,14 @@ fn set_ref(
     record: &Record,
 ) -> Result<(), HistoryError> {
     let what = || format!("cannot move {name} while finishing {}", record.describe());
+    let reflog = if record.reflog.is_empty() {
+        format!("pai: {}", record.describe())
+    } else {
+        record.reflog.clone()
+    };
     match to {
         Some(id) => repo
-            .reference(name, id, true, &format!("pai: {}", record.describe()))
+            .reference(name, id, true, &reflog)
             .map(|_| ())
             .ctx(what),
         None => match repo.find_reference(name) {
@@ -210,12 +240,16 @@ fn index(
     repo: &Repository,
     record: &Record,
     dir: Direction,
+    held: Option<LockedIndex>,
     out: &mut Applied,
 ) -> Result<(), HistoryError> {
     if record.index.is_empty() {
         return Ok(());
     }
-    let locked = index_file::lock(repo.path())?;
+    let locked = match held {
+        Some(locked) => locked,
+        None => index_file::lock(repo.path())?,
+    };
     let mut updates: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     for m in &record.index {
         let (old, new) = m.states()?;

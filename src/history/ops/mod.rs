@@ -37,6 +37,6 @@ pub(crate) use apply::Direction;
 pub(crate) use op::Op;
 pub use plan::StepWrites;
 pub(crate) use plan::{Before, PlanJournal};
-pub(crate) use record::{OpKind, Record};
+pub(crate) use record::{FileState, OpKind, Record};
 pub(crate) use recover::interrupted_in;
 pub use recover::{interrupted, recover};

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use git2::Repository;
 
 use super::super::error::HistoryError;
+use super::super::index_file::LockedIndex;
 use super::super::worktree::WorkTree;
-use super::apply::{self, Direction};
+use super::apply::{self, Applied, Direction};
 use super::record::{self, OpKind, Record};
 
 /// An operation in progress: its record is on disk until [`Op::close`].
@@ -43,6 +44,26 @@ impl Op {
     /// it (every blob, tree and commit it names must already be in the object store).
     pub(crate) fn begin(&self) -> Result<(), HistoryError> {
         record::write_atomic(&self.path, &self.record)
+    }
+
+    /// Carry the filled-in record out: write it (from here on, whoever finds it finishes the
+    /// operation), apply it forward (the same call recovery makes), and remove it; a failure
+    /// on the way rolls back what was applied, backwards through the same moves. `index`:
+    /// git's index as the operation checked it, still locked (see `apply_holding`).
+    pub(crate) fn commit(
+        self,
+        repo: &Repository,
+        wt: &dyn WorkTree,
+        index: Option<LockedIndex>,
+    ) -> Result<Applied, HistoryError> {
+        if let Err(e) = self.begin() {
+            // The record on disk is still the intent: nothing was moved.
+            drop(index);
+            self.end(repo, wt, None)?;
+            return Err(e);
+        }
+        let result = apply::apply_holding(repo, wt, &self.record, Direction::Forward, index);
+        self.close(repo, wt, result)
     }
 
     /// End the operation: on success, drop the record; on failure, roll back what was

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::error::{Context as _, HistoryError};
 use super::super::names::Head;
-use super::super::scope::Entry;
+use super::super::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
 use super::super::user_state;
 
 /// The record format; a record of another version is reported, never acted on.
@@ -48,18 +48,139 @@ impl OpKind {
     }
 }
 
-/// A blob and its git mode, as a record spells them.
+/// A blob and its git mode, as a record spells them; for a work-tree file, the blob holds
+/// the file's exact bytes, and the record says where they come from and, when they matter,
+/// the file's permission bits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Blob {
     id: String,
     mode: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    perm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Source::is_stored")]
+    from: Source,
+}
+
+/// Where a work-tree file's bytes come from. The executor writes the blob the record names
+/// whatever its source: the bytes are worked out (and put in the object store) while the
+/// record is built, so finishing an operation after a crash writes exactly what the live
+/// operation would have, whatever the repository's configuration says by then.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Source {
+    /// A blob as git stores it, written as it is (no conversion applies to the path).
+    #[default]
+    Stored,
+    /// git's checkout of a stored blob at the path (line endings, `ident`): the bytes the
+    /// conversion gives.
+    Checkout,
+    /// A copy of exact bytes pai kept: a plan's trash copy, or what undo kept for redo.
+    Copy,
+    /// What stood in the work tree when the operation was built.
+    Found,
+}
+
+impl Source {
+    fn is_stored(&self) -> bool {
+        *self == Source::Stored
+    }
+}
+
+/// One state of a work-tree file in a record: its exact bytes (a blob in the object store),
+/// its git mode, its permission bits when they are known (else the file keeps the bits it
+/// has, with the execute bits as the mode says), and where the bytes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileState {
+    /// The blob of the file's exact bytes.
+    pub id: Oid,
+    /// Its git mode.
+    pub mode: i32,
+    /// Its permission bits, when the state says them.
+    pub perm: Option<u32>,
+    /// Where the bytes come from.
+    pub from: Source,
+}
+
+impl FileState {
+    /// A stored blob written as it is, with its git mode.
+    pub(crate) fn stored((id, mode): Entry) -> FileState {
+        FileState {
+            id,
+            mode,
+            perm: None,
+            from: Source::Stored,
+        }
+    }
+
+    /// The bytes `id` that git's checkout gives for a blob at the path, with its git mode.
+    pub(crate) fn checkout(id: Oid, mode: i32) -> FileState {
+        FileState {
+            from: Source::Checkout,
+            ..FileState::stored((id, mode))
+        }
+    }
+
+    /// A copy pai kept (bytes `id`) with its permission bits.
+    pub(crate) fn copy(id: Oid, perm: u32) -> FileState {
+        let mode = if perm & 0o111 != 0 {
+            MODE_EXEC
+        } else {
+            MODE_FILE
+        };
+        FileState {
+            id,
+            mode,
+            perm: Some(perm),
+            from: Source::Copy,
+        }
+    }
+
+    /// The work file `file` as found, with its permission bits `perm` when known.
+    pub(crate) fn found(file: &WorkFile, perm: Option<u32>) -> FileState {
+        FileState {
+            id: file.id,
+            mode: file.mode,
+            perm,
+            from: Source::Found,
+        }
+    }
+
+    /// Whether the work file `file`, whose permission bits are `perm` (when known), is in
+    /// this state: the same bytes, the same execute bit, and the same permission bits where
+    /// the state says them.
+    pub(crate) fn holds(&self, file: &WorkFile, perm: Option<u32>) -> bool {
+        file.id == self.id
+            && file.mode == self.mode
+            && match (self.perm, perm) {
+                (Some(want), Some(is)) => want == is,
+                _ => true,
+            }
+    }
+
+    fn spelled(&self) -> Blob {
+        Blob {
+            id: self.id.to_string(),
+            mode: self.mode,
+            perm: self.perm,
+            from: self.from,
+        }
+    }
 }
 
 fn blob_of(entry: Option<Entry>) -> Option<Blob> {
-    entry.map(|(id, mode)| Blob {
-        id: id.to_string(),
-        mode,
+    entry.map(|e| FileState::stored(e).spelled())
+}
+
+fn state_of(blob: Option<&Blob>) -> Result<Option<FileState>, HistoryError> {
+    blob.map(|b| {
+        Ok(FileState {
+            id: parse_oid(&b.id)?,
+            mode: b.mode,
+            perm: b.perm,
+            from: b.from,
+        })
     })
+    .transpose()
 }
 
 fn entry_of(blob: Option<&Blob>) -> Result<Option<Entry>, HistoryError> {
@@ -159,6 +280,29 @@ impl FileMove {
         ))
     }
 
+    /// `path` from the work-file state `before` to `after`.
+    pub(crate) fn work(
+        path: &str,
+        before: Option<FileState>,
+        after: Option<FileState>,
+    ) -> FileMove {
+        FileMove {
+            path: path.to_string(),
+            before: before.map(|s| s.spelled()),
+            after: after.map(|s| s.spelled()),
+        }
+    }
+
+    /// (before, after) as work-file states: exact bytes, mode, permission bits.
+    pub(crate) fn file_states(
+        &self,
+    ) -> Result<(Option<FileState>, Option<FileState>), HistoryError> {
+        Ok((
+            state_of(self.before.as_ref())?,
+            state_of(self.after.as_ref())?,
+        ))
+    }
+
     /// A plan's record: what the path holds now that a step wrote it.
     pub(crate) fn set_after(&mut self, after: Option<Entry>) {
         self.after = blob_of(after);
@@ -199,6 +343,10 @@ pub(crate) struct Record {
     /// removing a file it created stops (only folders the plan made are removed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept_dirs: Vec<String>,
+    /// What the refs' logs say of the moves (`pai: undo plan 3 (abc1234)`); empty: the
+    /// operation as [`Record::describe`] names it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reflog: String,
     /// A plan's record only: the permission bits of the files it recorded, to put back.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub perms: BTreeMap<String, u32>,
@@ -221,6 +369,7 @@ impl Record {
             writing: Vec::new(),
             writing_all: false,
             kept_dirs: Vec::new(),
+            reflog: String::new(),
             perms: BTreeMap::new(),
         }
     }
@@ -243,6 +392,19 @@ impl Record {
     pub(crate) fn file(&mut self, path: &str, before: Option<Entry>, after: Option<Entry>) {
         if before != after {
             self.files.push(FileMove::new(path, before, after));
+        }
+    }
+
+    /// Record that the work-tree file `path` goes from the state `before` to `after` (see
+    /// [`FileState`]).
+    pub(crate) fn work_file(
+        &mut self,
+        path: &str,
+        before: Option<FileState>,
+        after: Option<FileState>,
+    ) {
+        if before != after {
+            self.files.push(FileMove::work(path, before, after));
         }
     }
 
