@@ -8,12 +8,12 @@ use git2::{Commit, Oid, Repository, Tree};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
-use super::index_file::{self, IndexFile};
-use super::line::Advance;
+use super::index_file::{self, IndexFile, LockedIndex};
 use super::made::Made;
 use super::message::{self, PlanRecord};
+use super::meta::Meta;
 use super::names::Head;
-use super::ops::{Direction, Op, OpKind, Record};
+use super::ops::{Op, OpKind, Record, found, produced};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit;
@@ -76,31 +76,42 @@ impl Session {
             trash: std::mem::take(&mut w.trash),
             made: std::mem::take(&mut w.made),
         };
-        // A transaction (history/ops): a crash between the branch move and the index is
-        // finished by the next pai command; a failure before the branch moved rolls back.
+        // A transaction (history/ops): the commit only builds its record; the executor
+        // carries it out, rolls it back on a failure, and the next pai command finishes it
+        // after a crash.
         let mut op = Op::intent(&w.repo, &root, OpKind::PlanCommit, &session, w.next_plan)?;
-        match record_plan(w, wt, plan, &session, tip, &gathered, &mut op) {
-            Ok(info) => {
-                op.end(&w.repo, wt, None)?;
-                Ok(info)
-            }
-            Err(Unrecorded {
-                error,
-                branch_moved,
-            }) => {
-                let towards = if branch_moved {
-                    Direction::Forward
-                } else {
-                    Direction::Back
-                };
-                op.end(&w.repo, wt, Some(towards))?;
-                if !branch_moved {
-                    w.pending = gathered.pending;
-                    w.prepared = gathered.prepared;
-                    w.trash = gathered.trash;
-                    w.made = gathered.made;
+        let built = build_commit(w, wt, plan, &session, tip, &gathered, op.record_mut());
+        let result = match built {
+            Ok(None) => op.commit(&w.repo, wt, None).map(|_| None),
+            Ok(Some(built)) => match take_over(&op, &mut w.plan_journal) {
+                Ok(()) => {
+                    let built = *built;
+                    let index = built.index;
+                    op.carry_out(&w.repo, wt, Some(index))
+                        .map(|_| Some((built.info, built.branch, built.meta)))
                 }
-                Err(error)
+                Err(e) => op.close(&w.repo, wt, Err(e)),
+            },
+            Err(e) => op.close(&w.repo, wt, Err(e)),
+        };
+        match result {
+            Ok(Some((info, branch, meta))) => {
+                // The plan is on the branch, which exists now with HEAD on it: the line's
+                // state follows.
+                w.branch = branch;
+                w.meta = meta;
+                w.line.created = true;
+                w.line.recorded = true;
+                w.next_plan += 1;
+                Ok(Some(info))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                w.pending = gathered.pending;
+                w.prepared = gathered.prepared;
+                w.trash = gathered.trash;
+                w.made = gathered.made;
+                Err(e)
             }
         }
     }
@@ -114,25 +125,16 @@ struct Gathered {
     made: Made,
 }
 
-/// Why a plan was not (wholly) recorded, and whether its commit is on the branch all the
-/// same (only the index update after the branch moved failed).
-struct Unrecorded {
-    error: HistoryError,
-    branch_moved: bool,
+/// A plan commit built and recorded, waiting for the executor: what it will report, git's
+/// index as checked (still locked), and the line's branch and metadata once it is carried
+/// out.
+struct Built {
+    info: CommitInfo,
+    index: LockedIndex,
+    branch: String,
+    meta: Meta,
 }
 
-impl From<HistoryError> for Unrecorded {
-    fn from(error: HistoryError) -> Self {
-        Unrecorded {
-            error,
-            branch_moved: false,
-        }
-    }
-}
-
-/// Record the plan as one commit on the session branch (see [`Session::commit_plan`]): its
-/// files read under the index lock, the commit made on the snapshots of the user's versions,
-/// the branch moved, then the index put in place.
 /// The plan commit's message: subject, body and trailers (`Pai-Trash` with what the plan
 /// left at trash paths, `Pai-Made`), the files it changed with line counts above the trailers
 /// (so `pai log` need not diff), and `Pai-Auth` last, over the message as committed.
@@ -142,26 +144,31 @@ fn plan_commit_message(
     (trash, made): (&BTreeMap<String, (Oid, u32)>, &Made),
     (parent_tree, tree): (Option<&Tree<'_>>, &Tree<'_>),
     parent: Option<&Commit<'_>>,
-) -> Result<String, HistoryError> {
+) -> Result<(String, Option<Oid>), HistoryError> {
     let parent_ids: Vec<Oid> = parent.iter().map(|c| c.id()).collect();
     let left = super::left::record(repo, wt, trash)?;
-    let trash_tree = trash::record(repo, session, number, trash, left)?;
+    let trash_tree = trash::record(repo, number, trash, left)?;
     let mut msg = message::plan_message(session, number, plan, trash_tree);
     msg.push_str(&made.trailer());
     let files = plan_files::stats(repo, parent_tree, tree)?;
     let msg = plan_files::with_record(msg, parent_tree, tree, &files);
-    super::auth::sign(&msg, tree.id(), &parent_ids)
+    Ok((super::auth::sign(&msg, tree.id(), &parent_ids)?, trash_tree))
 }
 
-fn record_plan(
-    w: &mut Writer,
+/// Build the plan's commit (its files read under the index lock, the commit made on the
+/// snapshots of the user's versions) and its record: each file from what stood before the
+/// plan (the user's exact bytes and permission bits, from the plan's journal) to what the
+/// plan left, the index entries, and the refs and HEAD (see [`journal_refs`]). `None` when
+/// the plan changed nothing to record; then the record only drops the pending snapshot.
+fn build_commit(
+    w: &Writer,
     wt: &dyn WorkTree,
     plan: &PlanRecord,
     session: &str,
     tip: Option<Oid>,
     gathered: &Gathered,
-    op: &mut Op,
-) -> Result<Option<CommitInfo>, Unrecorded> {
+    record: &mut Record,
+) -> Result<Option<Box<Built>>, HistoryError> {
     let number = w.next_plan;
     let repo = &w.repo;
     let pending = gathered.pending.as_ref().filter(|p| p.base == tip);
@@ -171,7 +178,7 @@ fn record_plan(
     // Held from here to the end: the entries checked are the entries rewritten.
     let index = index_file::lock(repo.path())?;
     if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
-        return Err(HistoryError::ReadOnly { reason: b.reason() }.into());
+        return Err(HistoryError::ReadOnly { reason: b.reason() });
     }
     let files = scope::expand(repo, wt, parent_tree.as_ref(), &index, &plan.touched)?;
     let Recorded {
@@ -186,14 +193,14 @@ fn record_plan(
     // trash copies or created one: it changed something of the user's, and undo must find
     // that plan to put it back, not take the previous one.
     if changes.is_empty() && trash.is_empty() && made.ignored.is_empty() {
-        if pending.is_some() {
-            forget_pending(repo, session);
+        if let Some(p) = pending {
+            record.reference(&names::pending_ref(session), Some(p.top), None);
         }
         return Ok(None);
     }
     let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
-    let msg = plan_commit_message(
+    let (msg, trash_tree) = plan_commit_message(
         (repo, wt),
         (session, number, plan),
         (trash, &made),
@@ -204,53 +211,42 @@ fn record_plan(
     let commit = repo
         .commit(None, &author, &committer, &msg, &tree, &parents)
         .ctx(|| "cannot create the plan commit".into())?;
-    // Prepared (under index.lock) before the branch moves, put in place after: a failure
-    // on either side leaves branch and index consistent.
-    let synced = synced_entries(&tree, &changes, pending);
-    for (path, entry) in &synced {
-        op.record_mut().entry(path, index.get(path), *entry);
+    for (path, entry) in &synced_entries(&tree, &changes, pending) {
+        record.entry(path, index.get(path), *entry);
     }
-    // The plan's files, from the user's version to the plan's: a commit that fails before
-    // the branch moves gives the user's versions back, so the plan is wholly undone.
-    for (path, after) in &changes {
-        let before = scope::tree_file(parent_tree.as_ref(), path).ok().flatten();
-        op.record_mut().file(path, before, *after);
+    // The plan's files, from the user's version to the plan's: a commit that fails is
+    // rolled back to the user's exact versions, so the plan is wholly undone.
+    for path in changes.keys() {
+        let before = match w.plan_journal.as_ref().and_then(|j| j.before_state(path)) {
+            Some(before) => before,
+            None => match scope::tree_file(parent_tree.as_ref(), path).ok().flatten() {
+                Some(entry) => Some(produced(repo, path, entry, None)?),
+                None => None,
+            },
+        };
+        record.work_file(path, before, found(wt, path)?);
     }
-    journal_refs(repo, op.record_mut(), w, tip, commit, pending, &made)?;
-    let new_index = index.stage(&synced)?;
-    take_over(op, &mut w.plan_journal)?;
-    let reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
-    Advance {
-        repo,
-        session,
-        branch: &mut w.branch,
-        line: &mut w.line,
-        meta: &mut w.meta,
-    }
-    .to(tip, commit, &reflog)?;
-    // The plan is on the branch: its number is taken whatever happens to the index.
-    w.next_plan += 1;
-    let repo = &w.repo;
-    if pending.is_some() {
-        forget_pending(repo, session);
-    }
-    if let Some(index) = new_index {
-        index.commit().map_err(|error| Unrecorded {
-            error,
-            branch_moved: true,
-        })?;
-    }
-    Ok(Some(CommitInfo {
+    let (branch, meta) =
+        journal_refs(repo, record, w, (tip, commit), (pending, trash_tree), &made)?;
+    take_over_files(w, wt, &changes, record)?;
+    record.reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
+    let info = CommitInfo {
         id: commit.to_string(),
         short_id: names::short_id(commit),
         session: session.to_string(),
         plan: number,
-        branch: names::short(&w.branch).to_string(),
+        branch: names::short(&branch).to_string(),
         files: changes.into_keys().collect(),
         snapshot: pending.map(|p| p.top.to_string()),
         left_out,
         warnings,
-    }))
+    };
+    Ok(Some(Box::new(Built {
+        info,
+        index,
+        branch,
+        meta,
+    })))
 }
 
 /// The commit the plan goes on (the newest snapshot of the user's changes, or the branch
@@ -419,61 +415,82 @@ fn take_over(op: &Op, journal: &mut Option<super::ops::PlanJournal>) -> Result<(
     }
 }
 
+/// The rest of what the plan's journal recorded, which the commit's record takes over: each
+/// path the plan wrote that its commit does not hold (an ignored file it changed, removed
+/// or made, an LFS file) from the user's version to what the plan left, and the folders
+/// that stood before the plan wrote into them. Carried out forward they change nothing; a
+/// commit rolled back puts them back with the rest.
+fn take_over_files(
+    w: &Writer,
+    wt: &dyn WorkTree,
+    changes: &BTreeMap<String, Option<Entry>>,
+    record: &mut Record,
+) -> Result<(), HistoryError> {
+    let Some(journal) = w.plan_journal.as_ref() else {
+        return Ok(());
+    };
+    let (paths, kept_dirs) = journal.recorded();
+    for path in paths.into_iter().filter(|p| !changes.contains_key(*p)) {
+        if let Some(before) = journal.before_state(path) {
+            record.work_file(path, before, found(wt, path)?);
+        }
+    }
+    for dir in kept_dirs {
+        if !record.kept_dirs.contains(dir) {
+            record.kept_dirs.push(dir.clone());
+        }
+    }
+    Ok(())
+}
+
 /// The refs a plan commit moves, as the operation journal records them: the branch to the
-/// commit (created, with HEAD put on it, for a new line, under the name [`Advance`] will
-/// pick), the pending-snapshot ref gone, the trash copies' ref and, for a session's first
+/// commit (created, with HEAD put on it, for a new line: a name another session took gets a
+/// suffix), the pending-snapshot ref gone, the trash copies' ref and, for a session's first
 /// plan, its metadata ref (the session's start); and the user's folders (`made`), where
-/// removing the plan's files stops when the commit is rolled back.
+/// removing the plan's files stops when the commit is rolled back. The branch's name and the
+/// line's metadata once the record is carried out.
 fn journal_refs(
     repo: &Repository,
     record: &mut Record,
     w: &Writer,
-    tip: Option<Oid>,
-    commit: Oid,
-    pending: Option<&Pending>,
+    (tip, commit): (Option<Oid>, Oid),
+    (pending, trash_tree): (Option<&Pending>, Option<Oid>),
     made: &Made,
-) -> Result<(), HistoryError> {
+) -> Result<(String, Meta), HistoryError> {
     record.kept_dirs = made.kept.iter().cloned().collect();
     let mut meta = w.meta.clone();
+    let mut name = w.branch.clone();
     if w.line.created {
-        record.reference(&w.branch, tip, Some(commit));
+        record.reference(&name, tip, Some(commit));
     } else {
-        // The same choice as `Advance::to`: a name another session took gets a suffix.
-        let mut name = w.branch.clone();
         let mut n = 1;
         while repo.find_reference(&name).is_ok() {
             n += 1;
             name = format!("{}-{n}", w.branch);
             meta.branch = Some(name.clone());
         }
+        // The line starts where HEAD's branch is now (the user may have committed there
+        // since the session started).
         meta.base = tip;
         record.reference(&name, None, Some(commit));
-        record.move_head(&w.line.start_head, &Head::Branch(name));
+        record.move_head(&w.line.start_head, &Head::Branch(name.clone()));
     }
     // The plan's trash copies' ref, set with its message: gone again if it is rolled back.
-    let trash = names::trash_ref(&record.session, record.plan);
-    if let Some(tree) = names::target(repo, &trash).ctx(|| format!("cannot read {trash}"))? {
-        record.reference(&trash, None, Some(tree));
+    if let Some(tree) = trash_tree {
+        let trash = names::trash_ref(&record.session, record.plan);
+        let old = names::target(repo, &trash).ctx(|| format!("cannot read {trash}"))?;
+        record.reference(&trash, old, Some(tree));
     }
     // The session's start (its metadata ref), written with its first plan.
     if !w.line.recorded {
-        let name = super::meta::ref_name(&record.session);
-        let old = names::target(repo, &name).ctx(|| format!("cannot read {name}"))?;
+        let meta_ref = super::meta::ref_name(&record.session);
+        let old = names::target(repo, &meta_ref).ctx(|| format!("cannot read {meta_ref}"))?;
         let blob = super::meta::blob(repo, &record.session, &meta)?;
-        record.reference(&name, old, Some(blob));
+        record.reference(&meta_ref, old, Some(blob));
     }
     if let Some(p) = pending {
-        let name = names::pending_ref(&record.session);
-        record.reference(&name, Some(p.top), None);
+        let pending_ref = names::pending_ref(&record.session);
+        record.reference(&pending_ref, Some(p.top), None);
     }
-    Ok(())
-}
-
-/// Drop the pending-snapshot ref: the snapshots are now below the plan commit, or no longer
-/// needed because the work tree still holds the user's version.
-fn forget_pending(repo: &git2::Repository, session: &str) {
-    if let Ok(mut r) = repo.find_reference(&names::pending_ref(session)) {
-        // A leftover ref only keeps a few objects alive; it is overwritten next time.
-        let _ = r.delete();
-    }
+    Ok((name, meta))
 }

@@ -27,17 +27,9 @@ pub(crate) fn ref_name(session: &str) -> String {
     format!("refs/pai/sessions/{session}")
 }
 
-/// Record `meta` for `session`.
-pub(crate) fn write(repo: &Repository, session: &str, meta: &Meta) -> Result<(), HistoryError> {
-    let blob = blob(repo, session, meta)?;
-    repo.reference(&ref_name(session), blob, true, "pai: session started")
-        .ctx(|| format!("cannot record session {session}"))?;
-    Ok(())
-}
-
-/// The blob [`write`] points the session's ref at, stored: the plan commit that starts a
-/// session names it in its journal record before the ref moves, so a crash between the
-/// branch's creation and this ref is finished with it (the blob is the same each time: the
+/// The blob the session's ref (`ref_name`) points at, stored: the record of the plan commit
+/// that starts a session sets the ref, so a crash between the branch's creation and this
+/// ref is finished with it (the blob is the same each time: the
 /// text and its tag depend on nothing else).
 pub(crate) fn blob(repo: &Repository, session: &str, meta: &Meta) -> Result<Oid, HistoryError> {
     let mut text = format!(

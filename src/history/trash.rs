@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
+use super::store;
 use super::tree_edit::{self, Change};
-use super::{names, store};
 
 /// Git file modes of trash copies.
 const MODE_FILE: i32 = 0o100644;
@@ -63,13 +63,13 @@ pub(crate) fn save(
         .ctx(|| format!("cannot write trash copy {}", dir.join(rel).display()))
 }
 
-/// Record a plan's trash copies in the object store, kept reachable at
-/// `refs/pai/trash/<session>/<plan>`: a tree holding `files` (the copies, by path) and `modes`
-/// (one `<octal permission bits> <path>` line per copy, as git keeps only the execute bit). Its
-/// id goes into the plan commit (`Pai-Trash`). `None` when the plan saved nothing.
+/// Record a plan's trash copies in the object store: a tree holding `files` (the copies, by
+/// path) and `modes` (one `<octal permission bits> <path>` line per copy, as git keeps only
+/// the execute bit). Its id goes into the plan commit (`Pai-Trash`), and the commit's record
+/// keeps it reachable at `refs/pai/trash/<session>/<plan>`. `None` when the plan saved
+/// nothing.
 pub(crate) fn record(
     repo: &Repository,
-    session: &str,
     plan: u32,
     copies: &BTreeMap<String, (Oid, u32)>,
     left: Option<Oid>,
@@ -79,13 +79,6 @@ pub(crate) fn record(
     }
     let what = || format!("cannot record the trash copies of plan {plan}");
     let tree = copies_tree(repo, copies, left.map(|l| (super::left::NAME, l))).ctx(what)?;
-    repo.reference(
-        &names::trash_ref(session, plan),
-        tree,
-        true,
-        "pai: trash copies",
-    )
-    .ctx(what)?;
     Ok(Some(tree))
 }
 

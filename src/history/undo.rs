@@ -1,5 +1,6 @@
-//! `pai undo` and `pai redo`: move the session branch back over its newest plan commit (writing
-//! the previous contents back through the workspace) or forward again. Everything is derived
+//! `pai undo` and `pai redo`: move the session branch back over its newest plan commit (the
+//! previous contents written back through the workspace) or forward again. Both only check
+//! and build the operation's record; the executor (`ops`) makes every move. Everything is derived
 //! from git — the checked-out `pai/*` branch, the `Pai-*` trailers and
 //! `refs/pai/undone/<session>/<n>` — so both work long after the session ended. Nothing here
 //! runs clean, reset or a whole-tree checkout: only the plan's own paths are written.
@@ -17,7 +18,7 @@ use super::made::Made;
 use super::message::{self, Kind};
 use super::meta;
 use super::names::Head;
-use super::ops::{FileState, Op, OpKind, Record};
+use super::ops::{Op, OpKind, Record, copy_state, found, produced};
 use super::revert::{self, PathChange};
 use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
@@ -543,53 +544,6 @@ struct Moved {
     restored: Vec<String>,
     removed: Vec<String>,
     from_trash: Vec<String>,
-}
-
-/// What stands at `path` now, as a record's state: its exact bytes and permission bits.
-/// Something that is not a regular file is no state a record can name (absent).
-fn found(wt: &dyn WorkTree, path: &str) -> Result<Option<FileState>, HistoryError> {
-    Ok(match scope::work_file(wt, path)? {
-        Ok(Some(file)) => Some(FileState::found(&file, wt.permissions(path))),
-        _ => None,
-    })
-}
-
-/// The bytes a plan's path gets back or again (the blob `id`, git mode `mode`): a kept copy
-/// of the exact bytes (`copy`: bytes and permission bits) when there is one, else git's
-/// checkout of the blob (put in the object store: the record names exact bytes), else the
-/// blob as it is.
-fn produced(
-    repo: &Repository,
-    path: &str,
-    (id, mode): Entry,
-    copy: Option<(&[u8], u32)>,
-) -> Result<FileState, HistoryError> {
-    if let Some((bytes, perm)) = copy {
-        return copy_state(repo, path, bytes, perm);
-    }
-    Ok(match convert::checked_out(repo, path, id, mode)? {
-        Some(bytes) => {
-            let raw = repo
-                .blob(&bytes)
-                .ctx(|| format!("cannot keep git's checkout of {path}"))?;
-            FileState::checkout(raw, mode)
-        }
-        None => FileState::stored((id, mode)),
-    })
-}
-
-/// A kept copy of `bytes` for `path` (in the object store already, or put there) with its
-/// permission bits, as a record's state.
-fn copy_state(
-    repo: &Repository,
-    path: &str,
-    bytes: &[u8],
-    perm: u32,
-) -> Result<FileState, HistoryError> {
-    let raw = repo
-        .blob(bytes)
-        .ctx(|| format!("cannot keep the bytes of {path}"))?;
-    Ok(FileState::copy(raw, perm))
 }
 
 /// The files an undo moves, into `record`: each path the plan changed back to what stood

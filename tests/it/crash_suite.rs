@@ -492,9 +492,15 @@ fn check(
     let said = one_line(&note)?;
     let now = (suite.state)(work);
     if now != *before && now != *after {
+        let differ = |other: &State| -> Vec<&String> {
+            now.1.keys().filter(|f| now.1[*f] != other.1[*f]).collect()
+        };
         return Err(format!(
-            "after `pai log` ({note}) the project is in neither state: {:?}\n(pai said: {})",
+            "after `pai log` ({note}) the project is in neither state: {:?}; not as before: \
+             {:?}, not as after: {:?}\n(pai said: {})",
             now.0,
+            differ(before),
+            differ(after),
             String::from_utf8_lossy(&crashed.stderr)
         ));
     }
@@ -701,13 +707,13 @@ const CONVERTED: Suite = Suite {
     users_files: |_, _, _| Ok(()),
 };
 
-/// An undo and a redo of files git converts (`core.autocrlf=true`, `eol=crlf`) and of private
-/// 0600 files that went to the trash, killed at each of their system calls and failed at
-/// their writes: every file is then byte for byte, permission bits included, in its state
-/// before or after, and after the next command the whole project is (with `git status` as
-/// the oracle).
+/// A plan, an undo and a redo of files git converts (`core.autocrlf=true`, `eol=crlf`) and
+/// of private 0600 files that went to the trash, killed at each of their system calls and
+/// failed at their writes: every file is then byte for byte, permission bits included, in
+/// its state before or after, and after the next command the whole project is (with `git
+/// status` as the oracle).
 #[test]
-fn an_undo_or_redo_of_converted_and_private_files_is_finished_or_rolled_back_exactly() {
+fn converted_and_private_files_are_finished_or_rolled_back_exactly() {
     if !strace_works() {
         eprintln!("skipped: strace is missing or cannot trace here (CI installs it: .ci/run)");
         return;
@@ -731,7 +737,7 @@ fn an_undo_or_redo_of_converted_and_private_files_is_finished_or_rolled_back_exa
     assert_eq!(after.1["private.txt"], None);
     assert_eq!(after.1["conf.secret"], Some((b"key=2\n".to_vec(), 0o600)));
     assert_ne!(before, after);
-    let ops = [Op::Undo, Op::Redo];
+    let ops = [Op::Plan, Op::Undo, Op::Redo];
     let (tally, kills, fails) = run_cases(tmp.path(), &CONVERTED, converted_fixture, &mock, &ops);
     tally.check(kills, fails, started);
     assert!(kills >= 60, "only {kills} kill points");

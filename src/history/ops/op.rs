@@ -62,6 +62,17 @@ impl Op {
             self.end(repo, wt, None)?;
             return Err(e);
         }
+        self.carry_out(repo, wt, index)
+    }
+
+    /// [`Op::commit`] for a record already written ([`Op::begin`]): apply it forward and
+    /// remove it, rolling back on a failure.
+    pub(crate) fn carry_out(
+        self,
+        repo: &Repository,
+        wt: &dyn WorkTree,
+        index: Option<LockedIndex>,
+    ) -> Result<Applied, HistoryError> {
         let result = apply::apply_holding(repo, wt, &self.record, Direction::Forward, index);
         self.close(repo, wt, result)
     }

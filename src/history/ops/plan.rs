@@ -27,7 +27,7 @@ use super::super::names;
 use super::super::scope::{self, Entry, MODE_EXEC};
 use super::super::worktree::{WorkEntry, WorkTree};
 use super::apply::{Applied, tidy_folders};
-use super::record::{self, FileMove, OpKind, Record};
+use super::record::{self, FileMove, FileState, OpKind, Record, Source};
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;
@@ -237,6 +237,26 @@ impl PlanJournal {
     /// Write the record: from here on a crash is rolled back by the next command.
     fn save(&self) -> Result<(), HistoryError> {
         record::write_atomic(&self.path, &self.record)
+    }
+
+    /// What stood at `path` before the plan, as the plan commit's record states it (the user's
+    /// exact bytes and permission bits; `Some(None)`: absent), when this journal recorded it.
+    pub(crate) fn before_state(&self, path: &str) -> Option<Option<FileState>> {
+        let m = self.record.files.iter().find(|m| m.path == path)?;
+        let (before, _) = m.states().ok()?;
+        Some(before.map(|(id, mode)| FileState {
+            id,
+            mode,
+            perm: self.record.perms.get(path).copied(),
+            from: Source::Found,
+        }))
+    }
+
+    /// Every path the journal recorded, and the folders that stood before the plan wrote
+    /// into them: what the plan commit's record takes over.
+    pub(crate) fn recorded(&self) -> (Vec<&str>, &[String]) {
+        let paths = self.record.files.iter().map(|m| m.path.as_str()).collect();
+        (paths, &self.record.kept_dirs)
     }
 
     /// The plan's commit has its own record, or the plan ended without one: drop this one.

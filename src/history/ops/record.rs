@@ -389,6 +389,7 @@ impl Record {
     }
 
     /// Record that the work-tree file `path` goes from `before` to `after`.
+    #[cfg(test)]
     pub(crate) fn file(&mut self, path: &str, before: Option<Entry>, after: Option<Entry>) {
         if before != after {
             self.files.push(FileMove::new(path, before, after));
