@@ -354,4 +354,38 @@ mod tests {
         // The rest of the operation is finished all the same.
         assert_eq!(std::fs::read(dir.path().join("new.txt")).unwrap(), b"two\n");
     }
+
+    /// A copy's permission bits are part of its state: written forward, back, and after a
+    /// crash, and a file with the right bytes but other bits is in neither state.
+    #[test]
+    fn permission_bits_a_state_names_are_written_and_checked() {
+        use crate::history::ops::record::FileState;
+        use std::os::unix::fs::PermissionsExt as _;
+        let (dir, repo, _, one, two) = repo();
+        let ws = Workspace::open(dir.path(), WorkspaceConfig::default()).unwrap();
+        let path = dir.path().join("secret.txt");
+        std::fs::write(&path, "two\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let perm = || std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        let mut rec = Record::new(OpKind::Undo);
+        let found = FileState {
+            perm: Some(0o640),
+            ..FileState::stored((two, MODE_FILE))
+        };
+        rec.work_file("secret.txt", Some(found), Some(FileState::copy(one, 0o600)));
+        apply(&repo, &ws, &rec, Direction::Forward).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"one\n");
+        assert_eq!(perm(), 0o600);
+        apply(&repo, &ws, &rec, Direction::Back).unwrap();
+        assert_eq!(
+            (std::fs::read(&path).unwrap(), perm()),
+            (b"two\n".to_vec(), 0o640)
+        );
+        // The copy's bytes with other bits: not what the record wrote, so left and named.
+        std::fs::write(&path, "one\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let done = apply(&repo, &ws, &rec, Direction::Back).unwrap();
+        assert_eq!(done.kept, ["secret.txt"]);
+        assert_eq!(perm(), 0o644);
+    }
 }
