@@ -70,11 +70,30 @@ pub(crate) struct Orphans {
 const MARKER: &str = "PAIRUN_MARK";
 
 /// Whether process `pid` carries `MARKER=id` in its environment.
+///
+/// A process in the middle of `execve` (a daemon's `setsid` becoming its shell, say) reads as
+/// an empty environment for that moment, and would be taken for one that is not the run's:
+/// an empty read of a live process is tried again for a short while before it counts.
 fn carries(pid: libc::pid_t, id: &str) -> bool {
     let wanted = format!("{MARKER}={id}");
-    fs::read(format!("/proc/{pid}/environ"))
-        .map(|env| env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes()))
-        .unwrap_or(false)
+    for _ in 0..20 {
+        match fs::read(format!("/proc/{pid}/environ")) {
+            Ok(env) if !env.is_empty() => {
+                return env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes());
+            }
+            Ok(_) if is_live(pid) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Whether `pid` is a process that has not exited (a zombie's environment is empty for good).
+fn is_live(pid: libc::pid_t) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|line| crate::procfs::parse_stat(&line))
+        .is_some_and(|stat| !stat.exited())
 }
 
 impl Orphans {
