@@ -32,6 +32,8 @@ mod map;
 mod mcp;
 #[path = "scale.rs"]
 mod scale;
+#[path = "scale_shapes.rs"]
+mod scale_shapes;
 #[path = "../support/mod.rs"]
 mod support;
 use support::history as history_common;
