@@ -101,27 +101,32 @@ fn prose_text(i: usize, vocab: &[String]) -> String {
         }
         _ => {}
     }
+    // Code files are mostly prose too: a paragraph of comment or docstring to each
+    // function, as in well-commented code.
     let mut n = 0;
     while out.len() < size {
-        let s = sentence(&mut mix, vocab);
+        let paragraph: Vec<String> = (0..3 + mix.below(4))
+            .map(|_| sentence(&mut mix, vocab))
+            .collect();
+        let paragraph = paragraph.join(" ");
         let name = format!("{}_{}", word(&mut mix, vocab), word(&mut mix, vocab));
         let _ = match ext {
-            "json" => writeln!(out, "    {{\"{name}\": \"{s}\"}},"),
+            "json" => writeln!(out, "    {{\"{name}\": \"{paragraph}\"}},"),
             "py" => writeln!(
                 out,
-                "def {name}(value):\n    \"\"\"{s}\"\"\"\n    return value\n"
+                "def {name}(value):\n    \"\"\"{paragraph}\"\"\"\n    return value\n"
             ),
             "js" => writeln!(
                 out,
-                "// {s}\nfunction {name}(value) {{\n  return value;\n}}\n"
+                "/* {paragraph} */\nfunction {name}(value) {{\n  return value;\n}}\n"
             ),
             _ => {
                 n += 1;
-                if n % 4 == 0 {
-                    writeln!(out, "\n{s}")
-                } else {
-                    write!(out, "{s} ")
-                }
+                writeln!(
+                    out,
+                    "{paragraph}\n{}",
+                    if n % 3 == 0 { "\n## More\n" } else { "" }
+                )
             }
         };
     }
