@@ -596,3 +596,150 @@ fn join_saves(saving: &mut Saving, file: Option<&Path>) {
         let _ = handle.join();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::map::facts::DefRec;
+    use crate::map::symbols::DefKind;
+
+    /// A store of three blobs: one defining `parse_config` with the words "parse" and
+    /// "config", one of prose, one of other prose of the same size.
+    fn store() -> Store {
+        let mut s = Store::default();
+        let name = s.names.intern("parse_config");
+        let sig = s.names.intern("def parse_config():");
+        let code = Facts {
+            defs: vec![DefRec {
+                name,
+                kind: DefKind::Function,
+                line: 1,
+                end: 2,
+                signature: sig,
+            }],
+            len: 3,
+            lines: 2,
+            parsed: true,
+            ..Facts::default()
+        };
+        let prose = Facts {
+            len: 4,
+            lines: 1,
+            ..Facts::default()
+        };
+        let words = |w: &[(&str, u16)]| w.iter().map(|(w, n)| (w.to_string(), *n)).collect();
+        s.add_parsed([1; 20], code, words(&[("pars", 1), ("config", 2)]));
+        s.add_parsed(
+            [2; 20],
+            prose.clone(),
+            words(&[("ledger", 3), ("config", 1)]),
+        );
+        s.add_parsed([3; 20], prose, words(&[("tax", 4)]));
+        s
+    }
+
+    fn query(words: &[&str]) -> Query {
+        Query {
+            terms: words.iter().map(|w| w.to_string()).collect(),
+            ..Query::default()
+        }
+    }
+
+    #[test]
+    fn a_saved_store_reads_back_only_the_requests_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.bin");
+        let root = Path::new("/project");
+        save(&file, root, &mut store()).unwrap();
+        let mut s = load(&file, root);
+        assert_eq!(s.ids.len(), 3);
+        assert_eq!(s.blob_index(&[2; 20]), Some(1));
+        let paths = vec!["a.py", "b.md", "c.md"];
+        let mut files = MapFiles::new(&paths);
+        for i in 0..3 {
+            files.set_blob(i, i as u32);
+        }
+        let view = s.view(&files, &query(&["config", "nowhere"]));
+        let config = s.names.lookup("config").unwrap();
+        let facts = |i: usize| &s.facts()[view.blob(i).unwrap() as usize].1;
+        assert_eq!(facts(0).terms, [(config, 2)]);
+        assert_eq!(facts(0).defs.len(), 1, "the symbols come with the view");
+        assert_eq!(facts(1).terms, [(config, 1)]);
+        assert!(facts(2).terms.is_empty());
+        assert_eq!((facts(2).len, facts(2).lines), (4, 1));
+        assert!(
+            s.names.lookup("ledger").is_none(),
+            "a word not asked for is not loaded"
+        );
+        assert!(s.names.lookup("nowhere").is_none());
+    }
+
+    #[test]
+    fn blobs_of_one_size_without_the_requests_words_share_an_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.bin");
+        let root = Path::new("/project");
+        save(&file, root, &mut store()).unwrap();
+        let mut s = load(&file, root);
+        let paths = vec!["b.md", "c.md"];
+        let mut files = MapFiles::new(&paths);
+        files.set_blob(0, 1);
+        files.set_blob(1, 2);
+        let view = s.view(&files, &query(&["absent"]));
+        assert_eq!(view.blob(0), view.blob(1));
+        let view = s.view(&files, &query(&["ledger"]));
+        assert_ne!(
+            view.blob(0),
+            view.blob(1),
+            "the one holding the word stands apart"
+        );
+    }
+
+    #[test]
+    fn a_cache_whose_words_file_is_missing_foreign_or_damaged_is_cold() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.bin");
+        let other = dir.path().join("d.bin");
+        let root = Path::new("/project");
+        save(&file, root, &mut store()).unwrap();
+        save(&other, root, &mut store()).unwrap();
+        assert!(!load(&file, root).is_empty());
+        // Another cache's words file, of the same shape: its id differs.
+        std::fs::copy(words::path_of(&other), words::path_of(&file)).unwrap();
+        assert!(load(&file, root).is_empty());
+        save(&file, root, &mut store()).unwrap();
+        let mut bytes = std::fs::read(words::path_of(&file)).unwrap();
+        bytes.pop();
+        std::fs::write(words::path_of(&file), &bytes).unwrap();
+        assert!(load(&file, root).is_empty(), "cut short");
+        std::fs::remove_file(words::path_of(&file)).unwrap();
+        assert!(load(&file, root).is_empty(), "missing");
+    }
+
+    #[test]
+    fn compaction_keeps_the_live_blobs_words_under_their_new_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.bin");
+        let root = Path::new("/project");
+        save(&file, root, &mut store()).unwrap();
+        let mut s = load(&file, root);
+        // Only the third blob is live: the first two go, and it becomes blob 0.
+        s.compact(&[2]);
+        save(&file, root, &mut s).unwrap();
+        let mut s = load(&file, root);
+        assert_eq!(s.ids, [[3; 20]]);
+        let paths = vec!["c.md"];
+        let mut files = MapFiles::new(&paths);
+        files.set_blob(0, 0);
+        let view = s.view(&files, &query(&["tax", "config"]));
+        let tax = s.names.lookup("tax").unwrap();
+        assert_eq!(
+            s.facts()[view.blob(0).unwrap() as usize].1.terms,
+            [(tax, 4)]
+        );
+        assert!(
+            s.names.lookup("config").is_none(),
+            "the dropped blobs' words went"
+        );
+    }
+}
