@@ -339,7 +339,6 @@ pub fn write(
         for (w, l) in fresh {
             emit(w.as_bytes(), [l, &[]])?;
         }
-        drop(emit);
         postings.flush()?;
         drop(postings);
         for part in [entries, text] {
