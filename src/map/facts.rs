@@ -142,7 +142,9 @@ pub struct Facts {
     pub defs: Vec<DefRec>,
     /// Names referred to, each once, with how often.
     pub refs: Vec<(u32, u16)>,
-    /// Term counts, sorted by term id.
+    /// Term counts, sorted by term id: in the map's view only the request's terms (the words
+    /// of every blob are kept on disk, `words.rs`), and never stored with the facts.
+    #[serde(skip)]
     pub terms: Vec<(u32, u16)>,
     /// The distinct terms of the definitions' names, sorted.
     pub def_terms: Vec<u32>,
@@ -162,6 +164,12 @@ impl Facts {
             .map_or(0, |i| self.terms[i].1)
     }
 
+    /// Whether it holds anything besides its size: definitions, references, or terms of
+    /// definitions' names.
+    pub fn has_symbols(&self) -> bool {
+        !(self.defs.is_empty() && self.refs.is_empty() && self.def_terms.is_empty())
+    }
+
     /// Whether every id in these facts is below `names` (a cache entry from a foreign or
     /// corrupt file fails this and is dropped).
     pub fn ids_below(&self, names: usize) -> bool {
@@ -172,6 +180,9 @@ impl Facts {
             && self.def_terms.iter().all(|id| ok(*id))
     }
 }
+
+/// A file version's words with how often each occurs.
+pub type WordCounts = Vec<(String, u16)>;
 
 /// Facts of a file read on a worker thread, before interning.
 #[derive(Debug, Default)]
@@ -209,8 +220,15 @@ impl RawFacts {
         }
     }
 
-    /// Intern into `names`.
+    /// Intern into `names`; the words are left out (see [`RawFacts::split`]).
     pub fn intern(self, names: &mut Names) -> Facts {
+        self.split(names).0
+    }
+
+    /// The facts, names interned into `names`, and apart from them the file's words with
+    /// their counts (the most frequent [`MAX_TERMS`], in no order), which the map keeps in its
+    /// words index rather than among the names.
+    pub fn split(self, names: &mut Names) -> (Facts, WordCounts) {
         let mut def_terms: Vec<u32> = Vec::new();
         for d in &self.symbols.defs {
             terms::for_each_term(&d.name, |t| def_terms.push(names.intern(t)));
@@ -242,19 +260,19 @@ impl RawFacts {
             counted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             counted.truncate(MAX_TERMS);
         }
-        let mut terms: Vec<(u32, u16)> = counted
+        let words = counted
             .into_iter()
-            .map(|(t, n)| (names.intern(&t), u16::try_from(n).unwrap_or(u16::MAX)))
+            .map(|(t, n)| (t, u16::try_from(n).unwrap_or(u16::MAX)))
             .collect();
-        terms.sort_unstable();
-        Facts {
+        let facts = Facts {
             defs,
             refs,
-            terms,
+            terms: Vec::new(),
             def_terms,
             len,
             lines: self.lines,
             parsed: self.parsed,
-        }
+        };
+        (facts, words)
     }
 }

@@ -158,8 +158,8 @@ pub fn gather<'a>(
         let blob = match store.blob_index(&p.id) {
             Some(b) => b,
             None => {
-                let facts = raw.intern(&mut store.names);
-                store.add_blob(p.id, facts)
+                let (facts, words) = raw.split(&mut store.names);
+                store.add_parsed(p.id, facts, words)
             }
         };
         if tracked != Some(p.id) {
@@ -237,7 +237,7 @@ fn known(
     now: Option<Stamp>,
 ) -> (Known, bool) {
     if let Some((stamp, b)) = entry {
-        let Some(id) = store.blobs.get(b as usize).map(|(id, _)| *id) else {
+        let Some(id) = store.id(b) else {
             return (Known::Unknown, false);
         };
         if Some(id) == tracked {

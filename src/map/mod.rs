@@ -19,6 +19,7 @@ pub mod score;
 pub mod store;
 pub mod symbols;
 pub mod terms;
+pub mod words;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -259,9 +260,10 @@ fn build_with<'c>(
         recent: recent(&mut g.store, activity),
     };
     clock.mark("signals");
+    let view = g.store.view(&g.files, query);
     let ranked = rank::rank(
-        &g.files,
-        &g.store.blobs,
+        &view,
+        g.store.facts(),
         &g.store.names,
         query,
         &signals,
@@ -270,16 +272,16 @@ fn build_with<'c>(
     let text_of = |p: &str| ws.read_stamped(p, MAX_FILE_BYTES).map(|(t, _)| t);
     clock.mark("rank");
     let (text, shown) = render::render(&render::Input {
-        files: &g.files,
+        files: &view,
         ranked: &ranked,
-        blobs: &g.store.blobs,
+        blobs: g.store.facts(),
         names: &g.store.names,
         query,
         budget: opts.budget_chars,
         text_of: &text_of,
     });
     clock.mark("render");
-    let ranked = best_scored(ranked, &g.files);
+    let ranked = best_scored(ranked, &view);
     let files = g.files.len();
     if let Some(l) = location
         && (g.parsed > 0 || g.dropped > 0 || head_before != activity.head)
@@ -315,7 +317,7 @@ fn load_cache(
         .as_deref()
         .map(|l| store::load(l, root))
         .unwrap_or_default();
-    if cached.blobs.is_empty() {
+    if cached.is_empty() {
         // Cold: nearly every file will be parsed. A warm map parses few files or none, and
         // compiling a language it does not need would cost more than the rest of the map.
         prepare_languages(corpus);

@@ -32,6 +32,8 @@ mod map;
 mod mcp;
 #[path = "scale.rs"]
 mod scale;
+#[path = "scale_shapes.rs"]
+mod scale_shapes;
 #[path = "../support/mod.rs"]
 mod support;
 use support::history as history_common;
@@ -100,7 +102,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ),
     (
         "scale",
-        "every command end to end on 1,000 / 10,000 / 100,000 files, beside git, with peak RSS",
+        "every command end to end on three shapes of repository (1,000 / 10,000 / 100,000 files, and a real one), beside git, with peak RSS",
     ),
     (
         "worktree",
@@ -117,7 +119,9 @@ fn print_help() {
         "\nEnvironment: PAI_BENCH_TREE, PAI_BENCH_FILES, PAI_BENCH_RUNS, PAI_BENCH_REPS, \
          PAI_BENCH_SCENARIO, PAI_BENCH_REPLAY (see tests/benches/pai.rs); for `scale`: \
          PAI_BENCH_SCALE_DIR (where the repositories are kept, /tmp/pai-bench-scale), \
-         PAI_BENCH_SCALE_SIZES (1000,10000,100000), PAI_BENCH_SCALE_REPS (7)."
+         PAI_BENCH_SCALE_SIZES (1000,10000,100000), PAI_BENCH_SCALE_REPS (7), \
+         PAI_BENCH_SCALE_SHAPES (generated,prose,real), PAI_BENCH_SCALE_REAL (a checkout of a \
+         real repository), PAI_BENCH_SCALE_HOME (the HOME of the pai processes), PAI_BENCH_BIN."
     );
 }
 

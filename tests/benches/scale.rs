@@ -21,6 +21,7 @@ use pai::workspace::{Workspace, WorkspaceConfig};
 use serde_json::{Value, json};
 
 use crate::common::{Row, git, git_command, mb, median, ms, thousands};
+use crate::scale_shapes::{generate_prose, real_checkout, tracked_files};
 use crate::support::mock_llm::{MockLlm, Reply, Script};
 use crate::support::project::TEST_KEY;
 use crate::{Measured, PAI, run_measured, workspace};
@@ -83,9 +84,10 @@ fn sizes() -> Vec<usize> {
         .unwrap_or_else(|| vec![1_000, 10_000, 100_000])
 }
 
-/// The `HOME` every `pai` the bench runs gets.
+/// The `HOME` every `pai` the bench runs gets (`PAI_BENCH_SCALE_HOME`: another, so that a
+/// build measured with `PAI_BENCH_BIN` keeps caches of its own).
 fn bench_home() -> PathBuf {
-    cache_dir().join("home")
+    std::env::var_os("PAI_BENCH_SCALE_HOME").map_or_else(|| cache_dir().join("home"), PathBuf::from)
 }
 
 /// Give the `pai` processes the bench runs (`HOME` = [`bench_home`]) the secret the plans
@@ -145,10 +147,68 @@ fn ensure_plans(root: &Path, plans: usize) {
     std::fs::write(marker, "").unwrap();
 }
 
-/// A generated repository of `files` files with 50 plans, ready to measure.
-fn prepared_repo(files: usize) -> PathBuf {
-    let root = cache_dir().join(format!("repo-{files}"));
-    workspace::generate_repo(&root, files);
+/// The kinds of repository measured.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// One line of Python a file (`workspace::generate_repo`).
+    Generated,
+    /// 1–4 KB of words a file, five extensions (`scale_shapes::generate_prose`).
+    Prose,
+    /// The checkout `PAI_BENCH_SCALE_REAL` names.
+    Real,
+}
+
+impl Shape {
+    /// What a row says of the repository (nothing for the generated one, whose rows keep
+    /// their names).
+    fn label(self) -> String {
+        match self {
+            Shape::Generated => String::new(),
+            Shape::Prose => ", prose".to_string(),
+            Shape::Real => format!(
+                ", {}",
+                real_checkout()
+                    .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// The shapes to measure (`PAI_BENCH_SCALE_SHAPES=generated,prose,real`; `real` only when
+/// `PAI_BENCH_SCALE_REAL` names a checkout).
+fn shapes() -> Vec<Shape> {
+    let wanted = std::env::var("PAI_BENCH_SCALE_SHAPES")
+        .unwrap_or_else(|_| "generated,prose,real".to_string());
+    let mut out = Vec::new();
+    for name in wanted.split(',').map(str::trim) {
+        match name {
+            "generated" => out.push(Shape::Generated),
+            "prose" => out.push(Shape::Prose),
+            "real" if real_checkout().is_some() => out.push(Shape::Real),
+            "real" => eprintln!("  no real repository: PAI_BENCH_SCALE_REAL names no checkout"),
+            other => eprintln!("  unknown shape {other:?}"),
+        }
+    }
+    out
+}
+
+/// A repository of `shape` with `files` files (the real one: all of its own) and 50 plans,
+/// ready to measure.
+fn prepared_repo(shape: Shape, files: usize) -> PathBuf {
+    let root = match shape {
+        Shape::Generated => {
+            let root = cache_dir().join(format!("repo-{files}"));
+            workspace::generate_repo(&root, files);
+            root
+        }
+        Shape::Prose => {
+            let root = cache_dir().join(format!("prose-{files}"));
+            generate_prose(&root, files);
+            root
+        }
+        Shape::Real => real_checkout().unwrap(),
+    };
     ensure_plans(&root, 50);
     // A run cut short leaves the WRITE plan's file: take it back the way the bench does.
     if root.join(NEW_FILE).exists() {
@@ -166,11 +226,23 @@ fn pai_binary() -> String {
 
 /// `pai` with `args` in `root`, hermetic, against `mock`; measured; it must succeed.
 fn pai_cmd(root: &Path, mock: &MockLlm, args: &[&str]) -> Measured {
+    pai_cmd_as(root, mock, args, &pai_binary(), None)
+}
+
+/// [`pai_cmd`] with another binary, and another cache directory (`cache`: the user's caches
+/// as a first run in a project finds them, empty).
+fn pai_cmd_as(
+    root: &Path,
+    mock: &MockLlm,
+    args: &[&str],
+    binary: &str,
+    cache: Option<&Path>,
+) -> Measured {
     let home = bench_home();
     std::fs::create_dir_all(&home).unwrap();
     let kind = ProviderKind::Gemini;
     let rss = RssFile::new();
-    let mut cmd = rss.command(&pai_binary());
+    let mut cmd = rss.command(binary);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &home)
@@ -181,6 +253,9 @@ fn pai_cmd(root: &Path, mock: &MockLlm, args: &[&str]) -> Measured {
         .env("PAI_BASE_URL", mock.base_url(kind))
         .args(args)
         .current_dir(root);
+    if let Some(cache) = cache {
+        cmd.env("XDG_CACHE_HOME", cache);
+    }
     let m = rss.read(run_measured(&mut cmd));
     assert_eq!(
         m.code,
@@ -387,6 +462,70 @@ fn forget_undone_sessions(root: &Path) {
     }
 }
 
+/// Run `pai map` for the bench's request until the map's cache knows every file: a cold map
+/// parses what its time budget allows and the next goes on, so at 100,000 files of text the
+/// first few runs are not yet warm.
+fn warm_map(root: &Path, mock: &MockLlm) {
+    for _ in 0..60 {
+        let m = pai_cmd(root, mock, &["map", "--json", "scale-write"]);
+        let report: Value = serde_json::from_slice(&m.stdout).unwrap_or_default();
+        if report["unparsed"] == 0 {
+            return;
+        }
+    }
+    eprintln!("  the map's cache of {} is still not warm", root.display());
+}
+
+/// The first `pai run --plan` in a project (the user's caches empty: every folder read, every
+/// file parsed) and the first after a new binary (the kept listing is stamped with the
+/// binary, so the walk reads every folder again; the map's cache stays), each beside one
+/// `git ls-files`, measured once: they happen once, and are not the warm figures the targets
+/// are about. The caches are warm again after them.
+fn first_runs(root: &Path, mock: &MockLlm, files: usize, shape: Shape) -> Vec<Row> {
+    let args = ["run", "scale-write", "--plan", "--json"];
+    let what = |first: &str| {
+        format!(
+            "`pai run --plan`, first run {first} · {} files{}",
+            thousands(files as u64),
+            shape.label()
+        )
+    };
+    let mut rows = Vec::new();
+    let cold = tempfile::tempdir().unwrap();
+    let m = pai_cmd_as(root, mock, &args, &pai_binary(), Some(cold.path()));
+    let g = git_cmd(root, &["ls-files"]);
+    rows.extend(first_rows(what("in the project"), &m, &g));
+    // A copy is a new binary to pai: another inode and time.
+    let copy = tempfile::Builder::new()
+        .prefix("pai-new-")
+        .tempdir()
+        .unwrap();
+    let binary = copy.path().join("pai");
+    std::fs::copy(pai_binary(), &binary).unwrap();
+    // Warm with this build first, so that only the binary is new.
+    pai_cmd(root, mock, &args);
+    let m = pai_cmd_as(root, mock, &args, &binary.to_string_lossy(), None);
+    let g = git_cmd(root, &["ls-files"]);
+    rows.extend(first_rows(what("after a new binary"), &m, &g));
+    // The kept listing is this build's again for the reps.
+    pai_cmd(root, mock, &args);
+    rows
+}
+
+/// A once-measured run's time and peak RSS beside git's.
+fn first_rows(what: String, m: &Measured, g: &Measured) -> Vec<Row> {
+    vec![
+        Row::new(AREA, what.clone(), ms(m.wall)).vs(
+            format!("`git ls-files` {}", ms(g.wall)),
+            crate::common::ratio(m.wall, g.wall),
+        ),
+        Row::new(AREA, format!("peak RSS, {what}"), mb(m.max_rss_kib)).vs(
+            format!("`git ls-files` {}", mb(g.max_rss_kib)),
+            m.max_rss_kib as f64 / g.max_rss_kib.max(1) as f64,
+        ),
+    ]
+}
+
 /// `pai log` beside `git log --oneline` in the 5,000-plan repository.
 fn log_rep(root: &Path, mock: &MockLlm, s: &mut Samples) {
     s.pai(&listed_log(root, mock, 5_000));
@@ -395,25 +534,35 @@ fn log_rep(root: &Path, mock: &MockLlm, s: &mut Samples) {
 
 /// The rows of one operation at one size.
 fn row(op: usize, files: usize, s: &Samples) -> Vec<Row> {
+    shaped_row(op, files, Shape::Generated, s)
+}
+
+/// The rows of one operation on one repository.
+fn shaped_row(op: usize, files: usize, shape: Shape, s: &Samples) -> Vec<Row> {
+    let label = shape.label();
     let (pai, git) = (median(s.pai.clone()), median(s.git.clone()));
     let r = crate::common::ratio(pai, git);
     let (reference, limit) = REFS[op];
     let mut time = Row::new(
         AREA,
-        format!("{} · {} files", OPS[op], thousands(files as u64)),
+        format!("{} · {} files{label}", OPS[op], thousands(files as u64)),
         ms(pai),
     )
     .vs(format!("{reference} {}", ms(git)), r);
     let mut memory = Row::new(
         AREA,
-        format!("peak RSS, {} · {} files", OPS[op], thousands(files as u64)),
+        format!(
+            "peak RSS, {} · {} files{label}",
+            OPS[op],
+            thousands(files as u64)
+        ),
         mb(s.pai_rss),
     )
     .vs(
         format!("{reference} {}", mb(s.git_rss)),
         s.pai_rss as f64 / s.git_rss.max(1) as f64,
     );
-    if files >= 100_000 || op == 5 {
+    if files >= 100_000 || op == 5 || shape == Shape::Real {
         if let Some(limit) = limit {
             let what = if limit >= 1.0 && (op == 1 || op == 2) {
                 "< 1x".to_string()
@@ -427,21 +576,32 @@ fn row(op: usize, files: usize, s: &Samples) -> Vec<Row> {
     vec![time, memory]
 }
 
-/// The scale rows: every size, `reps` interleaved reps each (after one warm-up).
+/// The scale rows: every shape at every size (the real repository at its own), `reps`
+/// interleaved reps each after the first runs and one warm-up.
 pub fn rows(reps: usize) -> Vec<Row> {
     let mock = MockLlm::start(script());
     let mut rows = Vec::new();
-    for files in sizes() {
-        eprintln!("  {} files ...", thousands(files as u64));
-        let root = prepared_repo(files);
-        let mut s: Vec<Samples> = (0..5).map(|_| Samples::default()).collect();
-        one_rep(&root, &mock, &mut s);
-        let mut s: Vec<Samples> = (0..5).map(|_| Samples::default()).collect();
-        for _ in 0..reps {
+    for shape in shapes() {
+        let sizes = match shape {
+            Shape::Real => real_checkout()
+                .map(|d| vec![tracked_files(&d)])
+                .unwrap_or_default(),
+            _ => sizes(),
+        };
+        for files in sizes {
+            eprintln!("  {} files{} ...", thousands(files as u64), shape.label());
+            let root = prepared_repo(shape, files);
+            warm_map(&root, &mock);
+            rows.extend(first_runs(&root, &mock, files, shape));
+            let mut s: Vec<Samples> = (0..5).map(|_| Samples::default()).collect();
             one_rep(&root, &mock, &mut s);
-        }
-        for (op, samples) in s.iter().enumerate() {
-            rows.extend(row(op, files, samples));
+            let mut s: Vec<Samples> = (0..5).map(|_| Samples::default()).collect();
+            for _ in 0..reps {
+                one_rep(&root, &mock, &mut s);
+            }
+            for (op, samples) in s.iter().enumerate() {
+                rows.extend(shaped_row(op, files, shape, samples));
+            }
         }
     }
     eprintln!("  5,000 plans ...");

@@ -1,0 +1,456 @@
+//! The words of every cached file version, kept as an inverted index on disk beside the map's
+//! cache (`<cache>.words`): for each word, in byte order, the blobs it occurs in and how often.
+//! A warm map reads only the entries of the request's words, by binary search through the
+//! file, so what it loads is bounded by what it ranks, not by how much text the project holds.
+//!
+//! Layout (integers little-endian): a header (`MAGIC`, the id the cache it pairs with names,
+//! the number of blobs that cache holds, of words, of postings, of bytes of word text), the
+//! postings (`blob: u32`, `count: u16`) word after word, one entry per word (where its text
+//! ends and where its postings end, both `u32`), and the words' text. The file lives outside
+//! the project like the rest of the cache; every range read from it is checked against the
+//! header, and a blob number past the cache's is ignored.
+
+use std::fs::File;
+use std::io::{Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
+
+/// The file's first bytes (the last digit is the layout's version).
+const MAGIC: &[u8; 8] = b"PAIWORD1";
+/// Bytes of the header.
+const HEADER: u64 = 48;
+/// Bytes of one posting (`blob: u32`, `count: u16`).
+const POSTING: u64 = 6;
+/// Bytes of one word's entry.
+const ENTRY: u64 = 8;
+/// The longest word stored (longer ones are never terms: see `terms::for_each_term`).
+const MAX_WORD: usize = 256;
+
+/// Which words file a cache pairs with: a new id for every file written.
+pub type WordsId = [u8; 16];
+
+/// A fresh id, different for every file written (process, time and a counter hashed).
+pub fn new_id() -> WordsId {
+    use sha2::{Digest, Sha256};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut h = Sha256::new();
+    h.update(std::process::id().to_le_bytes());
+    h.update(now.to_le_bytes());
+    h.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let digest = h.finalize();
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest[..16]);
+    id
+}
+
+/// Where the words of the cache at `cache` are kept.
+pub fn path_of(cache: &Path) -> PathBuf {
+    cache.with_extension("words")
+}
+
+/// One blob's count of one word: (blob, count).
+pub type Posting = (u32, u16);
+
+/// An open words file, checked against the cache it pairs with.
+#[derive(Debug)]
+pub struct Words {
+    file: File,
+    blobs: u32,
+    words: u64,
+    postings: u64,
+    text: u64,
+}
+
+impl Words {
+    /// Open the words file at `path` if it is the one `id` names, for a cache of `blobs`
+    /// blobs, and whole.
+    pub fn open(path: &Path, id: &WordsId, blobs: usize) -> Option<Words> {
+        let file = File::open(path).ok()?;
+        let mut head = [0u8; HEADER as usize];
+        file.read_exact_at(&mut head, 0).ok()?;
+        let u32_at = |at: usize| {
+            head.get(at..at + 4)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_le_bytes)
+        };
+        let u64_at = |at: usize| {
+            head.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+        };
+        if &head[..8] != MAGIC || &head[8..24] != id {
+            return None;
+        }
+        let words = Words {
+            blobs: u32_at(24)?,
+            words: u64::from(u32_at(28)?),
+            postings: u64_at(32)?,
+            text: u64_at(40)?,
+            file,
+        };
+        if words.blobs as usize != blobs {
+            return None;
+        }
+        let size = HEADER
+            .checked_add(words.postings.checked_mul(POSTING)?)?
+            .checked_add(words.words.checked_mul(ENTRY)?)?
+            .checked_add(words.text)?;
+        (words.file.metadata().ok()?.len() == size).then_some(words)
+    }
+
+    /// How many blobs the cache it pairs with holds.
+    pub fn blobs(&self) -> usize {
+        self.blobs as usize
+    }
+
+    fn entries_at(&self) -> u64 {
+        HEADER + self.postings * POSTING
+    }
+
+    fn text_at(&self) -> u64 {
+        self.entries_at() + self.words * ENTRY
+    }
+
+    /// Word `k`'s entry: (end of its text, end of its postings), checked against the header.
+    fn entry(&self, k: u64) -> Option<(u64, u64)> {
+        let mut b = [0u8; ENTRY as usize];
+        self.file
+            .read_exact_at(&mut b, self.entries_at() + k * ENTRY)
+            .ok()?;
+        let text = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let postings = u64::from(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
+        (text <= self.text && postings <= self.postings).then_some((text, postings))
+    }
+
+    /// Where word `k`'s text and postings start (where word `k - 1`'s end).
+    fn start(&self, k: u64) -> Option<(u64, u64)> {
+        match k.checked_sub(1) {
+            None => Some((0, 0)),
+            Some(prev) => self.entry(prev),
+        }
+    }
+
+    /// Word `k`'s text.
+    fn word(&self, k: u64, buf: &mut Vec<u8>) -> Option<()> {
+        let (from, _) = self.start(k)?;
+        let (to, _) = self.entry(k)?;
+        let len = usize::try_from(to.checked_sub(from)?).ok()?;
+        if len > MAX_WORD {
+            return None;
+        }
+        buf.resize(len, 0);
+        self.file.read_exact_at(buf, self.text_at() + from).ok()
+    }
+
+    /// The postings of `word`, in the order they were written (blob order), each blob below
+    /// the cache's count (empty when the word is not there or the file is damaged).
+    pub fn postings(&self, word: &str) -> Vec<Posting> {
+        let (mut lo, mut hi) = (0u64, self.words);
+        let mut buf = Vec::new();
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.word(mid, &mut buf).is_none() {
+                return Vec::new();
+            }
+            match buf.as_slice().cmp(word.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return self.postings_of(mid).unwrap_or_default(),
+            }
+        }
+        Vec::new()
+    }
+
+    fn postings_of(&self, k: u64) -> Option<Vec<Posting>> {
+        let (_, from) = self.start(k)?;
+        let (_, to) = self.entry(k)?;
+        let n = usize::try_from(to.checked_sub(from)?).ok()?;
+        let mut bytes = vec![0u8; n.checked_mul(POSTING as usize)?];
+        self.file
+            .read_exact_at(&mut bytes, HEADER + from * POSTING)
+            .ok()?;
+        Some(
+            bytes
+                .chunks_exact(POSTING as usize)
+                .map(decode_posting)
+                .filter(|&(b, _)| b < self.blobs)
+                .collect(),
+        )
+    }
+
+    /// Every word with its postings, in order, read in large sequential pieces (for writing
+    /// the next file: the words are never all in memory).
+    fn each(
+        &self,
+        mut f: impl FnMut(&[u8], &[Posting]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut entries = Sequential::new(&self.file, self.entries_at(), self.words * ENTRY);
+        let mut text = Sequential::new(&self.file, self.text_at(), self.text);
+        let mut postings = Sequential::new(&self.file, HEADER, self.postings * POSTING);
+        let (mut text_at, mut postings_at) = (0u64, 0u64);
+        let mut word = Vec::new();
+        let mut list = Vec::new();
+        for _ in 0..self.words {
+            let e = entries.take(ENTRY as usize)?;
+            let text_end = u64::from(u32::from_le_bytes([e[0], e[1], e[2], e[3]]));
+            let postings_end = u64::from(u32::from_le_bytes([e[4], e[5], e[6], e[7]]));
+            let (Some(len), Some(n)) = (
+                text_end.checked_sub(text_at),
+                postings_end.checked_sub(postings_at),
+            ) else {
+                return Err(damaged());
+            };
+            if len as usize > MAX_WORD || text_end > self.text || postings_end > self.postings {
+                return Err(damaged());
+            }
+            word.clear();
+            word.extend_from_slice(text.take(len as usize)?);
+            list.clear();
+            for _ in 0..n {
+                let p = decode_posting(postings.take(POSTING as usize)?);
+                if p.0 < self.blobs {
+                    list.push(p);
+                }
+            }
+            (text_at, postings_at) = (text_end, postings_end);
+            f(&word, &list)?;
+        }
+        Ok(())
+    }
+}
+
+fn damaged() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "the map's words file is damaged",
+    )
+}
+
+fn decode_posting(b: &[u8]) -> Posting {
+    let blob = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let count = u16::from_le_bytes([b[4], b[5]]);
+    (blob, count)
+}
+
+/// A range of a file read front to back in pieces.
+struct Sequential<'f> {
+    file: &'f File,
+    next: u64,
+    end: u64,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl<'f> Sequential<'f> {
+    const PIECE: usize = 64 * 1024;
+
+    fn new(file: &'f File, from: u64, len: u64) -> Self {
+        Sequential {
+            file,
+            next: from,
+            end: from + len,
+            buf: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// The next `n` bytes.
+    fn take(&mut self, n: usize) -> std::io::Result<&[u8]> {
+        if self.buf.len() - self.at < n {
+            self.buf.drain(..self.at);
+            self.at = 0;
+            let want = (Self::PIECE.max(n) as u64).min(self.end - self.next) as usize;
+            let have = self.buf.len();
+            self.buf.resize(have + want, 0);
+            self.file.read_exact_at(&mut self.buf[have..], self.next)?;
+            self.next += want as u64;
+            if self.buf.len() < n {
+                return Err(damaged());
+            }
+        }
+        let from = self.at;
+        self.at += n;
+        Ok(&self.buf[from..from + n])
+    }
+}
+
+/// The words of the blobs added since the cache was loaded, by word: (blob, count) in blob
+/// order.
+pub type Added = std::collections::BTreeMap<String, Vec<Posting>>;
+
+/// Write the words file of a cache of `blobs` blobs to `path` (atomically, private to the
+/// user): the words of `old` with each blob renumbered by `renumber` (`None`: dropped), merged
+/// with `added` (already numbered), word by word in byte order. Returns its id.
+pub fn write(
+    path: &Path,
+    blobs: usize,
+    old: Option<&Words>,
+    renumber: &dyn Fn(u32) -> Option<u32>,
+    added: &Added,
+) -> std::io::Result<WordsId> {
+    let id = new_id();
+    let blobs = u32::try_from(blobs).map_err(|_| std::io::Error::other("too many blobs"))?;
+    let too_big = || std::io::Error::other("the map's words file would pass 4 GB");
+    crate::private_file::write_atomic_with(path, |out| {
+        let mut entries = std::io::BufWriter::new(tempfile::tempfile_in(dir_of(path))?);
+        let mut text = std::io::BufWriter::new(tempfile::tempfile_in(dir_of(path))?);
+        let mut postings = std::io::BufWriter::new(&mut *out);
+        postings.write_all(&[0u8; HEADER as usize])?;
+        let (mut words, mut n_postings, mut n_text) = (0u32, 0u64, 0u64);
+        let mut emit = |word: &[u8], lists: [&[Posting]; 2]| -> std::io::Result<()> {
+            let mut any = false;
+            for &(blob, count) in lists.iter().flat_map(|l| l.iter()) {
+                postings.write_all(&blob.to_le_bytes())?;
+                postings.write_all(&count.to_le_bytes())?;
+                n_postings += 1;
+                any = true;
+            }
+            if !any {
+                return Ok(());
+            }
+            text.write_all(word)?;
+            n_text += word.len() as u64;
+            words = words.checked_add(1).ok_or_else(too_big)?;
+            let t = u32::try_from(n_text).map_err(|_| too_big())?;
+            let p = u32::try_from(n_postings).map_err(|_| too_big())?;
+            entries.write_all(&t.to_le_bytes())?;
+            entries.write_all(&p.to_le_bytes())?;
+            Ok(())
+        };
+        let mut fresh = added.iter().peekable();
+        if let Some(old) = old {
+            let mut kept = Vec::new();
+            old.each(|word, list| {
+                while let Some((w, l)) = fresh.next_if(|(w, _)| w.as_bytes() < word) {
+                    emit(w.as_bytes(), [l, &[]])?;
+                }
+                kept.clear();
+                kept.extend(list.iter().filter_map(|&(b, n)| Some((renumber(b)?, n))));
+                match fresh.next_if(|(w, _)| w.as_bytes() == word) {
+                    Some((_, l)) => emit(word, [&kept, l]),
+                    None => emit(word, [&kept, &[]]),
+                }
+            })?;
+        }
+        for (w, l) in fresh {
+            emit(w.as_bytes(), [l, &[]])?;
+        }
+        postings.flush()?;
+        drop(postings);
+        for part in [entries, text] {
+            let mut f = part.into_inner().map_err(|e| e.into_error())?;
+            f.seek(SeekFrom::Start(0))?;
+            std::io::copy(&mut f, &mut *out)?;
+        }
+        let mut head = Vec::with_capacity(HEADER as usize);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&id);
+        head.extend_from_slice(&blobs.to_le_bytes());
+        head.extend_from_slice(&words.to_le_bytes());
+        head.extend_from_slice(&n_postings.to_le_bytes());
+        head.extend_from_slice(&n_text.to_le_bytes());
+        out.write_all_at(&head, 0)?;
+        Ok(())
+    })?;
+    Ok(id)
+}
+
+fn dir_of(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn added(list: &[(&str, &[Posting])]) -> Added {
+        list.iter()
+            .map(|(w, l)| (w.to_string(), l.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn words_are_found_with_their_postings_and_merged_when_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.words");
+        let first = added(&[
+            ("alpha", &[(0, 2), (3, 1)]),
+            ("delta", &[(1, 5)]),
+            ("zeta", &[(2, 1)]),
+        ]);
+        let id = write(&path, 4, None, &|b| Some(b), &first).unwrap();
+        let w = Words::open(&path, &id, 4).unwrap();
+        assert_eq!(w.postings("alpha"), [(0, 2), (3, 1)]);
+        assert_eq!(w.postings("delta"), [(1, 5)]);
+        assert_eq!(w.postings("zeta"), [(2, 1)]);
+        assert!(w.postings("beta").is_empty());
+        assert!(w.postings("").is_empty());
+        // Blob 1 dropped, the rest renumbered down; two more blobs added.
+        let more = added(&[("beta", &[(3, 1)]), ("zeta", &[(4, 7)])]);
+        let renumber = |b: u32| match b {
+            0 => Some(0),
+            2 => Some(1),
+            3 => Some(2),
+            _ => None,
+        };
+        let id2 = write(&path, 5, Some(&w), &renumber, &more).unwrap();
+        assert_ne!(id, id2);
+        assert!(
+            Words::open(&path, &id, 4).is_none(),
+            "the old id no longer names it"
+        );
+        let w = Words::open(&path, &id2, 5).unwrap();
+        assert_eq!(w.postings("alpha"), [(0, 2), (2, 1)]);
+        assert_eq!(w.postings("beta"), [(3, 1)]);
+        assert!(w.postings("delta").is_empty(), "its only blob was dropped");
+        assert_eq!(w.postings("zeta"), [(1, 1), (4, 7)]);
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_file_is_refused_or_yields_nothing_out_of_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.words");
+        let id = write(
+            &path,
+            2,
+            None,
+            &|b| Some(b),
+            &added(&[("word", &[(0, 1), (1, 1)])]),
+        )
+        .unwrap();
+        assert!(
+            Words::open(&path, &id, 3).is_none(),
+            "another cache's blob count"
+        );
+        assert!(
+            Words::open(&path, &[9; 16], 2).is_none(),
+            "another cache's id"
+        );
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 1);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(Words::open(&path, &id, 2).is_none(), "cut short");
+        // A posting naming a blob past the cache's: ignored.
+        let id = write(
+            &path,
+            2,
+            None,
+            &|b| Some(b),
+            &added(&[("word", &[(0, 1), (7, 1)])]),
+        )
+        .unwrap();
+        let w = Words::open(&path, &id, 2).unwrap();
+        assert_eq!(w.postings("word"), [(0, 1)]);
+        // An entry pointing past the postings: nothing, and no panic.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let entry = (HEADER + 2 * POSTING) as usize;
+        bytes[entry + 4..entry + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let w = Words::open(&path, &id, 2).unwrap();
+        assert!(w.postings("word").is_empty());
+    }
+}
