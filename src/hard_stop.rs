@@ -22,9 +22,10 @@ use std::time::Duration;
 const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// How long the graceful path may still take after the second signal. Short enough that the
-/// whole stop stays within a second of the press; long enough for a turn that is already
+/// whole stop stays within a second of the press on a loaded machine (killing the children
+/// and restoring the terminal take the rest); long enough for a turn that is already
 /// unwinding to print its summary.
-const GRACE: Duration = Duration::from_millis(600);
+const GRACE: Duration = Duration::from_millis(400);
 
 /// Stop signals received since the graceful path last settled.
 static PENDING: AtomicU32 = AtomicU32::new(0);
