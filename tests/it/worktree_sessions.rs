@@ -781,6 +781,50 @@ fn checkout_corpus(p: &Project, special: Option<&str>) {
     git(&p.root, &["commit", "-q", "-m", "corpus"]);
 }
 
+/// A session started with `-w` whose model call `mock` holds, once its worktree is whole:
+/// the process and the worktree.
+fn held_worktree(p: &Project, mock: &MockLlm) -> (Child, PathBuf) {
+    let child = spawn_run(p, mock, "hold", &["-w"], &p.root);
+    let mut ours = PathBuf::new();
+    support::session::wait_until(Duration::from_secs(60), "the worktree", || {
+        let Some(view) = sessions(p).first().cloned() else {
+            return false;
+        };
+        ours = PathBuf::from(view["worktree"].as_str().unwrap_or_default());
+        let making = ours
+            .parent()
+            .and_then(Path::parent)
+            .unwrap()
+            .join("sessions")
+            .join(format!(
+                "{}.making",
+                view["id"].as_str().unwrap_or_default()
+            ));
+        view["running"] == true && !making.exists()
+    });
+    (child, ours)
+}
+
+/// git finds the worktree `ours` clean: from the index's stat data alone (`git diff-files`
+/// reads no file whose stat data matches), in `git status` and against HEAD.
+fn assert_clean_to_git(ours: &Path, case: &str) {
+    let quiet = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(ours)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(quiet(&["diff-files", "--name-status"]), "", "{case}");
+    assert_eq!(quiet(&["status", "--porcelain", "-uall"]), "", "{case}");
+    assert_eq!(quiet(&["diff", "HEAD", "--stat"]), "", "{case}");
+}
+
 /// The worktree pai made for a running session (`-w`, its model call held) compared with
 /// the one `git worktree add` makes of the same commit: every file's bytes, mode and link
 /// target the same, and git finds it clean from the index's stat data alone (`git
@@ -811,24 +855,7 @@ fn a_worktree_is_checked_out_as_git_checks_it_out() {
             30_000,
             write_plan("a.py", "x\n"),
         )]));
-        let mut child = spawn_run(&p, &mock, "hold", &["-w"], &p.root);
-        let mut ours = PathBuf::new();
-        support::session::wait_until(Duration::from_secs(60), "the worktree", || {
-            let Some(view) = sessions(&p).first().cloned() else {
-                return false;
-            };
-            ours = PathBuf::from(view["worktree"].as_str().unwrap_or_default());
-            let making = ours
-                .parent()
-                .and_then(Path::parent)
-                .unwrap()
-                .join("sessions")
-                .join(format!(
-                    "{}.making",
-                    view["id"].as_str().unwrap_or_default()
-                ));
-            view["running"] == true && !making.exists()
-        });
+        let (mut child, ours) = held_worktree(&p, &mock);
         let (mine, git_made) = (tree_state(&ours), tree_state(&theirs));
         assert!(mine.len() > 20, "{mine:?}");
         for (path, state) in &git_made {
@@ -845,33 +872,7 @@ fn a_worktree_is_checked_out_as_git_checks_it_out() {
             .map(|k| String::from_utf8_lossy(k).into_owned())
             .collect();
         assert_eq!(extra, Vec::<String>::new(), "autocrlf={autocrlf}");
-        let quiet = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(args)
-                .current_dir(&ours)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_OPTIONAL_LOCKS", "0")
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}");
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
-        assert_eq!(
-            quiet(&["diff-files", "--name-status"]),
-            "",
-            "autocrlf={autocrlf}"
-        );
-        assert_eq!(
-            quiet(&["status", "--porcelain", "-uall"]),
-            "",
-            "autocrlf={autocrlf}"
-        );
-        assert_eq!(
-            quiet(&["diff", "HEAD", "--stat"]),
-            "",
-            "autocrlf={autocrlf}"
-        );
+        assert_clean_to_git(&ours, autocrlf);
         let list = git(&p.root, &["worktree", "list", "--porcelain"]);
         assert!(!list.contains("locked"), "{list}");
         child.kill().unwrap();

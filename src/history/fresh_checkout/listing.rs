@@ -138,10 +138,10 @@ fn plain_name(name: &[u8], link: bool) -> bool {
     if lower.starts_with(b"git~") || (lower.starts_with(b"gi") && lower.contains(&b'~')) {
         return false;
     }
-    if let Some(rest) = lower.strip_prefix(b".git") {
-        if link || rest.iter().all(|&b| b == b'.' || b == b' ') {
-            return false;
-        }
+    if let Some(rest) = lower.strip_prefix(b".git")
+        && (link || rest.iter().all(|&b| b == b'.' || b == b' '))
+    {
+        return false;
     }
     true
 }
