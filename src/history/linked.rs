@@ -21,11 +21,13 @@ use git2::{Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Context, HistoryError};
+use super::fresh_checkout;
 use super::line::Line;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
 use super::repo::{self, Found};
 use super::session::{Session, StartOptions, State};
+use super::tree_removal;
 use super::user_state;
 
 /// Prefix of the admin entries (`.git/worktrees/pai-<id>`) of pai's worktrees.
@@ -163,10 +165,8 @@ pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
     };
     let making = making_path(&state, &id);
     std::fs::write(&making, b"").ctx(|| format!("cannot create {}", making.display()))?;
-    let made = write_record(&state, &held.linked).and_then(|()| {
-        let _turn = creating(&state)?;
-        add_worktree(&repo, &held.linked, base)
-    });
+    let made = write_record(&state, &held.linked)
+        .and_then(|()| add_worktree(&repo, &state, &held.linked, base));
     if let Err(e) = made {
         // Nothing of it is left to confuse the next session.
         let _ = remove_parts(&repo, &state, &held.linked);
@@ -281,29 +281,53 @@ fn write_record(state: &Path, linked: &Linked) -> Result<(), HistoryError> {
     std::fs::write(&path, text).ctx(|| format!("cannot write {}", path.display()))
 }
 
-/// The branch at `base` and the worktree checked out on it.
-fn add_worktree(repo: &Repository, linked: &Linked, base: Oid) -> Result<(), HistoryError> {
+/// The branch at `base` and the worktree checked out on it: pai's own checkout on threads
+/// (`fresh_checkout`), or libgit2's for a tree holding a name git treats specially.
+fn add_worktree(
+    repo: &Repository,
+    state: &Path,
+    linked: &Linked,
+    base: Oid,
+) -> Result<(), HistoryError> {
     let commit = repo
         .find_commit(base)
         .ctx(|| format!("cannot read {}", names::short_id(base)))?;
+    let tree = commit
+        .tree()
+        .ctx(|| format!("cannot read the tree of {}", names::short_id(base)))?;
     let branch = repo
         .branch(&format!("pai/{}", linked.id), &commit, false)
         .ctx(|| format!("cannot create the branch pai/{}", linked.id))?;
     if let Some(parent) = linked.path.parent() {
         std::fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
     }
+    let name = format!("{ADMIN_PREFIX}{}", linked.id);
+    let Some(listing) = fresh_checkout::list(repo, &tree)? else {
+        let _turn = creating(state)?;
+        return add_with_libgit2(repo, linked, &branch, &name);
+    };
+    let admin = {
+        let _turn = creating(state)?;
+        fresh_checkout::add_admin(repo, &name, &linked.path, &linked.branch_ref())?
+    };
+    fresh_checkout::check_out(repo, &tree, &listing, &linked.path, &admin)
+}
+
+/// The worktree added by libgit2, checkout included.
+fn add_with_libgit2(
+    repo: &Repository,
+    linked: &Linked,
+    branch: &git2::Branch<'_>,
+    name: &str,
+) -> Result<(), HistoryError> {
     // libgit2 makes git's `worktrees` folder as it adds the first worktree and fails when a
     // session starting at the same moment made it first; made here, it already exists.
     let admin = repo.commondir().join("worktrees");
     std::fs::create_dir_all(&admin).ctx(|| format!("cannot create {}", admin.display()))?;
     let mut opts = WorktreeAddOptions::new();
     opts.reference(Some(branch.get()));
-    repo.worktree(
-        &format!("{ADMIN_PREFIX}{}", linked.id),
-        &linked.path,
-        Some(&opts),
-    )
-    .ctx(|| format!("cannot create the worktree {}", linked.path.display()))?;
+    repo.worktree(name, &linked.path, Some(&opts))
+        .ctx(|| format!("cannot create the worktree {}", linked.path.display()))?;
     Ok(())
 }
 
@@ -538,22 +562,23 @@ fn remove_parts(repo: &Repository, state: &Path, linked: &Linked) -> Result<(), 
     Ok(())
 }
 
-/// The worktree's directory and git's admin entry for it (what `git worktree prune` would
-/// remove), for pai's own entry only.
+/// The worktree's directory (on many threads; links inside are removed, never followed),
+/// what its checkout left beside it, and git's admin entry for it (what `git worktree
+/// prune` would remove), for pai's own entry only.
 fn remove_worktree(repo: &Repository, linked: &Linked) -> Result<(), HistoryError> {
-    let admin = format!("{ADMIN_PREFIX}{}", linked.id);
-    if let Ok(wt) = repo.find_worktree(&admin) {
-        wt.prune(Some(
-            WorktreePruneOptions::new()
-                .valid(true)
-                .locked(false)
-                .working_tree(true),
-        ))
-        .ctx(|| format!("cannot remove the worktree {}", linked.path.display()))?;
+    let scratch = fresh_checkout::scratch_path(&linked.path);
+    for dir in [&linked.path, &scratch] {
+        if std::fs::symlink_metadata(dir).is_ok() {
+            tree_removal::remove_tree(dir).ctx(|| format!("cannot remove {}", dir.display()))?;
+        }
     }
-    if linked.path.exists() {
-        std::fs::remove_dir_all(&linked.path)
-            .ctx(|| format!("cannot remove {}", linked.path.display()))?;
+    let admin = repo
+        .commondir()
+        .join("worktrees")
+        .join(format!("{ADMIN_PREFIX}{}", linked.id));
+    if std::fs::symlink_metadata(&admin).is_ok() {
+        std::fs::remove_dir_all(&admin)
+            .ctx(|| format!("cannot remove the worktree's entry {}", admin.display()))?;
     }
     Ok(())
 }

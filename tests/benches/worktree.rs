@@ -2,7 +2,10 @@
 //! 100,000 files. `pai run -w` with a chat reply creates the session's worktree (a branch and
 //! a full checkout of the files), runs the turn and, since nothing was carried out, removes
 //! it again: measured beside the same turn in place (the difference is the worktree) and
-//! beside `git worktree add` + `git worktree remove` of the same tree.
+//! beside `git worktree add` + `git worktree remove` of the same tree. pai's and git's runs
+//! alternate, and which goes first alternates too: creating files right after many were
+//! removed costs more on some file systems (ext4 without a journal scans the inodes freed in
+//! the last seconds), so each side follows the other's removal as often as its own.
 //!
 //! The repositories are generated once and kept in `PAI_BENCH_WORKTREE_DIR`
 //! (`/tmp/pai-bench-worktree`); `PAI_BENCH_WORKTREE_SIZES` (`10000,100000`) and
@@ -97,8 +100,16 @@ pub fn rows() -> Vec<Row> {
         workspace::generate_repo(&root, files);
         let n = reps();
         let in_place: Vec<Duration> = (0..n).map(|_| pai_run(&root, &[])).collect();
-        let worktree: Vec<Duration> = (0..n).map(|_| pai_run(&root, &["-w"])).collect();
-        let git: Vec<Duration> = (0..n).map(|_| git_worktree(&root)).collect();
+        let (mut worktree, mut git) = (Vec::new(), Vec::new());
+        for rep in 0..n {
+            if rep % 2 == 0 {
+                git.push(git_worktree(&root));
+                worktree.push(pai_run(&root, &["-w"]));
+            } else {
+                worktree.push(pai_run(&root, &["-w"]));
+                git.push(git_worktree(&root));
+            }
+        }
         let (in_place, worktree, git) = (median(in_place), median(worktree), median(git));
         let size = thousands(files as u64);
         rows.push(

@@ -695,3 +695,191 @@ fn a_session_that_cannot_start_leaves_no_worktree() {
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
     assert!(git(&p.root, &["branch", "--list", "pai/*"]).is_empty());
 }
+
+/// Every entry below `root` (its `.git` file and pai's `.pai_history` aside), by its raw path: its kind, permission
+/// bits and bytes (a link: its target, not followed).
+fn tree_state(root: &Path) -> BTreeMap<Vec<u8>, (String, u32, Vec<u8>)> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for e in fs::read_dir(&dir).unwrap().flatten() {
+            let path = e.path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
+            if rel == b".git" || rel == b".pai_history" {
+                continue;
+            }
+            let meta = fs::symlink_metadata(&path).unwrap();
+            let perm = meta.permissions().mode() & 0o7777;
+            let state = if meta.file_type().is_symlink() {
+                let target = fs::read_link(&path).unwrap();
+                ("link".into(), 0, target.as_os_str().as_bytes().to_vec())
+            } else if meta.is_dir() {
+                dirs.push(path);
+                ("dir".into(), perm, Vec::new())
+            } else {
+                ("file".into(), perm, fs::read(&path).unwrap())
+            };
+            out.insert(rel, state);
+        }
+    }
+    out
+}
+
+/// A repository with what a checkout must get right: exec bits, links (to a file, a folder,
+/// out of the tree, dangling), CRLF bytes stored as they are, `eol=crlf` and `ident` from a
+/// root and a nested `.gitattributes`, a submodule's gitlink, names that are not UTF-8 and
+/// unicode ones, empty files, deep folders; and `special`, a name pai leaves to libgit2's
+/// checkout (which then checks out the whole tree), if any.
+fn checkout_corpus(p: &Project, special: Option<&str>) {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let put = |rel: &[u8], bytes: &[u8]| {
+        let path = p.root.join(OsStr::from_bytes(rel));
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    };
+    put(b"run.sh", b"#!/bin/sh\necho hi\n");
+    fs::set_permissions(p.root.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    put(b"win.txt", b"one\r\ntwo\r\n");
+    put(b".gitattributes", b"*.crlf text eol=crlf\n*.id ident\n");
+    put(b"lf.crlf", b"a\nb\n");
+    put(b"version.id", b"$Id$\n");
+    put(b"nested/.gitattributes", b"*.txt eol=crlf\n");
+    put(b"nested/notes.txt", b"x\ny\n");
+    put(b"nested/raw.bin", b"\x00\x01\r\n");
+    put(b"deep/a/b/c/d/e.py", b"x = 1\n");
+    put(b"empty", b"");
+    put(b"deep/empty.txt", b"");
+    put(b"caf\xe9.txt", b"latin-1 name\n");
+    put("naïve/日本語.md".as_bytes(), b"unicode\n");
+    symlink("run.sh", p.root.join("to_file")).unwrap();
+    symlink("deep/a", p.root.join("to_dir")).unwrap();
+    symlink("/etc/passwd", p.root.join("out_of_tree")).unwrap();
+    symlink("missing/nowhere", p.root.join("deep/dangling")).unwrap();
+    if let Some(name) = special {
+        put(name.as_bytes(), b"special\n");
+    }
+    git(&p.root, &["add", "-A"]);
+    let head = git(&p.root, &["rev-parse", "HEAD"]);
+    git(
+        &p.root,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{},sub", head.trim()),
+        ],
+    );
+    git(&p.root, &["commit", "-q", "-m", "corpus"]);
+}
+
+/// A session started with `-w` whose model call `mock` holds, once its worktree is whole:
+/// the process and the worktree.
+fn held_worktree(p: &Project, mock: &MockLlm) -> (Child, PathBuf) {
+    let child = spawn_run(p, mock, "hold", &["-w"], &p.root);
+    let mut ours = PathBuf::new();
+    support::session::wait_until(Duration::from_secs(60), "the worktree", || {
+        let Some(view) = sessions(p).first().cloned() else {
+            return false;
+        };
+        ours = PathBuf::from(view["worktree"].as_str().unwrap_or_default());
+        let making = ours
+            .parent()
+            .and_then(Path::parent)
+            .unwrap()
+            .join("sessions")
+            .join(format!(
+                "{}.making",
+                view["id"].as_str().unwrap_or_default()
+            ));
+        view["running"] == true && !making.exists()
+    });
+    (child, ours)
+}
+
+/// git finds the worktree `ours` clean: from the index's stat data alone (`git diff-files`
+/// reads no file whose stat data matches), in `git status` and against HEAD.
+fn assert_clean_to_git(ours: &Path, case: &str) {
+    let quiet = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(ours)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(quiet(&["diff-files", "--name-status"]), "", "{case}");
+    assert_eq!(quiet(&["status", "--porcelain", "-uall"]), "", "{case}");
+    assert_eq!(quiet(&["diff", "HEAD", "--stat"]), "", "{case}");
+}
+
+/// The worktree pai made for a running session (`-w`, its model call held) compared with
+/// the one `git worktree add` makes of the same commit: every file's bytes, mode and link
+/// target the same, and git finds it clean from the index's stat data alone (`git
+/// diff-files` reads no file whose stat data matches), with `core.autocrlf` off and on, and
+/// when a name makes libgit2 check the tree out.
+#[test]
+fn a_worktree_is_checked_out_as_git_checks_it_out() {
+    for (autocrlf, special) in [
+        ("false", None),
+        ("true", None),
+        ("false", Some("at 10:30.txt")),
+    ] {
+        let p = Project::repo(None);
+        git(&p.root, &["config", "core.autocrlf", autocrlf]);
+        checkout_corpus(&p, special);
+        let theirs = p.root.parent().unwrap().join("git-worktree");
+        git(
+            &p.root,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                &theirs.to_string_lossy(),
+            ],
+        );
+        let mock = MockLlm::start(Script::with_replies([Reply::delay(
+            30_000,
+            write_plan("a.py", "x\n"),
+        )]));
+        let (mut child, ours) = held_worktree(&p, &mock);
+        let (mine, git_made) = (tree_state(&ours), tree_state(&theirs));
+        assert!(mine.len() > 20, "{mine:?}");
+        for (path, state) in &git_made {
+            assert_eq!(
+                mine.get(path),
+                Some(state),
+                "autocrlf={autocrlf}: {}",
+                String::from_utf8_lossy(path)
+            );
+        }
+        let extra: Vec<String> = mine
+            .keys()
+            .filter(|k| !git_made.contains_key(*k))
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        assert_eq!(extra, Vec::<String>::new(), "autocrlf={autocrlf}");
+        assert_clean_to_git(&ours, autocrlf);
+        let list = git(&p.root, &["worktree", "list", "--porcelain"]);
+        assert!(!list.contains("locked"), "{list}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The next command tidies the killed session's worktree away, links and all.
+        assert_eq!(sessions(&p), Vec::<Value>::new());
+        assert!(!ours.exists());
+        assert!(fs::symlink_metadata("/etc/passwd").is_ok());
+    }
+}
