@@ -266,6 +266,25 @@ fn judge(case: &Case, msg: &str, report: Option<&MapReport>, change: &Change) ->
     }
 }
 
+/// The hunks of `case`'s changed files and the parent's lines of each (from `tree`).
+fn change_of(case: &Case, tree: &Path, gd: Option<&Path>) -> Change {
+    Change {
+        hunks: case
+            .answer
+            .iter()
+            .map(|f| (f.clone(), hunks(gd, case, f)))
+            .collect(),
+        parent_lines: case
+            .answer
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(tree.join(f)).unwrap_or_default();
+                (f.clone(), text.lines().map(str::to_string).collect())
+            })
+            .collect(),
+    }
+}
+
 /// The benchmark's rows.
 pub fn rows() -> Vec<Row> {
     let Some(trees) = std::env::var_os("PAI_MAP_TREES").map(PathBuf::from) else {
@@ -294,21 +313,7 @@ pub fn rows() -> Vec<Row> {
         if gd.is_none() {
             eprintln!("map: no git directory for {} (PAI_MAP_GIT_DIRS)", case.repo);
         }
-        let change = Change {
-            hunks: case
-                .answer
-                .iter()
-                .map(|f| (f.clone(), hunks(gd.as_deref(), case, f)))
-                .collect(),
-            parent_lines: case
-                .answer
-                .iter()
-                .map(|f| {
-                    let text = std::fs::read_to_string(tree.join(f)).unwrap_or_default();
-                    (f.clone(), text.lines().map(str::to_string).collect())
-                })
-                .collect(),
-        };
+        let change = change_of(case, &tree, gd.as_deref());
         // Cold: the cache is emptied first.
         if let Some(loc) = dirs::cache_dir().and_then(|d| pai::map::store::location(&d, &tree)) {
             let _ = std::fs::remove_file(loc);
