@@ -80,6 +80,9 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also say why each file's text is shown as it is (whole, or which definitions).
+        #[arg(long)]
+        explain: bool,
     },
     /// List the agent's plans as commits, newest first.
     Log {
@@ -401,10 +404,14 @@ fn run(cli: Cli, env: &Env, out: &Output) -> Result<(), Error> {
             json,
         }) => plan_log(session.as_deref(), patch, json, out),
         Some(Command::Mcp(cmd)) => mcp(cmd, env, out),
-        Some(Command::Map { request, json }) => {
+        Some(Command::Map {
+            request,
+            json,
+            explain,
+        }) => {
             let settings = resolve(&Flags::default(), env, out)?;
             let project = assemble::open_project_to_read(&settings)?;
-            map_cmd::map(&settings, &project, out, &request, json)
+            map_cmd::map(&settings, &project, out, &request, json, explain)
         }
         Some(Command::Gc { days }) => gc::gc(&resolve(&Flags::default(), env, out)?, out, days),
         Some(Command::Completions { shell }) => {

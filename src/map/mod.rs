@@ -5,6 +5,7 @@
 //! learns of each file version is cached outside the project (`store`) and brought up to
 //! date from the files' stat data (`gather`), so a warm map reads only what changed.
 
+pub mod excerpt;
 pub mod facts;
 pub mod files;
 pub mod gather;

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 
+use super::excerpt::{self, Candidate, DefSpan};
 use super::facts::{DefRec, Facts, Names};
 use super::files::MapFiles;
 use super::rank::Ranking;
@@ -12,12 +13,11 @@ use super::symbols::DefKind;
 use super::terms::{self, Query};
 
 /// Share of the budget the files' text may take; the map gets the rest.
-const TEXT_SHARE: f32 = 0.55;
+const TEXT_SHARE: f32 = 0.8;
 /// Files whose text (whole or excerpts) is considered.
 const TEXT_FILES: usize = 8;
-/// Lines around a hit outside any definition, and most lines of one excerpt.
-const CONTEXT_LINES: u32 = 10;
-const MAX_EXCERPT_LINES: u32 = 70;
+/// A file's share of the text budget goes as its score (over the best one's) to this power.
+const WEIGHT_POWER: f32 = 4.0;
 /// Definitions listed under the first files, and under the next ones.
 const DEFS_FIRST: usize = 12;
 const DEFS_NEXT: usize = 5;
@@ -34,6 +34,8 @@ pub struct Shown {
     pub excerpts: Vec<(String, Vec<(u32, u32)>)>,
     /// Files left out of the map.
     pub omitted: usize,
+    /// What was shown of each file's text, and why.
+    pub chosen: Vec<excerpt::Chosen>,
 }
 
 /// What rendering needs.
@@ -82,7 +84,9 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
     for (rank, (file, score)) in input.ranked.iter().enumerate() {
         let path = input.files.path(file);
         let mut entry = format!("{path}\n");
-        if !bare && rank < FILES_WITH_DEFS && score > 0.0 {
+        // A file shown whole shows its definitions there.
+        let whole = shown.whole.iter().any(|w| w == path);
+        if !bare && !whole && rank < FILES_WITH_DEFS && score > 0.0 {
             let limit = if rank < 10 { DEFS_FIRST } else { DEFS_NEXT };
             for d in key_defs(input, file, limit) {
                 entry.push_str(&format!(
@@ -161,128 +165,94 @@ fn key_defs<'a>(input: &'a Input<'_>, file: usize, limit: usize) -> Vec<&'a DefR
     picked
 }
 
-/// The best files' text within `budget`: whole when small, else excerpts.
+/// The best files' text within `budget`: whole when small, else their definitions chosen for
+/// the request (see [`excerpt`](super::excerpt)), the budget spent by how likely each file is
+/// to change.
 fn render_texts(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
+    let top = input
+        .ranked
+        .iter()
+        .take(TEXT_FILES)
+        .take_while(|&(_, score)| score > 0.0)
+        .collect::<Vec<_>>();
+    let Some(&(_, best)) = top.first() else {
+        return String::new();
+    };
+    let texts: Vec<(usize, f32, String)> = top
+        .iter()
+        .filter_map(|&(file, score)| {
+            let text = (input.text_of)(input.files.path(file))?;
+            Some((file, score, text))
+        })
+        .collect();
+    let cands: Vec<Candidate<'_>> = texts
+        .iter()
+        .map(|(file, score, text)| Candidate {
+            path: input.files.path(*file),
+            text,
+            defs: def_spans(input, *file),
+            weight: (score / best).powf(WEIGHT_POWER),
+        })
+        .collect();
+    let chosen = excerpt::choose(&cands, input.query, budget);
     let mut out = String::new();
-    for (file, score) in input.ranked.iter().take(TEXT_FILES) {
-        if score <= 0.0 || budget.saturating_sub(out.len()) < 400 {
-            break;
-        }
-        let path = input.files.path(file);
-        let Some(text) = (input.text_of)(path) else {
+    for c in &chosen {
+        let Some(cand) = cands.iter().find(|k| k.path == c.path) else {
             continue;
         };
-        let room = budget - out.len();
-        if text.len() + path.len() + 40 <= room && text.len() <= budget * 3 / 5 {
-            out.push_str(&format!("\nCurrent contents of {path}:\n```\n{text}"));
-            if !text.ends_with('\n') {
+        if c.whole {
+            out.push_str(&format!(
+                "\nCurrent contents of {}:\n```\n{}",
+                c.path, cand.text
+            ));
+            if !cand.text.ends_with('\n') {
                 out.push('\n');
             }
             out.push_str("```\n");
-            shown.whole.push(path.to_string());
-            continue;
-        }
-        let ranges = excerpt_ranges(input, file, &text);
-        let block = excerpt_block(path, &text, &ranges, room);
-        if let Some((block, used)) = block {
-            out.push_str(&block);
-            shown.excerpts.push((path.to_string(), used));
+            shown.whole.push(c.path.clone());
+        } else {
+            out.push_str(&excerpt_block(&c.path, cand.text, &c.ranges));
+            shown.excerpts.push((c.path.clone(), c.ranges.clone()));
         }
     }
+    shown.chosen = chosen;
     out
 }
 
-/// Line ranges worth showing: the definitions with the most lines that hit the request's
-/// words, else windows around the hits.
-fn excerpt_ranges(input: &Input<'_>, file: usize, text: &str) -> Vec<(u32, u32)> {
-    let wanted: HashSet<&str> = input.query.terms.iter().map(String::as_str).collect();
-    let idents: HashSet<&str> = input.query.idents.iter().map(String::as_str).collect();
-    let mut hits: Vec<(u32, usize)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let mut n = 0;
-        terms::for_each_term(line, |t| n += usize::from(wanted.contains(t)));
-        n += terms::identifiers(line)
-            .filter(|w| idents.contains(w))
-            .count()
-            * 3;
-        if n > 0 {
-            hits.push((i as u32 + 1, n));
-        }
-    }
-    let defs: Vec<&DefRec> = input
+/// A file's definitions with their names, for excerpts.
+fn def_spans(input: &Input<'_>, file: usize) -> Vec<DefSpan> {
+    input
         .facts(file)
-        .map(|f| f.defs.iter().collect())
-        .unwrap_or_default();
-    let mut scored: Vec<((u32, u32), usize)> = Vec::new();
-    for (line, n) in &hits {
-        // The innermost definition around the hit, if it is short enough to show whole.
-        let inner = defs
-            .iter()
-            .filter(|d| d.line <= *line && *line <= d.end && d.end - d.line < MAX_EXCERPT_LINES)
-            .min_by_key(|d| d.end - d.line);
-        let range = match inner {
-            Some(d) => (d.line, d.end),
-            None => (
-                line.saturating_sub(CONTEXT_LINES).max(1),
-                line + CONTEXT_LINES,
-            ),
-        };
-        match scored.iter_mut().find(|(r, _)| *r == range) {
-            Some((_, total)) => *total += n,
-            None => scored.push((range, *n)),
-        }
-    }
-    scored.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored.into_iter().map(|(r, _)| r).collect()
+        .map(|f| {
+            f.defs
+                .iter()
+                .map(|d| DefSpan {
+                    name: input.names.get(d.name).to_string(),
+                    kind: d.kind,
+                    line: d.line,
+                    end: d.end,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
-/// The excerpts of `text` at `ranges` (best first), merged and in line order, within `room`.
-fn excerpt_block(
-    path: &str,
-    text: &str,
-    ranges: &[(u32, u32)],
-    room: usize,
-) -> Option<(String, Vec<(u32, u32)>)> {
+/// The excerpts of `text` at `ranges` (merged, in line order), each headed by its lines.
+fn excerpt_block(path: &str, text: &str, ranges: &[(u32, u32)]) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len() as u32;
-    let header = format!("\nExcerpts of {path} ({total} lines; READ it for the rest):\n");
-    let mut used: Vec<(u32, u32)> = Vec::new();
-    let mut size = header.len();
-    for &(a, b) in ranges.iter().take(6) {
-        let b = b.min(total);
-        if a > b || used.iter().any(|&(x, y)| a >= x && b <= y) {
+    let total = lines.len();
+    let mut out = format!("\nExcerpts of {path} ({total} lines; READ it for the rest):\n");
+    for &(a, b) in ranges {
+        let (a, b) = (a.max(1) as usize, (b as usize).min(total));
+        let Some(part) = lines.get(a - 1..b) else {
             continue;
-        }
-        let cost: usize = lines[(a - 1) as usize..b as usize]
-            .iter()
-            .map(|l| l.len() + 1)
-            .sum::<usize>()
-            + 40;
-        if size + cost > room {
-            continue;
-        }
-        size += cost;
-        used.push((a, b));
-    }
-    if used.is_empty() {
-        return None;
-    }
-    used.sort_unstable();
-    let mut merged: Vec<(u32, u32)> = Vec::new();
-    for (a, b) in used {
-        match merged.last_mut() {
-            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
-            _ => merged.push((a, b)),
-        }
-    }
-    let mut out = header;
-    for &(a, b) in &merged {
+        };
         out.push_str(&format!("lines {a}-{b}:\n```\n"));
-        for l in &lines[(a - 1) as usize..b as usize] {
+        for l in part {
             out.push_str(l);
             out.push('\n');
         }
         out.push_str("```\n");
     }
-    Some((out, merged))
+    out
 }

@@ -2,14 +2,20 @@
 //! public repositories (`fixtures/map/cases.jsonl`), each asked against its parent tree. Per
 //! repository and budget: how often the first call shows the files the commit changed
 //! (visible), how often it carries their text or the changed region, the first call's input
-//! tokens, and the map's time cold and warm. Aider's repository map on the same cases is in
+//! tokens, and the map's time cold and warm. "All regions" counts a case when every hunk of
+//! the commit's diff in the changed files (`git diff -U0`; its removed or replaced lines of
+//! the parent, or for a pure insertion the line before it) is in the first call with its text:
+//! the file whole, or excerpt lines covering it. Aider's repository map on the same cases is in
 //! `fixtures/map/aider_results.jsonl` (from `tests/benches/map/aider_repomap.py`).
 //!
 //! The trees are not in the repository: `tests/benches/map/materialize.py` checks them out
 //! (see fixtures/map/README.md). `PAI_MAP_TREES=<dir>` names where they are, and
 //! `PAI_MAP_GIT_DIRS=<dir>` the repositories' git directories (`<owner>+<name>`), from which
-//! the changed regions are read. `PAI_MAP_BUDGETS=1024,2048,4096,8000` picks the budgets,
-//! `PAI_MAP_ONLY=<id prefix>` some cases.
+//! the changed regions are read. `PAI_MAP_BUDGETS=1024,2048,4096,8000,16000` picks the budgets,
+//! `PAI_MAP_ONLY=<id prefix>` some cases, `PAI_MAP_CASES=<file>` another case file (a held-out
+//! slice), `PAI_MAP_VERBOSE=1` prints each case at the last budget, `PAI_MAP_UNTIMED=1` skips
+//! the timings, cold and warm and at scale (for a quicker run of the figures), `PAI_MAP_DUMP=<dir>` writes
+//! each first call there.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -37,7 +43,10 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/map/cases.jsonl");
+    let path = std::env::var_os("PAI_MAP_CASES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/map/cases.jsonl"),
+        PathBuf::from,
+    );
     let only = std::env::var("PAI_MAP_ONLY").unwrap_or_default();
     std::fs::read_to_string(path)
         .unwrap()
@@ -62,9 +71,38 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
-/// The lines of `file` the commit changed, in the parent's numbering (an insertion counts as
-/// the lines around it).
-fn changed_lines(git_dir: Option<&Path>, case: &Case, file: &str) -> Vec<(u32, u32)> {
+/// One hunk of a commit's diff in the parent's numbering: its first line and how many lines
+/// of the parent it removes or replaces (0: a pure insertion after `start`).
+#[derive(Clone, Copy, Debug)]
+struct Hunk {
+    start: u32,
+    len: u32,
+}
+
+impl Hunk {
+    /// The lines of the parent that must be shown for this hunk: the changed ones, or for an
+    /// insertion the line before it (the first line for one at the top).
+    fn must_show(self) -> (u32, u32) {
+        if self.len == 0 {
+            (self.start.max(1), self.start.max(1))
+        } else {
+            (self.start, self.start + self.len - 1)
+        }
+    }
+
+    /// The lines around the hunk, as the "text" figure has always counted them (an insertion
+    /// counts as the lines on both sides of it).
+    fn around(self) -> (u32, u32) {
+        if self.len == 0 {
+            (self.start.max(1), self.start + 1)
+        } else {
+            (self.start, self.start + self.len - 1)
+        }
+    }
+}
+
+/// The hunks of `file` the commit changed, in the parent's numbering.
+fn hunks(git_dir: Option<&Path>, case: &Case, file: &str) -> Vec<Hunk> {
     let Some(dir) = git_dir else {
         return Vec::new();
     };
@@ -75,6 +113,7 @@ fn changed_lines(git_dir: Option<&Path>, case: &Case, file: &str) -> Vec<(u32, u
             "diff",
             "-U0",
             "--no-color",
+            "--no-ext-diff",
             &case.parent,
             &case.commit,
             "--",
@@ -83,19 +122,15 @@ fn changed_lines(git_dir: Option<&Path>, case: &Case, file: &str) -> Vec<(u32, u
         .output();
     let Ok(out) = out else { return Vec::new() };
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut ranges = Vec::new();
+    let mut hunks = Vec::new();
     for line in text.lines().filter(|l| l.starts_with("@@ -")) {
         let old = line[4..].split(' ').next().unwrap_or("");
         let mut parts = old.split(',');
         let start: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
         let len: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(1);
-        if len == 0 {
-            ranges.push((start.max(1), start + 1));
-        } else {
-            ranges.push((start, start + len - 1));
-        }
+        hunks.push(Hunk { start, len });
     }
-    ranges
+    hunks
 }
 
 fn git_dir(repo: &str) -> Option<PathBuf> {
@@ -147,7 +182,18 @@ struct CaseRun {
 struct Outcome {
     visible: bool,
     text: bool,
+    /// Every hunk of every changed file shown with its text.
+    regions: bool,
+    /// The hunks not shown (`file:first-last`).
+    missed: Vec<String>,
     tokens: usize,
+}
+
+/// What the benchmark knows of a case's change: per changed file, its hunks and the parent's
+/// lines.
+struct Change {
+    hunks: BTreeMap<String, Vec<Hunk>>,
+    parent_lines: BTreeMap<String, Vec<String>>,
 }
 
 fn first_call(ws: &Workspace, request: &str, tokens: usize) -> (String, Option<MapReport>) {
@@ -163,12 +209,7 @@ fn first_call(ws: &Workspace, request: &str, tokens: usize) -> (String, Option<M
     (msg, view.report.into_inner())
 }
 
-fn judge(
-    case: &Case,
-    msg: &str,
-    report: Option<&MapReport>,
-    regions: &BTreeMap<String, Vec<(u32, u32)>>,
-) -> Outcome {
+fn judge(case: &Case, msg: &str, report: Option<&MapReport>, change: &Change) -> Outcome {
     let tokens = (SYSTEM_PROMPT.len() + msg.len()) / 4;
     let shown_whole = |f: &str| msg.contains(&format!("Current contents of {f}:"));
     let visible = case.answer.iter().all(|f| {
@@ -176,23 +217,71 @@ fn judge(
             || shown_whole(f)
             || msg.contains(&format!("Excerpts of {f} "))
     });
+    let excerpt = |f: &str| -> Vec<(u32, u32)> {
+        report
+            .into_iter()
+            .flat_map(|r| r.shown.excerpts.iter())
+            .filter(|(p, _)| p == f)
+            .flat_map(|(_, ranges)| ranges.iter().copied())
+            .collect()
+    };
     let text = case.answer.iter().any(|f| {
         shown_whole(f)
-            || report.is_some_and(|r| {
-                r.shown.excerpts.iter().any(|(p, ranges)| {
-                    p == f
-                        && regions.get(f).is_some_and(|changed| {
-                            changed
-                                .iter()
-                                .any(|&(a, b)| ranges.iter().any(|&(x, y)| a <= y && x <= b))
-                        })
+            || change.hunks.get(f).is_some_and(|hs| {
+                let ranges = excerpt(f);
+                hs.iter().any(|h| {
+                    let (a, b) = h.around();
+                    ranges.iter().any(|&(x, y)| a <= y && x <= b)
                 })
             })
     });
+    let mut missed = Vec::new();
+    for f in &case.answer {
+        let whole = shown_whole(f);
+        let ranges = excerpt(f);
+        let lines = change.parent_lines.get(f);
+        let hs = change.hunks.get(f).map(Vec::as_slice).unwrap_or_default();
+        if hs.is_empty() {
+            missed.push(format!("{f}: no hunks"));
+        }
+        for h in hs {
+            let (a, b) = h.must_show();
+            let shown = (a..=b).all(|n| {
+                let in_range = whole || ranges.iter().any(|&(x, y)| x <= n && n <= y);
+                let line = lines.and_then(|l| l.get(n as usize - 1));
+                in_range && line.is_none_or(|t| t.trim().is_empty() || msg.contains(t.as_str()))
+            });
+            if !shown {
+                missed.push(format!("{f}:{a}-{b}"));
+            }
+        }
+    }
+    let regions = missed.is_empty();
     Outcome {
         visible,
         text,
+        regions,
+        missed,
         tokens,
+    }
+}
+
+/// The hunks of `case`'s changed files and the parent's lines of each (from `tree`).
+fn change_of(case: &Case, tree: &Path, gd: Option<&Path>) -> Change {
+    Change {
+        hunks: case
+            .answer
+            .iter()
+            .map(|f| (f.clone(), hunks(gd, case, f)))
+            .collect(),
+        parent_lines: case
+            .answer
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(tree.join(f)).unwrap_or_default();
+                (f.clone(), text.lines().map(str::to_string).collect())
+            })
+            .collect(),
     }
 }
 
@@ -205,12 +294,14 @@ pub fn rows() -> Vec<Row> {
         return Vec::new();
     };
     let budgets: Vec<usize> = std::env::var("PAI_MAP_BUDGETS")
-        .unwrap_or_else(|_| "1024,2048,4096,8000".into())
+        .unwrap_or_else(|_| "1024,2048,4096,8000,16000".into())
         .split(',')
         .filter_map(|b| b.trim().parse().ok())
         .collect();
     let mut per_repo: BTreeMap<String, Vec<CaseRun>> = BTreeMap::new();
     let verbose = std::env::var_os("PAI_MAP_VERBOSE").is_some();
+    let untimed = std::env::var_os("PAI_MAP_UNTIMED").is_some();
+    let dump = std::env::var_os("PAI_MAP_DUMP").map(PathBuf::from);
     for case in cases().iter().filter(|c| !c.names_file) {
         let tree = trees.join(&case.id);
         let Ok(tree) = tree.canonicalize() else {
@@ -219,38 +310,46 @@ pub fn rows() -> Vec<Row> {
         };
         let ws = Workspace::open(&tree, WorkspaceConfig::default()).unwrap();
         let gd = git_dir(&case.repo);
-        let regions: BTreeMap<String, Vec<(u32, u32)>> = case
-            .answer
-            .iter()
-            .map(|f| (f.clone(), changed_lines(gd.as_deref(), case, f)))
-            .collect();
+        if gd.is_none() {
+            eprintln!("map: no git directory for {} (PAI_MAP_GIT_DIRS)", case.repo);
+        }
+        let change = change_of(case, &tree, gd.as_deref());
         // Cold: the cache is emptied first.
         if let Some(loc) = dirs::cache_dir().and_then(|d| pai::map::store::location(&d, &tree)) {
             let _ = std::fs::remove_file(loc);
         }
-        let t = Instant::now();
-        let _ = first_call(&ws, &case.request, 8000);
-        let cold = t.elapsed().as_secs_f64() * 1000.0;
-        let t = Instant::now();
-        let _ = first_call(&ws, &case.request, 8000);
-        let warm = t.elapsed().as_secs_f64() * 1000.0;
+        let (cold, warm) = if untimed {
+            (0.0, 0.0)
+        } else {
+            let t = Instant::now();
+            let _ = first_call(&ws, &case.request, 8000);
+            let cold = t.elapsed().as_secs_f64() * 1000.0;
+            let t = Instant::now();
+            let _ = first_call(&ws, &case.request, 8000);
+            (cold, t.elapsed().as_secs_f64() * 1000.0)
+        };
         let outcomes: Vec<Outcome> = budgets
             .iter()
             .map(|&b| {
                 let (msg, report) = first_call(&ws, &case.request, b);
-                judge(case, &msg, report.as_ref(), &regions)
+                if let Some(dir) = &dump {
+                    let _ = std::fs::write(dir.join(format!("{}-{b}.txt", case.id)), &msg);
+                }
+                judge(case, &msg, report.as_ref(), &change)
             })
             .collect();
         if verbose {
             let o = outcomes.last().cloned().unwrap_or_default();
             eprintln!(
-                "{} visible={} text={} tokens={} | {} | {:?}",
+                "{} visible={} text={} regions={} tokens={} | {} | {:?} missed {:?}",
                 case.id,
                 o.visible,
                 o.text,
+                o.regions,
                 o.tokens,
                 case.request.chars().take(70).collect::<String>(),
-                case.answer
+                case.answer,
+                o.missed
             );
         }
         per_repo
@@ -294,6 +393,7 @@ fn summarize(per_repo: &BTreeMap<String, Vec<CaseRun>>, budgets: &[usize]) -> Ve
             let n = cases.len();
             let vis = cases.iter().filter(|c| c.outcomes[i].visible).count();
             let txt = cases.iter().filter(|c| c.outcomes[i].text).count();
+            let all = cases.iter().filter(|c| c.outcomes[i].regions).count();
             let tok = median(cases.iter().map(|c| c.outcomes[i].tokens as f64).collect());
             let cold = median(cases.iter().map(|c| c.cold).collect());
             let warm = median(cases.iter().map(|c| c.warm).collect());
@@ -302,8 +402,9 @@ fn summarize(per_repo: &BTreeMap<String, Vec<CaseRun>>, budgets: &[usize]) -> Ve
                     "map",
                     format!("{name} ({n} cases), budget {b} tokens"),
                     format!(
-                        "visible {}, text {}, median input {tok:.0} tokens",
+                        "visible {}, all regions {}, text {}, median input {tok:.0} tokens",
                         pct(vis, n),
+                        pct(all, n),
                         pct(txt, n)
                     ),
                 )
@@ -376,6 +477,9 @@ fn median_stages(maps: &[pai::map::MapReport]) -> String {
 /// Map time on synthetic projects of 10,000 and 100,000 files: cold (no cache, the default
 /// time budget), then warm with one file changed.
 pub fn scale_rows() -> Vec<Row> {
+    if std::env::var_os("PAI_MAP_UNTIMED").is_some() {
+        return Vec::new();
+    }
     let base = std::env::var_os("PAI_BENCH_TREE")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir)

@@ -263,3 +263,69 @@ fn the_users_global_ignore_file_hides_files_where_git_finds_it() {
     );
     assert!(text.contains("private.secretlog"), "{text}");
 }
+
+/// `pai map --explain` says why each file's text is shown as it is: a long module is cut to the
+/// definition the request is about, shown with its lines, its score and the request's words in
+/// it; the unrelated definitions around it are left out.
+#[test]
+fn pai_map_explain_says_why_each_excerpt_was_chosen() {
+    let p = big_project();
+    let mut module = String::from("import math\n\n\nclass Ledger:\n");
+    for i in 0..300 {
+        module.push_str(&format!(
+            "    def entry_{i}(self, value):\n        \"\"\"Book entry {i} of the month.\"\"\"\n        return math.floor(value) + {i}\n\n"
+        ));
+    }
+    let tax_line = module.lines().count() + 1;
+    module.push_str("    def invoice_tax(self, rate):\n        return self.total * rate\n");
+    fs::write(p.root.join("app/billing/ledger.py"), &module).unwrap();
+    let out = p
+        .pai()
+        .args([
+            "map",
+            "the invoice_tax of a ledger uses the wrong rate",
+            "--explain",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (explained, map) = text
+        .split_once("--- the map as the model reads it ---")
+        .unwrap();
+    assert!(explained.contains("\nText shown ("), "{explained}");
+    let head = explained
+        .lines()
+        .find(|l| l.starts_with("  app/billing/ledger.py (#"))
+        .unwrap_or_else(|| panic!("no line for ledger.py: {explained}"));
+    assert!(head.contains("excerpts, lines "), "{head}");
+    let unit = explained
+        .lines()
+        .find(|l| l.contains(" invoice_tax: score "))
+        .unwrap_or_else(|| panic!("no line for invoice_tax: {explained}"));
+    assert!(
+        unit.starts_with(&format!("    lines {tax_line}-{}", tax_line + 1)),
+        "{unit}"
+    );
+    assert!(unit.contains("rate"), "{unit}");
+    assert!(unit.contains("name "), "{unit}");
+    // The excerpt is in the map with its line numbers; the filler far from it is not.
+    assert!(
+        map.contains(&format!("lines {tax_line}-"))
+            || map.contains(&format!("-{}:\n", tax_line + 1)),
+        "{map}"
+    );
+    assert!(map.contains("    def invoice_tax(self, rate):\n"), "{map}");
+    assert!(!map.contains("def entry_150("), "{map}");
+    // Without --explain the section is not printed.
+    let plain = p
+        .pai()
+        .args(["map", "the invoice_tax of a ledger uses the wrong rate"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("\nText shown ("));
+}

@@ -23,6 +23,7 @@ pub fn map(
     out: &Output,
     request: &str,
     json: bool,
+    explain: bool,
 ) -> Result<(), Error> {
     if request.trim().is_empty() {
         return Err(Error::usage(
@@ -64,13 +65,13 @@ pub fn map(
         return Ok(());
     }
     // Paths and file text are the repository's: no control character reaches the terminal.
-    let text = crate::ui::layout::clean(&render(&report, small, budget.context_tokens));
+    let text = crate::ui::layout::clean(&render(&report, small, budget.context_tokens, explain));
     out.raw(text.as_bytes());
     Ok(())
 }
 
 /// The report as text: the figures, the ranking with reasons, then the map itself.
-fn render(r: &MapReport, small: bool, tokens: usize) -> String {
+fn render(r: &MapReport, small: bool, tokens: usize, explain: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -126,8 +127,86 @@ fn render(r: &MapReport, small: bool, tokens: usize) -> String {
             r.ranked.len() - SHOWN_RANKED
         );
     }
+    if explain {
+        s.push_str(&explain_texts(r));
+    }
     let _ = writeln!(s, "\n--- the map as the model reads it ---\n{}", r.text);
     s
+}
+
+/// Why each file's text is shown as it is: the file's rank, score and share of the text
+/// budget, then each chosen definition or block with its score and the request's words in it.
+fn explain_texts(r: &MapReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nText shown (a file's share of the text budget follows its score; within a file, its definitions are scored for the request: BM25 of their words, the request's words in their names, identifiers the request names, a share of the score of the best definitions that call them):"
+    );
+    if r.shown.chosen.is_empty() {
+        let _ = writeln!(s, "  none: no file scored above zero");
+    }
+    for c in &r.shown.chosen {
+        let rank = r.ranked.iter().position(|f| f.path == c.path);
+        let (place, score) = match rank {
+            Some(k) => (format!("#{}", k + 1), r.ranked[k].score),
+            None => ("unranked".to_string(), 0.0),
+        };
+        let how = if c.whole {
+            format!("whole ({} lines)", c.lines)
+        } else {
+            format!("excerpts, lines {} of {}", spans(&c.ranges), c.lines)
+        };
+        let _ = writeln!(
+            s,
+            "  {} ({place}, score {score:.2}, {:.0}% of the text budget by rank): {how}",
+            c.path,
+            c.share * 100.0
+        );
+        for u in &c.units {
+            let what = match (&u.name, u.kind) {
+                (Some(name), crate::map::excerpt::UnitKind::Head) => format!("head of {name}"),
+                (Some(name), _) => name.clone(),
+                (None, _) => "top-level code".to_string(),
+            };
+            let mut parts = vec![format!("words {:.2}", u.text)];
+            if !u.hits.is_empty() {
+                parts[0].push_str(&format!(" ({})", u.hits.join(", ")));
+            }
+            if u.name_part > 0.0 {
+                parts.push(format!("name {:.2}", u.name_part));
+            }
+            if u.called > 0.0 {
+                let by = u.called_by.as_deref().unwrap_or("a chosen definition");
+                parts.push(format!("called by {by} {:.2}", u.called));
+            }
+            if u.score <= 0.0 {
+                parts.push("beside a chosen one".to_string());
+            }
+            let _ = writeln!(
+                s,
+                "    lines {}-{} {what}: score {:.2} = {}{}",
+                u.start,
+                u.end,
+                u.score,
+                parts.join(" + "),
+                if u.elided {
+                    "; too long to show whole: its signature and the blocks the request hits"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    s
+}
+
+/// Line ranges as `3-9, 20-31`.
+fn spans(ranges: &[(u32, u32)]) -> String {
+    ranges
+        .iter()
+        .map(|(a, b)| format!("{a}-{b}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn ms(d: Duration) -> String {

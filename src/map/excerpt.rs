@@ -1,0 +1,1032 @@
+//! Which lines of the best-ranked files the first call carries. Each file is cut into units —
+//! its definitions (functions, methods, classes' heads), and its top-level code between them —
+//! and each unit is scored for the request (BM25 of its words against the other units', the
+//! request's terms in its name, the identifiers the request writes as code, the definitions the
+//! best units call). The text budget is spent across files by how likely each is to change
+//! (its share of the ranking's weight), and within a file on its best units, whole; a small
+//! file is shown whole, and a unit too long to show whole shows its signature, the lines the
+//! request hits and the blocks around them.
+
+use std::collections::{HashMap, HashSet};
+
+use super::symbols::DefKind;
+use super::terms::{self, Query};
+
+/// A file at most this long (in characters) is shown whole rather than cut.
+pub const SMALL_FILE_CHARS: usize = 2_400;
+/// A file whose whole text costs at most this many times its share of the budget is shown
+/// whole: cutting it would save little and could hide what changes.
+const WHOLE_STRETCH: f32 = 2.0;
+/// What a file's head (the code above its first definition) scores without the request's
+/// words in it.
+const HEAD_SCORE: f32 = 0.3;
+/// Units longer than this (lines) are shown elided.
+const LONG_UNIT_LINES: u32 = 90;
+/// A unit costing more than this share of its file's allocation is shown elided.
+const LONG_UNIT_SHARE: f32 = 0.6;
+/// Top-level code between definitions is cut into chunks of at most this many lines.
+const GAP_CHUNK_LINES: u32 = 30;
+/// The lines of a file's head (imports) considered as one unit.
+const HEAD_LINES: u32 = 40;
+/// An enclosing block up to this many lines is shown whole around a hit.
+const BLOCK_LINES: u32 = 24;
+/// Lines shown on each side of a hit whose enclosing block is too long.
+const HIT_CONTEXT: u32 = 3;
+/// Lines between two excerpts of a file shown to join them.
+const GAP_FILL: u32 = 3;
+/// Characters each shown range costs beyond its lines (`lines a-b:` and the fence).
+const RANGE_COST: usize = 24;
+/// BM25's parameters.
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// What a request term in a unit's name adds, in units of the term's idf.
+const NAME_BONUS: f32 = 1.5;
+/// What a unit named exactly like an identifier the request writes as code adds.
+const IDENT_NAME_BONUS: f32 = 8.0;
+/// Share of a best unit's score that a definition it calls gets.
+const CALLEE_SHARE: f32 = 0.25;
+/// Units whose calls are followed.
+const CALLERS: usize = 3;
+/// A unit next to a chosen one, with nothing of the request, scores this much.
+const NEIGHBOUR_SCORE: f32 = 0.05;
+
+/// A definition of a file, as excerpts need it.
+#[derive(Debug, Clone)]
+pub struct DefSpan {
+    /// The defined name.
+    pub name: String,
+    /// What it defines.
+    pub kind: DefKind,
+    /// 1-based line of its name.
+    pub line: u32,
+    /// 1-based last line.
+    pub end: u32,
+}
+
+/// One file excerpts may come from.
+pub struct Candidate<'a> {
+    /// Project-relative path.
+    pub path: &'a str,
+    /// Its text.
+    pub text: &'a str,
+    /// Its definitions.
+    pub defs: Vec<DefSpan>,
+    /// How likely it is to change, relative to the others (above zero).
+    pub weight: f32,
+}
+
+/// What a unit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitKind {
+    /// A definition with no definition inside.
+    Definition,
+    /// The head of a definition holding others (a class up to its first method).
+    Head,
+    /// Code outside any definition.
+    TopLevel,
+}
+
+/// A piece of a file that may be shown, with its score for the request.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Unit {
+    /// First line (1-based).
+    pub start: u32,
+    /// Last line (1-based, inclusive).
+    pub end: u32,
+    /// What it is.
+    pub kind: UnitKind,
+    /// The name it defines.
+    pub name: Option<String>,
+    /// Its score for the request: the sum of the parts below.
+    pub score: f32,
+    /// BM25 of its words for the request's.
+    pub text: f32,
+    /// The request's terms in its name, and an identifier the request names it by.
+    pub name_part: f32,
+    /// A share of the score of the best unit that calls it.
+    pub called: f32,
+    /// The name of that unit.
+    pub called_by: Option<String>,
+    /// The request's terms and identifiers found in it.
+    pub hits: Vec<String>,
+    /// Whether it was shown elided (signature, hit lines and their blocks).
+    pub elided: bool,
+    /// Last line of its signature (the name's line, up to where the body opens).
+    #[serde(skip)]
+    sig_end: u32,
+    /// The room it was elided within (so it is elided the same way when shown).
+    #[serde(skip)]
+    shown_cost: usize,
+}
+
+/// What is shown of one file, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Chosen {
+    /// Project-relative path.
+    pub path: String,
+    /// The file's share of the text budget by its ranking weight (0..1).
+    pub share: f32,
+    /// Shown whole.
+    pub whole: bool,
+    /// Lines shown (1-based, inclusive, merged, in order); the whole file when `whole`.
+    pub ranges: Vec<(u32, u32)>,
+    /// The units chosen, best first (empty when whole).
+    pub units: Vec<Unit>,
+    /// Lines in the file.
+    pub lines: u32,
+}
+
+/// The request as excerpts match it: term → index, identifier → index.
+struct Wanted<'q> {
+    terms: HashMap<&'q str, usize>,
+    idents: HashMap<&'q str, usize>,
+    names: Vec<&'q str>,
+}
+
+impl<'q> Wanted<'q> {
+    fn of(query: &'q Query) -> Self {
+        let terms: HashMap<&str, usize> = query
+            .terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_str(), i))
+            .collect();
+        let n = query.terms.len();
+        let idents = query
+            .idents
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_str(), n + i))
+            .collect();
+        let names = query
+            .terms
+            .iter()
+            .chain(&query.idents)
+            .map(String::as_str)
+            .collect();
+        Wanted {
+            terms,
+            idents,
+            names,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The wanted terms and identifiers on one line (indices, an occurrence each).
+    fn on_line(&self, line: &str, out: &mut Vec<u16>) {
+        out.clear();
+        if self.names.is_empty() {
+            return;
+        }
+        terms::for_each_term(line, |t| {
+            if let Some(&i) = self.terms.get(t) {
+                out.push(i as u16);
+            }
+        });
+        if !self.idents.is_empty() {
+            for w in terms::identifiers(line) {
+                if let Some(&i) = self.idents.get(w) {
+                    out.push(i as u16);
+                }
+            }
+        }
+    }
+}
+
+/// One candidate file, read for the request.
+struct FileView<'a> {
+    lines: Vec<&'a str>,
+    /// Wanted indices found on each line.
+    hits: Vec<Vec<u16>>,
+    units: Vec<Unit>,
+}
+
+/// Choose what to show of `cands` (best first) for `query` within `budget` characters.
+pub fn choose(cands: &[Candidate<'_>], query: &Query, budget: usize) -> Vec<Chosen> {
+    let wanted = Wanted::of(query);
+    let mut views: Vec<FileView<'_>> = cands.iter().map(|c| read_file(c, &wanted)).collect();
+    let idf = idf_of(&views, wanted.len());
+    for view in &mut views {
+        score_units(view, &wanted, &idf);
+    }
+    let mut plan = Plan {
+        chosen: vec![None; cands.len()],
+        taken: vec![Vec::new(); cands.len()],
+        remaining: budget,
+        total_weight: cands.iter().map(|c| c.weight.max(0.0)).sum(),
+    };
+    plan.by_share(cands, &mut views);
+    plan.fill(cands, &mut views);
+    plan.finish(cands, &views)
+}
+
+/// What is chosen so far, and the budget left.
+struct Plan {
+    /// Files shown whole, or (at the end) as excerpts.
+    chosen: Vec<Option<Chosen>>,
+    /// Per file, the units taken.
+    taken: Vec<Vec<usize>>,
+    remaining: usize,
+    total_weight: f32,
+}
+
+impl Plan {
+    /// A file's share of the budget by weight.
+    fn share(&self, cand: &Candidate<'_>) -> f32 {
+        cand.weight.max(0.0) / self.total_weight.max(f32::MIN_POSITIVE)
+    }
+
+    /// Each file in rank order gets its share of what is left, by weight (whole when it costs
+    /// little more, else its best units); what it does not use passes to the next.
+    fn by_share(&mut self, cands: &[Candidate<'_>], views: &mut [FileView<'_>]) {
+        let mut weight_left = self.total_weight;
+        for (i, cand) in cands.iter().enumerate() {
+            let w = cand.weight.max(0.0);
+            let share = if weight_left > 0.0 {
+                w / weight_left
+            } else {
+                0.0
+            };
+            weight_left -= w;
+            let alloc = (self.remaining as f32 * share) as usize;
+            let whole_cost = whole_cost(cand.path, cand.text);
+            if (cand.text.len() <= SMALL_FILE_CHARS
+                || whole_cost as f32 <= alloc as f32 * WHOLE_STRETCH)
+                && whole_cost <= self.remaining
+            {
+                self.remaining -= whole_cost;
+                self.chosen[i] = Some(whole(cand, &views[i], self.share(cand)));
+                continue;
+            }
+            let view = &mut views[i];
+            let mut used = header_cost(cand.path);
+            if used >= alloc {
+                continue;
+            }
+            let mut order: Vec<usize> = (0..view.units.len())
+                .filter(|&u| view.units[u].score > 0.0)
+                .collect();
+            order.sort_by(|&a, &b| view.units[b].score.total_cmp(&view.units[a].score));
+            for u in order {
+                let got = take_unit(view, u, alloc.saturating_sub(used), alloc);
+                if got > 0 {
+                    used += got;
+                    self.taken[i].push(u);
+                }
+            }
+            if !self.taken[i].is_empty() {
+                self.remaining = self.remaining.saturating_sub(used);
+            }
+        }
+    }
+
+    /// What is left goes to the best units not yet shown, across files, by the file's weight
+    /// times the unit's score; a unit beside a shown one counts a little.
+    fn fill(&mut self, cands: &[Candidate<'_>], views: &mut [FileView<'_>]) {
+        let mut rest: Vec<(f32, usize, usize)> = Vec::new();
+        for (i, view) in views.iter().enumerate() {
+            if self.chosen[i].is_some() {
+                continue;
+            }
+            let w = cands[i].weight.max(0.0);
+            for (u, unit) in view.units.iter().enumerate() {
+                if self.taken[i].contains(&u) {
+                    continue;
+                }
+                let beside = self.taken[i].iter().any(|&t| {
+                    let o = &view.units[t];
+                    unit.end + 1 >= o.start && o.end + 1 >= unit.start
+                });
+                let s = unit.score + if beside { NEIGHBOUR_SCORE } else { 0.0 };
+                if s > 0.0 {
+                    rest.push((w * s, i, u));
+                }
+            }
+        }
+        rest.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (_, i, u) in rest {
+            if self.remaining < RANGE_COST * 4 {
+                break;
+            }
+            let opening = if self.taken[i].is_empty() {
+                header_cost(cands[i].path)
+            } else {
+                0
+            };
+            let room = self.remaining.saturating_sub(opening);
+            let got = take_unit(&mut views[i], u, room, room);
+            if got > 0 {
+                self.remaining = self.remaining.saturating_sub(got + opening);
+                self.taken[i].push(u);
+            }
+        }
+    }
+
+    /// The files shown, in rank order: whole, or their units' lines merged.
+    fn finish(mut self, cands: &[Candidate<'_>], views: &[FileView<'_>]) -> Vec<Chosen> {
+        for (i, cand) in cands.iter().enumerate() {
+            if self.chosen[i].is_some() || self.taken[i].is_empty() {
+                continue;
+            }
+            let view = &views[i];
+            let units: Vec<Unit> = self.taken[i]
+                .iter()
+                .map(|&u| view.units[u].clone())
+                .collect();
+            let ranges = merge(units.iter().flat_map(|u| shown_of(view, u)).collect());
+            let ranges = fill_gaps(&view.lines, ranges, &mut self.remaining);
+            self.chosen[i] = Some(Chosen {
+                path: cand.path.to_string(),
+                share: self.share(cand),
+                whole: false,
+                ranges,
+                units,
+                lines: view.lines.len() as u32,
+            });
+        }
+        self.chosen.into_iter().flatten().collect()
+    }
+}
+
+/// `ranges` with the few lines between two of them shown too, while `remaining` lasts: a
+/// line or two left out between excerpts saves little and hides where they join.
+fn fill_gaps(lines: &[&str], ranges: Vec<(u32, u32)>, remaining: &mut usize) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for (a, b) in ranges {
+        if let Some(last) = out.last_mut()
+            && a > last.1 + 1
+            && a - last.1 - 1 <= GAP_FILL
+        {
+            let between = cost_of(lines, &[(last.1 + 1, a - 1)]).saturating_sub(RANGE_COST);
+            // Joining saves the second range's heading.
+            let cost = between.saturating_sub(RANGE_COST);
+            if cost <= *remaining {
+                *remaining -= cost;
+                last.1 = b;
+                continue;
+            }
+        }
+        out.push((a, b));
+    }
+    out
+}
+
+/// A file shown whole.
+fn whole(cand: &Candidate<'_>, view: &FileView<'_>, share: f32) -> Chosen {
+    let n = view.lines.len() as u32;
+    Chosen {
+        path: cand.path.to_string(),
+        share,
+        whole: true,
+        ranges: if n > 0 { vec![(1, n)] } else { Vec::new() },
+        units: Vec::new(),
+        lines: n,
+    }
+}
+
+/// Mark unit `u` of `view` taken when it fits in `room` (whole, or elided when long or
+/// dear against `alloc`); returns what it costs (0: not taken).
+fn take_unit(view: &mut FileView<'_>, u: usize, room: usize, alloc: usize) -> usize {
+    let unit = &view.units[u];
+    let full = cost_of(&view.lines, &[(unit.start, unit.end)]);
+    let long =
+        unit.end - unit.start + 1 > LONG_UNIT_LINES || full as f32 > alloc as f32 * LONG_UNIT_SHARE;
+    if !long && full <= room {
+        return full;
+    }
+    if unit.kind != UnitKind::Definition && unit.kind != UnitKind::Head {
+        return 0;
+    }
+    let ranges = elide(&view.lines, &view.hits, unit, room);
+    if ranges.is_empty() {
+        return 0;
+    }
+    let cost = cost_of(&view.lines, &ranges);
+    if cost > room {
+        return 0;
+    }
+    view.units[u].elided = true;
+    view.units[u].shown_cost = room;
+    cost
+}
+
+/// The lines a chosen unit shows.
+fn shown_of(view: &FileView<'_>, unit: &Unit) -> Vec<(u32, u32)> {
+    if unit.elided {
+        elide(&view.lines, &view.hits, unit, unit.shown_cost)
+    } else {
+        vec![(unit.start, unit.end)]
+    }
+}
+
+/// What showing `text` whole costs.
+fn whole_cost(path: &str, text: &str) -> usize {
+    path.len() + 40 + text.len()
+}
+
+/// What a file's excerpt header costs.
+fn header_cost(path: &str) -> usize {
+    path.len() + 60
+}
+
+/// What showing `ranges` of `lines` costs.
+fn cost_of(lines: &[&str], ranges: &[(u32, u32)]) -> usize {
+    ranges
+        .iter()
+        .map(|&(a, b)| {
+            let (a, b) = (a.max(1) as usize, (b as usize).min(lines.len()));
+            let text: usize = lines
+                .get(a - 1..b)
+                .map_or(0, |ls| ls.iter().map(|l| l.len() + 1).sum());
+            text + RANGE_COST
+        })
+        .sum()
+}
+
+/// Overlapping or touching ranges merged, in order.
+pub fn merge(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for (a, b) in ranges {
+        match out.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// Read a candidate: its lines, the request's hits on each, and its units.
+fn read_file<'a>(cand: &Candidate<'a>, wanted: &Wanted<'_>) -> FileView<'a> {
+    let lines: Vec<&str> = cand.text.lines().collect();
+    let mut buf = Vec::new();
+    let hits = lines
+        .iter()
+        .map(|l| {
+            wanted.on_line(l, &mut buf);
+            buf.clone()
+        })
+        .collect();
+    let units = units_of(&lines, &cand.defs);
+    FileView { lines, hits, units }
+}
+
+/// The first line of a definition: its name's line, or above it the decorators, attributes
+/// and comments that belong to it.
+fn def_start(lines: &[&str], line: u32, floor: u32) -> u32 {
+    let mut start = line;
+    while start > floor + 1 {
+        let Some(prev) = lines.get(start as usize - 2) else {
+            break;
+        };
+        let t = prev.trim_start();
+        let attached = t.starts_with('@')
+            || t.starts_with("#[")
+            || t.starts_with("//")
+            || t.starts_with("/*")
+            || t.starts_with('*')
+            || (t.starts_with('#') && !t.starts_with("#include") && !t.starts_with("#define"));
+        if t.is_empty() || !attached {
+            break;
+        }
+        start -= 1;
+    }
+    start
+}
+
+/// The last line of a signature starting at `line`: where the body opens, at most a few
+/// lines down.
+fn sig_end(lines: &[&str], line: u32, end: u32) -> u32 {
+    let mut k = line;
+    while k < end && k < line + 6 {
+        let t = lines.get(k as usize - 1).map_or("", |l| l.trim_end());
+        if t.ends_with(':') || t.ends_with('{') || t.ends_with(';') || t.ends_with("=>") {
+            break;
+        }
+        let opens = t.matches(['(', '[']).count();
+        let closes = t.matches([')', ']']).count();
+        if opens <= closes && k > line {
+            break;
+        }
+        k += 1;
+    }
+    k
+}
+
+/// A file's units: each definition without definitions inside, whole; the head of each one
+/// with definitions inside (up to its first inner one); and the code outside them in chunks.
+fn units_of(lines: &[&str], defs: &[DefSpan]) -> Vec<Unit> {
+    let n = lines.len() as u32;
+    let mut spans: Vec<DefSpan> = defs
+        .iter()
+        .filter(|d| d.line >= 1 && d.line <= n)
+        .map(|d| DefSpan {
+            end: d.end.clamp(d.line, n),
+            ..d.clone()
+        })
+        .collect();
+    spans.sort_by_key(|d| (d.line, std::cmp::Reverse(d.end)));
+    spans.dedup_by(|b, a| a.line == b.line && a.end == b.end);
+    let mut covered = vec![false; n as usize + 1];
+    let mut units = Vec::new();
+    for (k, d) in spans.iter().enumerate() {
+        let inner: Vec<&DefSpan> = spans[k + 1..]
+            .iter()
+            .take_while(|o| o.line <= d.end)
+            .filter(|o| o.end <= d.end)
+            .collect();
+        // Where the enclosing definition's previous child ended, so comments above this one
+        // are not taken from it.
+        let floor = spans[..k]
+            .iter()
+            .filter(|o| o.end < d.line)
+            .map(|o| o.end)
+            .max()
+            .unwrap_or(0);
+        let start = def_start(lines, d.line, floor);
+        let end = match inner.first() {
+            None => d.end,
+            Some(first) => {
+                let child_start = def_start(lines, first.line, d.line);
+                child_start.saturating_sub(1).max(d.line)
+            }
+        };
+        let kind = if inner.is_empty() {
+            UnitKind::Definition
+        } else {
+            UnitKind::Head
+        };
+        // The blank lines after a definition go with it: code is often added there.
+        let mut end = end;
+        if kind == UnitKind::Definition {
+            while end < n && lines[end as usize].trim().is_empty() {
+                end += 1;
+            }
+        }
+        for c in covered
+            .iter_mut()
+            .take(end as usize + 1)
+            .skip(start as usize)
+        {
+            *c = true;
+        }
+        units.push(Unit {
+            start,
+            end,
+            kind,
+            name: Some(d.name.clone()),
+            score: 0.0,
+            text: 0.0,
+            name_part: 0.0,
+            called: 0.0,
+            called_by: None,
+            hits: Vec::new(),
+            elided: false,
+            sig_end: sig_end(lines, d.line, end),
+            shown_cost: 0,
+        });
+        // A definition's tail after its last inner one (a closing brace, trailing statements)
+        // is left to the top-level chunks.
+    }
+    top_level_units(lines, &covered, &mut units);
+    units.sort_by_key(|u| (u.start, u.end));
+    units
+}
+
+/// The code outside the definitions (`covered` marks theirs): runs of other lines, cut into
+/// chunks at blank lines, the file's head (its imports) as one.
+fn top_level_units(lines: &[&str], covered: &[bool], units: &mut Vec<Unit>) {
+    let n = lines.len() as u32;
+    let mut k = 1u32;
+    while k <= n {
+        if covered[k as usize] {
+            k += 1;
+            continue;
+        }
+        let start = k;
+        let limit = if start == 1 {
+            HEAD_LINES
+        } else {
+            GAP_CHUNK_LINES
+        };
+        let mut end = k;
+        while end < n && !covered[end as usize + 1] && end - start + 1 < limit {
+            end += 1;
+        }
+        // Prefer to cut a long run at a blank line.
+        if end < n
+            && !covered[end as usize + 1]
+            && let Some(blank) = (start + limit / 2..=end)
+                .rev()
+                .find(|&l| lines[l as usize - 1].trim().is_empty())
+        {
+            end = blank;
+        }
+        let blank = (start..=end).all(|l| lines[l as usize - 1].trim().is_empty());
+        if !blank {
+            units.push(Unit {
+                start,
+                end,
+                kind: UnitKind::TopLevel,
+                name: None,
+                score: 0.0,
+                text: 0.0,
+                name_part: 0.0,
+                called: 0.0,
+                called_by: None,
+                hits: Vec::new(),
+                elided: false,
+                sig_end: start,
+                shown_cost: 0,
+            });
+        }
+        k = end + 1;
+    }
+}
+
+/// The inverse document frequency of each wanted term over the lines of every candidate.
+fn idf_of(views: &[FileView<'_>], n_wanted: usize) -> Vec<f32> {
+    let mut df = vec![0usize; n_wanted];
+    let mut lines = 0usize;
+    let mut seen = Vec::new();
+    for v in views {
+        for h in &v.hits {
+            lines += 1;
+            seen.clear();
+            seen.extend(h.iter().copied());
+            seen.sort_unstable();
+            seen.dedup();
+            for &i in &seen {
+                if let Some(d) = df.get_mut(i as usize) {
+                    *d += 1;
+                }
+            }
+        }
+    }
+    df.iter()
+        .map(|&d| (1.0 + (lines as f32 - d as f32 + 0.5) / (d as f32 + 0.5)).ln())
+        .collect()
+}
+
+/// Score each unit of `view`: BM25 of its lines, the request's terms in its name, an
+/// identifier the request names it by, and a share of the score of the best units that call
+/// it.
+fn score_units(view: &mut FileView<'_>, wanted: &Wanted<'_>, idf: &[f32]) {
+    if wanted.len() == 0 || view.units.is_empty() {
+        return;
+    }
+    let avg = view
+        .units
+        .iter()
+        .map(|u| (u.end - u.start + 1) as f32)
+        .sum::<f32>()
+        / view.units.len() as f32;
+    let n_terms = wanted.terms.len();
+    let mut tf = vec![0u32; wanted.len()];
+    for unit in &mut view.units {
+        tf.iter_mut().for_each(|x| *x = 0);
+        for h in &view.hits[unit.start as usize - 1..unit.end as usize] {
+            for &i in h {
+                tf[i as usize] += 1;
+            }
+        }
+        let len = (unit.end - unit.start + 1) as f32;
+        let norm = K1 * (1.0 - B + B * len / avg.max(1.0));
+        let mut score = 0.0;
+        let mut hits = Vec::new();
+        for (i, &n) in tf.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let n = n as f32;
+            let weight = if i >= n_terms { 2.0 } else { 1.0 };
+            score += weight * idf[i] * n * (K1 + 1.0) / (n + norm);
+            hits.push(wanted.names[i].to_string());
+        }
+        let mut name_part = 0.0;
+        if let Some(name) = &unit.name {
+            let mut in_name = HashSet::new();
+            terms::for_each_term(name, |t| {
+                if let Some(&i) = wanted.terms.get(t) {
+                    in_name.insert(i);
+                }
+            });
+            name_part += in_name.iter().map(|&i| NAME_BONUS * idf[i]).sum::<f32>();
+            if wanted.idents.contains_key(name.as_str()) {
+                name_part += IDENT_NAME_BONUS;
+            }
+        }
+        unit.text = score;
+        unit.name_part = name_part;
+        unit.score = score + name_part;
+        if unit.kind == UnitKind::TopLevel && unit.start == 1 {
+            // A file's head (its imports) changes with much of its code.
+            unit.score += HEAD_SCORE;
+        }
+        unit.hits = hits;
+    }
+    score_callees(view);
+}
+
+/// The definitions the best units of `view` call get a share of their score.
+fn score_callees(view: &mut FileView<'_>) {
+    let mut best: Vec<usize> = (0..view.units.len())
+        .filter(|&u| view.units[u].score > 0.0)
+        .collect();
+    best.sort_by(|&a, &b| view.units[b].score.total_cmp(&view.units[a].score));
+    best.truncate(CALLERS);
+    let defined: HashMap<&str, Vec<usize>> = {
+        let mut m: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (u, unit) in view.units.iter().enumerate() {
+            if let Some(name) = &unit.name
+                && unit.kind == UnitKind::Definition
+            {
+                m.entry(name.as_str()).or_default().push(u);
+            }
+        }
+        m
+    };
+    let mut extra: Vec<(f32, Option<usize>)> = vec![(0.0, None); view.units.len()];
+    for &b in &best {
+        let unit = &view.units[b];
+        let mut called = HashSet::new();
+        for l in &view.lines[unit.start as usize - 1..unit.end as usize] {
+            for w in terms::identifiers(l) {
+                if let Some(us) = defined.get(w) {
+                    called.extend(us.iter().copied().filter(|&c| c != b));
+                }
+            }
+        }
+        for c in called {
+            let (part, by) = &mut extra[c];
+            *part += CALLEE_SHARE * unit.score;
+            by.get_or_insert(b);
+        }
+    }
+    let callers: Vec<Option<String>> = extra
+        .iter()
+        .map(|(_, by)| by.and_then(|b| view.units[b].name.clone()))
+        .collect();
+    for ((unit, (part, _)), by) in view.units.iter_mut().zip(extra).zip(callers) {
+        unit.called = part;
+        unit.score += part;
+        unit.called_by = by;
+    }
+}
+
+/// The indentation of a line (a tab counts 4).
+fn indent(line: &str) -> usize {
+    let mut n = 0;
+    for c in line.chars() {
+        match c {
+            ' ' => n += 1,
+            '\t' => n += 4,
+            _ => break,
+        }
+    }
+    n
+}
+
+/// The nearest line above `h` (not above `floor`) indented less than `h`: the head of the
+/// block holding it.
+fn block_head(lines: &[&str], h: u32, floor: u32) -> u32 {
+    let Some(line) = lines.get(h as usize - 1) else {
+        return floor;
+    };
+    let own = indent(line);
+    let mut k = h;
+    while k > floor {
+        k -= 1;
+        let l = lines[k as usize - 1];
+        if !l.trim().is_empty() && indent(l) < own {
+            return k;
+        }
+    }
+    floor
+}
+
+/// The last line of the block headed by `head` (not past `ceiling`): the lines indented more
+/// than it, and a closing line at its own indentation.
+fn block_end(lines: &[&str], head: u32, ceiling: u32) -> u32 {
+    let own = indent(lines[head as usize - 1]);
+    let mut k = head;
+    while k < ceiling {
+        let l = lines[k as usize];
+        if l.trim().is_empty() || indent(l) > own {
+            k += 1;
+            continue;
+        }
+        let t = l.trim_start();
+        if t.starts_with('}') || t.starts_with(')') || t.starts_with(']') || t == "end" {
+            k += 1;
+        }
+        break;
+    }
+    while k > head && lines[k as usize - 1].trim().is_empty() {
+        k -= 1;
+    }
+    k
+}
+
+/// A long unit elided within `room`: its signature, then for each line the request hits (the
+/// most hits first) the block holding it when short, else the line with a few around it, and
+/// the heads of the blocks above it.
+fn elide(lines: &[&str], hits: &[Vec<u16>], unit: &Unit, room: usize) -> Vec<(u32, u32)> {
+    let mut picked = vec![(unit.start, unit.sig_end.clamp(unit.start, unit.end))];
+    if cost_of(lines, &picked) > room {
+        return Vec::new();
+    }
+    let mut hit_lines: Vec<(usize, u32)> = (unit.sig_end + 1..=unit.end)
+        .filter_map(|l| {
+            let n = hits.get(l as usize - 1)?.len();
+            (n > 0).then_some((n, l))
+        })
+        .collect();
+    hit_lines.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, h) in hit_lines {
+        let head = block_head(lines, h, unit.start);
+        let mut piece = vec![];
+        if head > unit.start {
+            let end = block_end(lines, head, unit.end);
+            if end - head < BLOCK_LINES {
+                piece.push((head, end));
+            }
+        }
+        if piece.is_empty() {
+            piece.push((
+                h.saturating_sub(HIT_CONTEXT).max(unit.start),
+                (h + HIT_CONTEXT).min(unit.end),
+            ));
+        }
+        // The heads of the blocks above, one line each.
+        let mut k = piece[0].0;
+        while k > unit.sig_end + 1 {
+            let up = block_head(lines, k, unit.start);
+            if up <= unit.sig_end {
+                break;
+            }
+            piece.push((up, up));
+            k = up;
+        }
+        let mut trial = picked.clone();
+        trial.extend(piece);
+        let trial = merge(trial);
+        if cost_of(lines, &trial) <= room {
+            picked = trial;
+        }
+    }
+    // The definition's last line (its closing brace or `end`) when it is short.
+    let last = lines.get(unit.end as usize - 1).map_or("", |l| l.trim());
+    if last.len() <= 3 {
+        let mut trial = picked.clone();
+        trial.push((unit.end, unit.end));
+        let trial = merge(trial);
+        if cost_of(lines, &trial) <= room {
+            picked = trial;
+        }
+    }
+    merge(picked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(name: &str, kind: DefKind, line: u32, end: u32) -> DefSpan {
+        DefSpan {
+            name: name.into(),
+            kind,
+            line,
+            end,
+        }
+    }
+
+    /// A Python module: imports, a small helper, a class with two methods, one long.
+    fn module() -> (String, Vec<DefSpan>) {
+        let mut t = String::from("import os\nimport sys\n\n\n");
+        // lines 5-7
+        t.push_str("def helper(x):\n    \"\"\"Unrelated.\"\"\"\n    return x + 1\n\n\n");
+        // line 10: class, 11-13 first method
+        t.push_str("class Invoice:\n    def compute_tax(self, rate):\n        value = self.total * rate\n        return value\n\n");
+        // line 15: a long method, 120 lines, with one hit in the middle
+        t.push_str("    def render(self):\n");
+        for i in 0..60 {
+            t.push_str(&format!("        filler_{i} = {i}\n"));
+        }
+        t.push_str("        if self.discount:\n            total = self.discount_total()\n            return total\n");
+        for i in 60..117 {
+            t.push_str(&format!("        filler_{i} = {i}\n"));
+        }
+        let defs = vec![
+            def("helper", DefKind::Function, 5, 7),
+            def("Invoice", DefKind::Class, 10, 195),
+            def("compute_tax", DefKind::Method, 11, 13),
+            def("render", DefKind::Method, 15, 195),
+        ];
+        (t, defs)
+    }
+
+    fn cand<'a>(path: &'a str, text: &'a str, defs: Vec<DefSpan>, weight: f32) -> Candidate<'a> {
+        Candidate {
+            path,
+            text,
+            defs,
+            weight,
+        }
+    }
+
+    #[test]
+    fn the_definition_the_request_is_about_is_shown_whole_with_its_lines() {
+        let (text, defs) = module();
+        let q = Query::parse("the invoice tax is computed with the wrong rate");
+        // Room for the method and its class's line, not for the rest.
+        let c = choose(&[cand("billing.py", &text, defs, 1.0)], &q, 260);
+        assert_eq!(c.len(), 1);
+        assert!(!c[0].whole);
+        // compute_tax (11-13) whole, the unit of greatest score.
+        assert_eq!(c[0].units[0].name.as_deref(), Some("compute_tax"));
+        assert!(
+            c[0].ranges.iter().any(|&(a, b)| a <= 11 && b >= 13),
+            "{:?}",
+            c[0].ranges
+        );
+        // Nothing of the unrelated helper.
+        assert!(
+            !c[0].ranges.iter().any(|&(a, b)| a <= 6 && b >= 6),
+            "{:?}",
+            c[0].ranges
+        );
+    }
+
+    #[test]
+    fn a_long_definition_is_elided_to_its_signature_and_the_block_the_request_hits() {
+        let (text, defs) = module();
+        let q = Query::parse("render applies the discount total twice");
+        let c = choose(&[cand("billing.py", &text, defs, 1.0)], &q, 1_200);
+        let render = c[0]
+            .units
+            .iter()
+            .find(|u| u.name.as_deref() == Some("render"))
+            .expect("render chosen");
+        assert!(render.elided);
+        let r = &c[0].ranges;
+        let shows = |l: u32| r.iter().any(|&(a, b)| a <= l && l <= b);
+        // The signature, the `if` block with the hits (lines 76-78), not the filler between.
+        assert!(shows(15), "{r:?}");
+        assert!(shows(76) && shows(77) && shows(78), "{r:?}");
+        assert!(!shows(40), "{r:?}");
+        assert!(!shows(150), "{r:?}");
+    }
+
+    #[test]
+    fn a_small_file_is_shown_whole() {
+        let text = "def add(a, b):\n    return a + b\n";
+        let q = Query::parse("add numbers");
+        let defs = vec![def("add", DefKind::Function, 1, 2)];
+        let c = choose(&[cand("small.py", text, defs, 1.0)], &q, 2_000);
+        assert!(c[0].whole);
+        assert_eq!(c[0].ranges, vec![(1, 2)]);
+    }
+
+    #[test]
+    fn the_budget_is_respected_and_spent_by_weight() {
+        let (text, defs) = module();
+        let q = Query::parse("invoice tax rate render discount helper");
+        for budget in [300, 800, 2_000, 5_000] {
+            let cands = [
+                cand("a.py", &text, defs.clone(), 1.0),
+                cand("b.py", &text, defs.clone(), 0.2),
+            ];
+            let c = choose(&cands, &q, budget);
+            let lines: Vec<&str> = text.lines().collect();
+            let spent: usize = c
+                .iter()
+                .map(|f| header_cost(&f.path) + cost_of(&lines, &f.ranges))
+                .sum();
+            assert!(spent <= budget, "{spent} > {budget}: {c:?}");
+            let shown = |p: &str| {
+                c.iter()
+                    .find(|f| f.path == p)
+                    .map_or(0, |f| cost_of(&lines, &f.ranges))
+            };
+            assert!(shown("a.py") >= shown("b.py"), "{budget}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn decorators_and_comments_above_a_definition_belong_to_it() {
+        let text = "import x\n\n# Compute the tax.\n@cached\ndef tax(rate):\n    return rate\n";
+        let units = units_of(
+            &text.lines().collect::<Vec<_>>(),
+            &[def("tax", DefKind::Function, 5, 6)],
+        );
+        let tax = units.iter().find(|u| u.name.is_some()).unwrap();
+        assert_eq!((tax.start, tax.end), (3, 6));
+        let head = units.iter().find(|u| u.kind == UnitKind::TopLevel).unwrap();
+        assert_eq!((head.start, head.end), (1, 2));
+    }
+}
