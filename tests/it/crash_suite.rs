@@ -107,6 +107,22 @@ fn strace_works() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The full-disk shim (`full_disk_shim.c`, loaded with `LD_PRELOAD`) built into `dir`, or
+/// `None` without a C compiler. It fails writes by the file written to, where strace's
+/// `when=N` can only count a thread's calls, and pai's work moves between threads.
+fn full_disk_shim(dir: &Path) -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/full_disk_shim.c");
+    let out = dir.join("full_disk_shim.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .is_ok_and(|s| s.success());
+    built.then_some(out)
+}
+
 /// `pai ARGS` in the project under `dir` (`dir/project`, HOME `dir/home`), optionally under
 /// strace with `strace_args`.
 fn pai(dir: &Path, args: &[String], strace_args: Option<&[String]>) -> Output {
@@ -1117,32 +1133,31 @@ fn a_full_disk_while_creating_the_state_directory_leaves_no_short_gitignore() {
 /// it cannot, the next command does), and says so.
 #[test]
 fn a_full_disk_while_the_plan_commit_stores_its_objects_puts_the_files_back() {
-    if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here (CI installs it: .ci/run)");
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path();
+    let Some(shim) = full_disk_shim(base) else {
+        eprintln!("skipped: no C compiler to build the full-disk shim (CI has one: .ci/run)");
+        return;
+    };
     let mock = mock();
     let clean = base.join("clean");
     fixture(&clean);
     let before = state(&clean);
 
-    // The first write of an object the commit stores fails: the first write into
-    // `.git/objects` after the commit's intent (its operation record, not the plan's).
-    let (work, failed) = with_error(base, &clean, (Op::Plan, &mock), ("write", "ENOSPC"), || {
-        let mut intent = false;
-        Box::new(move |line| {
-            let target = line.split('>').next().unwrap_or_default();
-            if target.contains("/ops/")
-                && target.ends_with(".tmp")
-                && !target.ends_with(".plan.tmp")
-            {
-                intent = true;
-            }
-            intent && target.contains("/.git/objects/")
-        })
-    });
+    // Every write into `.git/objects` fails from the commit's intent on (its operation record,
+    // not the plan's journal): the disk fills as the commit stores its objects.
+    let work = base.join("case");
+    copy(&clean, &work);
+    let report = base.join("shim-failed-a-write");
+    let failed = command(&work, &op_args(Op::Plan, &mock), None)
+        .env("LD_PRELOAD", &shim)
+        .env("PAI_SHIM_REPORT", &report)
+        .output()
+        .unwrap();
+    assert!(
+        report.exists(),
+        "no object write was failed: the shim missed the commit"
+    );
     let said = String::from_utf8_lossy(&failed.stdout);
     assert_eq!(failed.status.code(), Some(1), "{said}");
     assert!(said.contains("put back as you had them"), "{said}");
