@@ -137,7 +137,12 @@ pub(crate) fn checked_out(
 
 /// An index entry for the blob `id` at `path`, stat data unknown.
 fn index_entry(path: &str, id: Oid, mode: i32) -> git2::IndexEntry {
-    let bytes = rawname::decode(path).into_owned();
+    unstamped_entry(rawname::decode(path).into_owned(), id, mode)
+}
+
+/// An index entry for the blob `id` at the raw path `bytes`, stat data unknown (what
+/// libgit2's checkout of one entry starts from).
+pub(crate) fn unstamped_entry(bytes: Vec<u8>, id: Oid, mode: i32) -> git2::IndexEntry {
     let zero = git2::IndexTime::new(0, 0);
     git2::IndexEntry {
         ctime: zero,

@@ -120,6 +120,32 @@ pub struct Unit {
     shown_cost: usize,
 }
 
+impl Unit {
+    /// Lines `lines` of kind `kind`, before the request has scored it.
+    fn unscored(
+        lines: std::ops::RangeInclusive<u32>,
+        kind: UnitKind,
+        name: Option<String>,
+        sig_end: u32,
+    ) -> Unit {
+        Unit {
+            start: *lines.start(),
+            end: *lines.end(),
+            kind,
+            name,
+            score: 0.0,
+            text: 0.0,
+            name_part: 0.0,
+            called: 0.0,
+            called_by: None,
+            hits: Vec::new(),
+            elided: false,
+            sig_end,
+            shown_cost: 0,
+        }
+    }
+}
+
 /// What is shown of one file, and why.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Chosen {
@@ -574,21 +600,13 @@ fn units_of(lines: &[&str], defs: &[DefSpan]) -> Vec<Unit> {
         {
             *c = true;
         }
-        units.push(Unit {
-            start,
-            end,
+        let sig_end = sig_end(lines, d.line, end);
+        units.push(Unit::unscored(
+            start..=end,
             kind,
-            name: Some(d.name.clone()),
-            score: 0.0,
-            text: 0.0,
-            name_part: 0.0,
-            called: 0.0,
-            called_by: None,
-            hits: Vec::new(),
-            elided: false,
-            sig_end: sig_end(lines, d.line, end),
-            shown_cost: 0,
-        });
+            Some(d.name.clone()),
+            sig_end,
+        ));
         // A definition's tail after its last inner one (a closing brace, trailing statements)
         // is left to the top-level chunks.
     }
@@ -628,21 +646,7 @@ fn top_level_units(lines: &[&str], covered: &[bool], units: &mut Vec<Unit>) {
         }
         let blank = (start..=end).all(|l| lines[l as usize - 1].trim().is_empty());
         if !blank {
-            units.push(Unit {
-                start,
-                end,
-                kind: UnitKind::TopLevel,
-                name: None,
-                score: 0.0,
-                text: 0.0,
-                name_part: 0.0,
-                called: 0.0,
-                called_by: None,
-                hits: Vec::new(),
-                elided: false,
-                sig_end: start,
-                shown_cost: 0,
-            });
+            units.push(Unit::unscored(start..=end, UnitKind::TopLevel, None, start));
         }
         k = end + 1;
     }

@@ -20,6 +20,7 @@ use git2::Repository;
 use super::conversion::Conversion;
 use super::fresh_index::Stamp;
 use super::listing::{Entry, MODE_EXEC, MODE_GITLINK, MODE_LINK};
+use crate::history::convert::unstamped_entry;
 use crate::history::error::{Context, HistoryError};
 
 /// The most entries one job holds.
@@ -227,12 +228,18 @@ impl<'a> Worker<'a> {
         let what = || "cannot run git's checkout conversion".to_string();
         let mut index = git2::Index::new().ctx(what)?;
         for &i in &self.converted {
-            index.add(&unstamped(&entries[i])).ctx(|| {
-                format!(
-                    "cannot run git's checkout conversion of {}",
-                    entries[i].rel().display()
-                )
-            })?;
+            index
+                .add(&unstamped_entry(
+                    entries[i].path.clone(),
+                    entries[i].id,
+                    entries[i].mode,
+                ))
+                .ctx(|| {
+                    format!(
+                        "cannot run git's checkout conversion of {}",
+                        entries[i].rel().display()
+                    )
+                })?;
         }
         std::fs::create_dir_all(&self.scratch)
             .map_err(io(format!("cannot create {}", self.scratch.display())))?;
@@ -267,25 +274,6 @@ fn exists_as_dir(path: &Path, e: std::io::Error) -> std::io::Result<()> {
         Ok(())
     } else {
         Err(e)
-    }
-}
-
-/// An index entry for libgit2's checkout of `entry`, stat data unknown.
-fn unstamped(entry: &Entry) -> git2::IndexEntry {
-    let zero = git2::IndexTime::new(0, 0);
-    git2::IndexEntry {
-        ctime: zero,
-        mtime: zero,
-        dev: 0,
-        ino: 0,
-        mode: u32::try_from(entry.mode).unwrap_or(0o100644),
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id: entry.id,
-        flags: u16::try_from(entry.path.len().min(0xfff)).unwrap_or(0xfff),
-        flags_extended: 0,
-        path: entry.path.clone(),
     }
 }
 
