@@ -162,6 +162,30 @@ pub(crate) fn write(
     Ok(())
 }
 
+/// Make the new file `name` in `dir` hold `bytes` with permission bits `mode`, whole or not at
+/// all, without a temporary name ever showing: the bytes go to an unnamed file that is linked
+/// into place once synced. A kill or a full disk leaves nothing. `EEXIST` when `name` exists.
+/// Where the file system has no unnamed files, this is [`write`] with `no_replace`.
+pub(crate) fn write_new_unnamed(
+    dir: &OwnedFd,
+    name: &CStr,
+    bytes: &[u8],
+    mode: u32,
+) -> io::Result<()> {
+    let Some(fd) = sys::open_unnamed(dir.as_fd(), 0o600)? else {
+        return write(dir, name, bytes, Mode::Exact(mode), true, None);
+    };
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    sys::fchmod(file.as_fd(), mode & 0o777)?;
+    sys::fsync(file.as_fd())?;
+    if !sys::link_unnamed(file.as_fd(), dir.as_fd(), name)? {
+        return write(dir, name, bytes, Mode::Exact(mode), true, None);
+    }
+    let _ = sys::fsync(dir.as_fd());
+    Ok(())
+}
+
 /// Parse the pid out of a temporary file name.
 fn temp_pid(name: &[u8]) -> Option<i32> {
     let rest = name.strip_prefix(TEMP_PREFIX.as_bytes())?;

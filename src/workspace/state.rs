@@ -169,14 +169,15 @@ impl StateDir {
         Ok(File::from(fd))
     }
 
-    /// Write a new regular file with `bytes` and `mode`, whole or not at all (a temporary
-    /// renamed into place, so a full disk or a kill never leaves a short file that a later
-    /// run would take for complete). `Ok(false)` when a regular file is already there (left as
+    /// Write a new regular file with `bytes` and `mode`, whole or not at all (an unnamed file
+    /// linked into place, so a full disk or a kill never leaves a short file that a later run
+    /// would take for complete, and no temporary name shows in `git status` before the
+    /// directory's `.gitignore` exists). `Ok(false)` when a regular file is already there (left as
     /// it is); an existing link or special file is an error.
     pub fn write_new(&self, components: &[&str], bytes: &[u8], mode: u32) -> io::Result<bool> {
         let (dir, name, shown) = self.parent(components)?;
         let c = sys::cstr(name)?;
-        match atomic::write(&dir, &c, bytes, atomic::Mode::Exact(mode), true, None) {
+        match atomic::write_new_unnamed(&dir, &c, bytes, mode) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let st = sys::lstatat(dir.as_fd(), &c)?;

@@ -349,6 +349,52 @@ pub(crate) fn renameat(
     }
 }
 
+/// An unnamed regular file in `dir` (`O_TMPFILE`), writable, with `mode`: it has no name until
+/// [`link_unnamed`] gives it one, so nobody (`git status`, a reader, a crash) ever sees it
+/// half written. `Ok(None)` when the file system or kernel does not offer it.
+pub(crate) fn open_unnamed(dir: BorrowedFd<'_>, mode: libc::mode_t) -> io::Result<Option<OwnedFd>> {
+    match openat(dir, c".", libc::O_TMPFILE | libc::O_WRONLY, mode) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::EINVAL)
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Give the unnamed file `fd` ([`open_unnamed`]) the name `name` in `dir`; `EEXIST` when the
+/// name is taken (never replaced). Linking through `/proc/self/fd` needs no privilege (the
+/// `AT_EMPTY_PATH` form does); `Ok(false)` when `/proc` is not mounted.
+pub(crate) fn link_unnamed(
+    fd: BorrowedFd<'_>,
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let proc_path = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in path"))?;
+    match rustix::fs::linkat(
+        rustix::fs::CWD,
+        proc_path.as_c_str(),
+        dir,
+        name,
+        AtFlags::SYMLINK_FOLLOW,
+    ) {
+        Ok(()) => Ok(true),
+        Err(Errno::NOENT)
+            if rustix::fs::access(c"/proc/self/fd", rustix::fs::Access::EXISTS).is_err() =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// `fsync(2)`.
 pub(crate) fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(rustix::fs::fsync(fd)?)

@@ -1127,6 +1127,63 @@ fn a_full_disk_while_creating_the_state_directory_leaves_no_short_gitignore() {
     assert!(!status.contains(".pai_history"), "{status}");
 }
 
+/// No name pai's state directory holds ever shows in `git status`, not even for a moment:
+/// the first entry made in a new `.pai_history` is its `.gitignore` (`*`), whole. A
+/// temporary written first (`.pai-tmp-*`, renamed over `.gitignore`) showed as untracked to
+/// a `git status` run at that moment, in the user's checkout or a session's worktree.
+#[test]
+fn the_state_directory_first_gets_its_gitignore_so_git_never_sees_a_name_in_it() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here (CI installs it: .ci/run)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let mock = mock();
+    let work = base.join("case");
+    fixture(&work);
+    let trace = base.join("trace.txt");
+    let args: Vec<String> = [
+        "-f",
+        "-y",
+        "-o",
+        &trace.display().to_string(),
+        "-e",
+        "trace=openat,linkat,renameat,renameat2,mkdirat,symlinkat,mknodat",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(pai(&work, &op_args(Op::Plan, &mock), Some(&args)).status.success());
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let dir = format!("{}>", work.join("project/.pai_history").display());
+    // Each call that made a name in the directory: the name it made.
+    let made: Vec<String> = text
+        .lines()
+        .filter(|l| !l.contains("= -1") && !l.contains("<unfinished"))
+        .filter_map(|l| {
+            let call = l.split_once(' ')?.1.trim_start();
+            let (name, args) = call.split_once('(')?;
+            let fields: Vec<&str> = args.split(", ").collect();
+            let (at, made) = match name {
+                "openat" if fields.get(2)?.contains("O_CREAT") => (0, 1),
+                "mkdirat" | "mknodat" => (0, 1),
+                "linkat" | "renameat" | "renameat2" => (2, 3),
+                "symlinkat" => (1, 2),
+                _ => return None,
+            };
+            fields
+                .get(at)?
+                .ends_with(&dir)
+                .then(|| fields.get(made).map(|n| n.trim_matches('"').to_string()))?
+        })
+        .collect();
+    assert_eq!(made.first().map(String::as_str), Some(".gitignore"), "{made:?}");
+    assert!(
+        !made.iter().any(|n| n.starts_with(".pai-tmp-")),
+        "a temporary was named before the .gitignore: {made:?}"
+    );
+}
+
 /// A full disk while the plan's commit stores its objects (after its steps wrote the files):
 /// the commit cannot be made, so history does not hold the plan. Its files must not stay
 /// changed outside history: the failed command puts them back as the user had them (or, when
