@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::commit_files::{self, Changed};
-use super::repo::{self, Found};
+use crate::history::git::repo::{self, Found};
 
 /// Commits read for "recently changed".
 pub const RECENT_COMMITS: usize = 100;

@@ -8,7 +8,8 @@ use git2::Oid;
 
 use super::message::Kind;
 use super::session::{Session, State};
-use super::{auth, names};
+use crate::history::git::auth;
+use crate::history::git::names;
 
 /// Most commits looked at down the line (a line holds a few plans and snapshots each).
 const MAX_COMMITS: usize = 10_000;

@@ -11,14 +11,16 @@ use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile, LockedIndex};
 use super::made::Made;
 use super::message::{self, PlanRecord};
-use super::meta::Meta;
-use super::names::Head;
 use super::ops::{Op, OpKind, Record, found, produced};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit;
 use super::worktree::WorkTree;
-use super::{convert, names, plan_files, repo, trash};
+use super::{convert, plan_files, trash};
+use crate::history::git::meta::Meta;
+use crate::history::git::names;
+use crate::history::git::names::Head;
+use crate::history::git::repo;
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -152,7 +154,10 @@ fn plan_commit_message(
     msg.push_str(&made.trailer());
     let files = plan_files::stats(repo, parent_tree, tree)?;
     let msg = plan_files::with_record(msg, parent_tree, tree, &files);
-    Ok((super::auth::sign(&msg, tree.id(), &parent_ids)?, trash_tree))
+    Ok((
+        crate::history::git::auth::sign(&msg, tree.id(), &parent_ids)?,
+        trash_tree,
+    ))
 }
 
 /// Build the plan's commit (its files read under the index lock, the commit made on the
@@ -483,9 +488,9 @@ fn journal_refs(
     }
     // The session's start (its metadata ref), written with its first plan.
     if !w.line.recorded {
-        let meta_ref = super::meta::ref_name(&record.session);
+        let meta_ref = crate::history::git::meta::ref_name(&record.session);
         let old = names::target(repo, &meta_ref).ctx(|| format!("cannot read {meta_ref}"))?;
-        let blob = super::meta::blob(repo, &record.session, &meta)?;
+        let blob = crate::history::git::meta::blob(repo, &record.session, &meta)?;
         record.reference(&meta_ref, old, Some(blob));
     }
     if let Some(p) = pending {

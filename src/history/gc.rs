@@ -14,9 +14,12 @@ use git2::Repository;
 use serde::Serialize;
 
 use super::error::HistoryError;
-use super::ref_index::RefIndex;
-use super::repo::{self, Found};
-use super::{meta, names, revert, store};
+use super::revert;
+use crate::history::git::meta;
+use crate::history::git::names;
+use crate::history::git::ref_index::RefIndex;
+use crate::history::git::repo::{self, Found};
+use crate::history::git::store;
 
 /// What `gc` removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -94,7 +97,7 @@ fn prune_refs(
             continue;
         };
         // Only pai's own refs for this user: a planted one is no state of pai's to prune.
-        if commit.time().seconds() >= cutoff || !super::auth::verified(&commit) {
+        if commit.time().seconds() >= cutoff || !crate::history::git::auth::verified(&commit) {
             continue;
         }
         if !revert::refs_containing(repo, id, "")?.is_empty() {

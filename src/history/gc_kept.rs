@@ -12,8 +12,9 @@ use std::path::Path;
 
 use git2::{Oid, Repository};
 
-use super::ref_index::RefIndex;
-use super::{names, user_state};
+use crate::history::git::names;
+use crate::history::git::ref_index::RefIndex;
+use crate::history::git::user_state;
 
 /// What the pass removed.
 #[derive(Debug, Default)]

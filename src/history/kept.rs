@@ -14,7 +14,9 @@ use git2::{Oid, Repository};
 
 use super::error::{Context as _, HistoryError};
 use super::ops::Record;
-use super::{names, trash, user_state};
+use super::trash;
+use crate::history::git::names;
+use crate::history::git::user_state;
 
 /// The entry of the tree listing the paths undo restored where nothing stood.
 const ABSENT: &str = "absent";

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use git2::{Oid, Repository};
 
 use super::message::Kind;
-use super::names;
 use super::session::{Session, State};
+use crate::history::git::names;
 
 /// Most snapshot commits followed down one pending ref (a plan takes one or two).
 const MAX_SNAPSHOT_COMMITS: usize = 64;
@@ -80,7 +80,7 @@ impl Session {
                 let top = r.target()?;
                 // A ref pai did not write (a name outside its grammar, a snapshot without
                 // its mark) is not reported: its name would go into a suggested command.
-                if !super::forged::pending_is_pais(&w.repo, &session, top) {
+                if !crate::history::git::forged::pending_is_pais(&w.repo, &session, top) {
                     return None;
                 }
                 Some(LeftoverSnapshot {
@@ -102,7 +102,7 @@ fn snapshot_files(repo: &Repository, top: Oid) -> Vec<String> {
     let mut next = repo.find_commit(top).ok();
     for _ in 0..MAX_SNAPSHOT_COMMITS {
         let Some(commit) = next.take() else { break };
-        if super::auth::trailers(&commit).kind != Some(Kind::User) {
+        if crate::history::git::auth::trailers(&commit).kind != Some(Kind::User) {
             break;
         }
         let parent = commit.parent(0).ok();

@@ -6,8 +6,8 @@
 use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
-use super::meta::{self, Meta};
-use super::names::{self, Head};
+use crate::history::git::meta::{self, Meta};
+use crate::history::git::names::{self, Head};
 
 /// Where a session's plans go, and whether their branch exists yet.
 pub(crate) struct Line {
@@ -127,7 +127,7 @@ pub(crate) fn newest_session(repo: &Repository, branch: &str) -> Option<String> 
     walk.simplify_first_parent().ok()?;
     for oid in walk.flatten().take(1_000) {
         let commit = repo.find_commit(oid).ok()?;
-        let t = super::auth::trailers(&commit);
+        let t = crate::history::git::auth::trailers(&commit);
         if let Some(s) = t.session {
             return Some(s);
         }

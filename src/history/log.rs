@@ -12,11 +12,12 @@ use serde::Serialize;
 
 use super::error::{Context, HistoryError};
 use super::message::{self, Kind};
-use super::meta::{self, Meta};
-use super::ref_index::RefIndex;
-use super::repo::{self, HistoryRepo};
 use super::session::summary_for;
-use super::{names, plan_files, revert};
+use super::{plan_files, revert};
+use crate::history::git::meta::{self, Meta};
+use crate::history::git::names;
+use crate::history::git::ref_index::RefIndex;
+use crate::history::git::repo::{self, HistoryRepo};
 
 /// One session and its plans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,7 +84,7 @@ pub struct PlanLog {
 }
 
 pub use super::plan_files::FileStat;
-pub use super::unverified::UnverifiedCommit;
+pub use crate::history::git::unverified::UnverifiedCommit;
 
 /// The project `pai log` lists, found from the directory it started in, with its history
 /// opened once for both the recovery check every command makes first and the log itself
@@ -203,7 +204,7 @@ impl<'r> Commits<'r> {
     ) -> Result<&message::Trailers, HistoryError> {
         let fresh = match self.undone_trailers.contains_key(&id) {
             true => None,
-            false => Some(super::auth::trailers(self.get(repo, id)?)),
+            false => Some(crate::history::git::auth::trailers(self.get(repo, id)?)),
         };
         Ok(self
             .undone_trailers
@@ -251,10 +252,10 @@ fn session_log<'r>(
     if let Some(tip) = tip {
         for id in branch_commits(repo, commits, session, tip, meta.as_ref())? {
             let commit = commits.get(repo, id)?;
-            let t = super::auth::trailers(commit);
+            let t = crate::history::git::auth::trailers(commit);
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
                 plans.push(plan_log(repo, commit, t, session, false, with_patch)?);
-            } else if let Some(u) = super::unverified::of_session(commit, session) {
+            } else if let Some(u) = crate::history::git::unverified::of_session(commit, session) {
                 unverified.push(u);
             }
         }
@@ -264,7 +265,8 @@ fn session_log<'r>(
         if listed.contains(&id.to_string()) {
             continue;
         }
-        if super::forged::undone_plan_of(commits.trailers(repo, *id)?, name).is_none() {
+        if crate::history::git::forged::undone_plan_of(commits.trailers(repo, *id)?, name).is_none()
+        {
             continue;
         }
         let commit = commits.get(repo, *id)?;
@@ -314,7 +316,12 @@ fn branch_commits<'r>(
             return Ok(out);
         }
         let commit = commits.get(repo, id)?;
-        if meta.is_none() && super::auth::trailers(commit).session.as_deref() != Some(session) {
+        if meta.is_none()
+            && crate::history::git::auth::trailers(commit)
+                .session
+                .as_deref()
+                != Some(session)
+        {
             return Ok(out);
         }
         out.push(id);
@@ -396,7 +403,7 @@ pub fn render_text(sessions: &[SessionLog]) -> String {
         for p in &s.plans {
             render_plan(&mut out, p);
         }
-        super::unverified::render(&mut out, &s.unverified);
+        crate::history::git::unverified::render(&mut out, &s.unverified);
     }
     out
 }

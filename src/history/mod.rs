@@ -20,7 +20,6 @@
 //! the line of work (`chain`), what a plan left at its trash paths (`left`).
 
 mod activity;
-mod auth;
 mod chain;
 mod commit;
 mod commit_files;
@@ -28,37 +27,30 @@ mod convert;
 mod discard;
 mod error;
 mod file_bytes;
-mod forged;
 mod fresh_checkout;
 mod gc;
 mod gc_kept;
+mod git;
 mod index_file;
 mod kept;
 mod left;
 mod leftover;
 mod line;
 mod linked;
-mod lock;
 mod log;
 mod made;
 mod merge_preview;
 mod message;
-mod meta;
-mod names;
 mod ops;
 mod own_snapshots;
-mod paths;
 mod plan_files;
 mod plan_journal;
-mod ref_index;
-mod repo;
 mod revert;
 mod run_index;
 mod run_made;
 mod scope;
 mod session;
 mod snapshot;
-mod store;
 #[cfg(test)]
 mod test_git;
 mod tracked;
@@ -66,16 +58,17 @@ mod trash;
 mod tree_edit;
 mod tree_removal;
 mod undo;
-mod unverified;
-mod user_state;
 mod worktree;
 
 pub use activity::{RECENT_COMMITS, head_commit, recently_changed};
-pub use auth::{key_forms, open_record, seal_record};
 pub use commit::{CommitInfo, LeftOut};
 pub use discard::{DiscardReport, discard};
 pub use error::HistoryError;
 pub use gc::{GcOptions, GcReport, gc};
+pub use git::auth::{key_forms, open_record, seal_record};
+pub use git::repo::project_root;
+pub use git::store::note_once;
+pub use git::user_state::project_dir;
 pub use leftover::LeftoverSnapshot;
 pub use linked::{CreateOptions, Held, Linked};
 pub use log::{
@@ -86,14 +79,11 @@ pub use merge_preview::{SessionView, render_sessions};
 pub use message::{Kind, PlanRecord};
 pub use ops::{StepWrites, interrupted, recover};
 pub use plan_journal::Abandoned;
-pub use repo::project_root;
 pub use run_index::RunIndex;
 pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_branch};
 pub use snapshot::RunBaseline;
-pub use store::note_once;
 pub use tracked::TrackedBlobs;
 pub use undo::{RedoReport, UndoReport, redo, undo};
-pub use user_state::project_dir;
 pub use worktree::{WorkEntry, WorkTree};
 
 /// Worktree sessions (`pai -w`): create, find, hold, tidy and remove them, and preview their

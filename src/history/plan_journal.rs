@@ -5,12 +5,12 @@
 //! without one ([`Session::end_plan`]).
 
 use super::error::HistoryError;
-use super::names;
 use super::ops::{Before, PlanJournal, StepWrites};
 use super::run_index::RunIndex;
 use super::session::{Session, Writer};
 use super::snapshot::RunBaseline;
 use super::worktree::WorkTree;
+use crate::history::git::names;
 use crate::workspace::Tracked as _;
 
 impl Session {

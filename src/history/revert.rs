@@ -7,8 +7,8 @@ use git2::{Commit, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
 use super::message::Kind;
-use super::names::{self, Head};
 use super::scope::{Entry, MODE_EXEC, MODE_FILE};
+use crate::history::git::names::{self, Head};
 
 /// Git mode of a subtree.
 const TREE_MODE: i32 = 0o040000;
@@ -69,7 +69,7 @@ fn diff_level(
         if o == n {
             continue;
         }
-        let path = super::paths::join(prefix, &crate::rawname::encode(&name));
+        let path = crate::history::git::paths::join(prefix, &crate::rawname::encode(&name));
         let (ot, nt) = (subtree(o)?, subtree(n)?);
         if ot.is_some() || nt.is_some() {
             diff_level(repo, ot.as_ref(), nt.as_ref(), &path, out)?;
@@ -96,7 +96,7 @@ pub(crate) fn parent_tree<'r>(commit: &Commit<'r>) -> Result<Option<Tree<'r>>, H
 
 /// The pai kind of a commit, if it is one of pai's.
 pub(crate) fn kind(commit: &Commit<'_>) -> Option<Kind> {
-    super::auth::trailers(commit).kind
+    crate::history::git::auth::trailers(commit).kind
 }
 
 /// The checked-out session branch (`refs/heads/pai/<id>`), or a refusal of `action`.
@@ -108,7 +108,7 @@ pub(crate) fn session_branch(repo: &Repository, action: &str) -> Result<String, 
         return Ok(name.clone());
     }
     let newest = session_branches(repo).into_iter().next_back();
-    if super::repo::is_private(repo) {
+    if crate::history::git::repo::is_private(repo) {
         // Outside git: no git branch names or git commands the user has no use for.
         return Err(HistoryError::NoSession {
             message: format!("cannot {action}: no pai session with plans is current here"),

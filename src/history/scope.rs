@@ -8,9 +8,9 @@ use git2::{AttrCheckFlags, ObjectType, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
 use super::index_file::IndexFile;
-use super::paths;
 use super::tree_edit::Change;
 use super::worktree::{WorkEntry, WorkTree};
+use crate::history::git::paths;
 use crate::rawname;
 
 /// Git mode of a regular file.

@@ -12,13 +12,14 @@ use serde::Serialize;
 
 use super::error::{Context, HistoryError};
 use super::line::{self, Line};
-use super::lock::WorkTreeLock;
 use super::made::Made;
 use super::message::Kind;
-use super::meta::{self, Meta};
-use super::names::{self, Head};
-use super::repo::{self, Found};
-use super::{store, trash};
+use super::trash;
+use crate::history::git::lock::WorkTreeLock;
+use crate::history::git::meta::{self, Meta};
+use crate::history::git::names::{self, Head};
+use crate::history::git::repo::{self, Found};
+use crate::history::git::store;
 
 /// How to start a session.
 #[derive(Debug, Clone)]
@@ -384,7 +385,7 @@ pub fn why_no_branch(root: &Path, id: &str) -> String {
     let Ok(Found::Repo(hr)) = repo::find(root) else {
         return "recorded no plans".into();
     };
-    let discarded = super::names::discarded_ref(id);
+    let discarded = crate::history::git::names::discarded_ref(id);
     if hr.repo.find_reference(&discarded).is_ok() {
         return format!("was discarded (its plans are kept at {discarded})");
     }
@@ -463,7 +464,7 @@ fn last_plan_number(repo: &Repository, session: &str, tip: Oid, base: Option<Oid
             let _ = walk.hide(base);
         }
         for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
-            let t = super::auth::trailers(&commit);
+            let t = crate::history::git::auth::trailers(&commit);
             if t.session.as_deref() == Some(session) {
                 last = last.max(t.plan.unwrap_or(0));
             }
@@ -509,7 +510,7 @@ fn count_of(repo: &Repository, session: &str, branch: &str, below: &[Option<Oid>
         let _ = walk.hide(*hidden);
     }
     for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
-        let t = super::auth::trailers(&commit);
+        let t = crate::history::git::auth::trailers(&commit);
         if t.session.as_deref() != Some(session) {
             continue;
         }

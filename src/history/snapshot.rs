@@ -14,7 +14,9 @@ use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
-use super::{convert, message, names, repo, trash};
+use super::{convert, message, trash};
+use crate::history::git::names;
+use crate::history::git::repo;
 use crate::workspace::{StatusPass, Tracked};
 
 /// What the work tree holds at a path: a file (`None`: nothing), or `Err` for what pai does
@@ -598,7 +600,7 @@ pub(super) fn commit_changes(
         .find_tree(tree_id)
         .ctx(|| "cannot build a tree".into())?;
     let parent_ids: Vec<Oid> = parent.iter().map(git2::Commit::id).collect();
-    let msg = super::auth::sign(msg, tree_id, &parent_ids)?;
+    let msg = crate::history::git::auth::sign(msg, tree_id, &parent_ids)?;
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
     repo.commit(None, &sigs.0, &sigs.1, &msg, &tree, &parents)
         .ctx(|| "cannot create a commit".into())

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::index_file::{self, IndexFile};
-use super::repo::{self, Found};
+use crate::history::git::repo::{self, Found};
 
 /// git's modes for regular files: the only entries a file's text can be looked up for.
 const REGULAR: [u32; 2] = [0o100_644, 0o100_755];

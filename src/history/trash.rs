@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
-use super::store;
 use super::tree_edit::{self, Change};
+use crate::history::git::store;
 
 /// Git file modes of trash copies.
 const MODE_FILE: i32 = 0o100644;

@@ -13,18 +13,20 @@ use serde::Serialize;
 
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
-use super::lock::WorkTreeLock;
 use super::made::Made;
 use super::message::{self, Kind};
-use super::meta;
-use super::names::Head;
 use super::ops::{Op, OpKind, Record, copy_state, found, produced};
 use super::revert::{self, PathChange};
 use super::scope::{self, Entry, MODE_EXEC};
 use super::session::Session;
 use super::snapshot::commit_changes;
 use super::worktree::WorkTree;
-use super::{convert, line, names, own_snapshots, repo, trash};
+use super::{convert, line, own_snapshots, trash};
+use crate::history::git::lock::WorkTreeLock;
+use crate::history::git::meta;
+use crate::history::git::names;
+use crate::history::git::names::Head;
+use crate::history::git::repo;
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -130,7 +132,7 @@ fn before_plan<'r>(
     let mut staged: Option<git2::Tree<'r>> = None;
     while let Some(c) = below {
         let msg = c.message().unwrap_or_default();
-        let t = super::auth::trailers(&c);
+        let t = crate::history::git::auth::trailers(&c);
         if t.kind != Some(Kind::User) || t.plan != Some(number) {
             let tree = c.tree().ctx(|| "cannot read a parent tree".into())?;
             return Ok((Some(c), Some(staged.unwrap_or(tree))));
@@ -249,7 +251,7 @@ fn newest_plan<'r>(
     }
     if revert::kind(&plan_commit) != Some(Kind::Plan) {
         let short = names::short_id(plan_commit.id());
-        if let Some(forged) = super::forged::refusal(&plan_commit, "undo") {
+        if let Some(forged) = crate::history::git::forged::refusal(&plan_commit, "undo") {
             return Err(forged);
         }
         return Err(HistoryError::Refused {
@@ -263,7 +265,7 @@ fn newest_plan<'r>(
             ),
         });
     }
-    let trailers = super::auth::trailers(&plan_commit);
+    let trailers = crate::history::git::auth::trailers(&plan_commit);
     let session = trailers
         .session
         .clone()
@@ -502,7 +504,7 @@ fn build_undo(
     // Removing the plan's files stops at the user's own folders, finished after a crash too.
     record.kept_dirs = made.kept.iter().cloned().collect();
     let (undone_ref, head_back) = journal_refs(repo, record, &branch, base_commit.as_ref(), &plan)?;
-    let recorded_trash = super::auth::trailers(&plan.commit).trash;
+    let recorded_trash = crate::history::git::auth::trailers(&plan.commit).trash;
     // Every trash copy checked (and what undo replaces kept) before the first write.
     let trash_writes = prepare_trash(
         repo,
@@ -772,8 +774,9 @@ fn newest_undone(
         }
         let commit = read_commit(repo, id)?;
         // Only a plan pai made for this user, kept under its own session and number.
-        let Some(number) = super::forged::undone_plan(&commit, &name) else {
-            if let Some(why) = super::forged::why_unverified(&commit).filter(|_| own) {
+        let Some(number) = crate::history::git::forged::undone_plan(&commit, &name) else {
+            if let Some(why) = crate::history::git::forged::why_unverified(&commit).filter(|_| own)
+            {
                 stale.push(format!(
                     "commit {} (kept for redo) is not pai's as it stands: {why}",
                     names::short_id(id)
@@ -983,7 +986,7 @@ fn build_redo(
         tip_tree.as_ref(),
         index_before.as_ref(),
     )?;
-    let trailers = super::auth::trailers(&commit);
+    let trailers = crate::history::git::auth::trailers(&commit);
     let session = trailers.session.clone().unwrap_or(branch_session);
     let copies = recorded_copies(repo, trailers.trash)?;
     let kept = super::kept::read(repo, root, &session, number)?;

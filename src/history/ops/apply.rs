@@ -9,10 +9,10 @@ use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
 use super::super::index_file::{self, LockedIndex};
-use super::super::names::{self, Head};
 use super::super::scope::{self, Entry, MODE_EXEC, WorkFile};
 use super::super::worktree::{WorkEntry, WorkTree};
 use super::record::{FileState, Record};
+use crate::history::git::names::{self, Head};
 
 /// Which way to carry out a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

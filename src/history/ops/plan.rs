@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::names;
 use super::super::scope::{self, Entry, MODE_EXEC};
 use super::super::worktree::{WorkEntry, WorkTree};
 use super::apply::{Applied, tidy_folders};
 use super::record::{self, FileMove, FileState, OpKind, Record, Source};
+use crate::history::git::names;
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;

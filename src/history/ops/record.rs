@@ -11,9 +11,9 @@ use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::names::Head;
 use super::super::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
-use super::super::user_state;
+use crate::history::git::names::Head;
+use crate::history::git::user_state;
 
 /// The record format; a record of another version is reported, never acted on.
 const VERSION: u32 = 1;

@@ -9,13 +9,13 @@ use std::path::Path;
 use git2::Repository;
 
 use super::super::error::HistoryError;
-use super::super::lock::WorkTreeLock;
-use super::super::repo;
 use super::super::worktree::WorkTree;
 use super::apply::{self, Direction};
 use super::locks;
 use super::plan;
 use super::record::{self, OpKind, Record};
+use crate::history::git::lock::WorkTreeLock;
+use crate::history::git::repo;
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;

@@ -9,7 +9,9 @@ use chrono::{DateTime, FixedOffset};
 use git2::Commit;
 use serde::Serialize;
 
-use super::{message, names};
+use crate::history::message;
+
+use super::names;
 
 /// One commit `pai log` shows as not verified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,7 +31,10 @@ pub struct UnverifiedCommit {
 /// `commit` as an unverified commit of `session`, when its trailers claim that session and its
 /// mark does not verify; `None` for pai's own commits and for commits claiming nothing or
 /// another session.
-pub(super) fn of_session(commit: &Commit<'_>, session: &str) -> Option<UnverifiedCommit> {
+pub(in crate::history) fn of_session(
+    commit: &Commit<'_>,
+    session: &str,
+) -> Option<UnverifiedCommit> {
     let claimed = message::parse(commit.message().unwrap_or_default());
     if claimed.session.as_deref() != Some(session) {
         return None;
@@ -51,7 +56,7 @@ pub(super) fn of_session(commit: &Commit<'_>, session: &str) -> Option<Unverifie
 }
 
 /// The lines `pai log` prints for a session's unverified commits.
-pub(super) fn render(out: &mut String, commits: &[UnverifiedCommit]) {
+pub(in crate::history) fn render(out: &mut String, commits: &[UnverifiedCommit]) {
     for c in commits {
         let when = DateTime::parse_from_rfc3339(&c.time)
             .map(|d| d.format("%Y-%m-%d %H:%M").to_string())

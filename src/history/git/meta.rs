@@ -4,8 +4,9 @@
 
 use git2::{Oid, Repository};
 
-use super::error::{Context, HistoryError};
-use super::{auth, names};
+use super::auth;
+use super::names;
+use crate::history::error::{Context, HistoryError};
 
 /// The MAC domain of session facts.
 const DOMAIN: &str = "pai-session-meta-v1";

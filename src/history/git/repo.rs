@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, Repository, RepositoryState, Signature};
 
-use super::error::{Context, HistoryError};
 use super::store;
+use crate::history::error::{Context, HistoryError};
 
 /// The project root for a session started in `cwd`: the work tree's top level when `cwd` is
 /// inside a git work tree (linked worktrees included), else `cwd` itself.
@@ -549,7 +549,7 @@ pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
     if let Some(b) = state_blocker(repo) {
         return Some(b);
     }
-    match super::index_file::load_shared(repo) {
+    match crate::history::index_file::load_shared(repo) {
         Ok(index) => index_blocker(&index),
         Err(e) => Some(unreadable_index(&e)),
     }
@@ -564,7 +564,7 @@ pub(crate) fn unreadable_index(e: &HistoryError) -> Blocker {
 }
 
 /// Unresolved conflicts in `index`.
-pub(crate) fn index_blocker(index: &super::index_file::IndexFile) -> Option<Blocker> {
+pub(crate) fn index_blocker(index: &crate::history::index_file::IndexFile) -> Option<Blocker> {
     let files = index.conflicts();
     if files.is_empty() {
         return None;

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{Context as _, HistoryError};
+use crate::history::error::{Context as _, HistoryError};
 
 /// The project id for a git common directory: the first 16 hex digits of the SHA-256 of its
 /// canonical path.

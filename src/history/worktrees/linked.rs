@@ -23,12 +23,12 @@ use serde::{Deserialize, Serialize};
 use super::error::{Context, HistoryError};
 use super::fresh_checkout;
 use super::line::Line;
-use super::meta::{self, Meta};
-use super::names::{self, Head};
-use super::repo::{self, Found};
 use super::session::{Session, StartOptions, State};
 use super::tree_removal;
-use super::user_state;
+use crate::history::git::meta::{self, Meta};
+use crate::history::git::names::{self, Head};
+use crate::history::git::repo::{self, Found};
+use crate::history::git::user_state;
 
 /// Prefix of the admin entries (`.git/worktrees/pai-<id>`) of pai's worktrees.
 const ADMIN_PREFIX: &str = "pai-";

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::workspace::StateDir;
 
-use super::error::{Context, HistoryError};
+use crate::history::error::{Context, HistoryError};
 
 /// The directory's name at the project root.
 pub(crate) const DIR: &str = crate::layout::STATE_DIR;

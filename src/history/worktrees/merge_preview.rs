@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::error::{Context, HistoryError};
 use super::linked::{self, Linked};
-use super::names;
 use super::session::count_plans;
+use crate::history::git::names;
 
 /// One session's line in `pai sessions`.
 #[derive(Debug, Clone, Serialize)]
@@ -47,8 +47,8 @@ pub struct SessionView {
 /// Every worktree session of the project at `root`, with its merge preview.
 pub fn sessions(root: &Path) -> Result<Vec<SessionView>, HistoryError> {
     let records = linked::list(root)?;
-    let repo = match super::repo::find(root)? {
-        super::repo::Found::Repo(hr) => hr.repo,
+    let repo = match crate::history::git::repo::find(root)? {
+        crate::history::git::repo::Found::Repo(hr) => hr.repo,
         _ => return Ok(Vec::new()),
     };
     let tips: Vec<Option<Oid>> = records

@@ -19,7 +19,7 @@ use git2::Commit;
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use sha2::Sha256;
 
-use super::error::{Context as _, HistoryError};
+use crate::history::error::{Context as _, HistoryError};
 
 /// The trailer holding a commit's MAC; always the last line of pai's commit messages.
 pub(crate) const TRAILER: &str = "Pai-Auth";
@@ -237,11 +237,11 @@ pub(crate) fn verified(commit: &Commit<'_>) -> bool {
 
 /// The `Pai-*` trailers of `commit` when pai made it for this user; none (the default, no
 /// kind) for any other commit, whatever its message says.
-pub(crate) fn trailers(commit: &Commit<'_>) -> super::message::Trailers {
+pub(crate) fn trailers(commit: &Commit<'_>) -> crate::history::message::Trailers {
     if verified(commit) {
-        super::message::parse(commit.message().unwrap_or_default())
+        crate::history::message::parse(commit.message().unwrap_or_default())
     } else {
-        super::message::Trailers::default()
+        crate::history::message::Trailers::default()
     }
 }
 

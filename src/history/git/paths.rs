@@ -1,7 +1,7 @@
 //! Project-relative paths as history handles them: validated and normalised once, so that a
 //! path from the workspace can be used as a git tree path and an index path unchanged.
 
-use super::error::HistoryError;
+use crate::history::error::HistoryError;
 
 /// Normalise `rel` (drop `.` and empty segments and trailing slashes) or refuse it when it is
 /// absolute, escapes with `..`, names a `.git` directory or contains a NUL byte.

@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use super::error::{Context, HistoryError};
 use super::store;
+use crate::history::error::{Context, HistoryError};
 
 /// Attempts before reporting another holder.
 const RETRIES: u32 = 10;
