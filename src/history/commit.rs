@@ -8,7 +8,7 @@ use git2::{Commit, Oid, Repository, Tree};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
-use super::index_file::{self, IndexFile, LockedIndex};
+use super::index::{self, IndexFile, LockedIndex};
 use super::made::Made;
 use super::message::{self, PlanRecord};
 use super::ops::{Op, OpKind, Record, found, produced};
@@ -181,7 +181,7 @@ fn build_commit(
     let parent = pending.map(|p| p.top).or(tip);
     let (parent_commit, parent_tree) = commit_and_tree(repo, parent)?;
     // Held from here to the end: the entries checked are the entries rewritten.
-    let index = index_file::lock(repo.path())?;
+    let index = index::lock(repo.path())?;
     if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
         return Err(HistoryError::ReadOnly { reason: b.reason() });
     }

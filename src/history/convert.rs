@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use git2::{ObjectType, Oid, Repository};
 
 use super::error::{Context, HistoryError};
-use super::index_file::IndexFile;
+use super::index::IndexFile;
 use super::revert::PathChange;
 use super::scope::{self, Entry, MODE_EXEC, WorkFile};
 use super::worktree::WorkTree;

@@ -26,27 +26,22 @@ mod commit_files;
 mod convert;
 mod discard;
 mod error;
-mod file_bytes;
-mod fresh_checkout;
 mod gc;
 mod gc_kept;
 mod git;
-mod index_file;
+mod index;
 mod kept;
 mod left;
 mod leftover;
 mod line;
-mod linked;
 mod log;
 mod made;
-mod merge_preview;
 mod message;
 mod ops;
 mod own_snapshots;
 mod plan_files;
 mod plan_journal;
 mod revert;
-mod run_index;
 mod run_made;
 mod scope;
 mod session;
@@ -56,9 +51,9 @@ mod test_git;
 mod tracked;
 mod trash;
 mod tree_edit;
-mod tree_removal;
 mod undo;
 mod worktree;
+mod worktrees;
 
 pub use activity::{RECENT_COMMITS, head_commit, recently_changed};
 pub use commit::{CommitInfo, LeftOut};
@@ -69,31 +64,32 @@ pub use git::auth::{key_forms, open_record, seal_record};
 pub use git::repo::project_root;
 pub use git::store::note_once;
 pub use git::user_state::project_dir;
+pub use index::run_index::RunIndex;
 pub use leftover::LeftoverSnapshot;
-pub use linked::{CreateOptions, Held, Linked};
 pub use log::{
     FileStat, LogSource, PlanLog, SessionLog, UnverifiedCommit, log, open_log, render_json,
     render_text,
 };
-pub use merge_preview::{SessionView, render_sessions};
 pub use message::{Kind, PlanRecord};
 pub use ops::{StepWrites, interrupted, recover};
 pub use plan_journal::Abandoned;
-pub use run_index::RunIndex;
 pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_branch};
 pub use snapshot::RunBaseline;
 pub use tracked::TrackedBlobs;
 pub use undo::{RedoReport, UndoReport, redo, undo};
 pub use worktree::{WorkEntry, WorkTree};
+pub use worktrees::linked::{CreateOptions, Held, Linked};
+pub use worktrees::merge_preview::{SessionView, render_sessions};
 
 /// Worktree sessions (`pai -w`): create, find, hold, tidy and remove them, and preview their
 /// merges.
 pub mod sessions {
-    pub use super::linked::{
-        carry, copy_included, create, finish, has_branch, hold, is_running, list, lost_if_removed,
-        remove, start_session, tidy, uncommitted,
+    pub use super::worktrees::carry::{carry, copy_included, lost_if_removed, uncommitted};
+    pub use super::worktrees::linked::{
+        create, finish, has_branch, hold, is_running, list, start_session,
     };
-    pub use super::merge_preview::sessions as preview;
+    pub use super::worktrees::merge_preview::sessions as preview;
+    pub use super::worktrees::removal::{remove, tidy};
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use git2::{Commit, Repository, Tree};
 
 use super::error::{Context, HistoryError};
-use super::index_file::IndexFile;
+use super::index::IndexFile;
 use super::revert::{self, PathChange};
 use super::scope::{self, Entry};
 

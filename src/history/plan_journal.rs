@@ -6,11 +6,11 @@
 
 use super::error::HistoryError;
 use super::ops::{Before, PlanJournal, StepWrites};
-use super::run_index::RunIndex;
 use super::session::{Session, Writer};
 use super::snapshot::RunBaseline;
 use super::worktree::WorkTree;
 use crate::history::git::names;
+use crate::history::index::run_index::RunIndex;
 use crate::workspace::Tracked as _;
 
 impl Session {

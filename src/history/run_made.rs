@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 
 use super::error::{Context as _, HistoryError};
 use super::ops::{Before, PlanJournal};
-use super::run_index::RunIndex;
 use super::scope;
 use super::session::Session;
 use super::snapshot::RunBaseline;
 use super::worktree::{WorkEntry, WorkTree};
+use crate::history::index::run_index::RunIndex;
 use crate::workspace::StatusPass;
 
 /// Most ignored files recorded for one command: a command that makes more (an install, a

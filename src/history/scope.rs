@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use git2::{AttrCheckFlags, ObjectType, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
-use super::index_file::IndexFile;
+use super::index::IndexFile;
 use super::tree_edit::Change;
 use super::worktree::{WorkEntry, WorkTree};
 use crate::history::git::paths;
@@ -18,7 +18,7 @@ pub(crate) const MODE_FILE: i32 = 0o100644;
 /// Git mode of an executable file.
 pub(crate) const MODE_EXEC: i32 = 0o100755;
 
-pub(crate) use super::index_file::Entry;
+pub(crate) use super::index::Entry;
 
 /// The blob entry at `path` in `tree`, if it is a regular or executable file. Symlinks and
 /// submodules are reported as `Err(())`: pai does not record them.

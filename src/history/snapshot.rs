@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository, Signature, Tree};
 
 use super::error::{Context, HistoryError};
-use super::index_file::{self, IndexFile};
-use super::run_index::RunIndex;
+use super::index::{self, IndexFile};
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
 use super::tree_edit::{self, Change};
@@ -17,6 +16,7 @@ use super::worktree::WorkTree;
 use super::{convert, message, trash};
 use crate::history::git::names;
 use crate::history::git::repo;
+use crate::history::index::run_index::RunIndex;
 use crate::workspace::{StatusPass, Tracked};
 
 /// What the work tree holds at a path: a file (`None`: nothing), or `Err` for what pai does
@@ -317,7 +317,7 @@ impl Session {
             ),
             None => None,
         };
-        let index = index_file::load_shared(repo)?;
+        let index = index::load_shared(repo)?;
         if let Some(b) = repo::state_blocker(repo).or_else(|| repo::index_blocker(&index)) {
             return Err(HistoryError::ReadOnly { reason: b.reason() });
         }
@@ -623,7 +623,7 @@ impl Session {
             return Vec::new();
         };
         let tree = tip.and_then(|t| w.repo.find_commit(t).ok()?.tree().ok());
-        let Ok(index) = index_file::load_shared(&w.repo) else {
+        let Ok(index) = index::load_shared(&w.repo) else {
             return Vec::new();
         };
         paths

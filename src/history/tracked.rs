@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::index_file::{self, IndexFile};
+use super::index::{self, IndexFile};
 use crate::history::git::repo::{self, Found};
 
 /// git's modes for regular files: the only entries a file's text can be looked up for.
@@ -59,7 +59,7 @@ impl TrackedBlobs {
         if hr.private {
             return None;
         }
-        let index = index_file::load_shared(&hr.repo).ok()?;
+        let index = index::load_shared(&hr.repo).ok()?;
         Some(TrackedBlobs {
             index,
             slots: std::sync::OnceLock::new(),

@@ -12,7 +12,7 @@ use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
-use super::index_file::{self, IndexFile};
+use super::index::{self, IndexFile};
 use super::made::Made;
 use super::message::{self, Kind};
 use super::ops::{Op, OpKind, Record, copy_state, found, produced};
@@ -450,7 +450,7 @@ fn build_undo(
     wt: &dyn WorkTree,
     (force, identity): (bool, Option<&(String, String)>),
     record: &mut Record,
-) -> Result<(UndoReport, index_file::LockedIndex), HistoryError> {
+) -> Result<(UndoReport, index::LockedIndex), HistoryError> {
     let branch = checked_out_branch(repo, "undo")?;
     let tip = branch.tip.ok_or_else(|| HistoryError::Refused {
         message: format!("nothing to undo: {} has no commits yet", branch.short),
@@ -463,7 +463,7 @@ fn build_undo(
 
     // Everything the plan wrote must still be exactly as it wrote it.
     // Held to the end, so the entries checked are the entries rewritten.
-    let index = index_file::lock(repo.path())?;
+    let index = index::lock(repo.path())?;
     if let Some(b) = repo::index_blocker(&index) {
         return Err(b.refusal("undo"));
     }
@@ -959,7 +959,7 @@ fn build_redo(
     root: &Path,
     wt: &dyn WorkTree,
     record: &mut Record,
-) -> Result<(RedoReport, index_file::LockedIndex), HistoryError> {
+) -> Result<(RedoReport, index::LockedIndex), HistoryError> {
     let branch = redo_branch(repo)?;
     let branch_session = names::session_of_branch(&branch.name)
         .unwrap_or_default()
@@ -972,7 +972,7 @@ fn build_redo(
     let (before_tree, changes) = plan_changes(repo, &commit)?;
     let tip_tree = tree_at_tip(repo, branch.tip)?;
     // Held to the end, so the entries checked are the entries rewritten.
-    let index = index_file::lock(repo.path())?;
+    let index = index::lock(repo.path())?;
     if let Some(b) = repo::index_blocker(&index) {
         return Err(b.refusal("redo"));
     }

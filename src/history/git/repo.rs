@@ -549,7 +549,7 @@ pub(crate) fn blocker(repo: &Repository) -> Option<Blocker> {
     if let Some(b) = state_blocker(repo) {
         return Some(b);
     }
-    match crate::history::index_file::load_shared(repo) {
+    match crate::history::index::load_shared(repo) {
         Ok(index) => index_blocker(&index),
         Err(e) => Some(unreadable_index(&e)),
     }
@@ -564,7 +564,7 @@ pub(crate) fn unreadable_index(e: &HistoryError) -> Blocker {
 }
 
 /// Unresolved conflicts in `index`.
-pub(crate) fn index_blocker(index: &crate::history::index_file::IndexFile) -> Option<Blocker> {
+pub(crate) fn index_blocker(index: &crate::history::index::IndexFile) -> Option<Blocker> {
     let files = index.conflicts();
     if files.is_empty() {
         return None;

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use crate::workspace::{FileStat, Tracked};
 
-use super::error::HistoryError;
-use super::index_file::{self, Entry, IndexFile};
+use crate::history::error::HistoryError;
+use crate::history::index::{self, Entry, IndexFile};
 
 /// Git mode of a submodule (a commit in another repository).
 const MODE_GITLINK: u32 = 0o160000;
@@ -32,7 +32,7 @@ impl RunIndex {
     /// an empty one.
     pub(crate) fn read(git_dir: &Path) -> Result<RunIndex, HistoryError> {
         use std::os::unix::fs::MetadataExt;
-        let path = index_file::index_path(git_dir);
+        let path = index::index_path(git_dir);
         let written = std::fs::metadata(&path).map_or((0, 0), |m| {
             (
                 u32::try_from(m.mtime()).unwrap_or(u32::MAX),
@@ -40,7 +40,7 @@ impl RunIndex {
             )
         });
         Ok(RunIndex {
-            index: index_file::load_shared_at(path)?,
+            index: index::load_shared_at(path)?,
             written,
         })
     }
@@ -124,13 +124,13 @@ mod tests {
         let repo = git2::Repository::open(dir.path()).unwrap();
         // The process keeps one index at a time, and tests on other threads read theirs: a
         // few tries, one of which must find the plan's copy shared.
-        let mut shared = index_file::load_shared(&repo).unwrap();
+        let mut shared = index::load_shared(&repo).unwrap();
         let mut run = RunIndex::read(repo.path()).unwrap();
         for _ in 0..50 {
             if std::sync::Arc::ptr_eq(&run.index, &shared) {
                 break;
             }
-            shared = index_file::load_shared(&repo).unwrap();
+            shared = index::load_shared(&repo).unwrap();
             run = RunIndex::read(repo.path()).unwrap();
         }
         assert!(std::sync::Arc::ptr_eq(&run.index, &shared));

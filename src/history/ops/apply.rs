@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::index_file::{self, LockedIndex};
 use super::super::scope::{self, Entry, MODE_EXEC, WorkFile};
 use super::super::worktree::{WorkEntry, WorkTree};
 use super::record::{FileState, Record};
 use crate::history::git::names::{self, Head};
+use crate::history::index::{self, LockedIndex};
 
 /// Which way to carry out a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,7 +248,7 @@ fn index(
     }
     let locked = match held {
         Some(locked) => locked,
-        None => index_file::lock(repo.path())?,
+        None => index::lock(repo.path())?,
     };
     let mut updates: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     for m in &record.index {
@@ -317,7 +317,7 @@ mod tests {
         assert!(done.kept.is_empty(), "{:?}", done.kept);
         assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"two\n");
         assert_eq!(std::fs::read(dir.path().join("new.txt")).unwrap(), b"two\n");
-        let index = index_file::load_shared(&repo).unwrap();
+        let index = index::load_shared(&repo).unwrap();
         assert_eq!(index.get("a.txt"), Some((two, MODE_FILE)));
         assert_eq!(
             names::target(&repo, "refs/pai/undone/s1/1").unwrap(),
@@ -331,7 +331,7 @@ mod tests {
         apply(&repo, &ws, &rec, Direction::Back).unwrap();
         assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"one\n");
         assert!(!dir.path().join("new.txt").exists());
-        let index = index_file::load_shared(&repo).unwrap();
+        let index = index::load_shared(&repo).unwrap();
         assert_eq!(index.get("a.txt"), Some((one, MODE_FILE)));
         assert_eq!(names::target(&repo, "refs/pai/undone/s1/1").unwrap(), None);
     }

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use git2::Repository;
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::index_file;
 use super::record::Record;
+use crate::history::index;
 
 /// The lock files `record`'s operation may have left, whether or not they exist.
 fn candidates(repo: &Repository, record: &Record) -> Vec<PathBuf> {
@@ -29,7 +29,7 @@ fn candidates(repo: &Repository, record: &Record) -> Vec<PathBuf> {
     }
     // An intent (no moves yet) is written just before the operation takes the index lock.
     if !record.index.is_empty() || !record.has_moves() {
-        out.push(lock_of(&index_file::index_path(git_dir)));
+        out.push(lock_of(&index::index_path(git_dir)));
     }
     out
 }

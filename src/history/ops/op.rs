@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use git2::Repository;
 
 use super::super::error::HistoryError;
-use super::super::index_file::LockedIndex;
 use super::super::worktree::WorkTree;
 use super::apply::{self, Applied, Direction};
 use super::record::{self, OpKind, Record};
+use crate::history::index::LockedIndex;
 
 /// An operation in progress: its record is on disk until [`Op::close`].
 pub(crate) struct Op {

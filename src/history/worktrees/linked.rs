@@ -17,21 +17,21 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local};
-use git2::{Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
+use git2::{Oid, Repository, WorktreeAddOptions};
 use serde::{Deserialize, Serialize};
 
-use super::error::{Context, HistoryError};
 use super::fresh_checkout;
-use super::line::Line;
-use super::session::{Session, StartOptions, State};
 use super::tree_removal;
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::meta::{self, Meta};
 use crate::history::git::names::{self, Head};
 use crate::history::git::repo::{self, Found};
 use crate::history::git::user_state;
+use crate::history::line::Line;
+use crate::history::session::{Session, StartOptions, State};
 
 /// Prefix of the admin entries (`.git/worktrees/pai-<id>`) of pai's worktrees.
-const ADMIN_PREFIX: &str = "pai-";
+pub(in crate::history) const ADMIN_PREFIX: &str = "pai-";
 
 /// One worktree session as recorded in the user's state directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +99,7 @@ pub struct CreateOptions {
 
 /// The project's state directory and its repository, from anywhere in it (a linked
 /// worktree included: every worktree shares git's common directory and so this directory).
-fn open(root: &Path) -> Result<(Repository, PathBuf), HistoryError> {
+pub(in crate::history) fn open(root: &Path) -> Result<(Repository, PathBuf), HistoryError> {
     let repo = match repo::find(root)? {
         Found::Repo(hr) if !hr.private => hr.repo,
         Found::Blocked(b) => return Err(b.refusal("start a worktree session")),
@@ -119,7 +119,7 @@ fn records_dir(state: &Path) -> PathBuf {
     state.join("sessions")
 }
 
-fn record_path(state: &Path, id: &str) -> PathBuf {
+pub(in crate::history) fn record_path(state: &Path, id: &str) -> PathBuf {
     records_dir(state).join(format!("{id}.json"))
 }
 
@@ -128,7 +128,7 @@ fn record_path(state: &Path, id: &str) -> PathBuf {
 /// leaves it, so the next command knows the worktree holds only part of pai's checkout. (A
 /// mark beside the record, not a field in it: the record is the lock the session holds, so
 /// it is written once, never rewritten where a reader could catch it half written.)
-fn making_path(state: &Path, id: &str) -> PathBuf {
+pub(in crate::history) fn making_path(state: &Path, id: &str) -> PathBuf {
     records_dir(state).join(format!("{id}.making"))
 }
 
@@ -265,14 +265,14 @@ fn reserve(repo: &Repository, state: &Path, stamp: &str) -> Result<(String, File
 /// The lock files of session `id`'s refs (its branch and its metadata). A session killed
 /// while creating its branch leaves one, which would make the next session given the same id
 /// (one started in the same second) fail to create its branch.
-fn ref_locks(repo: &Repository, id: &str) -> [PathBuf; 2] {
+pub(in crate::history) fn ref_locks(repo: &Repository, id: &str) -> [PathBuf; 2] {
     [
         names::ref_lock_path(repo, &names::branch_ref(id)),
         names::ref_lock_path(repo, &meta::ref_name(id)),
     ]
 }
 
-fn write_record(state: &Path, linked: &Linked) -> Result<(), HistoryError> {
+pub(in crate::history) fn write_record(state: &Path, linked: &Linked) -> Result<(), HistoryError> {
     let path = record_path(state, &linked.id);
     let text = serde_json::to_string_pretty(linked)
         .map_err(std::io::Error::other)
@@ -365,7 +365,7 @@ pub fn list(root: &Path) -> Result<Vec<Linked>, HistoryError> {
     Ok(read_records(&state))
 }
 
-fn read_records(state: &Path) -> Vec<Linked> {
+pub(in crate::history) fn read_records(state: &Path) -> Vec<Linked> {
     let Ok(entries) = std::fs::read_dir(records_dir(state)) else {
         return Vec::new();
     };
@@ -427,7 +427,7 @@ pub fn is_running(root: &Path, linked: &Linked) -> bool {
 
 /// Whether the session carried out nothing: its branch is still at the base and it never
 /// recorded a plan (its metadata is written at the first one).
-fn carried_out_nothing(repo: &Repository, linked: &Linked) -> bool {
+pub(in crate::history) fn carried_out_nothing(repo: &Repository, linked: &Linked) -> bool {
     let tip = names::target(repo, &linked.branch_ref()).ok().flatten();
     let missing_or_at_base = tip.is_none() || tip == linked.base_oid();
     missing_or_at_base && meta::read(repo, &linked.id).is_none()
@@ -444,112 +444,12 @@ pub fn finish(held: Held, root: &Path) -> Result<bool, HistoryError> {
     Ok(true)
 }
 
-/// Remove a held worktree session's worktree (and its git admin entry) and record, keeping
-/// its branch and refs. Refused, changing nothing, while the worktree holds changes that are
-/// in no commit (`pai_state`, pai's own session logs, aside).
-pub fn remove(held: Held, root: &Path) -> Result<(), HistoryError> {
-    let (repo, state) = open(root)?;
-    if held.linked.path.exists() {
-        let dirty = lost_if_removed(&held.linked)?;
-        if !dirty.is_empty() {
-            return Err(HistoryError::Refused {
-                message: format!(
-                    "the worktree {} holds changes that are in no commit: {}",
-                    held.linked.path.display(),
-                    dirty.join(", ")
-                ),
-                hint: "commit them there (or move them elsewhere), then discard again".into(),
-            });
-        }
-    }
-    remove_worktree(&repo, &held.linked)?;
-    let _ = std::fs::remove_file(record_path(&state, &held.linked.id));
-    Ok(())
-}
-
-/// `--carry`: bring the user's uncommitted changes (edited, deleted and untracked files that
-/// are not ignored) from their checkout into the held session's worktree, as uncommitted
-/// edits there: a plan that touches one first snapshots it as the user's (`Pai-Kind: user`),
-/// as in the user's own checkout, so undo gives it back exactly. The record lists them.
-pub fn carry(held: &mut Held) -> Result<usize, HistoryError> {
-    let linked = &mut held.linked;
-    let changed = uncommitted(&linked.origin)?;
-    for rel in &changed {
-        let (from, to) = match (below(&linked.origin, rel), below(&linked.path, rel)) {
-            (Ok(from), Ok(to)) => (from, to),
-            (Err(e), _) | (_, Err(e)) => {
-                return Err(e).ctx(|| format!("cannot carry {rel} into the worktree"));
-            }
-        };
-        let copied = match std::fs::symlink_metadata(&from) {
-            Err(_) => match std::fs::remove_file(&to) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            },
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let _ = std::fs::remove_file(&to);
-                std::fs::read_link(&from).and_then(|target| {
-                    if let Some(parent) = to.parent() {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                    std::os::unix::fs::symlink(target, &to)
-                })
-            }
-            Ok(_) => copy_tree(&from, &to),
-        };
-        copied.ctx(|| format!("cannot carry {rel} into the worktree"))?;
-    }
-    linked.carried = changed;
-    let state = linked
-        .path
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    write_record(&state, linked)?;
-    Ok(linked.carried.len())
-}
-
-/// The worktree's changes that are in no commit and would be lost with it: what `--carry`
-/// copied and nobody changed since is still in the user's checkout, so it does not count.
-pub fn lost_if_removed(linked: &Linked) -> Result<Vec<String>, HistoryError> {
-    let mut dirty = uncommitted(&linked.path)?;
-    dirty.retain(|p| !(linked.carried.contains(p) && same_as_origin(linked, p)));
-    Ok(dirty)
-}
-
-/// Whether the worktree's `rel` is what the user's checkout has (both absent counts).
-fn same_as_origin(linked: &Linked, rel: &str) -> bool {
-    let read = |p: PathBuf| match std::fs::symlink_metadata(&p) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::read_link(&p)
-            .ok()
-            .map(|t| t.into_os_string().into_encoded_bytes()),
-        Ok(_) => std::fs::read(&p).ok(),
-        Err(_) => None,
-    };
-    read(linked.origin.join(rel)) == read(linked.path.join(rel))
-}
-
-/// The paths of the worktree at `path` that differ from its HEAD (untracked ones included,
-/// ignored ones and pai's state directory not).
-pub fn uncommitted(path: &Path) -> Result<Vec<String>, HistoryError> {
-    let repo = Repository::open(path).ctx(|| format!("cannot open {}", path.display()))?;
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .ctx(|| format!("cannot read the status of {}", path.display()))?;
-    Ok(statuses
-        .iter()
-        .filter_map(|s| s.path().ok().map(str::to_string))
-        .filter(|p| p != crate::layout::STATE_DIR && !p.starts_with(".pai_history/"))
-        .collect())
-}
-
 /// Everything of a session that carried out nothing: worktree, admin entry, branch, record.
-fn remove_parts(repo: &Repository, state: &Path, linked: &Linked) -> Result<(), HistoryError> {
+pub(in crate::history) fn remove_parts(
+    repo: &Repository,
+    state: &Path,
+    linked: &Linked,
+) -> Result<(), HistoryError> {
     remove_worktree(repo, linked)?;
     if carried_out_nothing(repo, linked)
         && let Ok(mut r) = repo.find_reference(&linked.branch_ref())
@@ -565,7 +465,10 @@ fn remove_parts(repo: &Repository, state: &Path, linked: &Linked) -> Result<(), 
 /// The worktree's directory (on many threads; links inside are removed, never followed),
 /// what its checkout left beside it, and git's admin entry for it (what `git worktree
 /// prune` would remove), for pai's own entry only.
-fn remove_worktree(repo: &Repository, linked: &Linked) -> Result<(), HistoryError> {
+pub(in crate::history) fn remove_worktree(
+    repo: &Repository,
+    linked: &Linked,
+) -> Result<(), HistoryError> {
     let scratch = fresh_checkout::scratch_path(&linked.path);
     for dir in [&linked.path, &scratch] {
         if std::fs::symlink_metadata(dir).is_ok() {
@@ -581,174 +484,4 @@ fn remove_worktree(repo: &Repository, linked: &Linked) -> Result<(), HistoryErro
             .ctx(|| format!("cannot remove the worktree's entry {}", admin.display()))?;
     }
     Ok(())
-}
-
-/// Tidy what crashed or abandoned worktree sessions left: a session nobody runs that carried
-/// out nothing is removed whole, and so is one killed while its worktree was being checked
-/// out (whatever the checkout got to); a worktree directory that is gone takes its admin
-/// entry and record with it; admin entries `pai-*` pai no longer records are pruned. The ids removed.
-pub fn tidy(root: &Path) -> Result<Vec<String>, HistoryError> {
-    let (repo, state) = open(root)?;
-    let mut removed = Vec::new();
-    for linked in read_records(&state) {
-        let Ok(Some(held)) = hold(root, &linked.id) else {
-            continue;
-        };
-        let gone = !held.linked.path.exists();
-        let nothing = carried_out_nothing(&repo, &held.linked);
-        // A half-made worktree holds only what pai's own checkout put there.
-        let half_made = nothing && making_path(&state, &held.linked.id).exists();
-        if gone
-            || half_made
-            || (nothing && uncommitted(&held.linked.path).is_ok_and(|d| d.is_empty()))
-        {
-            // Its process is dead (this one holds its record's lock), so a lock on its own
-            // refs is one it was killed holding, and would block deleting its branch.
-            for lock in ref_locks(&repo, &held.linked.id) {
-                let _ = std::fs::remove_file(lock);
-            }
-            if gone && !half_made {
-                remove_worktree(&repo, &held.linked)?;
-                let _ = std::fs::remove_file(record_path(&state, &held.linked.id));
-            } else {
-                remove_parts(&repo, &state, &held.linked)?;
-            }
-            removed.push(held.linked.id.clone());
-        }
-    }
-    prune_unrecorded(&repo, &state);
-    Ok(removed)
-}
-
-/// Git admin entries named `pai-<id>` whose session pai no longer records and whose
-/// directory is gone: what `git worktree prune` would remove, limited to pai's own.
-fn prune_unrecorded(repo: &Repository, state: &Path) {
-    let Ok(names) = repo.worktrees() else {
-        return;
-    };
-    for name in names.iter().flatten().flatten() {
-        let Some(id) = name.strip_prefix(ADMIN_PREFIX) else {
-            continue;
-        };
-        if record_path(state, id).exists() {
-            continue;
-        }
-        if let Ok(wt) = repo.find_worktree(name)
-            && wt.validate().is_err()
-        {
-            let _ = wt.prune(Some(WorktreePruneOptions::new().valid(false)));
-        }
-    }
-}
-
-/// Copy what `include` names (paths relative to the user's checkout: files and whole
-/// directories, links skipped) into the worktree. Returns one line per path it could not
-/// copy; nothing is copied unless the user listed it.
-pub fn copy_included(linked: &Linked, include: &[String]) -> Vec<String> {
-    let mut problems = Vec::new();
-    for rel in include {
-        let clean = Path::new(rel);
-        if clean.is_absolute()
-            || clean
-                .components()
-                .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            problems.push(format!(
-                "worktree_include: {rel} is not a path inside the project"
-            ));
-            continue;
-        }
-        let copied = below(&linked.origin, rel)
-            .and_then(|from| Ok((from, below(&linked.path, rel)?)))
-            .and_then(|(from, to)| copy_tree(&from, &to));
-        if let Err(e) = copied {
-            problems.push(format!("worktree_include: cannot copy {rel}: {e}"));
-        }
-    }
-    problems
-}
-
-/// `base/rel`, refused when a folder on the way is a symbolic link: one checkout can hold a
-/// link where the other holds a folder (the user replaced a committed link), and reading or
-/// writing through it would leave the tree.
-fn below(base: &Path, rel: &str) -> std::io::Result<PathBuf> {
-    let mut at = base.to_path_buf();
-    let mut parts = Path::new(rel).components().peekable();
-    while let Some(part) = parts.next() {
-        let std::path::Component::Normal(name) = part else {
-            return Err(std::io::Error::other("not a path inside the project"));
-        };
-        at.push(name);
-        let link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
-        if link && parts.peek().is_some() {
-            return Err(std::io::Error::other(format!(
-                "{} is a symbolic link",
-                at.display()
-            )));
-        }
-    }
-    Ok(at)
-}
-
-/// Copy the file or folder `from` to `to` (links inside skipped). A link standing at `to`
-/// is replaced, never written through.
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    let meta = std::fs::symlink_metadata(from)?;
-    if std::fs::symlink_metadata(to).is_ok_and(|m| m.file_type().is_symlink())
-        && (meta.is_dir() || meta.is_file())
-    {
-        std::fs::remove_file(to)?;
-    }
-    if meta.is_dir() {
-        std::fs::create_dir_all(to)?;
-        for entry in std::fs::read_dir(from)? {
-            let entry = entry?;
-            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
-        }
-    } else if meta.is_file() {
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::copy(from, to)?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_link_on_the_way_is_refused_and_a_link_at_the_target_is_replaced() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (origin, tree, outside) = (
-            tmp.path().join("origin"),
-            tmp.path().join("tree"),
-            tmp.path().join("outside"),
-        );
-        for d in [&origin, &tree, &outside] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        // The user replaced a committed link `dir` with a folder; the worktree still has it.
-        std::fs::create_dir_all(origin.join("dir")).unwrap();
-        std::fs::write(origin.join("dir/x"), "mine").unwrap();
-        std::os::unix::fs::symlink(&outside, tree.join("dir")).unwrap();
-        assert!(below(&tree, "dir/x").is_err());
-        assert_eq!(below(&origin, "dir/x").unwrap(), origin.join("dir/x"));
-        copy_tree(&origin.join("dir"), &tree.join("dir")).unwrap();
-        assert!(
-            !std::fs::symlink_metadata(tree.join("dir"))
-                .unwrap()
-                .is_symlink()
-        );
-        assert_eq!(std::fs::read(tree.join("dir/x")).unwrap(), b"mine");
-        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
-        // A file where the worktree has a link to a file outside: the link goes, not the file.
-        std::fs::write(outside.join("victim"), "theirs").unwrap();
-        std::os::unix::fs::symlink(outside.join("victim"), tree.join("f")).unwrap();
-        std::fs::write(origin.join("f"), "mine").unwrap();
-        copy_tree(&origin.join("f"), &tree.join("f")).unwrap();
-        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"theirs");
-        assert_eq!(std::fs::read(tree.join("f")).unwrap(), b"mine");
-    }
 }

@@ -8,10 +8,10 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use serde::Serialize;
 
-use super::error::{Context, HistoryError};
 use super::linked::{self, Linked};
-use super::session::count_plans;
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::names;
+use crate::history::session::count_plans;
 
 /// One session's line in `pai sessions`.
 #[derive(Debug, Clone, Serialize)]
@@ -186,7 +186,7 @@ pub fn render_sessions(views: &[SessionView]) -> String {
             "{}{label}  {}  {}  {} ahead, {} behind {}\n",
             v.id,
             if v.running { "running" } else { "finished" },
-            super::session::plural(v.plans, "plan", "plans"),
+            crate::history::session::plural(v.plans, "plan", "plans"),
             v.ahead,
             v.behind,
             v.base
