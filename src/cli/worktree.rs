@@ -292,7 +292,7 @@ pub fn list(out: &Output, json: bool) -> Result<(), Error> {
             .map_err(|e| Error::failed(format!("cannot print the sessions as JSON: {e}")))?;
         out.json_line(&text);
     } else {
-        out.text(&history::render_sessions(&views));
+        out.text(&crate::ui::log_text::sessions_text(&views));
     }
     Ok(())
 }

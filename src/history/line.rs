@@ -175,16 +175,13 @@ pub(crate) fn to_reenter(
     head: &Head,
     lands: impl Fn(Oid) -> bool,
 ) -> Option<String> {
-    let refs = repo.references_glob("refs/pai/undone/*").ok()?;
+    let refs = repo.references_glob(&names::all_undone_glob()).ok()?;
     let mut best: Option<(i64, String)> = None;
     for r in refs.flatten() {
         let (Ok(name), Some(id)) = (r.name(), r.target()) else {
             continue;
         };
-        let Some(session) = name
-            .strip_prefix("refs/pai/undone/")
-            .and_then(|rest| rest.split('/').next())
-        else {
+        let Some(session) = names::session_of_undone(name) else {
             continue;
         };
         let branch = meta::branch_of(repo, session);

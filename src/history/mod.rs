@@ -66,10 +66,7 @@ pub use git::store::note_once;
 pub use git::user_state::project_dir;
 pub use index::run_index::RunIndex;
 pub use leftover::LeftoverSnapshot;
-pub use log::{
-    FileStat, LogSource, PlanLog, SessionLog, UnverifiedCommit, log, open_log, render_json,
-    render_text,
-};
+pub use log::{FileStat, LogSource, PlanLog, SessionLog, UnverifiedCommit, log, open_log};
 pub use message::{Kind, PlanRecord};
 pub use ops::{StepWrites, interrupted, recover};
 pub use plan_journal::Abandoned;
@@ -79,7 +76,7 @@ pub use tracked::TrackedBlobs;
 pub use undo::{RedoReport, UndoReport, redo, undo};
 pub use worktree::{WorkEntry, WorkTree};
 pub use worktrees::linked::{CreateOptions, Held, Linked};
-pub use worktrees::merge_preview::{SessionView, render_sessions};
+pub use worktrees::merge_preview::SessionView;
 
 /// Worktree sessions (`pai -w`): create, find, hold, tidy and remove them, and preview their
 /// merges.

@@ -4,7 +4,8 @@
 use crate::support::history as history_common;
 
 use history_common::{Op, Project, run_plan};
-use pai::history::{HistoryError, log, render_json, render_text, undo};
+use pai::history::{HistoryError, log, undo};
+use pai::ui::log_text::log_text as render_text;
 
 #[test]
 fn log_lists_plans_newest_first_with_files_and_usage() {
@@ -85,7 +86,7 @@ fn log_json_round_trips_through_serde() {
     run_plan(&mut s, &p.wt(), "one", &[Op::Write("a.txt", b"1\n")]).unwrap();
     drop(s);
     let sessions = log(&p.root, None, false).unwrap();
-    let json = render_json(&sessions).unwrap();
+    let json = serde_json::to_string_pretty(&sessions).unwrap();
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     let plan = &value[0]["plans"][0];
     assert_eq!(plan["plan"], 1);

@@ -5,7 +5,8 @@
 use crate::support::history as history_common;
 
 use history_common::{Op, Project, run_plan};
-use pai::history::{HistoryError, log, render_text, undo};
+use pai::history::{HistoryError, log, undo};
+use pai::ui::log_text::log_text as render_text;
 
 fn refusal(err: HistoryError) -> (String, String) {
     match err {

@@ -3,6 +3,7 @@
 use crate::cli::assemble::history_error;
 use crate::error::Error;
 use crate::history::{self};
+use crate::ui::log_text::log_text;
 use crate::ui::output::Output;
 
 /// `pai log`.
@@ -20,11 +21,11 @@ pub fn log(
         other => other.map_err(history_error)?,
     };
     if json {
-        let text = history::render_json(&sessions)
+        let text = serde_json::to_string_pretty(&sessions)
             .map_err(|e| Error::failed(format!("cannot encode the log: {e}")))?;
         out.json_line(&text);
     } else {
-        out.text(&history::render_text(&sessions));
+        out.text(&log_text(&sessions));
     }
     Ok(())
 }

@@ -119,7 +119,7 @@ impl SessionDriver for Driver {
             .ok_or_else(gone)?;
         let sessions =
             history::log(&self.root, session.as_deref(), false).map_err(history_error)?;
-        Ok(history::render_text(&sessions))
+        Ok(crate::ui::log_text::log_text(&sessions))
     }
 
     fn set_model(&mut self, model: &str) -> String {

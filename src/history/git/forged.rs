@@ -63,7 +63,7 @@ pub(crate) fn undone_plan(commit: &Commit<'_>, refname: &str) -> Option<u32> {
 /// [`undone_plan`] given the target's verified trailers (`auth::trailers`), for a caller
 /// that reads many refs to the same commits and verifies each commit once.
 pub(crate) fn undone_plan_of(t: &crate::history::message::Trailers, refname: &str) -> Option<u32> {
-    let (session, number) = refname.strip_prefix("refs/pai/undone/")?.rsplit_once('/')?;
+    let (session, number) = names::undone_parts(refname)?;
     let number: u32 = number.parse().ok()?;
     if !names::is_id(session) {
         return None;

@@ -25,7 +25,7 @@ pub(crate) struct Meta {
 
 /// The ref holding a session's metadata.
 pub(crate) fn ref_name(session: &str) -> String {
-    format!("refs/pai/sessions/{session}")
+    names::meta_ref(session)
 }
 
 /// The blob the session's ref (`ref_name`) points at, stored: the record of the plan commit

@@ -7,6 +7,23 @@ use git2::{Oid, Repository};
 /// Prefix of session branches.
 pub(crate) const BRANCH_PREFIX: &str = "refs/heads/pai/";
 
+/// The ref a branch named `pai` would take: it leaves no room for `pai/<id>` branches.
+pub(crate) const BRANCH_DIR: &str = "refs/heads/pai";
+
+/// Every ref pai keeps outside its branches lies under this prefix.
+pub(crate) const PAI_PREFIX: &str = "refs/pai/";
+
+/// Prefix of the refs keeping undone plans: `refs/pai/undone/<session>/<plan>`.
+pub(crate) const UNDONE_PREFIX: &str = "refs/pai/undone/";
+
+/// Prefix of the sessions' metadata refs: `refs/pai/sessions/<session>`.
+pub(crate) const SESSIONS_PREFIX: &str = "refs/pai/sessions/";
+
+/// `pai/<session>`: a session branch's short name, as `git branch` shows it.
+pub(crate) fn branch_name(session: &str) -> String {
+    format!("pai/{session}")
+}
+
 /// `refs/heads/pai/<session>`.
 pub(crate) fn branch_ref(session: &str) -> String {
     format!("{BRANCH_PREFIX}{session}")
@@ -45,12 +62,38 @@ pub(crate) fn is_id(name: &str) -> bool {
 
 /// Where an undone plan commit is kept for redo.
 pub(crate) fn undone_ref(session: &str, plan: u32) -> String {
-    format!("refs/pai/undone/{session}/{plan}")
+    format!("{UNDONE_PREFIX}{session}/{plan}")
+}
+
+/// The prefix of a session's undone plans: `refs/pai/undone/<session>/`.
+pub(crate) fn undone_prefix(session: &str) -> String {
+    format!("{UNDONE_PREFIX}{session}/")
+}
+
+/// Glob of every session's undone plans.
+pub(crate) fn all_undone_glob() -> String {
+    format!("{UNDONE_PREFIX}*")
+}
+
+/// The session and plan parts of `refs/pai/undone/<session>/<plan>`, as written in the
+/// name: `None` for any other ref. Neither part is checked (see [`is_id`]).
+pub(crate) fn undone_parts(refname: &str) -> Option<(&str, &str)> {
+    refname.strip_prefix(UNDONE_PREFIX)?.rsplit_once('/')
+}
+
+/// The session part of a ref under `refs/pai/undone/`, unchecked.
+pub(crate) fn session_of_undone(refname: &str) -> Option<&str> {
+    refname.strip_prefix(UNDONE_PREFIX)?.split('/').next()
+}
+
+/// The ref holding a session's metadata (see `meta`).
+pub(crate) fn meta_ref(session: &str) -> String {
+    format!("{SESSIONS_PREFIX}{session}")
 }
 
 /// Glob of a session's undone plans.
 pub(crate) fn undone_glob(session: &str) -> String {
-    format!("refs/pai/undone/{session}/*")
+    format!("{UNDONE_PREFIX}{session}/*")
 }
 
 /// Where `pai undo --force` saves the state it overwrites.

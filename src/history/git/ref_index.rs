@@ -12,7 +12,7 @@ use git2::{Oid, Repository};
 use super::names;
 
 /// The prefixes whose refs the index holds.
-const PREFIXES: [&str; 2] = ["refs/pai/", "refs/heads/pai/"];
+const PREFIXES: [&str; 2] = [names::PAI_PREFIX, names::BRANCH_PREFIX];
 
 /// pai's refs, read once: name and target (symbolic refs resolved), sorted by name.
 #[derive(Default)]
@@ -57,13 +57,13 @@ impl RefIndex {
             .iter()
             .filter_map(|(n, _)| names::session_of_branch(n));
         let undone = self
-            .under("refs/pai/undone/")
+            .under(names::UNDONE_PREFIX)
             .iter()
-            .filter_map(|(n, _)| n.strip_prefix("refs/pai/undone/")?.split('/').next());
+            .filter_map(|(n, _)| names::session_of_undone(n));
         let metas = self
-            .under("refs/pai/sessions/")
+            .under(names::SESSIONS_PREFIX)
             .iter()
-            .filter_map(|(n, _)| n.strip_prefix("refs/pai/sessions/"));
+            .filter_map(|(n, _)| n.strip_prefix(names::SESSIONS_PREFIX));
         let mut ids: Vec<&str> = branches
             .chain(undone)
             .chain(metas)
@@ -77,7 +77,7 @@ impl RefIndex {
 
     /// The undone refs of `session` (`refs/pai/undone/<session>/...`: name and target).
     pub(crate) fn undone(&self, session: &str) -> &[(String, Oid)] {
-        self.under(&format!("refs/pai/undone/{session}/"))
+        self.under(&names::undone_prefix(session))
     }
 
     /// Where `refname` points: from the index when it lies under pai's prefixes (absent

@@ -54,16 +54,3 @@ pub(in crate::history) fn of_session(
         reason: reason.to_string(),
     })
 }
-
-/// The lines `pai log` prints for a session's unverified commits.
-pub(in crate::history) fn render(out: &mut String, commits: &[UnverifiedCommit]) {
-    for c in commits {
-        let when = DateTime::parse_from_rfc3339(&c.time)
-            .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
-            .unwrap_or_else(|_| c.time.clone());
-        out.push_str(&format!(
-            "  not verified {}  {when}  {}\n           pai takes no action on it; `{}` takes its change out\n",
-            c.commit, c.reason, c.revert
-        ));
-    }
-}

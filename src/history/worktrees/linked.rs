@@ -137,7 +137,7 @@ pub(in crate::history) fn making_path(state: &Path, id: &str) -> PathBuf {
 /// The returned session is held (locked) until dropped.
 pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
     let (repo, state) = open(root)?;
-    if repo.find_reference("refs/heads/pai").is_ok() {
+    if repo.find_reference(names::BRANCH_DIR).is_ok() {
         return Err(HistoryError::Refused {
             message:
                 "a branch named `pai` exists, so session branches `pai/<id>` cannot be created"
@@ -296,7 +296,7 @@ fn add_worktree(
         .tree()
         .ctx(|| format!("cannot read the tree of {}", names::short_id(base)))?;
     let branch = repo
-        .branch(&format!("pai/{}", linked.id), &commit, false)
+        .branch(&names::branch_name(&linked.id), &commit, false)
         .ctx(|| format!("cannot create the branch pai/{}", linked.id))?;
     if let Some(parent) = linked.path.parent() {
         std::fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;

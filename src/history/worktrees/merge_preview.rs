@@ -100,7 +100,7 @@ fn view_of(
         }
         _ => (0, 0, Vec::new()),
     };
-    let branch = format!("pai/{}", l.id);
+    let branch = names::branch_name(&l.id);
     let base = l.base_name();
     let plans = tip.map_or(0, |_| {
         count_plans(repo, &l.id, &l.branch_ref(), Oid::from_str(&l.base).ok())
@@ -168,55 +168,4 @@ pub(crate) fn conflicts(
     paths.sort();
     paths.dedup();
     Ok(paths)
-}
-
-/// Plain text for `pai sessions`.
-pub fn render_sessions(views: &[SessionView]) -> String {
-    if views.is_empty() {
-        return "No worktree sessions in this project: start one with `pai -w`.\n".into();
-    }
-    let mut out = String::new();
-    for v in views {
-        let label = v
-            .name
-            .as_deref()
-            .map(|n| format!(" ({n})"))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "{}{label}  {}  {}  {} ahead, {} behind {}\n",
-            v.id,
-            if v.running { "running" } else { "finished" },
-            crate::history::session::plural(v.plans, "plan", "plans"),
-            v.ahead,
-            v.behind,
-            v.base
-        ));
-        out.push_str(&format!(
-            "  branch    {}\n  worktree  {}\n",
-            v.branch.as_deref().unwrap_or("(none: every plan undone)"),
-            v.worktree
-        ));
-        if v.branch.is_some() {
-            if v.conflicts_with_base.is_empty() {
-                out.push_str(&format!("  merges cleanly into {}\n", v.base));
-            } else {
-                out.push_str(&format!(
-                    "  conflicts with {} in: {}\n",
-                    v.base,
-                    v.conflicts_with_base.join(", ")
-                ));
-            }
-            for (other, paths) in &v.conflicts_with {
-                out.push_str(&format!(
-                    "  conflicts with session {other} in: {} (once one of them is merged)\n",
-                    paths.join(", ")
-                ));
-            }
-            out.push_str(&format!(
-                "  review    {}\n  merge     {}\n",
-                v.review, v.merge
-            ));
-        }
-    }
-    out
 }
