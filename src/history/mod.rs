@@ -7,17 +7,17 @@
 //! and reaches project files only through [`WorkTree`], which the workspace gate implements.
 //! Every operation costs in proportion to the paths involved, not to the repository's size.
 //!
-//! Modules: `repo` (discovery, refusals, identity), `session` (start, lock, summary),
-//! `snapshot` (user snapshots and trash before a plan), `commit` (the plan commit), `undo`
-//! (undo/redo), `log` (listing); helpers `scope` (which files a path list covers),
-//! `tree_edit` (new trees from a few changes), `index_file` (the user's index, read and
-//! spliced directly), `revert` (what a commit changed), `message` (subjects and trailers),
-//! `names` and `meta` (refs), `trash`, `store`, `paths`, `lock`; `ops` (the operation
+//! Folders: `git` (the repository and when not to write to it, every `refs/pai/*` name,
+//! session metadata, the lock, pai's mark and what it says of state it cannot verify, its
+//! state directories), `index` (git's index, read and spliced directly), `activity` (what the
+//! repository map learns from git), `worktrees` (worktree sessions), `ops` (the operation
 //! journal: every plan commit, undo, redo and discard recorded before it touches anything,
-//! finished by the next pai command after a crash); pai's mark on its own state (`auth`: the
-//! per-user secret, `Pai-Auth` trailers, sealed session records), what it says about state it
-//! did not mark (`forged`), what undo replaced kept for redo (`kept`), what the model wrote on
-//! the line of work (`chain`), what a plan left at its trash paths (`left`).
+//! finished by the next pai command after a crash); files: `session` (start, lock, summary),
+//! `snapshot` (user snapshots and trash before a plan), `commit` (the plan commit), `undo`
+//! (undo/redo), `log` (`pai log`'s records), helpers `scope`, `tree_edit`, `revert`,
+//! `message`, `trash`, what undo replaced kept for redo (`kept`), what the model wrote on the
+//! line of work (`chain`), what a plan left at its trash paths (`left`). docs/ARCHITECTURE.md
+//! gives each folder's public interface.
 
 mod activity;
 mod chain;

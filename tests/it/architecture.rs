@@ -429,3 +429,46 @@ fn cli_support_never_imports_a_command() {
         bad.join("\n")
     );
 }
+
+/// Files of `src/history` that still spell a `refs/pai/` name themselves instead of asking
+/// `git/names.rs`; the list only shrinks.
+const REF_NAMES_SPELLED_ELSEWHERE: &[&str] = &[
+    "history/gc.rs",
+    "history/gc_kept.rs",
+    "history/kept.rs",
+    "history/session.rs",
+    "history/undo.rs",
+];
+
+/// pai's ref names (`refs/pai/...`, `refs/heads/pai/...`) are built and parsed in one
+/// place, `history/git/names.rs`, so the grammar a name read back must match is checked in
+/// one place too.
+#[test]
+fn ref_names_are_spelled_only_in_names_rs() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bad = Vec::new();
+    for (path, text) in sources() {
+        let rel = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        if !rel.starts_with("history/")
+            || rel == "history/git/names.rs"
+            || REF_NAMES_SPELLED_ELSEWHERE.contains(&rel.as_str())
+        {
+            continue;
+        }
+        let code = code_only(&text);
+        for needle in ["\"refs/pai", "\"refs/heads/pai"] {
+            if code.contains(needle) {
+                bad.push(format!("{rel}: {needle}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "ref names spelled outside history/git/names.rs:\n{}",
+        bad.join("\n")
+    );
+}
