@@ -90,7 +90,7 @@ impl IndexFile {
     }
 
     /// An entry's flags.
-    pub(super) fn flags_of(&self, e: RawEntry) -> u16 {
+    fn flags_of(&self, e: RawEntry) -> u16 {
         be16(&self.buf, e.start as usize + FLAGS_OFFSET)
     }
 
@@ -104,7 +104,7 @@ impl IndexFile {
     }
 
     /// An entry's stage (0 unless it is a side of a conflict).
-    pub(super) fn stage_of(&self, e: RawEntry) -> u16 {
+    fn stage_of(&self, e: RawEntry) -> u16 {
         (self.flags_of(e) & STAGE_MASK) >> 12
     }
 
@@ -142,7 +142,7 @@ impl IndexFile {
     }
 
     /// Entry `i`, when it is a stage-0 entry.
-    pub(super) fn stage0(&self, i: usize) -> Option<RawEntry> {
+    fn stage0(&self, i: usize) -> Option<RawEntry> {
         self.entries
             .get(i)
             .copied()
