@@ -14,6 +14,7 @@ use git2::Repository;
 use serde::Serialize;
 
 use super::error::HistoryError;
+use super::ops::{self, OpKind, Record};
 use super::ref_index::RefIndex;
 use super::repo::{self, Found};
 use super::{meta, names, revert, store};
@@ -106,14 +107,23 @@ fn prune_refs(
             doomed.push(format!("refs/pai/trash/{rest}"));
         }
         for n in doomed {
-            if let Ok(mut r) = repo.find_reference(&n)
-                && r.delete().is_ok()
-            {
+            if delete_ref(repo, &n) {
                 report.refs.push(n);
             }
         }
     }
     Ok(())
+}
+
+/// Delete the ref `name` where it points now, through the executor; whether it was deleted.
+/// Best effort, as all of gc: a ref that cannot go stays for the next gc.
+pub(super) fn delete_ref(repo: &Repository, name: &str) -> bool {
+    let Ok(Some(now)) = names::target(repo, name) else {
+        return false;
+    };
+    let mut record = Record::new(OpKind::Gc);
+    record.reference(name, Some(now), None);
+    ops::at_once(repo, None, &record).is_ok_and(|done| done.changed == 1)
 }
 
 /// Remove `session_<id>.log` / `.jsonl` files whose session started before `cutoff` and whose

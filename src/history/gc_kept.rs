@@ -166,9 +166,7 @@ fn prune_refs(
         if needed || !old {
             continue;
         }
-        if let Ok(mut r) = repo.find_reference(&name)
-            && r.delete().is_ok()
-        {
+        if super::gc::delete_ref(repo, &name) {
             report.refs.push(name);
         }
     }

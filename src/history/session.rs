@@ -17,6 +17,7 @@ use super::made::Made;
 use super::message::Kind;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
+use super::ops::{self, OpKind, Record};
 use super::repo::{self, Found};
 use super::{store, trash};
 
@@ -233,8 +234,13 @@ impl Session {
                     ),
                 ));
             }
-            repo.set_head(&branch)
-                .ctx(|| format!("cannot point HEAD at pai/{id}"))?;
+            // HEAD at the branch's tip: attached to the branch, index and work tree as
+            // they are, through the executor like every move of HEAD.
+            let mut record = Record::new(OpKind::Continue);
+            record.name(id, 0);
+            record.move_head(&head, &Head::Branch(branch.clone()));
+            record.reflog = format!("pai: continue session {id}");
+            ops::at_once(&repo, None, &record)?;
         }
         let meta = meta::read(&repo, id).unwrap_or_default();
         let next_plan = last_plan_number(&repo, id, tip, meta.base) + 1;

@@ -9,6 +9,7 @@ use git2::{Oid, Repository, Signature, Tree};
 
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
+use super::ops::{OpKind, Record, at_once};
 use super::run_index::RunIndex;
 use super::scope::{self, Class, Entry};
 use super::session::{Pending, Session, Writer};
@@ -339,13 +340,7 @@ impl Session {
         let Some(top) = found.commit(repo, base, &session, plan, w.identity.as_ref())? else {
             return Ok(());
         };
-        repo.reference(
-            &names::pending_ref(&session),
-            top,
-            true,
-            &format!("pai: snapshot before plan {plan}"),
-        )
-        .ctx(|| "cannot keep the snapshot of your changes".into())?;
+        set_pending(repo, &session, plan, top)?;
         add_pending(&mut w.pending, tip, top, found.into_paths());
         Ok(())
     }
@@ -445,11 +440,14 @@ impl Preparing<'_, '_> {
         } else {
             0o644
         });
-        if trash::save(self.root, &self.trash_dir, path, &f.bytes, perm)? {
-            let id = self
-                .repo
-                .blob(&f.bytes)
-                .ctx(|| format!("cannot record the trash copy of {path}"))?;
+        let id = self
+            .repo
+            .blob(&f.bytes)
+            .ctx(|| format!("cannot record the trash copy of {path}"))?;
+        let mut record = Record::new(OpKind::Prepare);
+        let parts = trash::copy_parts(self.root, &self.trash_dir, path)?;
+        record.copy(self.root, parts, id, perm);
+        if at_once(self.repo, None, &record)?.changed > 0 {
             trash.insert(path.to_string(), (id, perm));
         }
         Ok(())
@@ -548,6 +546,25 @@ impl Writer {
     pub(super) fn check_head(&self) -> Result<(), HistoryError> {
         self.line.check_head(&self.repo, &self.branch)
     }
+}
+
+/// Point the pending snapshot ref of `session` at `top`, the newest snapshot made for plan
+/// `plan`, through the executor.
+fn set_pending(repo: &Repository, session: &str, plan: u32, top: Oid) -> Result<(), HistoryError> {
+    let name = names::pending_ref(session);
+    let old = names::target(repo, &name).ctx(|| format!("cannot read {name}"))?;
+    let mut record = Record::new(OpKind::Prepare);
+    record.name(session, plan);
+    record.reference(&name, old, Some(top));
+    record.reflog = format!("pai: snapshot before plan {plan}");
+    let done = at_once(repo, None, &record)?;
+    if !done.kept.is_empty() {
+        return Err(HistoryError::Refused {
+            message: format!("{name} moved while pai was setting it"),
+            hint: "another program is changing pai's refs; try again once it is done".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Add snapshot commits made on `tip` (the newest being `top`, recording `paths`) to the
