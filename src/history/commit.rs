@@ -14,8 +14,9 @@ use super::message::{self, PlanRecord};
 use super::meta::Meta;
 use super::names::Head;
 use super::ops::{Op, OpKind, Record, found, produced};
+use super::plan::{NotCommitted, Pending, PlanUnderWay};
 use super::scope::{self, Class, Entry};
-use super::session::{Pending, Session, Writer};
+use super::session::{Session, Writer};
 use super::tree_edit;
 use super::worktree::WorkTree;
 use super::{convert, names, plan_files, repo, trash};
@@ -29,7 +30,7 @@ pub struct LeftOut {
     pub reason: &'static str,
 }
 
-/// What [`Session::commit_plan`] recorded.
+/// What [`PlanUnderWay::commit`] recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommitInfo {
     /// Full commit id.
@@ -52,38 +53,50 @@ pub struct CommitInfo {
     pub warnings: Vec<String>,
 }
 
-impl Session {
-    /// Commit the executed plan on the session branch. `Ok(None)` when the touched paths hold
-    /// nothing new (a failed or read-only plan); then no commit is made and any snapshot taken
-    /// by [`Session::prepare`] is dropped, the user's changes staying uncommitted as they were.
-    pub fn commit_plan(
+impl PlanUnderWay {
+    /// Commit the executed plan on the session branch, ending it. `Ok(None)` when the touched
+    /// paths hold nothing new (a failed or read-only plan): then no commit is made and any
+    /// snapshot taken by [`PlanUnderWay::prepare`] is dropped, the user's changes staying
+    /// uncommitted as they were. A commit that fails before the branch moved gives the plan
+    /// back ([`NotCommitted`]), for [`PlanUnderWay::abandon`] to put its files back.
+    pub fn commit(
+        mut self,
+        session: &mut Session,
+        wt: &dyn WorkTree,
+        plan: &PlanRecord,
+    ) -> Result<Option<CommitInfo>, Box<NotCommitted>> {
+        let nothing = plan.touched.is_empty() && !self.made_ignored_files();
+        let result = if nothing || session.read_only_reason().is_some() {
+            Ok(None)
+        } else {
+            self.commit_on(session, wt, plan)
+        };
+        match result.and_then(|info| self.end_journal().map(|()| info)) {
+            Ok(info) => Ok(info),
+            Err(error) => Err(Box::new(NotCommitted { error, plan: self })),
+        }
+    }
+
+    /// [`PlanUnderWay::commit`] of a plan that touched something, in a writable session.
+    fn commit_on(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         plan: &PlanRecord,
     ) -> Result<Option<CommitInfo>, HistoryError> {
-        let session = self.id.clone();
-        let root = self.root.clone();
-        let w = self.writer()?;
+        let id = session.id.clone();
+        let root = session.root.clone();
+        let w = session.writer()?;
         w.check_head()?;
         let tip = w.line.tip(&w.repo, &w.branch)?;
-        // What preparing this plan gathered. A plan that cannot be recorded gives it back, so
-        // the next plan's commit still sits on the snapshots of the user's versions and holds
-        // the trash copies: a busy index or an interrupted commit must not make them
-        // unreachable.
-        let gathered = Gathered {
-            pending: w.pending.take(),
-            prepared: std::mem::take(&mut w.prepared),
-            trash: std::mem::take(&mut w.trash),
-            made: std::mem::take(&mut w.made),
-        };
         // A transaction (history/ops): the commit only builds its record; the executor
         // carries it out, rolls it back on a failure, and the next pai command finishes it
         // after a crash.
-        let mut op = Op::intent(&w.repo, &root, OpKind::PlanCommit, &session, w.next_plan)?;
-        let built = build_commit(w, wt, plan, &session, tip, &gathered, op.record_mut());
+        let mut op = Op::intent(&w.repo, &root, OpKind::PlanCommit, &id, w.next_plan)?;
+        let built = build_commit(w, wt, plan, &id, tip, self, op.record_mut());
         let result = match built {
             Ok(None) => op.commit(&w.repo, wt, None).map(|_| None),
-            Ok(Some(built)) => match take_over(&op, &mut w.plan_journal) {
+            Ok(Some(built)) => match take_over(&op, &mut self.journal) {
                 Ok(()) => {
                     let built = *built;
                     let index = built.index;
@@ -94,35 +107,18 @@ impl Session {
             },
             Err(e) => op.close(&w.repo, wt, Err(e)),
         };
-        match result {
-            Ok(Some((info, branch, meta))) => {
-                // The plan is on the branch, which exists now with HEAD on it: the line's
-                // state follows.
-                w.branch = branch;
-                w.meta = meta;
-                w.line.created = true;
-                w.line.recorded = true;
-                w.next_plan += 1;
-                Ok(Some(info))
-            }
-            Ok(None) => Ok(None),
-            Err(e) => {
-                w.pending = gathered.pending;
-                w.prepared = gathered.prepared;
-                w.trash = gathered.trash;
-                w.made = gathered.made;
-                Err(e)
-            }
-        }
+        let Some((info, branch, meta)) = result? else {
+            return Ok(None);
+        };
+        // The plan is on the branch, which exists now with HEAD on it: the line's state
+        // follows.
+        w.branch = branch;
+        w.meta = meta;
+        w.line.created = true;
+        w.line.recorded = true;
+        w.next_plan += 1;
+        Ok(Some(info))
     }
-}
-
-/// The state [`Session::prepare`] built up for the plan under way.
-struct Gathered {
-    pending: Option<Pending>,
-    prepared: BTreeSet<String>,
-    trash: BTreeMap<String, (Oid, u32)>,
-    made: Made,
 }
 
 /// A plan commit built and recorded, waiting for the executor: what it will report, git's
@@ -166,7 +162,7 @@ fn build_commit(
     plan: &PlanRecord,
     session: &str,
     tip: Option<Oid>,
-    gathered: &Gathered,
+    gathered: &PlanUnderWay,
     record: &mut Record,
 ) -> Result<Option<Box<Built>>, HistoryError> {
     let number = w.next_plan;
@@ -217,7 +213,7 @@ fn build_commit(
     // The plan's files, from the user's version to the plan's: a commit that fails is
     // rolled back to the user's exact versions, so the plan is wholly undone.
     for path in changes.keys() {
-        let before = match w.plan_journal.as_ref().and_then(|j| j.before_state(path)) {
+        let before = match gathered.journal.as_ref().and_then(|j| j.before_state(path)) {
             Some(before) => before,
             None => match scope::tree_file(parent_tree.as_ref(), path).ok().flatten() {
                 Some(entry) => Some(produced(repo, path, entry, None)?),
@@ -228,7 +224,7 @@ fn build_commit(
     }
     let (branch, meta) =
         journal_refs(repo, record, w, (tip, commit), (pending, trash_tree), &made)?;
-    take_over_files(w, wt, &changes, record)?;
+    take_over_files(gathered, wt, &changes, record)?;
     record.reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
     let info = CommitInfo {
         id: commit.to_string(),
@@ -421,12 +417,12 @@ fn take_over(op: &Op, journal: &mut Option<super::ops::PlanJournal>) -> Result<(
 /// that stood before the plan wrote into them. Carried out forward they change nothing; a
 /// commit rolled back puts them back with the rest.
 fn take_over_files(
-    w: &Writer,
+    plan: &PlanUnderWay,
     wt: &dyn WorkTree,
     changes: &BTreeMap<String, Option<Entry>>,
     record: &mut Record,
 ) -> Result<(), HistoryError> {
-    let Some(journal) = w.plan_journal.as_ref() else {
+    let Some(journal) = plan.journal.as_ref() else {
         return Ok(());
     };
     let (paths, kept_dirs) = journal.recorded();

@@ -1,69 +1,66 @@
 //! The session's side of a plan's journal (`ops/plan.rs`): the user's versions
-//! [`Session::prepare`] reads become the plan record's before states, every step that writes
-//! names its paths first ([`Session::step_begins`]), what a RUN changed is added once it is
-//! known, and the record is dropped when the plan's commit takes over or the plan ends
-//! without one ([`Session::end_plan`]).
+//! [`PlanUnderWay::prepare`] reads become the plan record's before states, every step that
+//! writes names its paths first ([`PlanUnderWay::step_begins`]), what a RUN changed is added
+//! once it is known, and the record is dropped when the plan's commit takes over or the plan
+//! ends without one; [`PlanUnderWay::abandon`] rolls the plan back.
 
 use super::error::HistoryError;
 use super::names;
 use super::ops::{Before, PlanJournal, StepWrites};
+use super::plan::PlanUnderWay;
 use super::run_index::RunIndex;
-use super::session::{Session, Writer};
+use super::session::Session;
 use super::snapshot::RunBaseline;
 use super::worktree::WorkTree;
 use crate::workspace::Tracked as _;
 
-impl Session {
-    /// Before a step of the plan under way runs: name what it may write in the plan's
-    /// journal, so a crash while it writes is rolled back by the next pai command. `Err`
-    /// (and the step must not run) when the journal cannot be written. Nothing for a
-    /// read-only session.
+impl PlanUnderWay {
+    /// Before a step of the plan runs: name what it may write in the plan's journal, so a
+    /// crash while it writes is rolled back by the next pai command. `Err` (and the step must
+    /// not run) when the journal cannot be written. Nothing for a read-only session.
     pub fn step_begins(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         writes: StepWrites,
     ) -> Result<(), HistoryError> {
-        let session = self.id.clone();
-        let root = self.root.clone();
-        let Ok(w) = self.writer() else {
+        let id = session.id.clone();
+        let root = session.root.clone();
+        let Ok(w) = session.writer() else {
             return Ok(());
         };
-        if w.plan_journal.is_none() {
+        if self.journal.is_none() {
             if writes == StepWrites::Nothing {
                 return Ok(());
             }
-            w.plan_journal = Some(PlanJournal::new(&w.repo, &root, &session, w.next_plan)?);
+            self.journal = Some(PlanJournal::new(&w.repo, &root, &id, w.next_plan)?);
         }
-        let pending = w
+        let pending = self
             .pending
             .as_ref()
-            .map(|p| (names::pending_ref(&session), p.top));
-        match &mut w.plan_journal {
+            .map(|p| (names::pending_ref(&id), p.top));
+        match &mut self.journal {
             Some(j) => j.step(wt, writes, pending),
             None => Ok(()),
         }
     }
 
-    /// The plan under way ended (committed, or with nothing to commit): drop its journal.
-    pub fn end_plan(&mut self) -> Result<(), HistoryError> {
-        let Ok(w) = self.writer() else {
-            return Ok(());
-        };
-        w.end_plan_journal()
-    }
-
-    /// The plan under way could not be committed (its commit failed before the branch
-    /// moved): its files go back to the user's versions, each that still holds what the
-    /// plan's steps left there, so nothing of it stays on disk that history does not hold.
-    /// What was changed since by someone else is kept and named. When the files cannot all
-    /// be put back (the disk is still full, say), the plan's journal stays on disk and the
-    /// next pai command finishes the roll back. Nothing to do for a read-only session or a
-    /// plan that wrote nothing.
-    pub fn abandon_plan(&mut self, wt: &dyn WorkTree) -> Result<Abandoned, HistoryError> {
-        let Ok(w) = self.writer() else {
+    /// The plan could not be committed (its commit failed before the branch moved): its
+    /// files go back to the user's versions, each that still holds what the plan's steps
+    /// left there, so nothing of it stays on disk that history does not hold. What was
+    /// changed since by someone else is kept and named. When the files cannot all be put back
+    /// (the disk is still full, say), the plan's journal stays on disk and the next pai
+    /// command finishes the roll back. Nothing to do for a read-only session or a plan that
+    /// wrote nothing.
+    pub fn abandon(
+        mut self,
+        session: &mut Session,
+        wt: &dyn WorkTree,
+    ) -> Result<Abandoned, HistoryError> {
+        let Ok(w) = session.writer() else {
             return Ok(Abandoned::default());
         };
-        let Some(journal) = w.plan_journal.take() else {
+        let Some(journal) = self.journal.take() else {
             return Ok(Abandoned::default());
         };
         let applied = journal.abandon(&w.repo, wt)?;
@@ -73,20 +70,29 @@ impl Session {
         })
     }
 
+    /// The plan ended without a commit to take its journal over: drop the journal.
+    pub(super) fn end_journal(&mut self) -> Result<(), HistoryError> {
+        match self.journal.take() {
+            Some(j) => j.close(),
+            None => Ok(()),
+        }
+    }
+
     /// After a RUN, before its changes are snapshotted: every path it changed goes into the
     /// plan's journal with what stood there before it (the user's file remembered before the
     /// command, else the index's entry, else absent), so a crash before the plan's commit
     /// rolls the command's changes back too.
     pub(super) fn journal_run_changes(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         index: &RunIndex,
         baseline: &RunBaseline,
         changed: &[String],
     ) -> Result<(), HistoryError> {
-        let session = self.id.clone();
-        let root = self.root.clone();
-        let w = self.writer()?;
+        let id = session.id.clone();
+        let root = session.root.clone();
+        let w = session.writer()?;
         let plan = w.next_plan;
         let mut befores = Vec::new();
         for path in changed {
@@ -102,33 +108,17 @@ impl Session {
             };
             befores.push(before);
         }
-        PlanJournal::note_befores(
-            &mut w.plan_journal,
-            &w.repo,
-            wt,
-            (&root, &session, plan),
-            befores,
-        )
+        PlanJournal::note_befores(&mut self.journal, &w.repo, wt, (&root, &id, plan), befores)
     }
 }
 
-/// What [`Session::abandon_plan`] did.
+/// What [`PlanUnderWay::abandon`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Abandoned {
     /// Files put back as the user had them.
     pub restored: usize,
     /// Paths kept as they are: changed by someone else since the plan wrote them.
     pub kept: Vec<String>,
-}
-
-impl Writer {
-    /// Drop the plan's journal, if one is open.
-    pub(super) fn end_plan_journal(&mut self) -> Result<(), HistoryError> {
-        match self.plan_journal.take() {
-            Some(j) => j.close(),
-            None => Ok(()),
-        }
-    }
 }
 
 /// The nearest folder above `path` that stood before the RUN (`None`: the project root): one

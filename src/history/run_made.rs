@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 
 use super::error::{Context as _, HistoryError};
 use super::ops::{Before, PlanJournal};
+use super::plan::PlanUnderWay;
 use super::run_index::RunIndex;
 use super::scope;
 use super::session::Session;
@@ -24,22 +25,23 @@ use crate::workspace::StatusPass;
 /// leaves it.
 pub const MAX_RUN_IGNORED: usize = 500;
 
-impl Session {
+impl PlanUnderWay {
     /// After a RUN: record in the plan what the command made beyond what git sees (see the
-    /// module documentation): `changed` are the paths it changed (from
-    /// [`Session::run_changes`]), `pass` the status pass after it, made against `index`.
-    /// The number of ignored files it created that were not recorded (over the limit).
-    pub fn note_run_made(
+    /// module documentation): `changed` are the paths it changed, `pass` the status pass
+    /// after it, made against `index`. The number of ignored files it created that were not
+    /// recorded (over the limit).
+    pub(super) fn note_run_made(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         index: &RunIndex,
         baseline: &RunBaseline,
         pass: &StatusPass,
         changed: &[String],
     ) -> Result<usize, HistoryError> {
-        let session = self.id.clone();
-        let root = self.root.clone();
-        let w = self.writer()?;
+        let id = session.id.clone();
+        let root = session.root.clone();
+        let w = session.writer()?;
         let (ignored, left_out) = new_ignored_files(wt, baseline, pass);
         let mut befores = Vec::new();
         for path in &ignored {
@@ -50,7 +52,7 @@ impl Session {
                 .repo
                 .blob(&file.bytes)
                 .ctx(|| format!("cannot store {path}"))?;
-            w.made.ignored.insert(path.clone(), id.to_string());
+            self.made.ignored.insert(path.clone(), id.to_string());
             befores.push(Before {
                 path: path.clone(),
                 entry: None,
@@ -65,23 +67,15 @@ impl Session {
             let mut dir = path.as_str();
             while let Some((parent, _)) = dir.rsplit_once('/') {
                 if baseline.empty_dirs.contains(parent) {
-                    w.made.kept.insert(parent.to_string());
+                    self.made.kept.insert(parent.to_string());
                     break;
                 }
                 dir = parent;
             }
         }
-        let at = (root.as_path(), session.as_str(), w.next_plan);
-        PlanJournal::note_befores(&mut w.plan_journal, &w.repo, wt, at, befores)?;
+        let at = (root.as_path(), id.as_str(), w.next_plan);
+        PlanJournal::note_befores(&mut self.journal, &w.repo, wt, at, befores)?;
         Ok(left_out)
-    }
-}
-
-impl Session {
-    /// Whether the plan under way made ignored files a command created: its commit must be
-    /// made for undo to find them, even when it changed nothing git sees.
-    pub fn made_ignored_files(&self) -> bool {
-        matches!(&self.state, super::session::State::Writable(w) if !w.made.ignored.is_empty())
     }
 }
 

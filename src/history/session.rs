@@ -3,7 +3,6 @@
 //! fallback with its reason, the work-tree lock, and the end-of-session summary with the
 //! review, merge and discard commands.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local};
@@ -13,11 +12,11 @@ use serde::Serialize;
 use super::error::{Context, HistoryError};
 use super::line::{self, Line};
 use super::lock::WorkTreeLock;
-use super::made::Made;
 use super::message::Kind;
 use super::meta::{self, Meta};
 use super::names::{self, Head};
 use super::ops::{self, OpKind, Record};
+use super::plan::PlanUnderWay;
 use super::repo::{self, Found};
 use super::{store, trash};
 
@@ -65,32 +64,10 @@ pub(super) struct Writer {
     pub identity: Option<(String, String)>,
     /// The number the next plan commit gets (plan numbers only grow within a session).
     pub next_plan: u32,
-    /// Paths already prepared for the plan under way (their work-tree state may be the
-    /// agent's by now, so they are never snapshotted twice).
-    pub prepared: BTreeSet<String>,
-    /// Trash copies made for the plan under way: path, the copy's blob in the object store,
-    /// permission bits. Recorded in the plan commit so undo restores only what pai saved.
-    pub trash: BTreeMap<String, (Oid, u32)>,
-    /// What the plan under way made that its tree will not say (see [`Made`]).
-    pub made: Made,
-    /// Snapshot commits of the user's changes made for the plan under way.
-    pub pending: Option<Pending>,
-    /// The journal of the plan under way, from its first saved version to its commit.
-    pub plan_journal: Option<super::ops::PlanJournal>,
     /// For a new session (not a continued one): the commit HEAD was at when it started. None
     /// of the session's commits can be reachable from it, so counting them stops there.
     pub started_at: Option<Oid>,
     pub _lock: WorkTreeLock,
-}
-
-/// User-snapshot commits waiting for the plan commit on top of them.
-pub(super) struct Pending {
-    /// The branch tip they were made on.
-    pub base: Option<Oid>,
-    /// The newest snapshot commit.
-    pub top: Oid,
-    /// The paths they recorded.
-    pub paths: BTreeSet<String>,
 }
 
 impl Session {
@@ -158,11 +135,6 @@ impl Session {
                 meta,
                 identity: opts.identity,
                 next_plan: 1,
-                prepared: BTreeSet::new(),
-                trash: BTreeMap::new(),
-                made: Made::default(),
-                pending: None,
-                plan_journal: None,
                 started_at,
                 _lock: lock,
             })),
@@ -259,11 +231,6 @@ impl Session {
                 meta,
                 identity: opts.identity,
                 next_plan,
-                prepared: BTreeSet::new(),
-                trash: BTreeMap::new(),
-                made: Made::default(),
-                pending: None,
-                plan_journal: None,
                 started_at: None,
                 _lock: lock,
             })),
@@ -358,6 +325,13 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Begin a plan: what it holds while in progress is the value returned, which the caller
+    /// keeps until it ends the plan ([`PlanUnderWay::commit`] or [`PlanUnderWay::abandon`]).
+    #[must_use = "a plan under way ends with `commit` or `abandon`"]
+    pub fn begin_plan(&self) -> PlanUnderWay {
+        PlanUnderWay::default()
     }
 
     /// End the session and release the lock. A session that carried out nothing changed

@@ -10,9 +10,10 @@ use git2::{Oid, Repository, Signature, Tree};
 use super::error::{Context, HistoryError};
 use super::index_file::{self, IndexFile};
 use super::ops::{OpKind, Record, at_once};
+use super::plan::{Pending, PlanUnderWay};
 use super::run_index::RunIndex;
 use super::scope::{self, Class, Entry};
-use super::session::{Pending, Session, Writer};
+use super::session::{Session, Writer};
 use super::tree_edit::{self, Change};
 use super::worktree::WorkTree;
 use super::{convert, message, names, repo, trash};
@@ -61,7 +62,7 @@ fn differing(
 type Seen = (Option<(Oid, i32)>, Option<u32>);
 
 /// The user's uncommitted files as they were before a RUN (see
-/// [`Session::remember_uncommitted`]).
+/// `remember_uncommitted`).
 #[derive(Default)]
 pub struct RunBaseline {
     files: BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
@@ -111,24 +112,16 @@ impl RunBaseline {
 /// every command would cost more than the command).
 pub const MAX_UNCOMMITTED: usize = 5_000;
 
-impl Session {
-    /// The user's index, for the status passes around a RUN ([`crate::workspace::Workspace::status_pass`]);
-    /// `None` for a read-only session, which records nothing.
-    pub fn run_index(&mut self) -> Result<Option<RunIndex>, HistoryError> {
-        let Ok(w) = self.writer() else {
-            return Ok(None);
-        };
-        RunIndex::read(w.repo.path()).map(Some)
-    }
-
+impl PlanUnderWay {
     /// Before a RUN: the content of every project file that differs from the index, untracked
     /// files included and ignored ones left out (what a command could change that git alone
     /// could not give back), from the status pass `pass` made against `index`: only the files
-    /// whose stat changed are read. After the command, [`Session::prepare_after_run`]
+    /// whose stat changed are read. After the command, `prepare_after_run`
     /// snapshots the ones it changed (a file the index holds is taken from the index). At
     /// most [`MAX_UNCOMMITTED`] files.
-    pub fn remember_uncommitted(
+    pub(super) fn remember_uncommitted(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         index: &RunIndex,
         pass: &StatusPass,
@@ -138,7 +131,7 @@ impl Session {
             empty_dirs: pass.empty_dirs.iter().cloned().collect(),
             ..RunBaseline::default()
         };
-        let w = self.writer()?;
+        session.writer()?;
         for (path, file) in differing(wt, index, pass)? {
             let perm = wt.permissions(&path);
             let seen = file
@@ -146,7 +139,7 @@ impl Session {
                 .ok()
                 .and_then(|f| f.as_ref().map(|f| (f.id, f.mode)));
             baseline.seen.insert(path.clone(), (seen, perm));
-            if w.prepared.contains(&path) {
+            if self.prepared.contains(&path) {
                 continue;
             }
             // A file the gate will not open (a link out of the project, say) is not pai's to
@@ -164,52 +157,20 @@ impl Session {
         Ok(baseline)
     }
 
-    /// After a RUN: the paths the command changed, from the status pass `pass` made after it
-    /// against the same `index`, compared with what [`Session::remember_uncommitted`] saw
-    /// before (a file dirty before and changed again is compared by content, mode and
-    /// permission bits). Every non-ignored file counts, however big the project.
-    pub fn run_changes(
-        &mut self,
-        wt: &dyn WorkTree,
-        index: &RunIndex,
-        pass: &StatusPass,
-        baseline: &RunBaseline,
-    ) -> Result<Vec<String>, HistoryError> {
-        let mut changed: BTreeSet<String> = BTreeSet::new();
-        let mut now: BTreeSet<String> = BTreeSet::new();
-        for (path, file) in differing(wt, index, pass)? {
-            let current = file.ok().flatten().map(|f| (f.id, f.mode));
-            let differs = baseline
-                .seen
-                .get(&path)
-                .is_none_or(|(before, perm)| current != *before || wt.permissions(&path) != *perm);
-            if differs {
-                changed.insert(path.clone());
-            }
-            now.insert(path);
-        }
-        // What differed from the index before and is what the index holds now.
-        for path in baseline.seen.keys() {
-            if !now.contains(path) {
-                changed.insert(path.clone());
-            }
-        }
-        Ok(changed.into_iter().collect())
-    }
-
     /// After a RUN: snapshot the user's versions of the files the command changed, as
-    /// [`Session::prepare`] does before a plan's own steps: from `baseline` for the files that
+    /// [`PlanUnderWay::prepare`] does before a plan's own steps: from `baseline` for the files that
     /// differed from the index, from `index` for the others that git's branch does not hold
     /// (staged changes).
-    pub fn prepare_after_run(
+    pub(super) fn prepare_after_run(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         index: &RunIndex,
         mut baseline: RunBaseline,
         changed: &[String],
     ) -> Result<(), HistoryError> {
-        self.journal_run_changes(wt, index, &baseline, changed)?;
-        let staged = self.staged_before(index, &baseline, changed)?;
+        self.journal_run_changes(session, wt, index, &baseline, changed)?;
+        let staged = self.staged_before(session, index, &baseline, changed)?;
         for (path, file) in staged {
             baseline.files.insert(path, (Some(file), None));
         }
@@ -221,7 +182,7 @@ impl Session {
         if paths.is_empty() {
             return Ok(());
         }
-        self.prepare_from(wt, &paths, &mut baseline.files)
+        self.prepare_from(session, wt, &paths, &mut baseline.files)
     }
 
     /// The files among `changed` that were what the index holds before the command (not in
@@ -229,12 +190,13 @@ impl Session {
     /// content, read back from the object store.
     fn staged_before(
         &mut self,
+        session: &mut Session,
         index: &RunIndex,
         baseline: &RunBaseline,
         changed: &[String],
     ) -> Result<Vec<(String, scope::WorkFile)>, HistoryError> {
-        let w = self.writer()?;
-        let (_, base) = w.snapshot_base()?;
+        let w = session.writer()?;
+        let (_, base) = w.snapshot_base(&mut self.pending)?;
         let repo = &w.repo;
         let tree = match base {
             Some(c) => Some(
@@ -274,9 +236,14 @@ impl Session {
     /// ignored, untracked and `filter=lfs` files are copied to
     /// `.pai_history/trash/<session>/<plan>/`. The branch itself moves only with the plan
     /// commit; until then the snapshots are kept at `refs/pai/pending/<session>`.
-    pub fn prepare(&mut self, wt: &dyn WorkTree, paths: &[String]) -> Result<(), HistoryError> {
-        if let Ok(w) = self.writer() {
-            w.made.note_before(wt, paths);
+    pub fn prepare(
+        &mut self,
+        session: &mut Session,
+        wt: &dyn WorkTree,
+        paths: &[String],
+    ) -> Result<(), HistoryError> {
+        if let Ok(w) = session.writer() {
+            self.made.note_before(wt, paths);
             for path in paths {
                 if let Some(driver) = scope::filter_driver(&w.repo, path) {
                     return Err(HistoryError::Refused {
@@ -290,23 +257,24 @@ impl Session {
                 }
             }
         }
-        self.prepare_from(wt, paths, &mut BTreeMap::new())
+        self.prepare_from(session, wt, paths, &mut BTreeMap::new())
     }
 
-    /// [`Session::prepare`], taking a path's earlier content from `earlier` when it is there
+    /// [`PlanUnderWay::prepare`], taking a path's earlier content from `earlier` when it is there
     /// (a RUN changed the file since) instead of reading the work tree.
     fn prepare_from(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         paths: &[String],
         earlier: &mut BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
     ) -> Result<(), HistoryError> {
-        let session = self.id.clone();
-        let root = self.root.clone();
-        let w = self.writer()?;
+        let id = session.id.clone();
+        let root = session.root.clone();
+        let w = session.writer()?;
         w.check_head()?;
         let plan = w.next_plan;
-        let (tip, base) = w.snapshot_base()?;
+        let (tip, base) = w.snapshot_base(&mut self.pending)?;
         let repo = &w.repo;
         let base_tree = match base {
             Some(c) => Some(
@@ -325,25 +293,57 @@ impl Session {
             repo,
             wt,
             root: &root,
-            trash_dir: trash::plan_dir(&root, &session, plan),
+            trash_dir: trash::plan_dir(&root, &id, plan),
             base_tree: base_tree.as_ref(),
             index: &index,
         };
-        let mut found = preparing.gather(files, &mut w.prepared, &mut w.trash, earlier)?;
+        let mut found = preparing.gather(files, &mut self.prepared, &mut self.trash, earlier)?;
         // The plan's journal names these paths' before states before any step writes them.
         let befores = std::mem::take(&mut found.befores);
-        let at = (root.as_path(), session.as_str(), plan);
-        super::ops::PlanJournal::note_befores(&mut w.plan_journal, repo, wt, at, befores)?;
+        let at = (root.as_path(), id.as_str(), plan);
+        super::ops::PlanJournal::note_befores(&mut self.journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());
         }
-        let Some(top) = found.commit(repo, base, &session, plan, w.identity.as_ref())? else {
+        let Some(top) = found.commit(repo, base, &id, plan, w.identity.as_ref())? else {
             return Ok(());
         };
-        set_pending(repo, &session, plan, top)?;
-        add_pending(&mut w.pending, tip, top, found.into_paths());
+        set_pending(repo, &id, plan, top)?;
+        add_pending(&mut self.pending, tip, top, found.into_paths());
         Ok(())
     }
+}
+
+/// After a RUN: the paths the command changed, from the status pass `pass` made after it
+/// against the same `index`, compared with what `remember_uncommitted` saw
+/// before (a file dirty before and changed again is compared by content, mode and
+/// permission bits). Every non-ignored file counts, however big the project.
+pub(super) fn run_changes(
+    wt: &dyn WorkTree,
+    index: &RunIndex,
+    pass: &StatusPass,
+    baseline: &RunBaseline,
+) -> Result<Vec<String>, HistoryError> {
+    let mut changed: BTreeSet<String> = BTreeSet::new();
+    let mut now: BTreeSet<String> = BTreeSet::new();
+    for (path, file) in differing(wt, index, pass)? {
+        let current = file.ok().flatten().map(|f| (f.id, f.mode));
+        let differs = baseline
+            .seen
+            .get(&path)
+            .is_none_or(|(before, perm)| current != *before || wt.permissions(&path) != *perm);
+        if differs {
+            changed.insert(path.clone());
+        }
+        now.insert(path);
+    }
+    // What differed from the index before and is what the index holds now.
+    for path in baseline.seen.keys() {
+        if !now.contains(path) {
+            changed.insert(path.clone());
+        }
+    }
+    Ok(changed.into_iter().collect())
 }
 
 /// One `prepare` call's view of the project: what each path is compared with, and where its
@@ -532,14 +532,17 @@ impl UserChanges {
 impl Writer {
     /// The session branch's tip, and the commit the next snapshot of the user's changes goes
     /// on: the newest pending snapshot, or the tip.
-    fn snapshot_base(&mut self) -> Result<(Option<Oid>, Option<Oid>), HistoryError> {
+    fn snapshot_base(
+        &self,
+        pending: &mut Option<Pending>,
+    ) -> Result<(Option<Oid>, Option<Oid>), HistoryError> {
         let tip = self.line.tip(&self.repo, &self.branch)?;
-        if self.pending.as_ref().is_some_and(|p| p.base != tip) {
+        if pending.as_ref().is_some_and(|p| p.base != tip) {
             // The branch moved under the plan (the user committed): those snapshots no longer
             // sit on the tip. They stay reachable at the pending ref until the next snapshot.
-            self.pending = None;
+            *pending = None;
         }
-        Ok((tip, self.pending.as_ref().map(|p| p.top).or(tip)))
+        Ok((tip, pending.as_ref().map(|p| p.top).or(tip)))
     }
 
     /// Refuse to record when HEAD is no longer where the session's plans go.
@@ -623,7 +626,7 @@ pub(super) fn commit_changes(
 
 impl Session {
     /// Which of `paths` (files) hold changes of the user's that the session branch does not:
-    /// what [`Session::prepare`] would commit as a snapshot before a plan touches them. Told
+    /// what [`PlanUnderWay::prepare`] would commit as a snapshot before a plan touches them. Told
     /// with the plan, before approval. Empty for a read-only session or when nothing can be
     /// read.
     pub fn user_edits_in(&self, wt: &dyn WorkTree, paths: &[String]) -> Vec<String> {
