@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::commit_files::{self, Changed};
+use super::plan::commit_files::{self, Changed};
 use super::repo::{self, Found};
 
 /// Commits read for "recently changed".

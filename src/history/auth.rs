@@ -237,11 +237,11 @@ pub(crate) fn verified(commit: &Commit<'_>) -> bool {
 
 /// The `Pai-*` trailers of `commit` when pai made it for this user; none (the default, no
 /// kind) for any other commit, whatever its message says.
-pub(crate) fn trailers(commit: &Commit<'_>) -> super::message::Trailers {
+pub(crate) fn trailers(commit: &Commit<'_>) -> super::record::message::Trailers {
     if verified(commit) {
-        super::message::parse(commit.message().unwrap_or_default())
+        super::record::message::parse(commit.message().unwrap_or_default())
     } else {
-        super::message::Trailers::default()
+        super::record::message::Trailers::default()
     }
 }
 

@@ -6,8 +6,8 @@
 use git2::{Commit, Repository};
 
 use super::error::HistoryError;
-use super::message::Kind;
-use super::{auth, message, names};
+use super::record::message::Kind;
+use super::{auth, names, record::message};
 
 /// Why pai does not take `commit` for its own although its message carries pai's trailers:
 /// `None` when it carries none (an ordinary commit) or its mark verifies (pai's own).
@@ -60,7 +60,7 @@ pub(crate) fn undone_plan(commit: &Commit<'_>, refname: &str) -> Option<u32> {
 
 /// [`undone_plan`] given the target's verified trailers (`auth::trailers`), for a caller
 /// that reads many refs to the same commits and verifies each commit once.
-pub(crate) fn undone_plan_of(t: &super::message::Trailers, refname: &str) -> Option<u32> {
+pub(crate) fn undone_plan_of(t: &super::record::message::Trailers, refname: &str) -> Option<u32> {
     let (session, number) = refname.strip_prefix("refs/pai/undone/")?.rsplit_once('/')?;
     let number: u32 = number.parse().ok()?;
     if !names::is_id(session) {

@@ -11,12 +11,13 @@ use git2::{Commit, Oid, Repository, Sort};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
-use super::message::{self, Kind};
 use super::meta::{self, Meta};
+use super::plan::files as plan_files;
+use super::record::message::{self, Kind};
 use super::ref_index::RefIndex;
 use super::repo::{self, HistoryRepo};
 use super::session::summary_for;
-use super::{names, plan_files, revert};
+use super::{names, revert};
 
 /// One session and its plans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -82,7 +83,7 @@ pub struct PlanLog {
     pub patch: Option<String>,
 }
 
-pub use super::plan_files::FileStat;
+pub use super::plan::files::FileStat;
 pub use super::unverified::UnverifiedCommit;
 
 /// The project `pai log` lists, found from the directory it started in, with its history

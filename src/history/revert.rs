@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use git2::{Commit, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
-use super::message::Kind;
 use super::names::{self, Head};
+use super::record::message::Kind;
 use super::scope::{Entry, MODE_EXEC, MODE_FILE};
 
 /// Git mode of a subtree.

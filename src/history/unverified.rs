@@ -9,7 +9,7 @@ use chrono::{DateTime, FixedOffset};
 use git2::Commit;
 use serde::Serialize;
 
-use super::{message, names};
+use super::{names, record::message};
 
 /// One commit `pai log` shows as not verified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

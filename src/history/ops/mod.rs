@@ -25,7 +25,7 @@
 //! of the user's file), HEAD attached to a session's branch by `--continue`, and `pai gc`'s
 //! pruning of refs. Left out, pai's own files outside git and the project, each a single
 //! atomic write or unlink whose leftover nothing misreads: undo's kept-for-redo and rewrite
-//! records (`kept.rs`: blobs, then the id file by temp and rename, while the undo's intent
+//! records (`record/kept.rs`: blobs, then the id file by temp and rename, while the undo's intent
 //! record stands and before its full record, whose refs keep the blobs reachable; redo reads
 //! them only for a plan whose undone ref the journaled undo set), and the session logs and
 //! kept records `pai gc` removes. A session that ends changes nothing in git (its branch and

@@ -5,19 +5,30 @@
 //! plan and ends it with [`PlanUnderWay::commit`] or [`PlanUnderWay::abandon`]; each call
 //! takes the session it belongs to.
 //!
-//! In order: `prepare` before the plan's steps write (snapshot.rs), `step_begins` before
-//! each step (plan_journal.rs), [`PlanUnderWay::around_run`] around each RUN or tool call
-//! (`run.rs`), then `commit` (commit.rs) or, when the commit fails, `abandon`.
+//! In order: `prepare` before the plan's steps write (`prepare.rs`: the user's versions
+//! snapshotted, trash copies kept), `step_begins` before each step (`journal.rs`: the plan's
+//! journal names what it may write), [`PlanUnderWay::around_run`] around each RUN or tool
+//! call (`run.rs`, with `baseline.rs` and `run_made.rs`), then `commit` (`commit.rs`, its
+//! files sorted by `commit_files.rs` and stated by `files.rs`) or, when the commit fails,
+//! `abandon`.
 
+mod baseline;
+pub(super) mod commit;
+pub(super) mod commit_files;
+pub(super) mod files;
+pub(super) mod journal;
+pub(super) mod prepare;
 mod run;
+pub(super) mod run_made;
+pub(super) mod user_edits;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use git2::Oid;
 
 use super::error::HistoryError;
-use super::made::Made;
 use super::ops::PlanJournal;
+use crate::history::record::made::Made;
 
 pub use run::{RunPasses, RunRecorded, RunWatched};
 

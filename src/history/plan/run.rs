@@ -71,7 +71,7 @@ impl PlanUnderWay {
         };
         let ran = run.await;
         let recorded = passes.after(&index).and_then(|pass| {
-            let changed = super::super::snapshot::run_changes(wt, &index, &pass, &baseline)
+            let changed = super::baseline::run_changes(wt, &index, &pass, &baseline)
                 .map_err(|e: HistoryError| e.to_string())?;
             let made = self.note_run_made(session, wt, &index, &baseline, &pass, &changed);
             let unrecorded = made

@@ -12,12 +12,12 @@ use std::path::Path;
 
 use git2::{Oid, Repository};
 
-use super::ref_index::RefIndex;
-use super::{names, user_state};
+use crate::history::ref_index::RefIndex;
+use crate::history::{names, user_state};
 
 /// What the pass removed.
 #[derive(Debug, Default)]
-pub(super) struct Pruned {
+pub(in crate::history) struct Pruned {
     /// `refs/pai/kept/...` refs deleted.
     pub refs: Vec<String>,
     /// Record files removed, as `undone/<file>`.
@@ -28,11 +28,11 @@ pub(super) struct Pruned {
 
 /// A session's start time from its id (`gc::started_at`), passed in so this module and `gc`
 /// do not import each other.
-pub(super) type StartedAt = fn(&str) -> Option<i64>;
+pub(in crate::history) type StartedAt = fn(&str) -> Option<i64>;
 
 /// Prune the kept records and refs no undone ref needs and older than `cutoff` (see the
 /// module documentation).
-pub(super) fn prune(
+pub(in crate::history) fn prune(
     repo: &Repository,
     index: &RefIndex,
     root: &Path,
@@ -166,7 +166,7 @@ fn prune_refs(
         if needed || !old {
             continue;
         }
-        if super::gc::delete_ref(repo, &name) {
+        if crate::history::gc::delete_ref(repo, &name) {
             report.refs.push(name);
         }
     }
@@ -174,7 +174,7 @@ fn prune_refs(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::gc::kept::*;
 
     #[test]
     fn record_files_belong_to_their_plan_only() {

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
-use super::error::{Context, HistoryError};
-use super::store;
-use super::tree_edit::{self, Change};
+use crate::history::error::{Context, HistoryError};
+use crate::history::store;
+use crate::history::tree_edit::{self, Change};
 
 /// Git file modes of trash copies.
 const MODE_FILE: i32 = 0o100644;
@@ -67,7 +67,8 @@ pub(crate) fn record(
         return Ok(None);
     }
     let what = || format!("cannot record the trash copies of plan {plan}");
-    let tree = copies_tree(repo, copies, left.map(|l| (super::left::NAME, l))).ctx(what)?;
+    let tree =
+        copies_tree(repo, copies, left.map(|l| (crate::history::left::NAME, l))).ctx(what)?;
     Ok(Some(tree))
 }
 
@@ -130,7 +131,7 @@ pub(crate) fn recorded(
     };
     let files = repo.find_tree(files.id()).ctx(what)?;
     let mut out = Vec::new();
-    super::scope::blobs(repo, &files, "", &mut |path, entry| {
+    crate::history::scope::blobs(repo, &files, "", &mut |path, entry| {
         let fallback = if entry.filemode() == MODE_EXEC {
             0o755
         } else {
@@ -148,7 +149,7 @@ pub(crate) fn recorded(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::record::trash::*;
 
     #[test]
     fn first_copy_wins() {

@@ -4,14 +4,14 @@
 //! once it is known, and the record is dropped when the plan's commit takes over or the plan
 //! ends without one; [`PlanUnderWay::abandon`] rolls the plan back.
 
-use super::error::HistoryError;
-use super::names;
-use super::ops::{Before, PlanJournal, StepWrites};
-use super::plan::PlanUnderWay;
-use super::run_index::RunIndex;
-use super::session::Session;
-use super::snapshot::RunBaseline;
-use super::worktree::WorkTree;
+use crate::history::error::HistoryError;
+use crate::history::names;
+use crate::history::ops::{Before, PlanJournal, StepWrites};
+use crate::history::plan::PlanUnderWay;
+use crate::history::plan::baseline::RunBaseline;
+use crate::history::run_index::RunIndex;
+use crate::history::session::Session;
+use crate::history::worktree::WorkTree;
 use crate::workspace::Tracked as _;
 
 impl PlanUnderWay {
@@ -71,7 +71,7 @@ impl PlanUnderWay {
     }
 
     /// The plan ended without a commit to take its journal over: drop the journal.
-    pub(super) fn end_journal(&mut self) -> Result<(), HistoryError> {
+    pub(in crate::history) fn end_journal(&mut self) -> Result<(), HistoryError> {
         match self.journal.take() {
             Some(j) => j.close(),
             None => Ok(()),
@@ -82,7 +82,7 @@ impl PlanUnderWay {
     /// plan's journal with what stood there before it (the user's file remembered before the
     /// command, else the index's entry, else absent), so a crash before the plan's commit
     /// rolls the command's changes back too.
-    pub(super) fn journal_run_changes(
+    pub(in crate::history) fn journal_run_changes(
         &mut self,
         session: &mut Session,
         wt: &dyn WorkTree,
@@ -124,7 +124,11 @@ pub struct Abandoned {
 /// The nearest folder above `path` that stood before the RUN (`None`: the project root): one
 /// holding a tracked file, or one the status pass before it met something in or found empty.
 /// Rolled back, what the command created is removed up to there, with the folders it made.
-pub(super) fn stood_before(index: &RunIndex, baseline: &RunBaseline, path: &str) -> Option<String> {
+pub(in crate::history) fn stood_before(
+    index: &RunIndex,
+    baseline: &RunBaseline,
+    path: &str,
+) -> Option<String> {
     let mut dir = path;
     while let Some((parent, _)) = dir.rsplit_once('/') {
         if index.has_under(parent.as_bytes()) || baseline.saw_under(parent) {

@@ -7,19 +7,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::{Commit, Oid, Repository, Tree};
 use serde::Serialize;
 
-use super::error::{Context, HistoryError};
-use super::index_file::{self, IndexFile, LockedIndex};
-use super::made::Made;
-use super::message::{self, PlanRecord};
-use super::meta::Meta;
-use super::names::Head;
-use super::ops::{Op, OpKind, Record, found, produced};
-use super::plan::{NotCommitted, Pending, PlanUnderWay};
-use super::scope::{self, Class, Entry};
-use super::session::{Session, Writer};
-use super::tree_edit;
-use super::worktree::WorkTree;
-use super::{convert, names, plan_files, repo, trash};
+use super::files as plan_files;
+use crate::history::error::{Context, HistoryError};
+use crate::history::index_file::{self, IndexFile, LockedIndex};
+use crate::history::meta::Meta;
+use crate::history::names::Head;
+use crate::history::ops::{Op, OpKind, Record, found, produced};
+use crate::history::plan::{NotCommitted, Pending, PlanUnderWay};
+use crate::history::record::made::Made;
+use crate::history::record::message::{self, PlanRecord};
+use crate::history::scope::{self, Class, Entry};
+use crate::history::session::{Session, Writer};
+use crate::history::tree_edit;
+use crate::history::worktree::WorkTree;
+use crate::history::{convert, names, record::trash, repo};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -142,13 +143,16 @@ fn plan_commit_message(
     parent: Option<&Commit<'_>>,
 ) -> Result<(String, Option<Oid>), HistoryError> {
     let parent_ids: Vec<Oid> = parent.iter().map(|c| c.id()).collect();
-    let left = super::left::record(repo, wt, trash)?;
+    let left = crate::history::left::record(repo, wt, trash)?;
     let trash_tree = trash::record(repo, number, trash, left)?;
     let mut msg = message::plan_message(session, number, plan, trash_tree);
     msg.push_str(&made.trailer());
     let files = plan_files::stats(repo, parent_tree, tree)?;
     let msg = plan_files::with_record(msg, parent_tree, tree, &files);
-    Ok((super::auth::sign(&msg, tree.id(), &parent_ids)?, trash_tree))
+    Ok((
+        crate::history::auth::sign(&msg, tree.id(), &parent_ids)?,
+        trash_tree,
+    ))
 }
 
 /// Build the plan's commit (its files read under the index lock, the commit made on the
@@ -403,7 +407,10 @@ fn synced_entries(
 /// Write the commit's record: it takes over from the plan's own journal (`ops/plan.rs`),
 /// which goes now, before anything moves, so a crash from here on is finished, never rolled
 /// back.
-fn take_over(op: &Op, journal: &mut Option<super::ops::PlanJournal>) -> Result<(), HistoryError> {
+fn take_over(
+    op: &Op,
+    journal: &mut Option<crate::history::ops::PlanJournal>,
+) -> Result<(), HistoryError> {
     op.begin()?;
     match journal.take() {
         Some(j) => j.close(),
@@ -479,9 +486,9 @@ fn journal_refs(
     }
     // The session's start (its metadata ref), written with its first plan.
     if !w.line.recorded {
-        let meta_ref = super::meta::ref_name(&record.session);
+        let meta_ref = crate::history::meta::ref_name(&record.session);
         let old = names::target(repo, &meta_ref).ctx(|| format!("cannot read {meta_ref}"))?;
-        let blob = super::meta::blob(repo, &record.session, &meta)?;
+        let blob = crate::history::meta::blob(repo, &record.session, &meta)?;
         record.reference(&meta_ref, old, Some(blob));
     }
     if let Some(p) = pending {

@@ -7,228 +7,17 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, Signature, Tree};
 
-use super::error::{Context, HistoryError};
-use super::index_file::{self, IndexFile};
-use super::ops::{OpKind, Record, at_once};
-use super::plan::{Pending, PlanUnderWay};
-use super::run_index::RunIndex;
-use super::scope::{self, Class, Entry};
-use super::session::{Session, Writer};
-use super::tree_edit::{self, Change};
-use super::worktree::WorkTree;
-use super::{convert, message, names, repo, trash};
-use crate::workspace::{StatusPass, Tracked};
-
-/// What the work tree holds at a path: a file (`None`: nothing), or `Err` for what pai does
-/// not record.
-type Found = Result<Option<scope::WorkFile>, ()>;
-
-/// The paths of `pass` (made against `index`) whose content differs from the index, and
-/// untracked ones, with what the work tree holds there; deny-listed files are never read.
-/// A tracked file whose stat changed but whose content and mode are the index's is left out,
-/// as `git status` leaves it out.
-fn differing(
-    wt: &dyn WorkTree,
-    index: &RunIndex,
-    pass: &StatusPass,
-) -> Result<Vec<(String, Found)>, HistoryError> {
-    let mut out = Vec::new();
-    for &i in &pass.changed {
-        let path = crate::rawname::encode(index.path(i)).into_owned();
-        if wt.is_denied(&path) {
-            continue;
-        }
-        let file = scope::work_file(wt, &path)?;
-        let now = file
-            .as_ref()
-            .ok()
-            .and_then(|f| f.as_ref().map(|f| (f.id, f.mode)));
-        if now.is_some() && now == index.entry(i) {
-            continue;
-        }
-        out.push((path, file));
-    }
-    for path in &pass.untracked {
-        if wt.is_denied(path) {
-            continue;
-        }
-        out.push((path.clone(), scope::work_file(wt, path)?));
-    }
-    Ok(out)
-}
-
-/// What stood at a path before a RUN: its blob id and git mode (`None`: nothing, or nothing
-/// pai reads), and its permission bits.
-type Seen = (Option<(Oid, i32)>, Option<u32>);
-
-/// The user's uncommitted files as they were before a RUN (see
-/// `remember_uncommitted`).
-#[derive(Default)]
-pub struct RunBaseline {
-    files: BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
-    /// Every path that differed from the index (or was untracked): what stood there (blob id
-    /// and git mode) and its permission bits, to find what the command changed. Every other
-    /// file was what the index holds.
-    seen: BTreeMap<String, Seen>,
-    /// Files not remembered (over the limit).
-    pub left_out: usize,
-    /// The ignored files and folders the status pass stopped at, and the empty folders it
-    /// met (see `run_made.rs`).
-    pub(super) ignored: BTreeSet<String>,
-    pub(super) empty_dirs: BTreeSet<String>,
-}
-
-impl RunBaseline {
-    /// What stood at `path` before the RUN, when the baseline knows: `Ok` with the file
-    /// (`None`: absent), `Err` for a path it saw but did not keep; `None` when the path was
-    /// what the index holds.
-    pub(super) fn before(&self, path: &str) -> Option<Result<Option<&scope::WorkFile>, ()>> {
-        if let Some((file, _)) = self.files.get(path) {
-            return Some(Ok(file.as_ref()));
-        }
-        self.seen.contains_key(path).then_some(Err(()))
-    }
-
-    /// Whether the status pass before the RUN met anything below the folder `dir` (a file
-    /// that differed from the index, an untracked or ignored one), or found `dir` empty.
-    pub(super) fn saw_under(&self, dir: &str) -> bool {
-        let prefix = format!("{dir}/");
-        let under = |set: &mut dyn Iterator<Item = &String>| {
-            set.next().is_some_and(|p| p.starts_with(&prefix))
-        };
-        self.empty_dirs.contains(dir)
-            || under(&mut self.seen.range(prefix.clone()..).map(|(p, _)| p))
-            || under(&mut self.ignored.range(prefix.clone()..))
-    }
-
-    /// The permission bits `path` had before the RUN, when known.
-    pub(super) fn perm(&self, path: &str) -> Option<u32> {
-        self.files.get(path).and_then(|(_, perm)| *perm)
-    }
-}
-
-/// At most this many paths are remembered before a RUN; past it the rest is left out and
-/// said so (a project with that many uncommitted files is rare, and reading them all before
-/// every command would cost more than the command).
-pub const MAX_UNCOMMITTED: usize = 5_000;
+use crate::history::error::{Context, HistoryError};
+use crate::history::index_file::{self, IndexFile};
+use crate::history::ops::{OpKind, Record, at_once};
+use crate::history::plan::{Pending, PlanUnderWay};
+use crate::history::scope::{self, Class, Entry};
+use crate::history::session::{Session, Writer};
+use crate::history::tree_edit::{self, Change};
+use crate::history::worktree::WorkTree;
+use crate::history::{convert, names, record::message, record::trash, repo};
 
 impl PlanUnderWay {
-    /// Before a RUN: the content of every project file that differs from the index, untracked
-    /// files included and ignored ones left out (what a command could change that git alone
-    /// could not give back), from the status pass `pass` made against `index`: only the files
-    /// whose stat changed are read. After the command, `prepare_after_run`
-    /// snapshots the ones it changed (a file the index holds is taken from the index). At
-    /// most [`MAX_UNCOMMITTED`] files.
-    pub(super) fn remember_uncommitted(
-        &mut self,
-        session: &mut Session,
-        wt: &dyn WorkTree,
-        index: &RunIndex,
-        pass: &StatusPass,
-    ) -> Result<RunBaseline, HistoryError> {
-        let mut baseline = RunBaseline {
-            ignored: pass.ignored.iter().cloned().collect(),
-            empty_dirs: pass.empty_dirs.iter().cloned().collect(),
-            ..RunBaseline::default()
-        };
-        session.writer()?;
-        for (path, file) in differing(wt, index, pass)? {
-            let perm = wt.permissions(&path);
-            let seen = file
-                .as_ref()
-                .ok()
-                .and_then(|f| f.as_ref().map(|f| (f.id, f.mode)));
-            baseline.seen.insert(path.clone(), (seen, perm));
-            if self.prepared.contains(&path) {
-                continue;
-            }
-            // A file the gate will not open (a link out of the project, say) is not pai's to
-            // remember; the command's change to it is not recorded either.
-            let Ok(file) = file else {
-                baseline.left_out += 1;
-                continue;
-            };
-            if baseline.files.len() >= MAX_UNCOMMITTED {
-                baseline.left_out += 1;
-                continue;
-            }
-            baseline.files.insert(path, (file, perm));
-        }
-        Ok(baseline)
-    }
-
-    /// After a RUN: snapshot the user's versions of the files the command changed, as
-    /// [`PlanUnderWay::prepare`] does before a plan's own steps: from `baseline` for the files that
-    /// differed from the index, from `index` for the others that git's branch does not hold
-    /// (staged changes).
-    pub(super) fn prepare_after_run(
-        &mut self,
-        session: &mut Session,
-        wt: &dyn WorkTree,
-        index: &RunIndex,
-        mut baseline: RunBaseline,
-        changed: &[String],
-    ) -> Result<(), HistoryError> {
-        self.journal_run_changes(session, wt, index, &baseline, changed)?;
-        let staged = self.staged_before(session, index, &baseline, changed)?;
-        for (path, file) in staged {
-            baseline.files.insert(path, (Some(file), None));
-        }
-        let paths: Vec<String> = changed
-            .iter()
-            .filter(|p| baseline.files.contains_key(*p))
-            .cloned()
-            .collect();
-        if paths.is_empty() {
-            return Ok(());
-        }
-        self.prepare_from(session, wt, &paths, &mut baseline.files)
-    }
-
-    /// The files among `changed` that were what the index holds before the command (not in
-    /// `baseline`), where the index differs from the session branch: the user's staged
-    /// content, read back from the object store.
-    fn staged_before(
-        &mut self,
-        session: &mut Session,
-        index: &RunIndex,
-        baseline: &RunBaseline,
-        changed: &[String],
-    ) -> Result<Vec<(String, scope::WorkFile)>, HistoryError> {
-        let w = session.writer()?;
-        let (_, base) = w.snapshot_base(&mut self.pending)?;
-        let repo = &w.repo;
-        let tree = match base {
-            Some(c) => Some(
-                repo.find_commit(c)
-                    .and_then(|c| c.tree())
-                    .ctx(|| "cannot read the session branch".into())?,
-            ),
-            None => None,
-        };
-        let mut out = Vec::new();
-        for path in changed.iter().filter(|p| !baseline.seen.contains_key(*p)) {
-            let Some((id, mode)) = index.get(path) else {
-                continue;
-            };
-            if scope::tree_file(tree.as_ref(), path) == Ok(Some((id, mode))) {
-                continue;
-            }
-            let blob = repo
-                .find_blob(id)
-                .ctx(|| format!("cannot read the staged version of {path}"))?;
-            out.push((
-                path.clone(),
-                scope::WorkFile {
-                    bytes: blob.content().to_vec(),
-                    mode,
-                    id,
-                },
-            ));
-        }
-        Ok(out)
-    }
-
     /// Call before a plan creates, changes or removes `paths` (files or directories; calling
     /// again for more paths of the same plan is fine). Changes the user made to them that the
     /// session branch does not hold are committed as `Pai-Kind: user` snapshots (staged
@@ -262,7 +51,7 @@ impl PlanUnderWay {
 
     /// [`PlanUnderWay::prepare`], taking a path's earlier content from `earlier` when it is there
     /// (a RUN changed the file since) instead of reading the work tree.
-    fn prepare_from(
+    pub(super) fn prepare_from(
         &mut self,
         session: &mut Session,
         wt: &dyn WorkTree,
@@ -301,7 +90,7 @@ impl PlanUnderWay {
         // The plan's journal names these paths' before states before any step writes them.
         let befores = std::mem::take(&mut found.befores);
         let at = (root.as_path(), id.as_str(), plan);
-        super::ops::PlanJournal::note_befores(&mut self.journal, repo, wt, at, befores)?;
+        crate::history::ops::PlanJournal::note_befores(&mut self.journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());
         }
@@ -312,38 +101,6 @@ impl PlanUnderWay {
         add_pending(&mut self.pending, tip, top, found.into_paths());
         Ok(())
     }
-}
-
-/// After a RUN: the paths the command changed, from the status pass `pass` made after it
-/// against the same `index`, compared with what `remember_uncommitted` saw
-/// before (a file dirty before and changed again is compared by content, mode and
-/// permission bits). Every non-ignored file counts, however big the project.
-pub(super) fn run_changes(
-    wt: &dyn WorkTree,
-    index: &RunIndex,
-    pass: &StatusPass,
-    baseline: &RunBaseline,
-) -> Result<Vec<String>, HistoryError> {
-    let mut changed: BTreeSet<String> = BTreeSet::new();
-    let mut now: BTreeSet<String> = BTreeSet::new();
-    for (path, file) in differing(wt, index, pass)? {
-        let current = file.ok().flatten().map(|f| (f.id, f.mode));
-        let differs = baseline
-            .seen
-            .get(&path)
-            .is_none_or(|(before, perm)| current != *before || wt.permissions(&path) != *perm);
-        if differs {
-            changed.insert(path.clone());
-        }
-        now.insert(path);
-    }
-    // What differed from the index before and is what the index holds now.
-    for path in baseline.seen.keys() {
-        if !now.contains(path) {
-            changed.insert(path.clone());
-        }
-    }
-    Ok(changed.into_iter().collect())
 }
 
 /// One `prepare` call's view of the project: what each path is compared with, and where its
@@ -390,7 +147,7 @@ impl Preparing<'_, '_> {
                     (file, self.wt.permissions(&path))
                 }
             };
-            found.befores.push(super::ops::Before::stored(
+            found.befores.push(crate::history::ops::Before::stored(
                 self.repo,
                 &path,
                 file.as_ref(),
@@ -464,7 +221,7 @@ struct UserChanges {
     /// The bytes of the `work` files, stored only once a snapshot is certain to be made.
     blobs: Vec<Vec<u8>>,
     /// What stood at each path read, for the plan's journal (`ops/plan.rs`).
-    befores: Vec<super::ops::Before>,
+    befores: Vec<crate::history::ops::Before>,
 }
 
 impl UserChanges {
@@ -532,7 +289,7 @@ impl UserChanges {
 impl Writer {
     /// The session branch's tip, and the commit the next snapshot of the user's changes goes
     /// on: the newest pending snapshot, or the tip.
-    fn snapshot_base(
+    pub(super) fn snapshot_base(
         &self,
         pending: &mut Option<Pending>,
     ) -> Result<(Option<Oid>, Option<Oid>), HistoryError> {
@@ -546,7 +303,7 @@ impl Writer {
     }
 
     /// Refuse to record when HEAD is no longer where the session's plans go.
-    pub(super) fn check_head(&self) -> Result<(), HistoryError> {
+    pub(in crate::history) fn check_head(&self) -> Result<(), HistoryError> {
         self.line.check_head(&self.repo, &self.branch)
     }
 }
@@ -590,7 +347,7 @@ fn add_pending(pending: &mut Option<Pending>, tip: Option<Oid>, top: Oid, paths:
 }
 
 /// Commit `parent`'s tree with `changes` applied, without moving any ref.
-pub(super) fn commit_changes(
+pub(in crate::history) fn commit_changes(
     repo: &Repository,
     parent: Option<Oid>,
     changes: &BTreeMap<String, Option<Entry>>,
@@ -618,51 +375,8 @@ pub(super) fn commit_changes(
         .find_tree(tree_id)
         .ctx(|| "cannot build a tree".into())?;
     let parent_ids: Vec<Oid> = parent.iter().map(git2::Commit::id).collect();
-    let msg = super::auth::sign(msg, tree_id, &parent_ids)?;
+    let msg = crate::history::auth::sign(msg, tree_id, &parent_ids)?;
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
     repo.commit(None, &sigs.0, &sigs.1, &msg, &tree, &parents)
         .ctx(|| "cannot create a commit".into())
-}
-
-impl Session {
-    /// Which of `paths` (files) hold changes of the user's that the session branch does not:
-    /// what [`PlanUnderWay::prepare`] would commit as a snapshot before a plan touches them. Told
-    /// with the plan, before approval. Empty for a read-only session or when nothing can be
-    /// read.
-    pub fn user_edits_in(&self, wt: &dyn WorkTree, paths: &[String]) -> Vec<String> {
-        let super::session::State::Writable(w) = &self.state else {
-            return Vec::new();
-        };
-        // A plan that names no file (a RUN) needs no read of the index.
-        if paths.is_empty() {
-            return Vec::new();
-        }
-        let Ok(tip) = w.line.tip(&w.repo, &w.branch) else {
-            return Vec::new();
-        };
-        let tree = tip.and_then(|t| w.repo.find_commit(t).ok()?.tree().ok());
-        let Ok(index) = index_file::load_shared(&w.repo) else {
-            return Vec::new();
-        };
-        paths
-            .iter()
-            .filter(|p| !wt.is_denied(p))
-            .filter(|p| {
-                let Ok(in_tree) = scope::tree_file(tree.as_ref(), p) else {
-                    return false;
-                };
-                // Compared as git stores it: a CRLF file git keeps as LF is no edit.
-                let Ok(Ok(file)) = convert::work_file(&w.repo, wt, p, index.get(p)) else {
-                    return false;
-                };
-                let class = scope::classify(&w.repo, wt, tree.as_ref(), &index, p);
-                if matches!(class, Class::Ignored | Class::Lfs | Class::Filtered) {
-                    return false;
-                }
-                let in_work = scope::entry_of(file.as_ref());
-                in_work != in_tree || index.get(p) != in_tree
-            })
-            .cloned()
-            .collect()
-    }
 }

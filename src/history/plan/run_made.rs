@@ -2,7 +2,7 @@
 //! passes around it: the ignored files it created (git's tree never holds them; the pass
 //! before and the pass after each list the ignored files and folders they stopped at, and a
 //! new one is the command's) and the user's empty folders it wrote into. Both go into the
-//! plan's [`Made`](super::made::Made) record, as they do for a WRITE, so undo removes exactly
+//! plan's [`Made`](crate::history::record::made::Made) record, as they do for a WRITE, so undo removes exactly
 //! what the command made: its ignored files (while they hold what it left) and the folders it
 //! created, never a folder the user had. An ignored file inside an ignored folder that stood
 //! before (`build/` holding the user's own files) is not seen: the passes do not enter
@@ -10,14 +10,14 @@
 
 use std::collections::BTreeSet;
 
-use super::error::{Context as _, HistoryError};
-use super::ops::{Before, PlanJournal};
-use super::plan::PlanUnderWay;
-use super::run_index::RunIndex;
-use super::scope;
-use super::session::Session;
-use super::snapshot::RunBaseline;
-use super::worktree::{WorkEntry, WorkTree};
+use crate::history::error::{Context as _, HistoryError};
+use crate::history::ops::{Before, PlanJournal};
+use crate::history::plan::PlanUnderWay;
+use crate::history::plan::baseline::RunBaseline;
+use crate::history::run_index::RunIndex;
+use crate::history::scope;
+use crate::history::session::Session;
+use crate::history::worktree::{WorkEntry, WorkTree};
 use crate::workspace::StatusPass;
 
 /// Most ignored files recorded for one command: a command that makes more (an install, a
@@ -30,7 +30,7 @@ impl PlanUnderWay {
     /// module documentation): `changed` are the paths it changed, `pass` the status pass
     /// after it, made against `index`. The number of ignored files it created that were not
     /// recorded (over the limit).
-    pub(super) fn note_run_made(
+    pub(in crate::history) fn note_run_made(
         &mut self,
         session: &mut Session,
         wt: &dyn WorkTree,
@@ -57,7 +57,9 @@ impl PlanUnderWay {
                 path: path.clone(),
                 entry: None,
                 perm: None,
-                standing: Some(super::plan_journal::stood_before(index, baseline, path)),
+                standing: Some(crate::history::plan::journal::stood_before(
+                    index, baseline, path,
+                )),
             });
         }
         let created = changed

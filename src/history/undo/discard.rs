@@ -10,13 +10,13 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use serde::Serialize;
 
-use super::error::{Context, HistoryError};
-use super::lock::WorkTreeLock;
-use super::message::Kind;
-use super::names::Head;
-use super::ops::{Op, OpKind, Record};
-use super::worktree::WorkTree;
-use super::{meta, names, repo, revert, undo};
+use crate::history::error::{Context, HistoryError};
+use crate::history::lock::WorkTreeLock;
+use crate::history::names::Head;
+use crate::history::ops::{Op, OpKind, Record};
+use crate::history::record::message::Kind;
+use crate::history::worktree::WorkTree;
+use crate::history::{meta, names, repo, revert, undo};
 
 /// What `discard` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -168,7 +168,7 @@ fn check_only_pai_commits(
         let c = repo
             .find_commit(id)
             .ctx(|| format!("cannot read commit {id}"))?;
-        let t = super::auth::trailers(&c);
+        let t = crate::history::auth::trailers(&c);
         let ours = matches!(t.kind, Some(Kind::Plan) | Some(Kind::User))
             && t.session
                 .as_deref()
@@ -179,7 +179,7 @@ fn check_only_pai_commits(
                 message: format!(
                     "cannot discard session {session}: its branch holds {short} \"{}\", a commit pai did not make{}",
                     c.summary().ok().flatten().unwrap_or_default(),
-                    super::forged::why_unverified(&c)
+                    crate::history::forged::why_unverified(&c)
                         .map(|why| format!(" ({why})"))
                         .unwrap_or_default()
                 ),

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
-use super::error::{Context as _, HistoryError};
-use super::ops::Record;
-use super::{names, trash, user_state};
+use crate::history::error::{Context as _, HistoryError};
+use crate::history::ops::Record;
+use crate::history::{names, record::trash, user_state};
 
 /// The entry of the tree listing the paths undo restored where nothing stood.
 const ABSENT: &str = "absent";

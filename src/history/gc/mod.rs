@@ -2,9 +2,11 @@
 //! an undo can be redone or a discarded session recovered — `refs/pai/undone/*` (with the
 //! trash refs of those plans) and `refs/pai/discarded/*` — and the session logs in
 //! `.pai_history`, once they are older than a setting (default 30 days), and then what undo
-//! kept for redo that no undone ref needs any more (`gc_kept`). Never anything still
+//! kept for redo that no undone ref needs any more (`kept.rs`). Never anything still
 //! on a branch: a ref whose commit a branch or a remote-tracking ref holds is kept, and so is
 //! the log of a session whose branch still exists.
+
+mod kept;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -62,7 +64,8 @@ pub fn gc(root: &Path, opts: GcOptions) -> Result<GcReport, HistoryError> {
             index = RefIndex::read(repo);
         }
         if !report.stopped_early {
-            let kept = super::gc_kept::prune(repo, &index, root, cutoff, started_at, &over);
+            let kept =
+                crate::history::gc::kept::prune(repo, &index, root, cutoff, started_at, &over);
             report.refs.extend(kept.refs);
             report.records.extend(kept.records);
             report.stopped_early = kept.stopped_early;
