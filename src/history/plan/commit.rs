@@ -94,7 +94,15 @@ impl PlanUnderWay {
         // carries it out, rolls it back on a failure, and the next pai command finishes it
         // after a crash.
         let mut op = Op::intent(&w.repo, &root, OpKind::PlanCommit, &id, w.next_plan)?;
-        let built = build_commit(w, wt, plan, &id, tip, self, op.record_mut());
+        let building = Building {
+            w,
+            wt,
+            session: &id,
+            number: w.next_plan,
+            plan,
+            gathered: self,
+        };
+        let built = build_commit(&building, tip, op.record_mut());
         let result = match built {
             Ok(None) => op.commit(&w.repo, wt, None).map(|_| None),
             Ok(Some(built)) => match take_over(&op, &mut self.journal) {
@@ -122,6 +130,18 @@ impl PlanUnderWay {
     }
 }
 
+/// What building a plan commit works from: the session's writer, the project, the plan's
+/// number and description, and what the plan under way gathered.
+#[derive(Clone, Copy)]
+struct Building<'a> {
+    w: &'a Writer,
+    wt: &'a dyn WorkTree,
+    session: &'a str,
+    number: u32,
+    plan: &'a PlanRecord,
+    gathered: &'a PlanUnderWay,
+}
+
 /// A plan commit built and recorded, waiting for the executor: what it will report, git's
 /// index as checked (still locked), and the line's branch and metadata once it is carried
 /// out.
@@ -136,12 +156,14 @@ struct Built {
 /// left at trash paths, `Pai-Made`), the files it changed with line counts above the trailers
 /// (so `pai log` need not diff), and `Pai-Auth` last, over the message as committed.
 fn plan_commit_message(
-    (repo, wt): (&Repository, &dyn WorkTree),
-    (session, number, plan): (&str, u32, &PlanRecord),
-    (trash, made): (&BTreeMap<String, (Oid, u32)>, &Made),
-    (parent_tree, tree): (Option<&Tree<'_>>, &Tree<'_>),
+    b: &Building<'_>,
+    made: &Made,
     parent: Option<&Commit<'_>>,
+    parent_tree: Option<&Tree<'_>>,
+    tree: &Tree<'_>,
 ) -> Result<(String, Option<Oid>), HistoryError> {
+    let (repo, wt, trash) = (&b.w.repo, b.wt, &b.gathered.trash);
+    let (session, number, plan) = (b.session, b.number, b.plan);
     let parent_ids: Vec<Oid> = parent.iter().map(|c| c.id()).collect();
     let left = crate::history::left::record(repo, wt, trash)?;
     let trash_tree = trash::record(repo, number, trash, left)?;
@@ -161,15 +183,18 @@ fn plan_commit_message(
 /// plan left, the index entries, and the refs and HEAD (see [`journal_refs`]). `None` when
 /// the plan changed nothing to record; then the record only drops the pending snapshot.
 fn build_commit(
-    w: &Writer,
-    wt: &dyn WorkTree,
-    plan: &PlanRecord,
-    session: &str,
+    b: &Building<'_>,
     tip: Option<Oid>,
-    gathered: &PlanUnderWay,
     record: &mut Record,
 ) -> Result<Option<Box<Built>>, HistoryError> {
-    let number = w.next_plan;
+    let Building {
+        w,
+        wt,
+        session,
+        number,
+        plan,
+        gathered,
+    } = *b;
     let repo = &w.repo;
     let pending = gathered.pending.as_ref().filter(|p| p.base == tip);
     let trash = &gathered.trash;
@@ -201,11 +226,11 @@ fn build_commit(
     let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
     let (msg, trash_tree) = plan_commit_message(
-        (repo, wt),
-        (session, number, plan),
-        (trash, &made),
-        (parent_tree.as_ref(), &tree),
+        b,
+        &made,
         parent_commit.as_ref(),
+        parent_tree.as_ref(),
+        &tree,
     )?;
     let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
     let commit = repo
@@ -226,8 +251,7 @@ fn build_commit(
         };
         record.work_file(path, before, found(wt, path)?);
     }
-    let (branch, meta) =
-        journal_refs(repo, record, w, (tip, commit), (pending, trash_tree), &made)?;
+    let (branch, meta) = journal_refs(b, record, tip, commit, trash_tree, &made)?;
     take_over_files(gathered, wt, &changes, record)?;
     record.reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
     let info = CommitInfo {
@@ -453,13 +477,15 @@ fn take_over_files(
 /// removing the plan's files stops when the commit is rolled back. The branch's name and the
 /// line's metadata once the record is carried out.
 fn journal_refs(
-    repo: &Repository,
+    b: &Building<'_>,
     record: &mut Record,
-    w: &Writer,
-    (tip, commit): (Option<Oid>, Oid),
-    (pending, trash_tree): (Option<&Pending>, Option<Oid>),
+    tip: Option<Oid>,
+    commit: Oid,
+    trash_tree: Option<Oid>,
     made: &Made,
 ) -> Result<(String, Meta), HistoryError> {
+    let (w, repo) = (b.w, &b.w.repo);
+    let pending = b.gathered.pending.as_ref().filter(|p| p.base == tip);
     record.kept_dirs = made.kept.iter().cloned().collect();
     let mut meta = w.meta.clone();
     let mut name = w.branch.clone();
