@@ -1,27 +1,19 @@
 //! What an action outside pai's own file steps changes in the project: a RUN command or an MCP
 //! tool call runs with the user's rights in the project root, so a plan is everything such an
-//! action changed. Before it, [`watch`] makes one status pass (git's index and its stat data,
+//! action changed. Before it, [`around`] makes one status pass (git's index and its stat data,
 //! one ignore-aware walk for untracked files, and the files that make code run later, all in
-//! the same pass) and remembers the user's uncommitted files; after it, [`collect`] makes one
+//! the same pass) and history remembers the user's uncommitted files; after it, one
 //! more pass against the same index, finds what changed, records the user's versions so undo
 //! covers them, and puts back whatever would run later. Without writable history a stat walk
 //! finds the changes instead.
 
 use std::path::Path;
 
-use crate::history::{RunBaseline, RunIndex, Session};
-use crate::workspace::{Later, LaterState, StatSnapshot, Workspace};
+use crate::history::{PlanUnderWay, RunIndex, RunPasses, RunWatched, Session};
+use crate::workspace::{Later, LaterState, StatusPass, Workspace};
 
 /// Most files a stat walk looks at, for a session without writable history.
 const STAT_WALK_MAX_FILES: usize = 50_000;
-
-/// What was seen before the action.
-pub(super) struct Watch {
-    /// The index the passes compare with, and the user's files that differed from it.
-    run: Option<(RunIndex, RunBaseline)>,
-    before: Option<StatSnapshot>,
-    later: LaterState,
-}
 
 /// What the action changed.
 pub(super) struct Collected {
@@ -33,73 +25,87 @@ pub(super) struct Collected {
     pub unrecorded: Option<String>,
 }
 
-/// Before the action: `Err` (and the action must not run) when the user's uncommitted files
-/// cannot be read.
-pub(super) fn watch(history: Option<&mut Session>, ws: &Workspace) -> Result<Watch, String> {
-    if let Some(h) = history
-        && let Some(index) = h.run_index().map_err(|e| e.to_string())?
-    {
-        let pass = ws
-            .status_pass(&index, Later::Record)
-            .map_err(|e| format!("cannot list the project: {e}"))?;
-        let baseline = h
-            .remember_uncommitted(ws, &index, &pass)
-            .map_err(|e| e.to_string())?;
-        return Ok(Watch {
-            run: Some((index, baseline)),
-            before: None,
-            later: pass.later,
-        });
-    }
-    // Without writable history, a stat walk is what finds the changes.
-    Ok(Watch {
-        run: None,
-        before: Some(ws.stat_snapshot(STAT_WALK_MAX_FILES)),
-        later: LaterState::record(ws.root()),
-    })
-}
-
-/// After the action, however it ended. `Err` when what it changed cannot be found (undo could
-/// not cover it); the files that run later are put back either way.
-pub(super) fn collect(
-    watch: Watch,
-    history: Option<&mut Session>,
+/// Carry out `action` (a RUN command, a tool call) watched: `Err` (and the action did not
+/// run) when the user's uncommitted files cannot be read first; else its result and what it
+/// changed, or why that cannot be found (undo could not cover it). The files that run later
+/// are put back either way. `history`: the session and its plan under way, when it keeps a
+/// record.
+pub(super) async fn around<R>(
+    history: Option<(&mut Session, &mut PlanUnderWay)>,
     ws: &Workspace,
     root: &Path,
-) -> Result<Collected, String> {
-    let Watch { run, before, later } = watch;
-    if let (Some(h), Some((index, baseline))) = (history, run) {
-        let pass = match ws.status_pass(&index, Later::Restore(&later)) {
-            Ok(pass) => pass,
-            Err(e) => {
-                later.restore_changes(root);
-                return Err(format!("cannot list the project: {e}"));
-            }
+    action: impl Future<Output = R>,
+) -> Result<(R, Result<Collected, String>), String> {
+    if let Some((h, plan)) = history
+        && h.read_only_reason().is_none()
+    {
+        let mut passes = Passes {
+            ws,
+            root,
+            later: None,
+            tampered: Vec::new(),
         };
-        let changed = h
-            .run_changes(ws, &index, &pass, &baseline)
-            .map_err(|e| e.to_string())?;
-        // The ignored files it created and the user's empty folders it wrote into, for undo.
-        let made = h.note_run_made(ws, &index, &baseline, &pass, &changed);
-        let unrecorded = made
-            .err()
-            .or_else(|| h.prepare_after_run(ws, &index, baseline, &changed).err())
-            .map(|e| e.to_string());
-        return Ok(Collected {
-            changed,
-            tampered: pass.tampered,
-            unrecorded,
-        });
+        return match plan.around_run(h, ws, &mut passes, action).await {
+            RunWatched::NotRun(e) => Err(e),
+            RunWatched::Ran(r, recorded) => Ok((
+                r,
+                recorded.map(|rec| Collected {
+                    changed: rec.changed,
+                    tampered: passes.tampered,
+                    unrecorded: rec.unrecorded,
+                }),
+            )),
+        };
     }
+    // Without writable history, a stat walk is what finds the changes.
+    let before = ws.stat_snapshot(STAT_WALK_MAX_FILES);
+    let later = LaterState::record(ws.root());
+    let r = action.await;
     let tampered = later.restore_changes(root);
-    let changed = before.map_or_else(Vec::new, |b| {
-        b.changed_in(&ws.stat_snapshot(STAT_WALK_MAX_FILES))
-    });
-    Ok(Collected {
-        changed,
-        tampered,
-        unrecorded: None,
-    })
+    let changed = before.changed_in(&ws.stat_snapshot(STAT_WALK_MAX_FILES));
+    Ok((
+        r,
+        Ok(Collected {
+            changed,
+            tampered,
+            unrecorded: None,
+        }),
+    ))
+}
+
+/// The status passes around the action: the one before records the files that make code
+/// run later, the one after puts back what the action changed of them (or, when it fails,
+/// they are put back from the record).
+struct Passes<'a> {
+    ws: &'a Workspace,
+    root: &'a Path,
+    later: Option<LaterState>,
+    tampered: Vec<String>,
+}
+
+impl RunPasses for Passes<'_> {
+    fn before(&mut self, index: &RunIndex) -> Result<StatusPass, String> {
+        let mut pass = self
+            .ws
+            .status_pass(index, Later::Record)
+            .map_err(|e| format!("cannot list the project: {e}"))?;
+        self.later = Some(std::mem::take(&mut pass.later));
+        Ok(pass)
+    }
+
+    fn after(&mut self, index: &RunIndex) -> Result<StatusPass, String> {
+        let later = self.later.take().unwrap_or_default();
+        match self.ws.status_pass(index, Later::Restore(&later)) {
+            Ok(pass) => {
+                self.tampered = pass.tampered.clone();
+                Ok(pass)
+            }
+            Err(e) => {
+                self.tampered = later.restore_changes(self.root);
+                Err(format!("cannot list the project: {e}"))
+            }
+        }
+    }
 }
 
 impl Collected {

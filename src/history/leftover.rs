@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 
 use git2::{Oid, Repository};
 
-use super::message::Kind;
-use super::session::{Session, State};
+use super::record::message::Kind;
 use crate::history::git::names;
 
 /// Most snapshot commits followed down one pending ref (a plan takes one or two).
@@ -57,43 +56,38 @@ impl LeftoverSnapshot {
     }
 }
 
-impl Session {
-    /// Snapshots earlier sessions left behind (see the module documentation), oldest session
-    /// first. Empty for a read-only session, and whenever the repository cannot be read:
-    /// this is a report, never a reason to fail.
-    pub fn leftover_snapshots(&self) -> Vec<LeftoverSnapshot> {
-        let State::Writable(w) = &self.state else {
-            return Vec::new();
-        };
-        let prefix = names::pending_ref("");
-        let Ok(refs) = w.repo.references_glob(&format!("{prefix}*")) else {
-            return Vec::new();
-        };
-        let mut out: Vec<LeftoverSnapshot> = refs
-            .flatten()
-            .filter_map(|r| {
-                let name = r.name().ok()?.to_string();
-                let session = name.strip_prefix(&prefix)?.to_string();
-                if session == self.id {
-                    return None;
-                }
-                let top = r.target()?;
-                // A ref pai did not write (a name outside its grammar, a snapshot without
-                // its mark) is not reported: its name would go into a suggested command.
-                if !crate::history::git::forged::pending_is_pais(&w.repo, &session, top) {
-                    return None;
-                }
-                Some(LeftoverSnapshot {
-                    files: snapshot_files(&w.repo, top),
-                    session,
-                    reference: name,
-                    private: w.private,
-                })
+/// Snapshots earlier sessions left behind (see the module documentation), oldest session
+/// first. Empty whenever the repository cannot be read:
+/// this is a report, never a reason to fail.
+pub(super) fn snapshots(id: &str, repo: &Repository, private: bool) -> Vec<LeftoverSnapshot> {
+    let prefix = names::pending_ref("");
+    let Ok(refs) = repo.references_glob(&format!("{prefix}*")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<LeftoverSnapshot> = refs
+        .flatten()
+        .filter_map(|r| {
+            let name = r.name().ok()?.to_string();
+            let session = name.strip_prefix(&prefix)?.to_string();
+            if session == id {
+                return None;
+            }
+            let top = r.target()?;
+            // A ref pai did not write (a name outside its grammar, a snapshot without
+            // its mark) is not reported: its name would go into a suggested command.
+            if !crate::history::git::forged::pending_is_pais(repo, &session, top) {
+                return None;
+            }
+            Some(LeftoverSnapshot {
+                files: snapshot_files(repo, top),
+                session,
+                reference: name,
+                private,
             })
-            .collect();
-        out.sort_by(|a, b| a.session.cmp(&b.session));
-        out
-    }
+        })
+        .collect();
+    out.sort_by(|a, b| a.session.cmp(&b.session));
+    out
 }
 
 /// The files the `Pai-Kind: user` commits from `top` down record (each against its parent).

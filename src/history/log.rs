@@ -11,13 +11,14 @@ use git2::{Commit, Oid, Repository, Sort};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
-use super::message::{self, Kind};
+use super::revert;
 use super::session::summary_for;
-use super::{plan_files, revert};
 use crate::history::git::meta::{self, Meta};
 use crate::history::git::names;
 use crate::history::git::ref_index::RefIndex;
 use crate::history::git::repo::{self, HistoryRepo};
+use crate::history::plan::files as plan_files;
+use crate::history::record::message::{self, Kind};
 
 /// One session and its plans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,8 +84,8 @@ pub struct PlanLog {
     pub patch: Option<String>,
 }
 
-pub use super::plan_files::FileStat;
 pub use crate::history::git::unverified::UnverifiedCommit;
+pub use crate::history::plan::files::FileStat;
 
 /// The project `pai log` lists, found from the directory it started in, with its history
 /// opened once for both the recovery check every command makes first and the log itself

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use git2::{Commit, Oid, Repository, Tree};
 
 use super::error::{Context, HistoryError};
-use super::message::Kind;
+use super::record::message::Kind;
 use super::scope::{Entry, MODE_EXEC, MODE_FILE};
 use crate::history::git::names::{self, Head};
 

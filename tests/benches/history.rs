@@ -8,8 +8,11 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use pai::history::{PlanRecord, Session, StartOptions, WorkEntry, WorkTree, undo};
-use pai::workspace::{Later, Workspace, WorkspaceConfig};
+use futures_util::FutureExt as _;
+use pai::history::{
+    PlanRecord, RunIndex, RunPasses, RunWatched, Session, StartOptions, WorkEntry, WorkTree, undo,
+};
+use pai::workspace::{Later, LaterState, StatusPass, Workspace, WorkspaceConfig};
 use sha1::{Digest, Sha1};
 
 use crate::common::{Row, median, ms, ratio, thousands, timed_git};
@@ -58,6 +61,42 @@ struct Figures {
     index_floor: Duration,
 }
 
+/// The workspace's status passes around a command, as the agent makes them.
+struct Passes<'a> {
+    ws: &'a Workspace,
+    later: Option<LaterState>,
+}
+
+impl RunPasses for Passes<'_> {
+    fn before(&mut self, index: &RunIndex) -> Result<StatusPass, String> {
+        let mut pass = self.ws.status_pass(index, Later::Record).unwrap();
+        self.later = Some(std::mem::take(&mut pass.later));
+        Ok(pass)
+    }
+
+    fn after(&mut self, index: &RunIndex) -> Result<StatusPass, String> {
+        let later = self.later.take().unwrap_or_default();
+        Ok(self.ws.status_pass(index, Later::Restore(&later)).unwrap())
+    }
+}
+
+/// A command under a plan that does nothing, timed until it would start: the status pass
+/// before it and the remembering of the user's uncommitted files.
+fn until_command(session: &mut Session, ws: &Workspace, wt: &TimedWorkTree) -> Duration {
+    let mut plan = session.begin_plan();
+    let mut passes = Passes { ws, later: None };
+    let mut until = Duration::ZERO;
+    let t = Instant::now();
+    let command = async { until = t.elapsed() };
+    let watched = plan
+        .around_run(session, wt, &mut passes, command)
+        .now_or_never()
+        .unwrap();
+    assert!(matches!(watched, RunWatched::Ran((), Ok(_))));
+    drop(plan);
+    until
+}
+
 /// A plan touching `touched`, committed in a new session.
 fn commit_once(root: &Path, wt: &TimedWorkTree, touched: &[String], run: usize) -> Duration {
     let mut session = Session::start(root, StartOptions::now()).unwrap();
@@ -65,7 +104,8 @@ fn commit_once(root: &Path, wt: &TimedWorkTree, touched: &[String], run: usize) 
     // History's part of a plan is prepare (snapshot user edits) before the writes and the
     // commit after them; both are timed, the writes are not.
     let t = Instant::now();
-    session.prepare(wt, touched).unwrap();
+    let mut plan = session.begin_plan();
+    plan.prepare(&mut session, wt, touched).unwrap();
     let prepare = t.elapsed();
     for path in touched {
         wt.write(path, format!("agent run {run}\n").as_bytes(), false)
@@ -80,7 +120,7 @@ fn commit_once(root: &Path, wt: &TimedWorkTree, touched: &[String], run: usize) 
         ..PlanRecord::default()
     };
     let t = Instant::now();
-    let info = session.commit_plan(wt, &record).unwrap();
+    let info = plan.commit(&mut session, wt, &record).unwrap();
     let commit = prepare + t.elapsed();
     assert!(info.is_some());
     commit
@@ -166,12 +206,7 @@ fn measure(root: &Path, files: usize, runs: usize) -> Figures {
         let mut session = Session::start(root, StartOptions::now()).unwrap();
         let ws = Workspace::open(root, WorkspaceConfig::default()).unwrap();
         ws.stale_temps_removed();
-        let t = Instant::now();
-        let index = session.run_index().unwrap().unwrap();
-        let pass = ws.status_pass(&index, Later::Record).unwrap();
-        let baseline = session.remember_uncommitted(&wt, &index, &pass).unwrap();
-        v[7].push(t.elapsed());
-        drop(baseline);
+        v[7].push(until_command(&mut session, &ws, &wt));
         drop(session);
         let mut checkout = vec!["checkout", "-q", "--"];
         checkout.extend(touched.iter().map(String::as_str));

@@ -129,7 +129,8 @@ fn ensure_plans(root: &Path, plans: usize) {
         // compares two small directories, not one that grows with the history.
         let path = format!("log/d{:03}/plan{i:05}.txt", i / 100);
         let touched = vec![path.clone()];
-        session.prepare(&ws, &touched).unwrap();
+        let mut plan = session.begin_plan();
+        plan.prepare(&mut session, &ws, &touched).unwrap();
         ws.write(&path, format!("plan {i}\n").as_bytes(), false)
             .unwrap();
         let record = PlanRecord {
@@ -140,7 +141,7 @@ fn ensure_plans(root: &Path, plans: usize) {
             calls: 1,
             ..PlanRecord::default()
         };
-        session.commit_plan(&ws, &record).unwrap();
+        plan.commit(&mut session, &ws, &record).unwrap();
     }
     drop(session);
     share_secret();

@@ -119,7 +119,9 @@ fn a_snapshot_left_by_a_session_that_stopped_mid_plan_is_reported() {
     p.write("a.txt", "alpha\nuser line\n");
     let first = {
         let mut s = p.start();
-        s.prepare(&p.wt(), &["a.txt".to_string()]).unwrap();
+        let mut plan = s.begin_plan();
+        plan.prepare(&mut s, &p.wt(), &["a.txt".to_string()])
+            .unwrap();
         // pai stops here: the plan's edit is half done, nothing is committed or finished.
         p.write("a.txt", "half-done agent edit\n");
         s.id().to_string()
@@ -146,9 +148,11 @@ fn a_snapshot_left_by_a_session_that_stopped_mid_plan_is_reported() {
     );
     // A session's own snapshot under way is not a leftover.
     let mut s = s;
-    s.prepare(&p.wt(), &["a.txt".to_string()]).unwrap();
+    let mut plan = s.begin_plan();
+    plan.prepare(&mut s, &p.wt(), &["a.txt".to_string()])
+        .unwrap();
     assert_eq!(s.leftover_snapshots().len(), 1);
-    drop(s);
+    drop((plan, s));
     // Forgotten with the command the report gives.
     p.git(&["update-ref", "-d", &reference]);
     let others: Vec<String> = p
@@ -381,7 +385,10 @@ fn merge_in_progress_makes_the_session_read_only() {
     assert_eq!(s.branch(), None);
     assert_eq!(p.head_ref(), "refs/heads/main");
     assert_eq!(p.git(&["branch", "--list", "pai/*"]), "");
-    let err = s.prepare(&p.wt(), &["a.txt".into()]).unwrap_err();
+    let err = s
+        .begin_plan()
+        .prepare(&mut s, &p.wt(), &["a.txt".into()])
+        .unwrap_err();
     assert!(matches!(err, HistoryError::ReadOnly { .. }), "{err}");
 }
 
@@ -518,15 +525,20 @@ fn env_file_written_by_the_user_is_never_committed() {
     p.write("config/.env.local", "TOKEN=secret\n");
     let mut s = p.start();
     let wt = p.wt();
-    s.prepare(&wt, &[".env".into(), "config".into(), "app.py".into()])
-        .unwrap();
+    let mut plan = s.begin_plan();
+    plan.prepare(
+        &mut s,
+        &wt,
+        &[".env".into(), "config".into(), "app.py".into()],
+    )
+    .unwrap();
     p.write("app.py", "print('hi')\n");
     let record = PlanRecord {
         request: "use the key".into(),
         touched: vec![".env".into(), "config".into(), "app.py".into()],
         ..PlanRecord::default()
     };
-    let info = s.commit_plan(&wt, &record).unwrap().unwrap();
+    let info = plan.commit(&mut s, &wt, &record).unwrap().unwrap();
     assert_eq!(p.changed(&info.id), ["A app.py"]);
     assert!(
         info.left_out
@@ -646,13 +658,14 @@ fn plan_without_changes_makes_no_commit_and_drops_its_snapshot() {
     let branch = s.branch().unwrap().to_string();
     let tip = p.rev("main");
     let wt = p.wt();
-    s.prepare(&wt, &["a.txt".into()]).unwrap();
+    let mut plan = s.begin_plan();
+    plan.prepare(&mut s, &wt, &["a.txt".into()]).unwrap();
     let record = PlanRecord {
         request: "failed plan".into(),
         touched: vec!["a.txt".into()],
         ..PlanRecord::default()
     };
-    assert_eq!(s.commit_plan(&wt, &record).unwrap(), None);
+    assert_eq!(plan.commit(&mut s, &wt, &record).unwrap(), None);
     // No plan recorded: no branch, HEAD and main where they were.
     assert!(!p.git_try(&["rev-parse", "--verify", "-q", &branch]).0);
     assert_eq!(p.head_ref(), "refs/heads/main");
@@ -775,7 +788,10 @@ fn commit_refuses_when_head_moved_away_mid_session() {
     run_plan(&mut s, &p.wt(), "one", &[Op::Write("b.txt", b"one\n")]).unwrap();
     p.git(&["switch", "-q", "main"]);
     let wt = p.wt();
-    let err = s.prepare(&wt, &["a.txt".into()]).unwrap_err();
+    let err = s
+        .begin_plan()
+        .prepare(&mut s, &wt, &["a.txt".into()])
+        .unwrap_err();
     assert!(matches!(err, HistoryError::HeadMoved { .. }), "{err}");
     assert!(err.to_string().contains("`main`"), "{err}");
 }
@@ -786,7 +802,10 @@ fn paths_escaping_the_project_are_refused() {
     let mut s = p.start();
     let wt = p.wt();
     for bad in ["../outside.txt", "/etc/passwd", ".git/config", "a/../../x"] {
-        let err = s.prepare(&wt, &[bad.to_string()]).unwrap_err();
+        let err = s
+            .begin_plan()
+            .prepare(&mut s, &wt, &[bad.to_string()])
+            .unwrap_err();
         assert!(
             matches!(err, HistoryError::InvalidPath { .. }),
             "{bad}: {err}"

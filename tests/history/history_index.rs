@@ -157,7 +157,8 @@ fn a_held_index_lock_stops_the_commit_before_the_branch_moves() {
     let branch = s.branch().unwrap().to_string();
     let tip = p.rev("main");
     let wt = p.wt();
-    s.prepare(&wt, &["a.txt".into()]).unwrap();
+    let mut plan = s.begin_plan();
+    plan.prepare(&mut s, &wt, &["a.txt".into()]).unwrap();
     p.write("a.txt", "agent\n");
     p.write(".git/index.lock", "held by another git");
     let record = PlanRecord {
@@ -165,7 +166,7 @@ fn a_held_index_lock_stops_the_commit_before_the_branch_moves() {
         touched: vec!["a.txt".into()],
         ..PlanRecord::default()
     };
-    let err = s.commit_plan(&wt, &record).unwrap_err();
+    let err = plan.commit(&mut s, &wt, &record).unwrap_err().error;
     assert!(matches!(err, HistoryError::Index { .. }), "{err}");
     assert!(err.to_string().contains("index.lock exists"), "{err}");
     assert_eq!(p.rev("main"), tip);
@@ -177,9 +178,10 @@ fn a_held_index_lock_stops_the_commit_before_the_branch_moves() {
     assert_eq!(p.status(), " M a.txt\n");
 }
 
-/// A plan whose commit failed (another git held the index) gives back what its preparation
-/// gathered: the next plan's commit sits on the snapshot of the user's edit, so those bytes
-/// stay reachable from the session branch, and the plan numbers do not skip or repeat.
+/// A plan whose commit failed (another git held the index) is given back whole, with what
+/// its preparation gathered: its next commit sits on the snapshot of the user's edit, so
+/// those bytes stay reachable from the session branch, and the plan numbers do not skip or
+/// repeat.
 #[test]
 fn a_failed_commit_keeps_the_users_snapshot_for_the_next_plan() {
     let p = Project::repo();
@@ -193,16 +195,17 @@ fn a_failed_commit_keeps_the_users_snapshot_for_the_next_plan() {
         touched: vec![touched.into()],
         ..PlanRecord::default()
     };
-    s.prepare(&wt, &["a.txt".into()]).unwrap();
+    let mut plan = s.begin_plan();
+    plan.prepare(&mut s, &wt, &["a.txt".into()]).unwrap();
     p.write("a.txt", "agent\n");
     p.write(".git/index.lock", "held by another git");
-    assert!(s.commit_plan(&wt, &record("a.txt")).is_err());
+    let mut plan = plan.commit(&mut s, &wt, &record("a.txt")).unwrap_err().plan;
     std::fs::remove_file(p.path(".git/index.lock")).unwrap();
 
-    // The next plan snapshots another edited file, then commits.
-    s.prepare(&wt, &["b.txt".into()]).unwrap();
+    // The plan given back snapshots another edited file, then commits.
+    plan.prepare(&mut s, &wt, &["b.txt".into()]).unwrap();
     p.write("b.txt", "agent\n");
-    let info = s.commit_plan(&wt, &record("b.txt")).unwrap().unwrap();
+    let info = plan.commit(&mut s, &wt, &record("b.txt")).unwrap().unwrap();
     assert_eq!(info.plan, 1);
     let reachable = |path: &str, text: &str| {
         p.git(&["rev-list", &branch]).lines().any(|c| {

@@ -3,7 +3,8 @@
 //! listings and stat calls (per thread, so other tests do not disturb them); they are pinned
 //! so that a regression to several walks of the tree fails here, without timing anything.
 
-use pai::history::{RunIndex, Session, StartOptions};
+use futures_util::FutureExt as _;
+use pai::history::{RunIndex, RunPasses, RunWatched, Session, StartOptions};
 use pai::workspace::{Later, StatusPass, SysCounts, Workspace, WorkspaceConfig, sys_counts};
 
 use crate::support::history::Project;
@@ -58,11 +59,31 @@ fn since(before: SysCounts) -> SysCounts {
     }
 }
 
-/// One pass, counted.
-fn counted_pass(ws: &Workspace, index: &RunIndex, later: Later<'_>) -> (StatusPass, SysCounts) {
-    let before = sys_counts();
-    let pass = ws.status_pass(index, later).unwrap();
-    (pass, since(before))
+/// The status passes around the command, each counted.
+struct Counted<'a> {
+    ws: &'a Workspace,
+    later: Option<pai::workspace::LaterState>,
+    counts: Vec<SysCounts>,
+    untracked_before: Vec<String>,
+}
+
+impl RunPasses for Counted<'_> {
+    fn before(&mut self, index: &RunIndex) -> Result<StatusPass, String> {
+        let start = sys_counts();
+        let mut pass = self.ws.status_pass(index, Later::Record).unwrap();
+        self.counts.push(since(start));
+        self.later = Some(std::mem::take(&mut pass.later));
+        self.untracked_before = pass.untracked.clone();
+        Ok(pass)
+    }
+
+    fn after(&mut self, index: &RunIndex) -> Result<StatusPass, String> {
+        let start = sys_counts();
+        let later = self.later.take().unwrap();
+        let pass = self.ws.status_pass(index, Later::Restore(&later)).unwrap();
+        self.counts.push(since(start));
+        Ok(pass)
+    }
 }
 
 #[test]
@@ -76,24 +97,39 @@ fn a_run_step_lists_each_directory_once_and_stats_each_tracked_file_once_per_pas
     ws.stale_temps_removed();
 
     let start = sys_counts();
-    let index = s.run_index().unwrap().unwrap();
-    let (pass, before_counts) = counted_pass(&ws, &index, Later::Record);
-    let baseline = s.remember_uncommitted(&ws, &index, &pass).unwrap();
-
+    let mut plan = s.begin_plan();
+    let mut passes = Counted {
+        ws: &ws,
+        later: None,
+        counts: Vec::new(),
+        untracked_before: Vec::new(),
+    };
     // What the command does: edit a clean tracked file and add one.
-    p.write("src/d20/f5.py", "x = 'by the command'\n");
-    p.write("src/d21/made.py", "z = 3\n");
-
-    let (after, after_counts) = counted_pass(&ws, &index, Later::Restore(&pass.later));
-    let changed = s.run_changes(&ws, &index, &after, &baseline).unwrap();
+    let command = async {
+        p.write("src/d20/f5.py", "x = 'by the command'\n");
+        p.write("src/d21/made.py", "z = 3\n");
+    };
+    let watched = plan
+        .around_run(&mut s, &ws, &mut passes, command)
+        .now_or_never()
+        .unwrap();
     let total = since(start);
+    let RunWatched::Ran((), Ok(recorded)) = watched else {
+        panic!("the command's changes were not found: {watched:?}");
+    };
+    assert_eq!(recorded.unrecorded, None);
+    let changed = recorded.changed;
+    let [before_counts, after_counts] = passes.counts[..] else {
+        panic!("two passes, one each side: {:?}", passes.counts.len());
+    };
+    drop(plan);
 
     assert_eq!(
         changed,
         ["src/d20/f5.py", "src/d21/made.py"],
         "only what the command changed"
     );
-    assert_eq!(pass.untracked, ["notes.txt", "src/d07/new.py"]);
+    assert_eq!(passes.untracked_before, ["notes.txt", "src/d07/new.py"]);
     // Visible directories: the root, `src`, and the `DIRS` below it; `build/` is ignored and
     // `node_modules/` denied, so neither is listed. The files that run later add git's
     // `hooks` and `info` directories and pai's state directory (one listing each), nothing

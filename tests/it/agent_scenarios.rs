@@ -974,7 +974,9 @@ fn a_snapshot_left_by_an_interrupted_plan_is_reported_at_the_next_start() {
     let crashed = {
         let ws = Workspace::open(&p.root, WorkspaceConfig::default()).unwrap();
         let mut s = Session::start(&p.root, StartOptions::now()).unwrap();
-        s.prepare(&ws, &["util.py".to_string()]).unwrap();
+        let mut plan = s.begin_plan();
+        plan.prepare(&mut s, &ws, &["util.py".to_string()]).unwrap();
+        drop(plan);
         s.id().to_string()
     };
     p.share_secret();

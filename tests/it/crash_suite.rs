@@ -1153,7 +1153,11 @@ fn the_state_directory_first_gets_its_gitignore_so_git_never_sees_a_name_in_it()
     ]
     .map(String::from)
     .to_vec();
-    assert!(pai(&work, &op_args(Op::Plan, &mock), Some(&args)).status.success());
+    assert!(
+        pai(&work, &op_args(Op::Plan, &mock), Some(&args))
+            .status
+            .success()
+    );
     let text = std::fs::read_to_string(&trace).unwrap();
     let dir = format!("{}>", work.join("project/.pai_history").display());
     // Each call that made a name in the directory: the name it made.
@@ -1177,7 +1181,11 @@ fn the_state_directory_first_gets_its_gitignore_so_git_never_sees_a_name_in_it()
                 .then(|| fields.get(made).map(|n| n.trim_matches('"').to_string()))?
         })
         .collect();
-    assert_eq!(made.first().map(String::as_str), Some(".gitignore"), "{made:?}");
+    assert_eq!(
+        made.first().map(String::as_str),
+        Some(".gitignore"),
+        "{made:?}"
+    );
     assert!(
         !made.iter().any(|n| n.starts_with(".pai-tmp-")),
         "a temporary was named before the .gitignore: {made:?}"

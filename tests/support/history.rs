@@ -310,7 +310,8 @@ pub fn run_plan(
             }
         }
     }
-    session.prepare(wt, &touched).unwrap();
+    let mut plan = session.begin_plan();
+    plan.prepare(session, wt, &touched).unwrap();
     for op in ops {
         match op {
             Op::Write(p, bytes) => wt.write(p, bytes, false).unwrap(),
@@ -343,7 +344,7 @@ pub fn run_plan(
         cached_tokens: 1000,
         reasoning_tokens: 20,
     };
-    session.commit_plan(wt, &record).unwrap()
+    plan.commit(session, wt, &record).unwrap()
 }
 
 /// Path of `file` relative to the project, for messages.

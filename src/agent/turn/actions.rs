@@ -150,24 +150,28 @@ impl Agent {
         // remembered first, the changed paths recorded after, and files that make code run
         // later (git hooks, pai's state) put back.
         let root = self.workspace.root().to_path_buf();
-        let watch =
-            side_effects::watch(self.history.as_mut(), &self.workspace).map_err(|e| StepError {
+        let mcp = self.mcp.as_mut();
+        let call = async {
+            match mcp {
+                Some(hub) => hub.call(server, tool, arguments.clone(), cancel).await,
+                None => Err(CallError::Failed("the MCP servers are gone".into())),
+            }
+        };
+        let history = self.history.as_mut().zip(self.plan.as_mut());
+        let (result, collected) = side_effects::around(history, &self.workspace, &root, call)
+            .await
+            .map_err(|e| StepError {
                 message: format!(
                     "could not read your uncommitted files before the tool call, so it was not made: {e}"
                 ),
                 fixable: false,
             })?;
-        let result = match self.mcp.as_mut() {
-            Some(hub) => hub.call(server, tool, arguments.clone(), cancel).await,
-            None => Err(CallError::Failed("the MCP servers are gone".into())),
-        };
-        let collected = side_effects::collect(watch, self.history.as_mut(), &self.workspace, &root)
-            .map_err(|e| StepError {
-                message: format!(
-                    "the tool ran, but pai could not find what it changed, so undo could not cover it: {e}"
-                ),
-                fixable: false,
-            })?;
+        let collected = collected.map_err(|e| StepError {
+            message: format!(
+                "the tool ran, but pai could not find what it changed, so undo could not cover it: {e}"
+            ),
+            fixable: false,
+        })?;
         self.tool_changed.extend(collected.changed.iter().cloned());
         side_effects.extend(collected.changed.iter().cloned());
         collected.check("tool").map_err(StepError::fatal)?;
@@ -288,13 +292,6 @@ impl Agent {
         // back (tracked files git already holds; ignored trees a command rebuilds are out).
         // Git hooks and config, pai's state, shell and ssh startup files: what the command
         // changes there would run later, unconfined. Recorded now, put back after.
-        let watch =
-            side_effects::watch(self.history.as_mut(), &self.workspace).map_err(|e| StepError {
-                message: format!(
-                    "could not read your uncommitted files before the command, so it was not run: {e}"
-                ),
-                fixable: false,
-            })?;
         let opts = RunOptions {
             timeout: self.options.run_timeout,
             sandbox: mode,
@@ -302,27 +299,39 @@ impl Agent {
             extra_writable: self.options.run_writable.clone(),
             ..RunOptions::default()
         };
-        frontend.event(&Event::RunStarted {
-            phase: report.phase,
-            index: report.index,
-            command: command.to_string(),
-        });
-        let live = LiveRun::new(frontend, report, &self.options.secrets);
-        let on_output = |bytes: &[u8]| live.feed(bytes);
-        let outcome = tokio::select! {
-            r = exec::run_command_streaming(&root, command, &opts, &on_output) => Some(r),
-            _ = cancel.cancelled() => None,
+        let secrets = &self.options.secrets;
+        let run = async {
+            frontend.event(&Event::RunStarted {
+                phase: report.phase,
+                index: report.index,
+                command: command.to_string(),
+            });
+            let live = LiveRun::new(frontend, report, secrets);
+            let on_output = |bytes: &[u8]| live.feed(bytes);
+            let outcome = tokio::select! {
+                r = exec::run_command_streaming(&root, command, &opts, &on_output) => Some(r),
+                _ = cancel.cancelled() => None,
+            };
+            live.finish();
+            outcome
         };
-        live.finish();
         // Whatever way the command ended, what it changed belongs to the plan, with the
         // user's versions recorded first, so undo covers it.
-        let collected = side_effects::collect(watch, self.history.as_mut(), &self.workspace, &root)
+        let history = self.history.as_mut().zip(self.plan.as_mut());
+        let (outcome, collected) = side_effects::around(history, &self.workspace, &root, run)
+            .await
             .map_err(|e| StepError {
                 message: format!(
-                    "the command ran, but pai could not find what it changed, so undo could not cover it: {e}"
+                    "could not read your uncommitted files before the command, so it was not run: {e}"
                 ),
                 fixable: false,
             })?;
+        let collected = collected.map_err(|e| StepError {
+            message: format!(
+                "the command ran, but pai could not find what it changed, so undo could not cover it: {e}"
+            ),
+            fixable: false,
+        })?;
         side_effects.extend(collected.changed.iter().cloned());
         let Some(outcome) = outcome else {
             return Err(StepError {

@@ -20,6 +20,7 @@ use crate::agent::context::{self, TurnMemo};
 use crate::agent::events::{Approval, Event, Frontend, Tally, TurnOutcome, TurnStatus};
 use crate::agent::plan::{self, Intent, Plan};
 use crate::agent::repo_map::MapView;
+use crate::history::Session;
 use crate::llm::Message;
 use crate::workspace::FileChange;
 
@@ -105,6 +106,11 @@ impl Agent {
     /// session's memory and where the user is.
     fn begin(&mut self, request: &str, amended: bool, frontend: &dyn Frontend) -> TurnState {
         self.workspace.begin_plan();
+        // One plan per turn: an amended request goes on with the plan its first attempt
+        // began (the user's versions it saved stay its own).
+        if self.plan.is_none() {
+            self.plan = self.history.as_ref().map(Session::begin_plan);
+        }
         self.tool_changed.clear();
         frontend.event(&Event::TurnStarted {
             request: request.to_string(),
@@ -362,7 +368,7 @@ impl Agent {
     /// Before a plan writes files, history records the user's uncommitted versions of them,
     /// so undo gives them back; when that fails nothing runs.
     fn save_users_versions(&mut self, st: &mut TurnState, plan: &Plan) -> Flow<()> {
-        let Some(history) = self.history.as_mut() else {
+        let (Some(history), Some(under_way)) = (self.history.as_mut(), self.plan.as_mut()) else {
             return Flow::Go(());
         };
         let paths: Vec<String> = plan
@@ -373,7 +379,7 @@ impl Agent {
             .map(|p| p.as_str().to_string())
             .collect();
         if !paths.is_empty()
-            && let Err(e) = history.prepare(&self.workspace, &paths)
+            && let Err(e) = under_way.prepare(history, &self.workspace, &paths)
         {
             return st.end(
                 TurnStatus::Failed,
@@ -507,14 +513,6 @@ impl Agent {
                 None
             }
         };
-        // The plan's journal ends with the turn: its commit took over, or there was none.
-        if let Some(history) = self.history.as_mut()
-            && let Err(e) = history.end_plan()
-        {
-            frontend.event(&Event::Notice {
-                text: format!("could not remove the plan's journal: {e}"),
-            });
-        }
         let mut outcome = format!("{:?}: {}", st.status, first_line(&st.final_message));
         if !owed.is_empty() {
             outcome.push_str(&format!("; not done: {}", owed.join("; ")));

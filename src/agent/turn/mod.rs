@@ -25,7 +25,7 @@ use super::events::{
 use super::journal::Journal;
 use super::plan::{self, PathProbe, Plan, PlannedStep};
 use super::prompt::SYSTEM_PROMPT;
-use crate::history::{PlanRecord, Session};
+use crate::history::{NotCommitted, PlanRecord, PlanUnderWay, Session};
 use crate::llm::Provider;
 use crate::mcp::Hub;
 use crate::workspace::{ChangeKind, FileChange, Workspace};
@@ -78,6 +78,8 @@ pub struct Agent {
     provider: Box<dyn Provider>,
     workspace: Workspace,
     history: Option<Session>,
+    /// The plan under way in `history`: begun with a turn's attempt, ended by its commit.
+    plan: Option<PlanUnderWay>,
     journal: Option<Arc<Journal>>,
     memory: Memory,
     options: AgentOptions,
@@ -111,6 +113,7 @@ impl Agent {
             provider,
             workspace,
             history,
+            plan: None,
             journal: journal.map(Arc::new),
             memory: Memory::default(),
             options,
@@ -293,16 +296,12 @@ impl Agent {
         tally: &Tally,
         frontend: &dyn Frontend,
     ) -> Result<Option<String>, String> {
-        let Some(history) = self.history.as_mut() else {
+        // The plan under way ends here, committed or not.
+        let (Some(history), Some(plan)) = (self.history.as_mut(), self.plan.take()) else {
             return Ok(None);
         };
         let mut touched = touched_paths(changes);
         touched.extend(side_effects.iter().cloned());
-        if (touched.is_empty() && !history.made_ignored_files())
-            || history.read_only_reason().is_some()
-        {
-            return Ok(None);
-        }
         let record = PlanRecord {
             request: request.to_string(),
             steps: steps.lines.to_vec(),
@@ -328,7 +327,7 @@ impl Agent {
             cached_tokens: tally.cached,
             reasoning_tokens: tally.reasoning,
         };
-        match history.commit_plan(&self.workspace, &record) {
+        match plan.commit(history, &self.workspace, &record) {
             Ok(Some(info)) => {
                 let branch = history.branch().unwrap_or_default().to_string();
                 for w in &info.warnings {
@@ -353,18 +352,21 @@ impl Agent {
             Ok(None) => Ok(None),
             // History does not hold the plan, so undo could not reach it: its files go back
             // as the user had them rather than stay changed outside history.
-            Err(e) => Err(match history.abandon_plan(&self.workspace) {
-                Ok(a) if a.kept.is_empty() => format!(
-                    "the plan could not be committed, so its changes were put back as you had them: {e}"
-                ),
-                Ok(a) => format!(
-                    "the plan could not be committed, so its changes were put back as you had them, but for {} (changed since; kept as they are): {e}",
-                    a.kept.join(", ")
-                ),
-                Err(back) => format!(
-                    "the plan could not be committed ({e}), nor its changes put back yet ({back}): the next pai command puts them back"
-                ),
-            }),
+            Err(not) => {
+                let NotCommitted { error: e, plan } = *not;
+                Err(match plan.abandon(history, &self.workspace) {
+                    Ok(a) if a.kept.is_empty() => format!(
+                        "the plan could not be committed, so its changes were put back as you had them: {e}"
+                    ),
+                    Ok(a) => format!(
+                        "the plan could not be committed, so its changes were put back as you had them, but for {} (changed since; kept as they are): {e}",
+                        a.kept.join(", ")
+                    ),
+                    Err(back) => format!(
+                        "the plan could not be committed ({e}), nor its changes put back yet ({back}): the next pai command puts them back"
+                    ),
+                })
+            }
         }
     }
 }

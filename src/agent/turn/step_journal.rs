@@ -1,5 +1,5 @@
 //! Before each step: what it may write is named in the plan's journal (history's
-//! `Session::step_begins`), so a plan killed while its steps write is rolled back by the
+//! `PlanUnderWay::step_begins`), so a plan killed while its steps write is rolled back by the
 //! next pai command instead of being left on disk unrecorded.
 
 use super::Agent;
@@ -12,11 +12,10 @@ impl Agent {
     /// Name what `step` may write in the plan's journal; `Err` (the step does not run) when
     /// the journal cannot be written.
     pub(super) fn journal_step(&mut self, step: &Step) -> Result<(), StepError> {
-        let Some(history) = self.history.as_mut() else {
+        let (Some(history), Some(plan)) = (self.history.as_mut(), self.plan.as_mut()) else {
             return Ok(());
         };
-        history
-            .step_begins(&self.workspace, writes_of(&self.workspace, step))
+        plan.step_begins(history, &self.workspace, writes_of(&self.workspace, step))
             .map_err(|e| {
                 StepError::fatal(format!(
                     "pai could not journal the step before running it, so it did not run: {e}"

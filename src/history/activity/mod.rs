@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::commit_files::{self, Changed};
 use crate::history::git::repo::{self, Found};
+use crate::history::plan::commit_files::{self, Changed};
 
 /// Commits read for "recently changed".
 pub const RECENT_COMMITS: usize = 100;

@@ -237,11 +237,11 @@ pub(crate) fn verified(commit: &Commit<'_>) -> bool {
 
 /// The `Pai-*` trailers of `commit` when pai made it for this user; none (the default, no
 /// kind) for any other commit, whatever its message says.
-pub(crate) fn trailers(commit: &Commit<'_>) -> crate::history::message::Trailers {
+pub(crate) fn trailers(commit: &Commit<'_>) -> crate::history::record::message::Trailers {
     if verified(commit) {
-        crate::history::message::parse(commit.message().unwrap_or_default())
+        crate::history::record::message::parse(commit.message().unwrap_or_default())
     } else {
-        crate::history::message::Trailers::default()
+        crate::history::record::message::Trailers::default()
     }
 }
 

@@ -8,8 +8,8 @@ use git2::{Commit, Repository};
 use super::auth;
 use super::names;
 use crate::history::error::HistoryError;
-use crate::history::message;
-use crate::history::message::Kind;
+use crate::history::record::message;
+use crate::history::record::message::Kind;
 
 /// Why pai does not take `commit` for its own although its message carries pai's trailers:
 /// `None` when it carries none (an ordinary commit) or its mark verifies (pai's own).
@@ -62,7 +62,10 @@ pub(crate) fn undone_plan(commit: &Commit<'_>, refname: &str) -> Option<u32> {
 
 /// [`undone_plan`] given the target's verified trailers (`auth::trailers`), for a caller
 /// that reads many refs to the same commits and verifies each commit once.
-pub(crate) fn undone_plan_of(t: &crate::history::message::Trailers, refname: &str) -> Option<u32> {
+pub(crate) fn undone_plan_of(
+    t: &crate::history::record::message::Trailers,
+    refname: &str,
+) -> Option<u32> {
     let (session, number) = names::undone_parts(refname)?;
     let number: u32 = number.parse().ok()?;
     if !names::is_id(session) {

@@ -107,7 +107,7 @@ pub(crate) fn saved_ref(session: &str, plan: u32, n: u32) -> String {
 
 /// The ref keeping a discarded session's branch.
 pub(crate) fn discarded_ref(session: &str) -> String {
-    format!("refs/pai/discarded/{session}")
+    format!("{DISCARDED_PREFIX}{session}")
 }
 
 /// Where snapshots of the user's changes wait while a plan runs (crash safety).
@@ -171,5 +171,29 @@ pub(crate) fn short_id(oid: Oid) -> String {
 
 /// The ref keeping a plan's recorded trash copies (a tree) reachable.
 pub(crate) fn trash_ref(session: &str, plan: u32) -> String {
-    format!("refs/pai/trash/{session}/{plan}")
+    format!("{TRASH_PREFIX}{session}/{plan}")
+}
+
+/// Where trash copies are kept: `refs/pai/trash/<session>/<plan>`.
+pub(crate) const TRASH_PREFIX: &str = "refs/pai/trash/";
+
+/// Where the trees undo and redo wrote over are kept reachable: `refs/pai/kept/...`.
+pub(crate) const KEPT_PREFIX: &str = "refs/pai/kept/";
+
+/// Where discarded sessions' branches are kept: `refs/pai/discarded/<session>`.
+pub(crate) const DISCARDED_PREFIX: &str = "refs/pai/discarded/";
+
+/// The ref keeping the tree an undo wrote over reachable.
+pub(crate) fn kept_ref(session: &str, plan: u32) -> String {
+    format!("{KEPT_PREFIX}{session}/{plan}")
+}
+
+/// The ref keeping the files a redo writes back reachable.
+pub(crate) fn kept_rewrite_ref(session: &str, plan: u32) -> String {
+    format!("{KEPT_PREFIX}{session}/{plan}-rewrite")
+}
+
+/// The session and plan parts of `refs/pai/kept/<session>/<plan>[-rewrite]`, unchecked.
+pub(crate) fn kept_parts(refname: &str) -> Option<(&str, &str)> {
+    refname.strip_prefix(KEPT_PREFIX)?.rsplit_once('/')
 }

@@ -9,7 +9,7 @@ use chrono::{DateTime, FixedOffset};
 use git2::Commit;
 use serde::Serialize;
 
-use crate::history::message;
+use crate::history::record::message;
 
 use super::names;
 

@@ -16,17 +16,20 @@
 //! What each record covers besides: a plan commit's record moves the session's metadata ref
 //! with a session's first plan and creates its branch and points HEAD at it (the session's
 //! start), and drops the trash copies' ref when it is rolled back; undo's record puts HEAD
-//! back on the branch the line started from (the session's end). Left out, each a single
-//! atomic write whose leftover nothing reads: the trash folder's copies (written once, by
-//! temp and rename, before the plan's steps write; undo reads only the signed object-store
-//! tree, so a copy left by a rolled-back plan is an extra copy of the user's file); undo's
-//! kept-for-redo and rewrite records (`kept.rs`: blobs, then the id file by temp and rename,
-//! while the undo's intent record stands and before its full record, whose refs keep the
-//! blobs reachable; redo reads them only for a plan whose undone ref the journaled undo set);
-//! and a session that ends changes nothing in git (its branch and metadata come with its
-//! first plan). Not yet through the executor: a plan's steps' own roll back (`plan.rs`), the
-//! pending snapshot's ref `Session::prepare` sets, HEAD put back on a session's branch by
-//! `--continue`, and `pai gc`'s pruning of refs.
+//! back on the branch the line started from (the session's end). A plan killed or abandoned
+//! before its commit is rolled back by a record built from its journal (`plan.rs`), carried
+//! out by the same executor. Moves each whole on its own go through the executor too, at once
+//! and unjournaled ([`at_once`]): the pending snapshot ref `prepare` sets, a plan's trash
+//! copies (written once, never over another copy, before the plan's steps write; undo reads
+//! only the signed object-store tree, so a copy left by a rolled-back plan is an extra copy
+//! of the user's file), HEAD attached to a session's branch by `--continue`, and `pai gc`'s
+//! pruning of refs. Left out, pai's own files outside git and the project, each a single
+//! atomic write or unlink whose leftover nothing misreads: undo's kept-for-redo and rewrite
+//! records (`record/kept.rs`: blobs, then the id file by temp and rename, while the undo's intent
+//! record stands and before its full record, whose refs keep the blobs reachable; redo reads
+//! them only for a plan whose undone ref the journaled undo set), and the session logs and
+//! kept records `pai gc` removes. A session that ends changes nothing in git (its branch and
+//! metadata come with its first plan).
 //!
 //! Records live in the user's state directory (`user_state::dir(..)/ops/`), never in the
 //! project, so a repository cannot plant one. Not the session log (`agent/journal.rs`).
@@ -39,7 +42,7 @@ mod record;
 mod recover;
 mod states;
 
-pub(crate) use op::Op;
+pub(crate) use op::{Op, at_once};
 pub use plan::StepWrites;
 pub(crate) use plan::{Before, PlanJournal};
 pub(crate) use record::{OpKind, Record};

@@ -110,3 +110,36 @@ impl Op {
         record::remove(&self.path)
     }
 }
+
+/// Carry `record` out forward at once, with no journal: for moves each whole on its own
+/// (the pending snapshot ref set, a trash copy written, HEAD attached to a branch at the
+/// commit it is on, refs pruned), where a crash between two leaves each done or not and
+/// nothing reads them as a set. The same executor as every operation's. `wt`: the project's
+/// files, for a record that moves some (`None`: it moves none).
+pub(crate) fn at_once(
+    repo: &Repository,
+    wt: Option<&dyn WorkTree>,
+    record: &Record,
+) -> Result<Applied, HistoryError> {
+    apply::apply(repo, wt.unwrap_or(&NoFiles), record, Direction::Forward)
+}
+
+/// The work tree of a record that moves no project file: any read is refused.
+struct NoFiles;
+
+impl WorkTree for NoFiles {
+    fn read(&self, rel: &str) -> std::io::Result<super::super::worktree::WorkEntry> {
+        Err(std::io::Error::other(format!(
+            "{rel}: this operation moves no project file"
+        )))
+    }
+    fn write(&self, rel: &str, _: &[u8], _: bool) -> std::io::Result<()> {
+        self.read(rel).map(|_| ())
+    }
+    fn remove(&self, rel: &str) -> std::io::Result<()> {
+        self.read(rel).map(|_| ())
+    }
+    fn is_denied(&self, _: &str) -> bool {
+        true
+    }
+}

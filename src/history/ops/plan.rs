@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{self, Entry, MODE_EXEC};
+use super::super::scope::{self, Entry};
 use super::super::worktree::{WorkEntry, WorkTree};
-use super::apply::{Applied, tidy_folders};
+use super::apply::{self, Applied, Direction};
 use super::record::{self, FileMove, FileState, OpKind, Record, Source};
 use crate::history::git::names;
 
@@ -300,96 +300,92 @@ fn standing_folder(wt: &dyn WorkTree, path: &str) -> Option<String> {
     None
 }
 
-/// Roll back the plan `record` describes (see the module documentation).
+/// Roll back the plan `record` describes (see the module documentation): its files, and the
+/// pending snapshot ref it made.
 pub(crate) fn roll_back(
     repo: &Repository,
     wt: &dyn WorkTree,
     record: &Record,
 ) -> Result<Applied, HistoryError> {
-    let out = roll_back_files(repo, wt, record)?;
-    drop_pending(repo, record)?;
-    Ok(out)
+    let (mut back, kept) = roll_back_record(wt, record)?;
+    drop_pending(repo, record, &mut back)?;
+    carry_out(repo, wt, back, kept)
 }
 
-/// The files of [`roll_back`]: each path back to its before state when it holds what the
-/// plan left there or was being written.
+/// The files of [`roll_back`] only: the pending snapshot stays.
 fn roll_back_files(
     repo: &Repository,
     wt: &dyn WorkTree,
     record: &Record,
 ) -> Result<Applied, HistoryError> {
-    let mut out = Applied::default();
-    // Removals first, so a moved file's old place is free before it is written back.
-    for removing in [true, false] {
-        for m in &record.files {
-            let (before, after) = m.states()?;
-            if before.is_none() != removing {
-                continue;
-            }
-            let Ok(file) = scope::work_file(wt, &m.path)? else {
-                out.kept.push(m.path.clone());
-                continue;
-            };
-            let now = scope::entry_of(file.as_ref());
-            if now == before {
-                if before.is_none() {
-                    // A step may have made the folders before it was killed.
-                    tidy_folders(wt, record, &m.path);
-                }
-                continue;
-            }
-            if now != after && !in_flight(record, &m.path) {
-                out.kept.push(m.path.clone());
-                continue;
-            }
-            put_back(repo, wt, record, &m.path, before)?;
-            out.changed += 1;
-        }
-    }
+    let (back, kept) = roll_back_record(wt, record)?;
+    carry_out(repo, wt, back, kept)
+}
+
+/// Carry the roll back's record out with the executor; `kept`: the paths its building left
+/// as found.
+fn carry_out(
+    repo: &Repository,
+    wt: &dyn WorkTree,
+    back: Record,
+    kept: Vec<String>,
+) -> Result<Applied, HistoryError> {
+    let mut out = apply::apply(repo, wt, &back, Direction::Forward)?;
+    out.kept.splice(0..0, kept);
     Ok(out)
 }
 
-/// Bring `path` back to `before`: its blob with its permission bits, or removed with the
-/// folders the plan made for it.
-fn put_back(
-    repo: &Repository,
+/// The roll back of the plan `record` describes, as a record of its own: each path that
+/// holds what the plan's steps left there, or that the step under way was writing, goes
+/// from what stands there now to its state before the plan (its bytes and permission bits,
+/// or absent, with the folders the plan made). A path already back is named only to tidy
+/// the folders a killed step may have made; one in neither state is returned, kept as found.
+fn roll_back_record(
     wt: &dyn WorkTree,
     record: &Record,
-    path: &str,
-    before: Option<Entry>,
-) -> Result<(), HistoryError> {
-    let done = match before {
-        Some((id, mode)) => {
-            let blob = repo
-                .find_blob(id)
-                .ctx(|| format!("cannot read your version of {path} from git"))?;
-            match record.perms.get(path) {
-                Some(perm) => wt.write_with_mode(path, blob.content(), *perm),
-                None => wt.write(path, blob.content(), mode == MODE_EXEC),
+) -> Result<(Record, Vec<String>), HistoryError> {
+    let mut back = Record::new(OpKind::Plan);
+    back.name(&record.session, record.plan);
+    back.kept_dirs = record.kept_dirs.clone();
+    let mut kept = Vec::new();
+    for m in &record.files {
+        let (before, after) = m.states()?;
+        let Ok(file) = scope::work_file(wt, &m.path)? else {
+            kept.push(m.path.clone());
+            continue;
+        };
+        let now = scope::entry_of(file.as_ref());
+        if now == before {
+            if before.is_none() {
+                // Absent on both sides: the executor only removes the folders left empty.
+                back.files.push(FileMove::work(&m.path, None, None));
             }
+            continue;
         }
-        None => wt.remove_up_to(path, &|dir| record.kept_dirs.iter().any(|k| k == dir)),
-    };
-    done.map_err(|source| HistoryError::WorkTree {
-        action: if before.is_some() { "write" } else { "remove" },
-        path: path.to_string(),
-        source,
-    })
+        if now != after && !in_flight(record, &m.path) {
+            kept.push(m.path.clone());
+            continue;
+        }
+        let perm = record.perms.get(&m.path).copied();
+        let to = before.map(|(id, mode)| FileState {
+            perm,
+            ..FileState::stored((id, mode))
+        });
+        let from = file.map(|f| FileState::found(&f, wt.permissions(&m.path)));
+        back.files.push(FileMove::work(&m.path, from, to));
+    }
+    Ok((back, kept))
 }
 
-/// Drop the pending snapshot ref the plan made, when it still points where the record says
-/// (the files it holds the user's versions of are the user's again).
-fn drop_pending(repo: &Repository, record: &Record) -> Result<(), HistoryError> {
+/// Add to `back` the deletion of the pending snapshot ref the plan made, when it still
+/// points where the record says (the files it holds the user's versions of are the user's
+/// again).
+fn drop_pending(repo: &Repository, record: &Record, back: &mut Record) -> Result<(), HistoryError> {
     for r in &record.refs {
         let (_, new) = r.states()?;
         let now = names::target(repo, &r.name).ctx(|| format!("cannot read {}", r.name))?;
-        if now.is_some()
-            && now == new
-            && let Ok(mut found) = repo.find_reference(&r.name)
-        {
-            found
-                .delete()
-                .ctx(|| format!("cannot remove {} while rolling back", r.name))?;
+        if now.is_some() && now == new {
+            back.reference(&r.name, now, None);
         }
     }
     Ok(())

@@ -33,6 +33,13 @@ pub(crate) enum OpKind {
     /// A plan whose steps are writing, until its commit's own record takes over: rolled
     /// back, never finished, when found (`plan.rs`).
     Plan,
+    /// Preparing a plan: the pending snapshot ref set, a trash copy written (each carried
+    /// out at once, never journaled: see [`super::at_once`]).
+    Prepare,
+    /// `pai --continue`: HEAD attached to the session's branch at the commit it is on.
+    Continue,
+    /// `pai gc`: refs no longer needed deleted.
+    Gc,
 }
 
 impl OpKind {
@@ -44,6 +51,9 @@ impl OpKind {
             OpKind::Redo => "redo",
             OpKind::Discard => "discard",
             OpKind::Plan => "plan",
+            OpKind::Prepare => "preparation",
+            OpKind::Continue => "continue",
+            OpKind::Gc => "gc",
         }
     }
 }
@@ -309,6 +319,19 @@ impl FileMove {
     }
 }
 
+/// A copy pai keeps in its state directory (a plan's trash copy): written once, never over
+/// another copy (the first is the user's version), through the state directory so a link
+/// planted on the way is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CopyMove {
+    /// The project root whose state directory holds the copy.
+    pub root: PathBuf,
+    /// The copy's path components below the state directory.
+    pub parts: Vec<String>,
+    /// The copy's bytes (a blob in the object store) and permission bits.
+    pub state: FileState,
+}
+
 /// What an operation in progress changes. A record with no moves at all is an intent: the
 /// operation had taken the index lock and was still checking, so recovery only frees the lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -350,6 +373,10 @@ pub(crate) struct Record {
     /// A plan's record only: the permission bits of the files it recorded, to put back.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub perms: BTreeMap<String, u32>,
+    /// Copies written into pai's state directory: only in records carried out at once
+    /// (`at_once`), never journaled, so never read back.
+    #[serde(skip)]
+    pub copies: Vec<CopyMove>,
 }
 
 impl Record {
@@ -371,6 +398,7 @@ impl Record {
             kept_dirs: Vec::new(),
             reflog: String::new(),
             perms: BTreeMap::new(),
+            copies: Vec::new(),
         }
     }
 
@@ -379,7 +407,8 @@ impl Record {
         !(self.refs.is_empty()
             && self.head.is_none()
             && self.files.is_empty()
-            && self.index.is_empty())
+            && self.index.is_empty()
+            && self.copies.is_empty())
     }
 
     /// Name the session and plan the operation concerns (plan 0: none).
@@ -421,6 +450,16 @@ impl Record {
         if old != new {
             self.refs.push(RefMove::new(name, old, new));
         }
+    }
+
+    /// Record that the copy at `parts` below `root`'s state directory is written with the
+    /// blob `id` and permission bits `perm`, unless a copy stands there already.
+    pub(crate) fn copy(&mut self, root: &Path, parts: Vec<String>, id: Oid, perm: u32) {
+        self.copies.push(CopyMove {
+            root: root.to_path_buf(),
+            parts,
+            state: FileState::copy(id, perm),
+        });
     }
 
     /// Record that HEAD goes from `old` to `new`.

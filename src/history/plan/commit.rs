@@ -7,20 +7,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::{Commit, Oid, Repository, Tree};
 use serde::Serialize;
 
-use super::error::{Context, HistoryError};
-use super::index::{self, IndexFile, LockedIndex};
-use super::made::Made;
-use super::message::{self, PlanRecord};
-use super::ops::{Op, OpKind, Record, found, produced};
-use super::scope::{self, Class, Entry};
-use super::session::{Pending, Session, Writer};
-use super::tree_edit;
-use super::worktree::WorkTree;
-use super::{convert, plan_files, trash};
+use super::files as plan_files;
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::meta::Meta;
 use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
+use crate::history::index::{self, IndexFile, LockedIndex};
+use crate::history::ops::{Op, OpKind, Record, found, produced};
+use crate::history::plan::{NotCommitted, Pending, PlanUnderWay};
+use crate::history::record::made::Made;
+use crate::history::record::message::{self, PlanRecord};
+use crate::history::scope::{self, Class, Entry};
+use crate::history::session::{Session, Writer};
+use crate::history::tree_edit;
+use crate::history::worktree::WorkTree;
+use crate::history::{convert, record::trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -31,7 +33,7 @@ pub struct LeftOut {
     pub reason: &'static str,
 }
 
-/// What [`Session::commit_plan`] recorded.
+/// What [`PlanUnderWay::commit`] recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommitInfo {
     /// Full commit id.
@@ -54,38 +56,58 @@ pub struct CommitInfo {
     pub warnings: Vec<String>,
 }
 
-impl Session {
-    /// Commit the executed plan on the session branch. `Ok(None)` when the touched paths hold
-    /// nothing new (a failed or read-only plan); then no commit is made and any snapshot taken
-    /// by [`Session::prepare`] is dropped, the user's changes staying uncommitted as they were.
-    pub fn commit_plan(
+impl PlanUnderWay {
+    /// Commit the executed plan on the session branch, ending it. `Ok(None)` when the touched
+    /// paths hold nothing new (a failed or read-only plan): then no commit is made and any
+    /// snapshot taken by [`PlanUnderWay::prepare`] is dropped, the user's changes staying
+    /// uncommitted as they were. A commit that fails before the branch moved gives the plan
+    /// back ([`NotCommitted`]), for [`PlanUnderWay::abandon`] to put its files back.
+    pub fn commit(
+        mut self,
+        session: &mut Session,
+        wt: &dyn WorkTree,
+        plan: &PlanRecord,
+    ) -> Result<Option<CommitInfo>, Box<NotCommitted>> {
+        let nothing = plan.touched.is_empty() && !self.made_ignored_files();
+        let result = if nothing || session.read_only_reason().is_some() {
+            Ok(None)
+        } else {
+            self.commit_on(session, wt, plan)
+        };
+        match result.and_then(|info| self.end_journal().map(|()| info)) {
+            Ok(info) => Ok(info),
+            Err(error) => Err(Box::new(NotCommitted { error, plan: self })),
+        }
+    }
+
+    /// [`PlanUnderWay::commit`] of a plan that touched something, in a writable session.
+    fn commit_on(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         plan: &PlanRecord,
     ) -> Result<Option<CommitInfo>, HistoryError> {
-        let session = self.id.clone();
-        let root = self.root.clone();
-        let w = self.writer()?;
+        let id = session.id.clone();
+        let root = session.root.clone();
+        let w = session.writer()?;
         w.check_head()?;
         let tip = w.line.tip(&w.repo, &w.branch)?;
-        // What preparing this plan gathered. A plan that cannot be recorded gives it back, so
-        // the next plan's commit still sits on the snapshots of the user's versions and holds
-        // the trash copies: a busy index or an interrupted commit must not make them
-        // unreachable.
-        let gathered = Gathered {
-            pending: w.pending.take(),
-            prepared: std::mem::take(&mut w.prepared),
-            trash: std::mem::take(&mut w.trash),
-            made: std::mem::take(&mut w.made),
-        };
         // A transaction (history/ops): the commit only builds its record; the executor
         // carries it out, rolls it back on a failure, and the next pai command finishes it
         // after a crash.
-        let mut op = Op::intent(&w.repo, &root, OpKind::PlanCommit, &session, w.next_plan)?;
-        let built = build_commit(w, wt, plan, &session, tip, &gathered, op.record_mut());
+        let mut op = Op::intent(&w.repo, &root, OpKind::PlanCommit, &id, w.next_plan)?;
+        let building = Building {
+            w,
+            wt,
+            session: &id,
+            number: w.next_plan,
+            plan,
+            gathered: self,
+        };
+        let built = build_commit(&building, tip, op.record_mut());
         let result = match built {
             Ok(None) => op.commit(&w.repo, wt, None).map(|_| None),
-            Ok(Some(built)) => match take_over(&op, &mut w.plan_journal) {
+            Ok(Some(built)) => match take_over(&op, &mut self.journal) {
                 Ok(()) => {
                     let built = *built;
                     let index = built.index;
@@ -96,35 +118,30 @@ impl Session {
             },
             Err(e) => op.close(&w.repo, wt, Err(e)),
         };
-        match result {
-            Ok(Some((info, branch, meta))) => {
-                // The plan is on the branch, which exists now with HEAD on it: the line's
-                // state follows.
-                w.branch = branch;
-                w.meta = meta;
-                w.line.created = true;
-                w.line.recorded = true;
-                w.next_plan += 1;
-                Ok(Some(info))
-            }
-            Ok(None) => Ok(None),
-            Err(e) => {
-                w.pending = gathered.pending;
-                w.prepared = gathered.prepared;
-                w.trash = gathered.trash;
-                w.made = gathered.made;
-                Err(e)
-            }
-        }
+        let Some((info, branch, meta)) = result? else {
+            return Ok(None);
+        };
+        // The plan is on the branch, which exists now with HEAD on it: the line's state
+        // follows.
+        w.branch = branch;
+        w.meta = meta;
+        w.line.created = true;
+        w.line.recorded = true;
+        w.next_plan += 1;
+        Ok(Some(info))
     }
 }
 
-/// The state [`Session::prepare`] built up for the plan under way.
-struct Gathered {
-    pending: Option<Pending>,
-    prepared: BTreeSet<String>,
-    trash: BTreeMap<String, (Oid, u32)>,
-    made: Made,
+/// What building a plan commit works from: the session's writer, the project, the plan's
+/// number and description, and what the plan under way gathered.
+#[derive(Clone, Copy)]
+struct Building<'a> {
+    w: &'a Writer,
+    wt: &'a dyn WorkTree,
+    session: &'a str,
+    number: u32,
+    plan: &'a PlanRecord,
+    gathered: &'a PlanUnderWay,
 }
 
 /// A plan commit built and recorded, waiting for the executor: what it will report, git's
@@ -141,14 +158,16 @@ struct Built {
 /// left at trash paths, `Pai-Made`), the files it changed with line counts above the trailers
 /// (so `pai log` need not diff), and `Pai-Auth` last, over the message as committed.
 fn plan_commit_message(
-    (repo, wt): (&Repository, &dyn WorkTree),
-    (session, number, plan): (&str, u32, &PlanRecord),
-    (trash, made): (&BTreeMap<String, (Oid, u32)>, &Made),
-    (parent_tree, tree): (Option<&Tree<'_>>, &Tree<'_>),
+    b: &Building<'_>,
+    made: &Made,
     parent: Option<&Commit<'_>>,
+    parent_tree: Option<&Tree<'_>>,
+    tree: &Tree<'_>,
 ) -> Result<(String, Option<Oid>), HistoryError> {
+    let (repo, wt, trash) = (&b.w.repo, b.wt, &b.gathered.trash);
+    let (session, number, plan) = (b.session, b.number, b.plan);
     let parent_ids: Vec<Oid> = parent.iter().map(|c| c.id()).collect();
-    let left = super::left::record(repo, wt, trash)?;
+    let left = crate::history::left::record(repo, wt, trash)?;
     let trash_tree = trash::record(repo, number, trash, left)?;
     let mut msg = message::plan_message(session, number, plan, trash_tree);
     msg.push_str(&made.trailer());
@@ -166,15 +185,18 @@ fn plan_commit_message(
 /// plan left, the index entries, and the refs and HEAD (see [`journal_refs`]). `None` when
 /// the plan changed nothing to record; then the record only drops the pending snapshot.
 fn build_commit(
-    w: &Writer,
-    wt: &dyn WorkTree,
-    plan: &PlanRecord,
-    session: &str,
+    b: &Building<'_>,
     tip: Option<Oid>,
-    gathered: &Gathered,
     record: &mut Record,
 ) -> Result<Option<Box<Built>>, HistoryError> {
-    let number = w.next_plan;
+    let Building {
+        w,
+        wt,
+        session,
+        number,
+        plan,
+        gathered,
+    } = *b;
     let repo = &w.repo;
     let pending = gathered.pending.as_ref().filter(|p| p.base == tip);
     let trash = &gathered.trash;
@@ -206,11 +228,11 @@ fn build_commit(
     let tree = plan_tree(repo, parent_tree.as_ref(), &changes)?;
     let (author, committer) = repo::signatures(repo, w.identity.as_ref())?;
     let (msg, trash_tree) = plan_commit_message(
-        (repo, wt),
-        (session, number, plan),
-        (trash, &made),
-        (parent_tree.as_ref(), &tree),
+        b,
+        &made,
         parent_commit.as_ref(),
+        parent_tree.as_ref(),
+        &tree,
     )?;
     let parents: Vec<&git2::Commit<'_>> = parent_commit.iter().collect();
     let commit = repo
@@ -222,7 +244,7 @@ fn build_commit(
     // The plan's files, from the user's version to the plan's: a commit that fails is
     // rolled back to the user's exact versions, so the plan is wholly undone.
     for path in changes.keys() {
-        let before = match w.plan_journal.as_ref().and_then(|j| j.before_state(path)) {
+        let before = match gathered.journal.as_ref().and_then(|j| j.before_state(path)) {
             Some(before) => before,
             None => match scope::tree_file(parent_tree.as_ref(), path).ok().flatten() {
                 Some(entry) => Some(produced(repo, path, entry, None)?),
@@ -231,9 +253,8 @@ fn build_commit(
         };
         record.work_file(path, before, found(wt, path)?);
     }
-    let (branch, meta) =
-        journal_refs(repo, record, w, (tip, commit), (pending, trash_tree), &made)?;
-    take_over_files(w, wt, &changes, record)?;
+    let (branch, meta) = journal_refs(b, record, tip, commit, trash_tree, &made)?;
+    take_over_files(gathered, wt, &changes, record)?;
     record.reflog = format!("pai: plan {number}: {}", message::subject(&plan.request));
     let info = CommitInfo {
         id: commit.to_string(),
@@ -412,7 +433,10 @@ fn synced_entries(
 /// Write the commit's record: it takes over from the plan's own journal (`ops/plan.rs`),
 /// which goes now, before anything moves, so a crash from here on is finished, never rolled
 /// back.
-fn take_over(op: &Op, journal: &mut Option<super::ops::PlanJournal>) -> Result<(), HistoryError> {
+fn take_over(
+    op: &Op,
+    journal: &mut Option<crate::history::ops::PlanJournal>,
+) -> Result<(), HistoryError> {
     op.begin()?;
     match journal.take() {
         Some(j) => j.close(),
@@ -426,12 +450,12 @@ fn take_over(op: &Op, journal: &mut Option<super::ops::PlanJournal>) -> Result<(
 /// that stood before the plan wrote into them. Carried out forward they change nothing; a
 /// commit rolled back puts them back with the rest.
 fn take_over_files(
-    w: &Writer,
+    plan: &PlanUnderWay,
     wt: &dyn WorkTree,
     changes: &BTreeMap<String, Option<Entry>>,
     record: &mut Record,
 ) -> Result<(), HistoryError> {
-    let Some(journal) = w.plan_journal.as_ref() else {
+    let Some(journal) = plan.journal.as_ref() else {
         return Ok(());
     };
     let (paths, kept_dirs) = journal.recorded();
@@ -455,13 +479,15 @@ fn take_over_files(
 /// removing the plan's files stops when the commit is rolled back. The branch's name and the
 /// line's metadata once the record is carried out.
 fn journal_refs(
-    repo: &Repository,
+    b: &Building<'_>,
     record: &mut Record,
-    w: &Writer,
-    (tip, commit): (Option<Oid>, Oid),
-    (pending, trash_tree): (Option<&Pending>, Option<Oid>),
+    tip: Option<Oid>,
+    commit: Oid,
+    trash_tree: Option<Oid>,
     made: &Made,
 ) -> Result<(String, Meta), HistoryError> {
+    let (w, repo) = (b.w, &b.w.repo);
+    let pending = b.gathered.pending.as_ref().filter(|p| p.base == tip);
     record.kept_dirs = made.kept.iter().cloned().collect();
     let mut meta = w.meta.clone();
     let mut name = w.branch.clone();

@@ -10,16 +10,16 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use serde::Serialize;
 
-use super::error::{Context, HistoryError};
-use super::message::Kind;
-use super::ops::{Op, OpKind, Record};
-use super::worktree::WorkTree;
-use super::{revert, undo};
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::lock::WorkTreeLock;
 use crate::history::git::meta;
 use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
+use crate::history::ops::{Op, OpKind, Record};
+use crate::history::record::message::Kind;
+use crate::history::worktree::WorkTree;
+use crate::history::{revert, undo};
 
 /// What `discard` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,7 +62,7 @@ pub fn discard(
             message: format!("HEAD is on session {id}, not {want}"),
             hint: format!(
                 "switch to it first: `git switch {}`, then `pai discard`",
-                crate::shell::quote(&format!("pai/{want}"))
+                crate::shell::quote(&names::branch_name(want))
             ),
         });
     }

@@ -204,7 +204,7 @@ fn walk(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::plan::commit_files::*;
     use crate::history::test_git::git;
     use std::collections::BTreeMap;
     use std::path::Path;

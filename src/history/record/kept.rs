@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
-use super::error::{Context as _, HistoryError};
-use super::ops::Record;
-use super::trash;
+use crate::history::error::{Context as _, HistoryError};
 use crate::history::git::names;
 use crate::history::git::user_state;
+use crate::history::ops::Record;
+use crate::history::record::trash;
 
 /// The entry of the tree listing the paths undo restored where nothing stood.
 const ABSENT: &str = "absent";
@@ -32,12 +32,12 @@ pub(crate) struct Kept {
 
 /// The ref keeping the tree reachable (never read back as a source of truth).
 fn keep_ref(session: &str, plan: u32) -> String {
-    format!("refs/pai/kept/{session}/{plan}")
+    names::kept_ref(session, plan)
 }
 
 /// The ref keeping the files redo writes back reachable (never read back either).
 fn rewrite_ref(session: &str, plan: u32) -> String {
-    format!("refs/pai/kept/{session}/{plan}-rewrite")
+    names::kept_rewrite_ref(session, plan)
 }
 
 /// `<state>/undone/<session>.<plan>` for the repository `repo` of the project at `root`.

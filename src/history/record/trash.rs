@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
-use super::error::{Context, HistoryError};
-use super::tree_edit::{self, Change};
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::store;
+use crate::history::tree_edit::{self, Change};
 
 /// Git file modes of trash copies.
 const MODE_FILE: i32 = 0o100644;
@@ -44,23 +44,12 @@ fn state_components(root: &Path, dir: &Path, rel: &str) -> Result<Vec<String>, H
     Ok(out)
 }
 
-/// Copy `bytes` to `dir/rel` unless a copy is already there: the first copy is the user's
-/// version, later ones would be the plan's own output. Written through the state directory:
-/// a link planted anywhere on the way is refused, never followed.
-pub(crate) fn save(
-    root: &Path,
-    dir: &Path,
-    rel: &str,
-    bytes: &[u8],
-    mode: u32,
-) -> Result<bool, HistoryError> {
-    let state = store::open(root)?;
-    let parts = state_components(root, dir, rel)?;
-    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    let mode = mode & 0o7777;
-    state
-        .write_new(&parts, bytes, mode)
-        .ctx(|| format!("cannot write trash copy {}", dir.join(rel).display()))
+/// The path components of the trash copy `dir/rel` below the state directory, where the
+/// executor writes it (`ops::Record::copy`): unless a copy is already there, for the first
+/// copy is the user's version and later ones would be the plan's own output, and through the
+/// state directory, so a link planted anywhere on the way is refused, never followed.
+pub(crate) fn copy_parts(root: &Path, dir: &Path, rel: &str) -> Result<Vec<String>, HistoryError> {
+    state_components(root, dir, rel)
 }
 
 /// Record a plan's trash copies in the object store: a tree holding `files` (the copies, by
@@ -78,7 +67,8 @@ pub(crate) fn record(
         return Ok(None);
     }
     let what = || format!("cannot record the trash copies of plan {plan}");
-    let tree = copies_tree(repo, copies, left.map(|l| (super::left::NAME, l))).ctx(what)?;
+    let tree =
+        copies_tree(repo, copies, left.map(|l| (crate::history::left::NAME, l))).ctx(what)?;
     Ok(Some(tree))
 }
 
@@ -141,7 +131,7 @@ pub(crate) fn recorded(
     };
     let files = repo.find_tree(files.id()).ctx(what)?;
     let mut out = Vec::new();
-    super::scope::blobs(repo, &files, "", &mut |path, entry| {
+    crate::history::scope::blobs(repo, &files, "", &mut |path, entry| {
         let fallback = if entry.filemode() == MODE_EXEC {
             0o755
         } else {
@@ -159,15 +149,31 @@ pub(crate) fn recorded(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::record::trash::*;
 
     #[test]
     fn first_copy_wins() {
+        use crate::history::ops::{OpKind, Record, at_once};
+        use std::os::unix::fs::PermissionsExt as _;
         let root = tempfile::tempdir().unwrap();
+        let repo = Repository::init(root.path()).unwrap();
         let dir = plan_dir(root.path(), "s", 1);
-        assert!(save(root.path(), &dir, "a/b.txt", b"user", 0o700).unwrap());
-        assert!(!save(root.path(), &dir, "a/b.txt", b"agent", 0o644).unwrap());
-        assert_eq!(std::fs::read(dir.join("a/b.txt")).unwrap(), b"user");
+        let save = |bytes: &[u8], perm: u32| {
+            let mut record = Record::new(OpKind::Prepare);
+            let parts = copy_parts(root.path(), &dir, "a/b.txt").unwrap();
+            record.copy(root.path(), parts, repo.blob(bytes).unwrap(), perm);
+            at_once(&repo, None, &record).unwrap()
+        };
+        assert_eq!(save(b"user", 0o700).changed, 1);
+        let again = save(b"agent", 0o644);
+        assert_eq!(
+            (again.changed, again.kept),
+            (0, vec!["trash/s/1/a/b.txt".to_string()])
+        );
+        let copy = dir.join("a/b.txt");
+        assert_eq!(std::fs::read(&copy).unwrap(), b"user");
+        let perm = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
+        assert_eq!(perm, 0o700);
         assert!(!plan_dir(root.path(), "s", 2).exists());
     }
 }

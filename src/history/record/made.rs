@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::error::{Context, HistoryError};
-use super::scope::{self, MODE_EXEC};
-use super::worktree::{WorkEntry, WorkTree};
+use crate::history::error::{Context, HistoryError};
+use crate::history::scope::{self, MODE_EXEC};
+use crate::history::worktree::{WorkEntry, WorkTree};
 
 /// The trailer's key.
 const TRAILER: &str = "Pai-Made";
@@ -169,7 +169,7 @@ impl Made {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::record::made::*;
 
     #[test]
     fn the_trailer_reads_back_and_is_absent_when_nothing_was_made() {

@@ -2,24 +2,34 @@
 //! is created at the first plan commit, or the session branch HEAD is on), the read-only
 //! fallback with its reason, the work-tree lock, and the end-of-session summary with the
 //! review, merge and discard commands.
+//! `impl Session` lives here whole; the end-of-session summary is `summary.rs`.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod summary;
+
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local};
 use git2::{Oid, Repository};
-use serde::Serialize;
 
 use super::error::{Context, HistoryError};
+use super::leftover::{self, LeftoverSnapshot};
 use super::line::{self, Line};
-use super::made::Made;
-use super::message::Kind;
-use super::trash;
+use super::ops::{self, OpKind, Record};
+use super::plan::PlanUnderWay;
+use super::plan::user_edits;
+use super::undo::{self, RedoReport, UndoReport};
+use super::worktree::WorkTree;
+use super::{chain, record::trash};
 use crate::history::git::lock::WorkTreeLock;
 use crate::history::git::meta::{self, Meta};
 use crate::history::git::names::{self, Head};
 use crate::history::git::repo::{self, Found};
 use crate::history::git::store;
+use summary::count_of;
+
+pub use summary::SessionSummary;
+pub(in crate::history) use summary::count_plans;
+pub(in crate::history) use summary::summary_for;
 
 /// How to start a session.
 #[derive(Debug, Clone)]
@@ -65,32 +75,10 @@ pub(super) struct Writer {
     pub identity: Option<(String, String)>,
     /// The number the next plan commit gets (plan numbers only grow within a session).
     pub next_plan: u32,
-    /// Paths already prepared for the plan under way (their work-tree state may be the
-    /// agent's by now, so they are never snapshotted twice).
-    pub prepared: BTreeSet<String>,
-    /// Trash copies made for the plan under way: path, the copy's blob in the object store,
-    /// permission bits. Recorded in the plan commit so undo restores only what pai saved.
-    pub trash: BTreeMap<String, (Oid, u32)>,
-    /// What the plan under way made that its tree will not say (see [`Made`]).
-    pub made: Made,
-    /// Snapshot commits of the user's changes made for the plan under way.
-    pub pending: Option<Pending>,
-    /// The journal of the plan under way, from its first saved version to its commit.
-    pub plan_journal: Option<super::ops::PlanJournal>,
     /// For a new session (not a continued one): the commit HEAD was at when it started. None
     /// of the session's commits can be reachable from it, so counting them stops there.
     pub started_at: Option<Oid>,
     pub _lock: WorkTreeLock,
-}
-
-/// User-snapshot commits waiting for the plan commit on top of them.
-pub(super) struct Pending {
-    /// The branch tip they were made on.
-    pub base: Option<Oid>,
-    /// The newest snapshot commit.
-    pub top: Oid,
-    /// The paths they recorded.
-    pub paths: BTreeSet<String>,
 }
 
 impl Session {
@@ -126,7 +114,7 @@ impl Session {
             Err(reason) => return Ok(read_only(reason, Some(&hr.repo))),
         };
         let repo = hr.repo;
-        if !hr.private && repo.find_reference("refs/heads/pai").is_ok() {
+        if !hr.private && repo.find_reference(names::BRANCH_DIR).is_ok() {
             return Ok(read_only(
                 "a branch named `pai` exists, so session branches `pai/<id>` cannot be created; rename it (`git branch -m pai <new-name>`)".into(),
                 Some(&repo),
@@ -158,11 +146,6 @@ impl Session {
                 meta,
                 identity: opts.identity,
                 next_plan: 1,
-                prepared: BTreeSet::new(),
-                trash: BTreeMap::new(),
-                made: Made::default(),
-                pending: None,
-                plan_journal: None,
                 started_at,
                 _lock: lock,
             })),
@@ -234,8 +217,13 @@ impl Session {
                     ),
                 ));
             }
-            repo.set_head(&branch)
-                .ctx(|| format!("cannot point HEAD at pai/{id}"))?;
+            // HEAD at the branch's tip: attached to the branch, index and work tree as
+            // they are, through the executor like every move of HEAD.
+            let mut record = Record::new(OpKind::Continue);
+            record.name(id, 0);
+            record.move_head(&head, &Head::Branch(branch.clone()));
+            record.reflog = format!("pai: continue session {id}");
+            ops::at_once(&repo, None, &record)?;
         }
         let meta = meta::read(&repo, id).unwrap_or_default();
         let next_plan = last_plan_number(&repo, id, tip, meta.base) + 1;
@@ -254,11 +242,6 @@ impl Session {
                 meta,
                 identity: opts.identity,
                 next_plan,
-                prepared: BTreeSet::new(),
-                trash: BTreeMap::new(),
-                made: Made::default(),
-                pending: None,
-                plan_journal: None,
                 started_at: None,
                 _lock: lock,
             })),
@@ -355,11 +338,73 @@ impl Session {
         }
     }
 
+    /// Begin a plan: what it holds while in progress is the value returned, which the caller
+    /// keeps until it ends the plan ([`PlanUnderWay::commit`] or [`PlanUnderWay::abandon`]).
+    #[must_use = "a plan under way ends with `commit` or `abandon`"]
+    pub fn begin_plan(&self) -> PlanUnderWay {
+        PlanUnderWay::default()
+    }
+
     /// End the session and release the lock. A session that carried out nothing changed
     /// nothing in git (its branch is made only at its first plan commit), so there is nothing
     /// to put back.
     pub fn finish(self) -> SessionSummary {
         self.summary()
+    }
+
+    /// `/undo` inside a session: [`super::undo`] with this session's lock and identity.
+    pub fn undo(&mut self, wt: &dyn WorkTree, force: bool) -> Result<UndoReport, HistoryError> {
+        let root = self.root.clone();
+        let w = self.writer()?;
+        let report = undo::undo_in(&w.repo, &root, wt, force, w.identity.as_ref());
+        self.follow_head();
+        report
+    }
+
+    /// `/redo` inside a session: [`super::redo`] with this session's lock.
+    pub fn redo(&mut self, wt: &dyn WorkTree) -> Result<RedoReport, HistoryError> {
+        let root = self.root.clone();
+        let w = self.writer()?;
+        let report = undo::redo_in(&w.repo, &root, wt);
+        self.follow_head();
+        report
+    }
+
+    /// Which of `paths` (files) hold changes of the user's that the session branch does not:
+    /// what [`PlanUnderWay::prepare`] would commit as a snapshot before a plan touches them.
+    /// Told with the plan, before approval. Empty for a read-only session or when nothing can
+    /// be read.
+    pub fn user_edits_in(&self, wt: &dyn WorkTree, paths: &[String]) -> Vec<String> {
+        match &self.state {
+            State::Writable(w) => match w.line.tip(&w.repo, &w.branch) {
+                Ok(tip) => user_edits::user_edits_in(&w.repo, tip, wt, paths),
+                Err(_) => Vec::new(),
+            },
+            State::ReadOnly(_) => Vec::new(),
+        }
+    }
+
+    /// Whether the line this session's plans go on holds a plan of pai's that changed files
+    /// and is not merged into the base branch: what the model wrote there is in the project
+    /// until the user reviews and merges it. `false` for a read-only session.
+    pub fn line_holds_unmerged_plans(&self) -> bool {
+        let State::Writable(w) = &self.state else {
+            return false;
+        };
+        match w.line.tip(&w.repo, &w.branch) {
+            Ok(Some(tip)) => chain::holds_unmerged_plans(&w.repo, tip, &w.meta),
+            _ => false,
+        }
+    }
+
+    /// Snapshots earlier sessions left behind (see `leftover.rs`), oldest session first.
+    /// Empty for a read-only session, and whenever the repository cannot be read: this is a
+    /// report, never a reason to fail.
+    pub fn leftover_snapshots(&self) -> Vec<LeftoverSnapshot> {
+        match &self.state {
+            State::Writable(w) => leftover::snapshots(&self.id, &w.repo, w.private),
+            State::ReadOnly(_) => Vec::new(),
+        }
     }
 
     /// After an undo or redo inside the session: where the session's plans go follows HEAD
@@ -481,213 +526,4 @@ fn last_plan_number(repo: &Repository, session: &str, tip: Oid, base: Option<Oid
         }
     }
     last
-}
-
-/// Plan commits of `session` on `branch` above `base`.
-pub(super) fn count_plans(
-    repo: &Repository,
-    session: &str,
-    branch: &str,
-    base: Option<Oid>,
-) -> usize {
-    count_of(repo, session, branch, &[base])[0]
-}
-
-/// Commits made by `session` on `branch` not reachable from any of `below`: its plans, and
-/// its snapshots of the user's files, counted in one walk.
-fn count_of(repo: &Repository, session: &str, branch: &str, below: &[Option<Oid>]) -> [usize; 2] {
-    let mut counts = [0, 0];
-    let Ok(Some(tip)) = names::target(repo, branch) else {
-        return counts;
-    };
-    let Ok(mut walk) = repo.revwalk() else {
-        return counts;
-    };
-    if walk.push(tip).is_err() {
-        return counts;
-    }
-    for hidden in below.iter().flatten() {
-        let _ = walk.hide(*hidden);
-    }
-    for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
-        let t = crate::history::git::auth::trailers(&commit);
-        if t.session.as_deref() != Some(session) {
-            continue;
-        }
-        match t.kind {
-            Some(Kind::Plan) => counts[0] += 1,
-            Some(Kind::User) => counts[1] += 1,
-            _ => {}
-        }
-    }
-    counts
-}
-
-/// The end-of-session facts and the commands that review, merge or discard the session.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SessionSummary {
-    /// Session id.
-    pub session: String,
-    /// The session branch (`pai/<id>`, or the line the session continued); `None` when
-    /// read-only or when no branch exists (the session carried out nothing, or its plans
-    /// were all undone).
-    pub branch: Option<String>,
-    /// Short id of the commit the session started from (`None` on an unborn branch).
-    pub base_commit: Option<String>,
-    /// The branch the session started from (`None` when HEAD was detached).
-    pub base_branch: Option<String>,
-    /// Plan commits on the session branch.
-    pub plans: usize,
-    /// Snapshots of the user's uncommitted edits this session committed below its plans: the
-    /// branch's review diff and merge include them.
-    pub snapshots: usize,
-    /// Whether history lives in the private `.pai_history/git`.
-    pub private: bool,
-    /// Why the session could not record history.
-    pub read_only: Option<String>,
-    /// Command to review the session's changes.
-    pub review: Option<String>,
-    /// Command to merge them into the base branch.
-    pub merge: Option<String>,
-    /// Command to throw the session away.
-    pub discard: Option<String>,
-}
-
-pub(super) fn summary_for(
-    session: &str,
-    meta: &Meta,
-    plans: usize,
-    private: bool,
-    branch_exists: bool,
-) -> SessionSummary {
-    let branch = meta
-        .branch
-        .as_deref()
-        .map_or_else(|| format!("pai/{session}"), |b| names::short(b).to_string());
-    // Outside git the private repository's own branch (an unborn `master`) and commits mean
-    // nothing to the user: only the session branch is named.
-    let base_short = meta.base.filter(|_| !private).map(names::short_id);
-    let base_branch = meta
-        .base_branch
-        .as_deref()
-        .filter(|_| !private)
-        .map(|b| names::short(b).to_string());
-    let (review, merge, discard) = suggested_commands(
-        session,
-        &branch,
-        base_short.as_deref(),
-        base_branch.as_deref(),
-        private,
-    );
-    SessionSummary {
-        session: session.to_string(),
-        branch: branch_exists.then_some(branch),
-        base_commit: base_short,
-        base_branch,
-        plans,
-        snapshots: 0,
-        private,
-        read_only: None,
-        review,
-        merge,
-        discard,
-    }
-}
-
-/// The commands a session's end suggests (review, merge, discard), every name in them
-/// shell-quoted: the user may paste them.
-fn suggested_commands(
-    session: &str,
-    branch: &str,
-    base_short: Option<&str>,
-    base_branch: Option<&str>,
-    private: bool,
-) -> (Option<String>, Option<String>, Option<String>) {
-    use crate::shell::quote;
-    let branch = quote(branch);
-    if private {
-        return (
-            Some(format!("git --git-dir={}/git log -p {branch}", store::DIR)),
-            None,
-            None,
-        );
-    }
-    let base_short = base_short.map(quote);
-    let review = match &base_short {
-        Some(base) => format!("git diff {base}...{branch}"),
-        None => format!("git log -p {branch}"),
-    };
-    // Discarding undoes the plans and keeps the branch under refs/pai/discarded/: a
-    // `git branch -D` would drop the only copy of the edits pai snapshotted.
-    let discard = format!("pai discard {}", quote(session));
-    let merge = match (base_branch.map(quote), &base_short) {
-        (Some(b), Some(_)) => format!("git switch {b} && git merge {branch}"),
-        (Some(b), None) => format!("git switch -c {b} {branch}"),
-        (None, Some(base)) => format!("git switch --detach {base} && git merge {branch}"),
-        (None, None) => return (Some(review), None, None),
-    };
-    (Some(review), Some(merge), Some(discard))
-}
-
-impl SessionSummary {
-    /// Plain text for the end of a session.
-    pub fn render(&self) -> String {
-        if let Some(reason) = &self.read_only {
-            return format!(
-                "Session {}: no history recorded ({reason}).\n",
-                self.session
-            );
-        }
-        if self.plans == 0 && self.branch.is_none() {
-            return format!(
-                "Session {}: no plans recorded; nothing changed in git.\n",
-                self.session
-            );
-        }
-        let mut out = format!(
-            "Session {}: {} on {}",
-            self.session,
-            plural(self.plans, "plan", "plans"),
-            self.branch.as_deref().unwrap_or("(no branch)")
-        );
-        match (&self.base_branch, &self.base_commit) {
-            (Some(b), Some(c)) => out.push_str(&format!(" (from {b} at {c})")),
-            (Some(b), None) => out.push_str(&format!(" (from unborn {b})")),
-            (None, Some(c)) => out.push_str(&format!(" (from detached {c})")),
-            (None, None) => {}
-        }
-        out.push('\n');
-        if self.snapshots > 0 {
-            out.push_str(&format!(
-                "  the branch also holds {} of your uncommitted edits, taken before the plans that changed those files: the review and the merge include them; `pai discard` gives them back uncommitted\n",
-                plural(self.snapshots, "snapshot", "snapshots")
-            ));
-        }
-        for (label, cmd) in [
-            ("review ", &self.review),
-            ("merge  ", &self.merge),
-            ("discard", &self.discard),
-        ] {
-            if let Some(cmd) = cmd {
-                out.push_str(&format!("  {label}  {cmd}\n"));
-            }
-        }
-        if let Some(branch) = &self.branch {
-            if self.private {
-                out.push_str(
-                    "The next `pai` here continues this line of work (`pai undo` walks back across sessions); `pai --continue` also brings back this session's memory.\n",
-                );
-            } else {
-                out.push_str(&format!(
-                    "HEAD stays on {branch}: the next `pai` here continues this line of work on it (`pai undo` walks back across sessions); `pai --continue` also brings back this session's memory.\n"
-                ));
-            }
-        }
-        out
-    }
-}
-
-/// `1 plan`, `2 plans`.
-pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -2,7 +2,7 @@
 //! passes around it: the ignored files it created (git's tree never holds them; the pass
 //! before and the pass after each list the ignored files and folders they stopped at, and a
 //! new one is the command's) and the user's empty folders it wrote into. Both go into the
-//! plan's [`Made`](super::made::Made) record, as they do for a WRITE, so undo removes exactly
+//! plan's [`Made`](crate::history::record::made::Made) record, as they do for a WRITE, so undo removes exactly
 //! what the command made: its ignored files (while they hold what it left) and the folders it
 //! created, never a folder the user had. An ignored file inside an ignored folder that stood
 //! before (`build/` holding the user's own files) is not seen: the passes do not enter
@@ -10,13 +10,14 @@
 
 use std::collections::BTreeSet;
 
-use super::error::{Context as _, HistoryError};
-use super::ops::{Before, PlanJournal};
-use super::scope;
-use super::session::Session;
-use super::snapshot::RunBaseline;
-use super::worktree::{WorkEntry, WorkTree};
+use crate::history::error::{Context as _, HistoryError};
 use crate::history::index::run_index::RunIndex;
+use crate::history::ops::{Before, PlanJournal};
+use crate::history::plan::PlanUnderWay;
+use crate::history::plan::baseline::RunBaseline;
+use crate::history::scope;
+use crate::history::session::Session;
+use crate::history::worktree::{WorkEntry, WorkTree};
 use crate::workspace::StatusPass;
 
 /// Most ignored files recorded for one command: a command that makes more (an install, a
@@ -24,22 +25,23 @@ use crate::workspace::StatusPass;
 /// leaves it.
 pub const MAX_RUN_IGNORED: usize = 500;
 
-impl Session {
+impl PlanUnderWay {
     /// After a RUN: record in the plan what the command made beyond what git sees (see the
-    /// module documentation): `changed` are the paths it changed (from
-    /// [`Session::run_changes`]), `pass` the status pass after it, made against `index`.
-    /// The number of ignored files it created that were not recorded (over the limit).
-    pub fn note_run_made(
+    /// module documentation): `changed` are the paths it changed, `pass` the status pass
+    /// after it, made against `index`. The number of ignored files it created that were not
+    /// recorded (over the limit).
+    pub(in crate::history) fn note_run_made(
         &mut self,
+        session: &mut Session,
         wt: &dyn WorkTree,
         index: &RunIndex,
         baseline: &RunBaseline,
         pass: &StatusPass,
         changed: &[String],
     ) -> Result<usize, HistoryError> {
-        let session = self.id.clone();
-        let root = self.root.clone();
-        let w = self.writer()?;
+        let id = session.id.clone();
+        let root = session.root.clone();
+        let w = session.writer()?;
         let (ignored, left_out) = new_ignored_files(wt, baseline, pass);
         let mut befores = Vec::new();
         for path in &ignored {
@@ -50,12 +52,14 @@ impl Session {
                 .repo
                 .blob(&file.bytes)
                 .ctx(|| format!("cannot store {path}"))?;
-            w.made.ignored.insert(path.clone(), id.to_string());
+            self.made.ignored.insert(path.clone(), id.to_string());
             befores.push(Before {
                 path: path.clone(),
                 entry: None,
                 perm: None,
-                standing: Some(super::plan_journal::stood_before(index, baseline, path)),
+                standing: Some(crate::history::plan::journal::stood_before(
+                    index, baseline, path,
+                )),
             });
         }
         let created = changed
@@ -65,23 +69,15 @@ impl Session {
             let mut dir = path.as_str();
             while let Some((parent, _)) = dir.rsplit_once('/') {
                 if baseline.empty_dirs.contains(parent) {
-                    w.made.kept.insert(parent.to_string());
+                    self.made.kept.insert(parent.to_string());
                     break;
                 }
                 dir = parent;
             }
         }
-        let at = (root.as_path(), session.as_str(), w.next_plan);
-        PlanJournal::note_befores(&mut w.plan_journal, &w.repo, wt, at, befores)?;
+        let at = (root.as_path(), id.as_str(), w.next_plan);
+        PlanJournal::note_befores(&mut self.journal, &w.repo, wt, at, befores)?;
         Ok(left_out)
-    }
-}
-
-impl Session {
-    /// Whether the plan under way made ignored files a command created: its commit must be
-    /// made for undo to find them, even when it changed nothing git sees.
-    pub fn made_ignored_files(&self) -> bool {
-        matches!(&self.state, super::session::State::Writable(w) if !w.made.ignored.is_empty())
     }
 }
 

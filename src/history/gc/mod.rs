@@ -2,9 +2,11 @@
 //! an undo can be redone or a discarded session recovered — `refs/pai/undone/*` (with the
 //! trash refs of those plans) and `refs/pai/discarded/*` — and the session logs in
 //! `.pai_history`, once they are older than a setting (default 30 days), and then what undo
-//! kept for redo that no undone ref needs any more (`gc_kept`). Never anything still
+//! kept for redo that no undone ref needs any more (`kept.rs`). Never anything still
 //! on a branch: a ref whose commit a branch or a remote-tracking ref holds is kept, and so is
 //! the log of a session whose branch still exists.
+
+mod kept;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -14,6 +16,7 @@ use git2::Repository;
 use serde::Serialize;
 
 use super::error::HistoryError;
+use super::ops::{self, OpKind, Record};
 use super::revert;
 use crate::history::git::meta;
 use crate::history::git::names;
@@ -64,7 +67,8 @@ pub fn gc(root: &Path, opts: GcOptions) -> Result<GcReport, HistoryError> {
             index = RefIndex::read(repo);
         }
         if !report.stopped_early {
-            let kept = super::gc_kept::prune(repo, &index, root, cutoff, started_at, &over);
+            let kept =
+                crate::history::gc::kept::prune(repo, &index, root, cutoff, started_at, &over);
             report.refs.extend(kept.refs);
             report.records.extend(kept.records);
             report.stopped_early = kept.stopped_early;
@@ -84,7 +88,7 @@ fn prune_refs(
     report: &mut GcReport,
     over: &dyn Fn() -> bool,
 ) -> Result<(), HistoryError> {
-    let found = ["refs/pai/undone/", "refs/pai/discarded/"]
+    let found = [names::UNDONE_PREFIX, names::DISCARDED_PREFIX]
         .into_iter()
         .flat_map(|prefix| index.under(prefix));
     for (name, id) in found {
@@ -105,18 +109,27 @@ fn prune_refs(
         }
         let mut doomed = vec![name.clone()];
         // An undone plan's trash copies are kept only for its redo.
-        if let Some(rest) = name.strip_prefix("refs/pai/undone/") {
-            doomed.push(format!("refs/pai/trash/{rest}"));
+        if let Some(rest) = name.strip_prefix(names::UNDONE_PREFIX) {
+            doomed.push(format!("{}{rest}", names::TRASH_PREFIX));
         }
         for n in doomed {
-            if let Ok(mut r) = repo.find_reference(&n)
-                && r.delete().is_ok()
-            {
+            if delete_ref(repo, &n) {
                 report.refs.push(n);
             }
         }
     }
     Ok(())
+}
+
+/// Delete the ref `name` where it points now, through the executor; whether it was deleted.
+/// Best effort, as all of gc: a ref that cannot go stays for the next gc.
+pub(super) fn delete_ref(repo: &Repository, name: &str) -> bool {
+    let Ok(Some(now)) = names::target(repo, name) else {
+        return false;
+    };
+    let mut record = Record::new(OpKind::Gc);
+    record.reference(name, Some(now), None);
+    ops::at_once(repo, None, &record).is_ok_and(|done| done.changed == 1)
 }
 
 /// Remove `session_<id>.log` / `.jsonl` files whose session started before `cutoff` and whose

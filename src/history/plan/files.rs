@@ -11,9 +11,9 @@
 use git2::{Blob, Commit, DiffOptions, Patch, Repository, Tree};
 use serde::Serialize;
 
-use super::error::{Context, HistoryError};
-use super::revert;
-use super::scope::Entry;
+use crate::history::error::{Context, HistoryError};
+use crate::history::revert;
+use crate::history::scope::Entry;
 
 /// One file of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -268,7 +268,7 @@ fn unquoted(path: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::plan::files::*;
 
     #[test]
     fn lines_round_trip_with_awkward_paths() {

@@ -18,7 +18,7 @@ use crate::history::git::user_state;
 
 /// What the pass removed.
 #[derive(Debug, Default)]
-pub(super) struct Pruned {
+pub(in crate::history) struct Pruned {
     /// `refs/pai/kept/...` refs deleted.
     pub refs: Vec<String>,
     /// Record files removed, as `undone/<file>`.
@@ -29,11 +29,11 @@ pub(super) struct Pruned {
 
 /// A session's start time from its id (`gc::started_at`), passed in so this module and `gc`
 /// do not import each other.
-pub(super) type StartedAt = fn(&str) -> Option<i64>;
+pub(in crate::history) type StartedAt = fn(&str) -> Option<i64>;
 
 /// Prune the kept records and refs no undone ref needs and older than `cutoff` (see the
 /// module documentation).
-pub(super) fn prune(
+pub(in crate::history) fn prune(
     repo: &Repository,
     index: &RefIndex,
     root: &Path,
@@ -56,7 +56,7 @@ pub(super) fn prune(
             live: &live,
             fresh: &fresh,
         };
-        let kept = index.under("refs/pai/kept/");
+        let kept = index.under(names::KEPT_PREFIX);
         prune_refs(repo, kept, needed, cutoff, started_at, report, over);
     }
     pruned
@@ -65,10 +65,10 @@ pub(super) fn prune(
 /// `<session>.<plan>` of every `refs/pai/undone/<session>/<plan>` left.
 fn live_undone(index: &RefIndex) -> BTreeSet<String> {
     index
-        .under("refs/pai/undone/")
+        .under(names::UNDONE_PREFIX)
         .iter()
         .filter_map(|(name, _)| {
-            let (session, plan) = name.strip_prefix("refs/pai/undone/")?.rsplit_once('/')?;
+            let (session, plan) = names::undone_parts(name)?;
             Some(format!("{session}.{plan}"))
         })
         .collect()
@@ -150,10 +150,7 @@ fn prune_refs(
             report.stopped_early = true;
             return;
         }
-        let Some((session, plan)) = name
-            .strip_prefix("refs/pai/kept/")
-            .and_then(|rest| rest.rsplit_once('/'))
-        else {
+        let Some((session, plan)) = names::kept_parts(&name) else {
             continue;
         };
         let plan = plan.strip_suffix("-rewrite").unwrap_or(plan);
@@ -167,9 +164,7 @@ fn prune_refs(
         if needed || !old {
             continue;
         }
-        if let Ok(mut r) = repo.find_reference(&name)
-            && r.delete().is_ok()
-        {
+        if crate::history::gc::delete_ref(repo, &name) {
             report.refs.push(name);
         }
     }
@@ -177,7 +172,7 @@ fn prune_refs(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::gc::kept::*;
 
     #[test]
     fn record_files_belong_to_their_plan_only() {

@@ -311,7 +311,7 @@ pub(crate) fn request_of(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::history::record::message::*;
 
     #[test]
     fn steps_are_read_back_from_the_message() {
