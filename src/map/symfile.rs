@@ -1,0 +1,342 @@
+//! The symbols of every cached file version, kept in a file beside the map's cache
+//! (`<cache>.syms`) and memory-mapped: the names (identifiers, signatures, the terms of defined
+//! names), each blob's definitions and references, and two inverted indexes — which blobs
+//! define a name, which blobs define a name holding a term. A warm map decodes only the blobs
+//! it ranks, shows or walks the reference graph through, and looks names up by binary search
+//! through the mapping: what it loads is bounded by what it ranks, not by how many files
+//! define something.
+//!
+//! Layout (integers little-endian, every section at a multiple of four bytes): a header
+//! (`MAGIC`, the id the cache it pairs with names, the number of blobs, of names, of definer
+//! pairs, of term pairs, bytes of name text, bytes of facts), then per blob where its facts
+//! end (`u32`, `blobs` of them; a blob whose facts are empty has no symbols), per name where
+//! its text ends (`u32`), the names' ids in string order (`u32`), the (name, blob) pairs of
+//! definitions sorted, the (term, blob) pairs of the terms of defined names sorted, the names'
+//! text, and the facts (postcard). The file lives outside the project like the rest of the
+//! cache and is replaced by renaming, never rewritten in place; every range read from it is
+//! checked against the header, and an id past the cache's is ignored.
+
+use std::path::{Path, PathBuf};
+
+use super::facts::Facts;
+use super::words::{WordsId, new_id};
+
+/// The file's first bytes (the last digit is the layout's version).
+const MAGIC: &[u8; 8] = b"PAISYMS1";
+/// Bytes of the header.
+const HEADER: usize = 56;
+
+/// Where the symbols of the cache at `cache` are kept.
+pub fn path_of(cache: &Path) -> PathBuf {
+    cache.with_extension("syms")
+}
+
+/// An open symbols file, checked against the cache it pairs with.
+#[derive(Debug)]
+pub struct SymFile {
+    map: memmap2::Mmap,
+    blobs: usize,
+    names: usize,
+    def_pairs: usize,
+    term_pairs: usize,
+    text_len: usize,
+    facts_len: usize,
+}
+
+/// Where each section starts.
+struct Sections {
+    ends: usize,
+    name_ends: usize,
+    sorted: usize,
+    defs: usize,
+    terms: usize,
+    text: usize,
+    facts: usize,
+    total: usize,
+}
+
+fn sections(
+    blobs: usize,
+    names: usize,
+    defs: usize,
+    terms: usize,
+    text: usize,
+    facts: usize,
+) -> Option<Sections> {
+    let ends = HEADER;
+    let name_ends = ends.checked_add(blobs.checked_mul(4)?)?;
+    let sorted = name_ends.checked_add(names.checked_mul(4)?)?;
+    let defs_at = sorted.checked_add(names.checked_mul(4)?)?;
+    let terms_at = defs_at.checked_add(defs.checked_mul(8)?)?;
+    let text_at = terms_at.checked_add(terms.checked_mul(8)?)?;
+    let facts_at = text_at.checked_add(text.checked_add(3)? / 4 * 4)?;
+    let total = facts_at.checked_add(facts)?;
+    Some(Sections {
+        ends,
+        name_ends,
+        sorted,
+        defs: defs_at,
+        terms: terms_at,
+        text: text_at,
+        facts: facts_at,
+        total,
+    })
+}
+
+impl SymFile {
+    /// Open the symbols file at `path` if it is the one `id` names, for a cache of `blobs`
+    /// blobs, and whole.
+    pub fn open(path: &Path, id: &WordsId, blobs: usize) -> Option<SymFile> {
+        let file = std::fs::File::open(path).ok()?;
+        // SAFETY: the file is the user's own cache, outside the project, and only ever
+        // replaced by renaming a new file over it (never truncated or rewritten in place), so
+        // the mapped bytes do not change under the mapping; every read of them is
+        // bounds-checked against the header and the mapping's length.
+        let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        let head = map.get(..HEADER)?;
+        if &head[..8] != MAGIC || &head[8..24] != id {
+            return None;
+        }
+        let u32_at = |at: usize| head.get(at..at + 4).map(le32);
+        let u64_at = |at: usize| {
+            head.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+        };
+        let out = SymFile {
+            blobs: u32_at(24)? as usize,
+            names: u32_at(28)? as usize,
+            def_pairs: u32_at(32)? as usize,
+            term_pairs: u32_at(36)? as usize,
+            text_len: usize::try_from(u64_at(40)?).ok()?,
+            facts_len: usize::try_from(u64_at(48)?).ok()?,
+            map,
+        };
+        if out.blobs != blobs {
+            return None;
+        }
+        let s = out.sections()?;
+        (s.total == out.map.len()).then_some(out)
+    }
+
+    fn sections(&self) -> Option<Sections> {
+        sections(
+            self.blobs,
+            self.names,
+            self.def_pairs,
+            self.term_pairs,
+            self.text_len,
+            self.facts_len,
+        )
+    }
+
+    /// The `u32` at index `i` of the section starting at `at` (of `len` entries).
+    fn u32_in(&self, at: usize, len: usize, i: usize) -> Option<u32> {
+        if i >= len {
+            return None;
+        }
+        let from = at.checked_add(i.checked_mul(4)?)?;
+        self.map.get(from..from + 4).map(le32)
+    }
+
+    /// How many names the file holds.
+    pub fn names(&self) -> usize {
+        self.names
+    }
+
+    /// The text of name `id` (`None` past the end or when damaged).
+    pub fn name(&self, id: u32) -> Option<&str> {
+        let s = self.sections()?;
+        let i = id as usize;
+        let end = self.u32_in(s.name_ends, self.names, i)? as usize;
+        let start = match i.checked_sub(1) {
+            None => 0,
+            Some(p) => self.u32_in(s.name_ends, self.names, p)? as usize,
+        };
+        if start > end || end > self.text_len {
+            return None;
+        }
+        let bytes = self.map.get(s.text + start..s.text + end)?;
+        std::str::from_utf8(bytes).ok()
+    }
+
+    /// The id of name `name`, by binary search of the names in string order.
+    pub fn lookup(&self, name: &str) -> Option<u32> {
+        let s = self.sections()?;
+        let (mut lo, mut hi) = (0usize, self.names);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let id = self.u32_in(s.sorted, self.names, mid)?;
+            match self.name(id)?.cmp(name) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(id),
+            }
+        }
+        None
+    }
+
+    /// Name ids in string order, as written (for merging with names added since).
+    pub fn sorted(&self) -> impl Iterator<Item = u32> + '_ {
+        let at = self.sections().map_or(0, |s| s.sorted);
+        (0..self.names).filter_map(move |i| self.u32_in(at, self.names, i))
+    }
+
+    /// The facts of blob `b`, when it has symbols (`None` too when damaged or naming a name
+    /// past the file's).
+    pub fn facts(&self, b: u32) -> Option<Facts> {
+        let s = self.sections()?;
+        let i = b as usize;
+        let end = self.u32_in(s.ends, self.blobs, i)? as usize;
+        let start = match i.checked_sub(1) {
+            None => 0,
+            Some(p) => self.u32_in(s.ends, self.blobs, p)? as usize,
+        };
+        if start >= end || end > self.facts_len {
+            return None;
+        }
+        let bytes = self.map.get(s.facts + start..s.facts + end)?;
+        let f: Facts = postcard::from_bytes(bytes).ok()?;
+        f.ids_below(self.names).then_some(f)
+    }
+
+    /// Whether blob `b` has symbols.
+    pub fn has_symbols(&self, b: u32) -> bool {
+        let Some(s) = self.sections() else {
+            return false;
+        };
+        let i = b as usize;
+        let end = self.u32_in(s.ends, self.blobs, i);
+        let start = match i.checked_sub(1) {
+            None => Some(0),
+            Some(p) => self.u32_in(s.ends, self.blobs, p),
+        };
+        matches!((start, end), (Some(a), Some(z)) if a < z)
+    }
+
+    /// The blobs of the pairs (`key`, blob) in the section at `at` of `len` pairs.
+    fn pairs_of(&self, at: usize, len: usize, key: u32) -> Vec<u32> {
+        let pair = |i: usize| -> Option<(u32, u32)> {
+            let from = at.checked_add(i.checked_mul(8)?)?;
+            let b = self.map.get(from..from + 8)?;
+            Some((le32(&b[..4]), le32(&b[4..])))
+        };
+        let (mut lo, mut hi) = (0usize, len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match pair(mid) {
+                Some((k, _)) if k < key => lo = mid + 1,
+                Some(_) => hi = mid,
+                None => return Vec::new(),
+            }
+        }
+        let mut out = Vec::new();
+        let mut i = lo;
+        while let Some((k, b)) = pair(i).filter(|_| i < len) {
+            if k != key {
+                break;
+            }
+            if (b as usize) < self.blobs {
+                out.push(b);
+            }
+            i += 1;
+        }
+        out
+    }
+
+    /// The blobs defining name `name`, in blob order.
+    pub fn defining(&self, name: u32) -> Vec<u32> {
+        let at = self.sections().map_or(0, |s| s.defs);
+        self.pairs_of(at, self.def_pairs, name)
+    }
+
+    /// The blobs defining a name that holds term `term`, in blob order.
+    pub fn with_def_term(&self, term: u32) -> Vec<u32> {
+        let at = self.sections().map_or(0, |s| s.terms);
+        self.pairs_of(at, self.term_pairs, term)
+    }
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// What a symbols file is written from.
+pub struct Contents<'a> {
+    /// How many blobs.
+    pub blobs: usize,
+    /// Every name's text, by id.
+    pub name: &'a dyn Fn(u32) -> &'a str,
+    /// How many names.
+    pub names: usize,
+    /// The name ids in string order.
+    pub sorted: Vec<u32>,
+    /// The facts of blob `b`, when it has symbols.
+    pub facts: &'a dyn Fn(u32) -> Option<Facts>,
+}
+
+/// Write the symbols file at `path` (atomically, private to the user). Returns its id.
+pub fn write(path: &Path, c: &Contents<'_>) -> std::io::Result<WordsId> {
+    let too_big = || std::io::Error::other("the map's symbols file would pass 4 GB");
+    let id = new_id();
+    let count = |n: usize| u32::try_from(n).map_err(|_| too_big());
+    let mut ends = Vec::with_capacity(c.blobs * 4);
+    let mut facts = Vec::new();
+    let mut defs: Vec<(u32, u32)> = Vec::new();
+    let mut terms: Vec<(u32, u32)> = Vec::new();
+    for b in 0..count(c.blobs)? {
+        if let Some(f) = (c.facts)(b).filter(Facts::has_symbols) {
+            defs.extend(f.defs.iter().map(|d| (d.name, b)));
+            terms.extend(f.def_terms.iter().map(|&t| (t, b)));
+            let bytes = postcard::to_stdvec(&f).map_err(std::io::Error::other)?;
+            facts.extend_from_slice(&bytes);
+        }
+        ends.extend_from_slice(&count(facts.len())?.to_le_bytes());
+    }
+    defs.sort_unstable();
+    defs.dedup();
+    terms.sort_unstable();
+    terms.dedup();
+    let mut name_ends = Vec::with_capacity(c.names * 4);
+    let mut text = Vec::new();
+    for id in 0..count(c.names)? {
+        text.extend_from_slice((c.name)(id).as_bytes());
+        name_ends.extend_from_slice(&count(text.len())?.to_le_bytes());
+    }
+    let s = sections(
+        c.blobs,
+        c.names,
+        defs.len(),
+        terms.len(),
+        text.len(),
+        facts.len(),
+    )
+    .ok_or_else(too_big)?;
+    let mut out = Vec::with_capacity(s.total);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&id);
+    for n in [c.blobs, c.names, defs.len(), terms.len()] {
+        out.extend_from_slice(&count(n)?.to_le_bytes());
+    }
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(facts.len() as u64).to_le_bytes());
+    out.extend_from_slice(&ends);
+    out.extend_from_slice(&name_ends);
+    for id in &c.sorted {
+        out.extend_from_slice(&id.to_le_bytes());
+    }
+    for (k, b) in defs.iter().chain(&terms) {
+        out.extend_from_slice(&k.to_le_bytes());
+        out.extend_from_slice(&b.to_le_bytes());
+    }
+    out.extend_from_slice(&text);
+    out.resize(s.facts, 0);
+    out.extend_from_slice(&facts);
+    if out.len() != s.total || c.sorted.len() != c.names {
+        return Err(std::io::Error::other(
+            "the map's symbols file is inconsistent",
+        ));
+    }
+    crate::private_file::write_atomic(path, &out)?;
+    Ok(id)
+}
