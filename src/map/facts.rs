@@ -2,6 +2,7 @@
 //! to, and how often each term occurs in it. Names and terms are numbers into one [`Names`]
 //! table, so the cache stays small and the ranker compares integers.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -15,9 +16,9 @@ const MAX_TERMS: usize = 4_000;
 
 /// Interned strings: identifiers (case kept) and terms (lower case, stemmed).
 ///
-/// The names a cache stored stay in its memory-mapped symbols file (`symfile.rs`), found by
-/// binary search there: a warm map looks up a few names among hundreds of thousands, and
-/// copying them all out, or hashing them, would cost more than the rest of the map. Only
+/// The names a cache stored stay in its symbols file (`symfile.rs`), found by binary search
+/// there: a warm map looks up a few names among hundreds of thousands, and copying them all
+/// out, or hashing them, would cost more than the rest of the map. Only
 /// names added since (ids after the file's) are held here, in a hash table.
 #[derive(Debug, Default, Clone)]
 pub struct Names {
@@ -67,22 +68,36 @@ impl Names {
     }
 
     /// The string of `id` (empty for an unknown id).
-    pub fn get(&self, id: u32) -> &str {
+    pub fn get(&self, id: u32) -> Cow<'_, str> {
         if id < self.base_len {
-            return self.base.as_ref().and_then(|b| b.name(id)).unwrap_or("");
+            return self
+                .base
+                .as_ref()
+                .and_then(|b| b.name(id))
+                .unwrap_or_default();
         }
         let i = (id - self.base_len) as usize;
         let Some(&end) = self.ends.get(i) else {
-            return "";
+            return Cow::Borrowed("");
         };
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        self.text.get(start..end as usize).unwrap_or("")
+        Cow::Borrowed(self.text.get(start..end as usize).unwrap_or(""))
+    }
+
+    /// These names with the symbols file's read whole into memory (for writing the next file
+    /// from them: every name is read then).
+    pub fn in_memory(&self) -> Self {
+        let mut out = self.clone();
+        if let Some(whole) = self.base.as_ref().and_then(|b| b.whole()) {
+            out.base = Some(Arc::new(whole));
+        }
+        out
     }
 
     /// Every id in string order: the symbols file's order merged with the added names'.
     pub fn sorted(&self) -> Vec<u32> {
         let mut added: Vec<u32> = self.added.values().copied().collect();
-        added.sort_unstable_by(|&a, &b| self.get(a).cmp(self.get(b)));
+        added.sort_unstable_by(|&a, &b| self.get(a).cmp(&self.get(b)));
         let mut out = Vec::with_capacity(self.len());
         let mut added = added.into_iter().peekable();
         if let Some(base) = &self.base {

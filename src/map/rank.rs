@@ -540,6 +540,7 @@ fn out_edges(
             continue;
         }
         let text = names.get(*name);
+        let text = text.as_ref();
         let mut mul = 1.0;
         if wanted.contains(name) {
             mul *= 10.0;

@@ -91,7 +91,7 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
                 entry.push_str(&format!(
                     "  {}: {}\n",
                     d.line,
-                    one_line(input.names.get(d.signature))
+                    one_line(&input.names.get(d.signature))
                 ));
             }
         }
@@ -144,6 +144,7 @@ fn key_defs<'a>(input: &'a Input<'_>, file: usize, limit: usize) -> Vec<&'a DefR
     let idents: HashSet<&str> = input.query.idents.iter().map(String::as_str).collect();
     let matches = |d: &DefRec| {
         let name = input.names.get(d.name);
+        let name = name.as_ref();
         idents.contains(name)
             || terms::term_set(name)
                 .iter()

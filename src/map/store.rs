@@ -594,35 +594,37 @@ fn write_symbols(
             .collect(),
         None => (0..u32::try_from(store.saved).unwrap_or(NONE)).collect(),
     };
-    let syms = store.syms.as_deref();
+    // Every stored blob and name is read: the file read whole once, not range by range.
+    let syms = store.syms.as_deref().and_then(SymFile::whole);
+    let all = store.names.in_memory();
     let facts_of = |b: u32| -> Option<Facts> {
         match stored_of.get(b as usize) {
-            Some(&old) => syms?.facts(old),
+            Some(&old) => syms.as_ref()?.facts(old),
             None => store.added_facts.get(&b).cloned(),
         }
     };
     let blobs = store.ids.len();
     if renumbered.is_none() {
-        let name = |id: u32| store.names.get(id);
+        let name = |id: u32| all.get(id);
         return symfile::write(
             path,
             &symfile::Contents {
                 blobs,
                 name: &name,
-                names: store.names.len(),
-                sorted: store.names.sorted(),
+                names: all.len(),
+                sorted: all.sorted(),
                 facts: &facts_of,
             },
         );
     }
     // Only the names the kept blobs use, renumbered in the order first met.
     let mut names = Names::default();
-    let mut map = vec![NONE; store.names.len()];
+    let mut map = vec![NONE; all.len()];
     let mut keep = |id: u32| {
         if let Some(slot) = map.get_mut(id as usize)
             && *slot == NONE
         {
-            *slot = names.intern(store.names.get(id));
+            *slot = names.intern(&all.get(id));
         }
     };
     for b in 0..u32::try_from(blobs).unwrap_or(NONE) {

@@ -1,10 +1,12 @@
 //! The symbols of every cached file version, kept in a file beside the map's cache
-//! (`<cache>.syms`) and memory-mapped: the names (identifiers, signatures, the terms of defined
+//! (`<cache>.syms`): the names (identifiers, signatures, the terms of defined
 //! names), each blob's definitions and references, and two inverted indexes — which blobs
-//! define a name, which blobs define a name holding a term. A warm map decodes only the blobs
-//! it ranks, shows or walks the reference graph through, and looks names up by binary search
-//! through the mapping: what it loads is bounded by what it ranks, not by how many files
-//! define something.
+//! define a name, which blobs define a name holding a term. A warm map reads only the blobs it
+//! ranks, shows or walks the reference graph through, and looks names up by binary search
+//! through the file: what it loads is bounded by what it ranks, not by how many files define
+//! something. The file is read with `pread`, not mapped: the kernel maps a cached file's pages
+//! in runs as large as the page cache holds them (megabytes, for a file just written), so a
+//! binary search through a mapping would make most of the file resident.
 //!
 //! Layout (integers little-endian, every section at a multiple of four bytes): a header
 //! (`MAGIC`, the id the cache it pairs with names, the number of blobs, of names, of definer
@@ -16,6 +18,9 @@
 //! cache and is replaced by renaming, never rewritten in place; every range read from it is
 //! checked against the header, and an id past the cache's is ignored.
 
+use std::borrow::Cow;
+use std::fs::File;
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
 use super::facts::Facts;
@@ -31,10 +36,19 @@ pub fn path_of(cache: &Path) -> PathBuf {
     cache.with_extension("syms")
 }
 
+/// Where a symbols file's bytes are read from.
+#[derive(Debug)]
+enum Source {
+    /// The open file, read range by range.
+    File(File),
+    /// The whole file, read once (for writing the next one from it).
+    Bytes(Vec<u8>),
+}
+
 /// An open symbols file, checked against the cache it pairs with.
 #[derive(Debug)]
 pub struct SymFile {
-    map: memmap2::Mmap,
+    src: Source,
     blobs: usize,
     names: usize,
     def_pairs: usize,
@@ -87,13 +101,9 @@ impl SymFile {
     /// Open the symbols file at `path` if it is the one `id` names, for a cache of `blobs`
     /// blobs, and whole.
     pub fn open(path: &Path, id: &WordsId, blobs: usize) -> Option<SymFile> {
-        let file = std::fs::File::open(path).ok()?;
-        // SAFETY: the file is the user's own cache, outside the project, and only ever
-        // replaced by renaming a new file over it (never truncated or rewritten in place), so
-        // the mapped bytes do not change under the mapping; every read of them is
-        // bounds-checked against the header and the mapping's length.
-        let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-        let head = map.get(..HEADER)?;
+        let file = File::open(path).ok()?;
+        let mut head = [0u8; HEADER];
+        file.read_exact_at(&mut head, 0).ok()?;
         if &head[..8] != MAGIC || &head[8..24] != id {
             return None;
         }
@@ -103,6 +113,7 @@ impl SymFile {
                 .and_then(|b| b.try_into().ok())
                 .map(u64::from_le_bytes)
         };
+        let len = file.metadata().ok()?.len();
         let out = SymFile {
             blobs: u32_at(24)? as usize,
             names: u32_at(28)? as usize,
@@ -110,13 +121,36 @@ impl SymFile {
             term_pairs: u32_at(36)? as usize,
             text_len: usize::try_from(u64_at(40)?).ok()?,
             facts_len: usize::try_from(u64_at(48)?).ok()?,
-            map,
+            src: Source::File(file),
         };
         if out.blobs != blobs {
             return None;
         }
         let s = out.sections()?;
-        (s.total == out.map.len()).then_some(out)
+        (s.total as u64 == len).then_some(out)
+    }
+
+    /// The same file read whole into memory (to write the next one from it; `None` when it
+    /// cannot be read).
+    pub fn whole(&self) -> Option<SymFile> {
+        let s = self.sections()?;
+        let bytes = self.bytes(0, s.total)?.into_owned();
+        Some(SymFile {
+            src: Source::Bytes(bytes),
+            ..*self
+        })
+    }
+
+    /// `len` bytes at `at` (`None` past the end or when the file cannot be read).
+    fn bytes(&self, at: usize, len: usize) -> Option<Cow<'_, [u8]>> {
+        match &self.src {
+            Source::Bytes(b) => b.get(at..at.checked_add(len)?).map(Cow::Borrowed),
+            Source::File(f) => {
+                let mut buf = vec![0u8; len];
+                f.read_exact_at(&mut buf, at as u64).ok()?;
+                Some(Cow::Owned(buf))
+            }
+        }
     }
 
     fn sections(&self) -> Option<Sections> {
@@ -136,7 +170,7 @@ impl SymFile {
             return None;
         }
         let from = at.checked_add(i.checked_mul(4)?)?;
-        self.map.get(from..from + 4).map(le32)
+        self.bytes(from, 4).map(|b| le32(&b))
     }
 
     /// How many names the file holds.
@@ -145,7 +179,7 @@ impl SymFile {
     }
 
     /// The text of name `id` (`None` past the end or when damaged).
-    pub fn name(&self, id: u32) -> Option<&str> {
+    pub fn name(&self, id: u32) -> Option<Cow<'_, str>> {
         let s = self.sections()?;
         let i = id as usize;
         let end = self.u32_in(s.name_ends, self.names, i)? as usize;
@@ -156,8 +190,10 @@ impl SymFile {
         if start > end || end > self.text_len {
             return None;
         }
-        let bytes = self.map.get(s.text + start..s.text + end)?;
-        std::str::from_utf8(bytes).ok()
+        match self.bytes(s.text + start, end - start)? {
+            Cow::Borrowed(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
+            Cow::Owned(b) => String::from_utf8(b).ok().map(Cow::Owned),
+        }
     }
 
     /// The id of name `name`, by binary search of the names in string order.
@@ -167,7 +203,7 @@ impl SymFile {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let id = self.u32_in(s.sorted, self.names, mid)?;
-            match self.name(id)?.cmp(name) {
+            match self.name(id)?.as_ref().cmp(name) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Some(id),
@@ -177,9 +213,11 @@ impl SymFile {
     }
 
     /// Name ids in string order, as written (for merging with names added since).
-    pub fn sorted(&self) -> impl Iterator<Item = u32> + '_ {
-        let at = self.sections().map_or(0, |s| s.sorted);
-        (0..self.names).filter_map(move |i| self.u32_in(at, self.names, i))
+    pub fn sorted(&self) -> Vec<u32> {
+        self.sections()
+            .and_then(|s| self.bytes(s.sorted, self.names * 4))
+            .map(|b| b.chunks_exact(4).map(le32).collect())
+            .unwrap_or_default()
     }
 
     /// The facts of blob `b`, when it has symbols (`None` too when damaged or naming a name
@@ -195,8 +233,8 @@ impl SymFile {
         if start >= end || end > self.facts_len {
             return None;
         }
-        let bytes = self.map.get(s.facts + start..s.facts + end)?;
-        let f: Facts = postcard::from_bytes(bytes).ok()?;
+        let bytes = self.bytes(s.facts + start, end - start)?;
+        let f: Facts = postcard::from_bytes(&bytes).ok()?;
         f.ids_below(self.names).then_some(f)
     }
 
@@ -218,7 +256,7 @@ impl SymFile {
     fn pairs_of(&self, at: usize, len: usize, key: u32) -> Vec<u32> {
         let pair = |i: usize| -> Option<(u32, u32)> {
             let from = at.checked_add(i.checked_mul(8)?)?;
-            let b = self.map.get(from..from + 8)?;
+            let b = self.bytes(from, 8)?;
             Some((le32(&b[..4]), le32(&b[4..])))
         };
         let (mut lo, mut hi) = (0usize, len);
@@ -266,7 +304,7 @@ pub struct Contents<'a> {
     /// How many blobs.
     pub blobs: usize,
     /// Every name's text, by id.
-    pub name: &'a dyn Fn(u32) -> &'a str,
+    pub name: &'a dyn Fn(u32) -> Cow<'a, str>,
     /// How many names.
     pub names: usize,
     /// The name ids in string order.
