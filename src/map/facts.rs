@@ -88,7 +88,7 @@ impl Names {
     /// from them: every name is read then).
     pub fn in_memory(&self) -> Self {
         let mut out = self.clone();
-        if let Some(whole) = self.base.as_ref().and_then(|b| b.whole()) {
+        if let Some(whole) = self.base.as_ref().and_then(|b| b.names_in_memory()) {
             out.base = Some(Arc::new(whole));
         }
         out

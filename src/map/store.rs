@@ -594,12 +594,12 @@ fn write_symbols(
             .collect(),
         None => (0..u32::try_from(store.saved).unwrap_or(NONE)).collect(),
     };
-    // Every stored blob and name is read: the file read whole once, not range by range.
-    let syms = store.syms.as_deref().and_then(SymFile::whole);
+    // Every stored name is read: the names read whole once, not range by range.
+    let syms = store.syms.as_deref();
     let all = store.names.in_memory();
     let facts_of = |b: u32| -> Option<Facts> {
         match stored_of.get(b as usize) {
-            Some(&old) => syms.as_ref()?.facts(old),
+            Some(&old) => syms?.facts(old),
             None => store.added_facts.get(&b).cloned(),
         }
     };

@@ -36,13 +36,13 @@ pub fn path_of(cache: &Path) -> PathBuf {
     cache.with_extension("syms")
 }
 
-/// Where a symbols file's bytes are read from.
+/// Where a symbols file's bytes are read from: the open file, range by range, but for its
+/// first bytes when they were read whole once (for writing the next file: every name is read
+/// then).
 #[derive(Debug)]
-enum Source {
-    /// The open file, read range by range.
-    File(File),
-    /// The whole file, read once (for writing the next one from it).
-    Bytes(Vec<u8>),
+struct Source {
+    head: Vec<u8>,
+    file: File,
 }
 
 /// An open symbols file, checked against the cache it pairs with.
@@ -121,7 +121,10 @@ impl SymFile {
             term_pairs: u32_at(36)? as usize,
             text_len: usize::try_from(u64_at(40)?).ok()?,
             facts_len: usize::try_from(u64_at(48)?).ok()?,
-            src: Source::File(file),
+            src: Source {
+                head: Vec::new(),
+                file,
+            },
         };
         if out.blobs != blobs {
             return None;
@@ -130,27 +133,28 @@ impl SymFile {
         (s.total as u64 == len).then_some(out)
     }
 
-    /// The same file read whole into memory (to write the next one from it; `None` when it
-    /// cannot be read).
-    pub fn whole(&self) -> Option<SymFile> {
+    /// The same file with everything but the facts read into memory (to write the next one
+    /// from it; `None` when it cannot be read).
+    pub fn names_in_memory(&self) -> Option<SymFile> {
         let s = self.sections()?;
-        let bytes = self.bytes(0, s.total)?.into_owned();
+        let head = self.bytes(0, s.facts)?.into_owned();
         Some(SymFile {
-            src: Source::Bytes(bytes),
+            src: Source {
+                head,
+                file: self.src.file.try_clone().ok()?,
+            },
             ..*self
         })
     }
 
     /// `len` bytes at `at` (`None` past the end or when the file cannot be read).
     fn bytes(&self, at: usize, len: usize) -> Option<Cow<'_, [u8]>> {
-        match &self.src {
-            Source::Bytes(b) => b.get(at..at.checked_add(len)?).map(Cow::Borrowed),
-            Source::File(f) => {
-                let mut buf = vec![0u8; len];
-                f.read_exact_at(&mut buf, at as u64).ok()?;
-                Some(Cow::Owned(buf))
-            }
+        if let Some(b) = self.src.head.get(at..at.checked_add(len)?) {
+            return Some(Cow::Borrowed(b));
         }
+        let mut buf = vec![0u8; len];
+        self.src.file.read_exact_at(&mut buf, at as u64).ok()?;
+        Some(Cow::Owned(buf))
     }
 
     fn sections(&self) -> Option<Sections> {
@@ -313,68 +317,97 @@ pub struct Contents<'a> {
     pub facts: &'a dyn Fn(u32) -> Option<Facts>,
 }
 
-/// Write the symbols file at `path` (atomically, private to the user). Returns its id.
+/// Write the symbols file at `path` (atomically, private to the user), the facts encoded
+/// twice (once for their sizes, once into the file) rather than held whole. Returns its id.
 pub fn write(path: &Path, c: &Contents<'_>) -> std::io::Result<WordsId> {
+    use std::io::Write as _;
     let too_big = || std::io::Error::other("the map's symbols file would pass 4 GB");
     let id = new_id();
     let count = |n: usize| u32::try_from(n).map_err(|_| too_big());
-    let mut ends = Vec::with_capacity(c.blobs * 4);
-    let mut facts = Vec::new();
+    let encode = |f: &Facts, buf: &mut Vec<u8>| -> std::io::Result<()> {
+        buf.clear();
+        *buf = postcard::to_extend(f, std::mem::take(buf)).map_err(std::io::Error::other)?;
+        Ok(())
+    };
+    let symbols = |b: u32| (c.facts)(b).filter(Facts::has_symbols);
+    let mut ends = Vec::with_capacity(c.blobs);
     let mut defs: Vec<(u32, u32)> = Vec::new();
     let mut terms: Vec<(u32, u32)> = Vec::new();
+    let mut buf = Vec::new();
+    let mut facts_len = 0usize;
     for b in 0..count(c.blobs)? {
-        if let Some(f) = (c.facts)(b).filter(Facts::has_symbols) {
+        if let Some(f) = symbols(b) {
             defs.extend(f.defs.iter().map(|d| (d.name, b)));
             terms.extend(f.def_terms.iter().map(|&t| (t, b)));
-            let bytes = postcard::to_stdvec(&f).map_err(std::io::Error::other)?;
-            facts.extend_from_slice(&bytes);
+            encode(&f, &mut buf)?;
+            facts_len += buf.len();
         }
-        ends.extend_from_slice(&count(facts.len())?.to_le_bytes());
+        ends.push(count(facts_len)?);
     }
     defs.sort_unstable();
     defs.dedup();
     terms.sort_unstable();
     terms.dedup();
-    let mut name_ends = Vec::with_capacity(c.names * 4);
-    let mut text = Vec::new();
+    let mut name_ends = Vec::with_capacity(c.names);
+    let mut text_len = 0usize;
     for id in 0..count(c.names)? {
-        text.extend_from_slice((c.name)(id).as_bytes());
-        name_ends.extend_from_slice(&count(text.len())?.to_le_bytes());
+        text_len += (c.name)(id).len();
+        name_ends.push(count(text_len)?);
     }
     let s = sections(
         c.blobs,
         c.names,
         defs.len(),
         terms.len(),
-        text.len(),
-        facts.len(),
+        text_len,
+        facts_len,
     )
     .ok_or_else(too_big)?;
-    let mut out = Vec::with_capacity(s.total);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&id);
-    for n in [c.blobs, c.names, defs.len(), terms.len()] {
-        out.extend_from_slice(&count(n)?.to_le_bytes());
-    }
-    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
-    out.extend_from_slice(&(facts.len() as u64).to_le_bytes());
-    out.extend_from_slice(&ends);
-    out.extend_from_slice(&name_ends);
-    for id in &c.sorted {
-        out.extend_from_slice(&id.to_le_bytes());
-    }
-    for (k, b) in defs.iter().chain(&terms) {
-        out.extend_from_slice(&k.to_le_bytes());
-        out.extend_from_slice(&b.to_le_bytes());
-    }
-    out.extend_from_slice(&text);
-    out.resize(s.facts, 0);
-    out.extend_from_slice(&facts);
-    if out.len() != s.total || c.sorted.len() != c.names {
+    if c.sorted.len() != c.names {
         return Err(std::io::Error::other(
             "the map's symbols file is inconsistent",
         ));
     }
-    crate::private_file::write_atomic(path, &out)?;
+    crate::private_file::write_atomic_with(path, |file| {
+        let mut out = std::io::BufWriter::new(file);
+        let mut at = 0usize;
+        let mut put = |out: &mut std::io::BufWriter<&mut File>, b: &[u8]| -> std::io::Result<()> {
+            at += b.len();
+            out.write_all(b)
+        };
+        put(&mut out, MAGIC)?;
+        put(&mut out, &id)?;
+        for n in [c.blobs, c.names, defs.len(), terms.len()] {
+            put(&mut out, &count(n)?.to_le_bytes())?;
+        }
+        put(&mut out, &(text_len as u64).to_le_bytes())?;
+        put(&mut out, &(facts_len as u64).to_le_bytes())?;
+        for n in ends.iter().chain(&name_ends).chain(&c.sorted) {
+            put(&mut out, &n.to_le_bytes())?;
+        }
+        for (k, b) in defs.iter().chain(&terms) {
+            put(&mut out, &k.to_le_bytes())?;
+            put(&mut out, &b.to_le_bytes())?;
+        }
+        for id in 0..count(c.names)? {
+            put(&mut out, (c.name)(id).as_bytes())?;
+        }
+        let pad = s.facts.checked_sub(s.text + text_len).ok_or_else(too_big)?;
+        put(&mut out, &[0u8; 4][..pad])?;
+        let mut written = 0usize;
+        for b in 0..count(c.blobs)? {
+            if let Some(f) = symbols(b) {
+                encode(&f, &mut buf)?;
+                written += buf.len();
+                put(&mut out, &buf)?;
+            }
+        }
+        if written != facts_len || at != s.total {
+            return Err(std::io::Error::other(
+                "the map's symbols changed while being written",
+            ));
+        }
+        out.flush()
+    })?;
     Ok(id)
 }
