@@ -255,7 +255,7 @@ impl Store {
         let size = *self.sizes.get(b as usize)?;
         let symbols = match self.added_facts.get(&b) {
             Some(f) => Some(f.clone()),
-            None if (b as usize) < self.saved => self.mapped().and_then(|s| s.facts(b)),
+            None if (b as usize) < self.saved => self.mapped().and_then(|s| decode(s, b)),
             None => None,
         };
         Some(symbols.unwrap_or_else(|| size.facts()))
@@ -355,6 +355,25 @@ impl Store {
         self.by_id.clear();
         self.slots = OnceLock::new();
     }
+}
+
+/// Blob `b`'s facts from the symbols file `syms` (`None` when it has none, or they do not
+/// decode or name a name past the file's).
+fn decode(syms: &SymFile, b: u32) -> Option<Facts> {
+    let f: Facts = postcard::from_bytes(&syms.facts(b)?).ok()?;
+    f.ids_below(syms.names()).then_some(f)
+}
+
+/// Blob facts `f` as the symbols file holds them (`None` when they hold no symbols).
+fn entry(f: Option<Facts>) -> std::io::Result<Option<symfile::Entry>> {
+    let Some(f) = f.filter(Facts::has_symbols) else {
+        return Ok(None);
+    };
+    Ok(Some(symfile::Entry {
+        bytes: postcard::to_stdvec(&f).map_err(std::io::Error::other)?,
+        defines: f.defs.iter().map(|d| d.name).collect(),
+        terms: f.def_terms.clone(),
+    }))
 }
 
 /// The store's blobs as one ranking reads them: sizes from the store's columns, the request's
@@ -599,13 +618,14 @@ fn write_symbols(
     let all = store.names.in_memory();
     let facts_of = |b: u32| -> Option<Facts> {
         match stored_of.get(b as usize) {
-            Some(&old) => syms?.facts(old),
+            Some(&old) => decode(syms?, old),
             None => store.added_facts.get(&b).cloned(),
         }
     };
     let blobs = store.ids.len();
     if renumbered.is_none() {
         let name = |id: u32| all.get(id);
+        let symbols = |b: u32| entry(facts_of(b));
         return symfile::write(
             path,
             &symfile::Contents {
@@ -613,7 +633,7 @@ fn write_symbols(
                 name: &name,
                 names: all.len(),
                 sorted: all.sorted(),
-                facts: &facts_of,
+                facts: &symbols,
             },
         );
     }
@@ -646,6 +666,7 @@ fn write_symbols(
         Some(f)
     };
     let name = |id: u32| names.get(id);
+    let symbols = |b: u32| entry(renamed(b));
     symfile::write(
         path,
         &symfile::Contents {
@@ -653,7 +674,7 @@ fn write_symbols(
             name: &name,
             names: names.len(),
             sorted: names.sorted(),
-            facts: &renamed,
+            facts: &symbols,
         },
     )
 }

@@ -23,7 +23,6 @@ use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
-use super::facts::Facts;
 use super::words::{WordsId, new_id};
 
 /// The file's first bytes (the last digit is the layout's version).
@@ -224,9 +223,8 @@ impl SymFile {
             .unwrap_or_default()
     }
 
-    /// The facts of blob `b`, when it has symbols (`None` too when damaged or naming a name
-    /// past the file's).
-    pub fn facts(&self, b: u32) -> Option<Facts> {
+    /// The encoded facts of blob `b`, when it has symbols (`None` too when damaged).
+    pub fn facts(&self, b: u32) -> Option<Cow<'_, [u8]>> {
         let s = self.sections()?;
         let i = b as usize;
         let end = self.u32_in(s.ends, self.blobs, i)? as usize;
@@ -237,9 +235,7 @@ impl SymFile {
         if start >= end || end > self.facts_len {
             return None;
         }
-        let bytes = self.bytes(s.facts + start, end - start)?;
-        let f: Facts = postcard::from_bytes(&bytes).ok()?;
-        f.ids_below(self.names).then_some(f)
+        self.bytes(s.facts + start, end - start)
     }
 
     /// Whether blob `b` has symbols.
@@ -303,6 +299,17 @@ fn le32(b: &[u8]) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// One blob's symbols as written: its facts encoded, the names it defines and the terms of
+/// those names (for the inverted indexes).
+pub struct Entry {
+    /// The facts, encoded.
+    pub bytes: Vec<u8>,
+    /// The names it defines.
+    pub defines: Vec<u32>,
+    /// The terms of the names it defines.
+    pub terms: Vec<u32>,
+}
+
 /// What a symbols file is written from.
 pub struct Contents<'a> {
     /// How many blobs.
@@ -313,8 +320,9 @@ pub struct Contents<'a> {
     pub names: usize,
     /// The name ids in string order.
     pub sorted: Vec<u32>,
-    /// The facts of blob `b`, when it has symbols.
-    pub facts: &'a dyn Fn(u32) -> Option<Facts>,
+    /// Blob `b`'s symbols, when it has any (asked for twice: for their sizes, then to write
+    /// them).
+    pub facts: &'a dyn Fn(u32) -> std::io::Result<Option<Entry>>,
 }
 
 /// Write the symbols file at `path` (atomically, private to the user), the facts encoded
@@ -324,23 +332,15 @@ pub fn write(path: &Path, c: &Contents<'_>) -> std::io::Result<WordsId> {
     let too_big = || std::io::Error::other("the map's symbols file would pass 4 GB");
     let id = new_id();
     let count = |n: usize| u32::try_from(n).map_err(|_| too_big());
-    let encode = |f: &Facts, buf: &mut Vec<u8>| -> std::io::Result<()> {
-        buf.clear();
-        *buf = postcard::to_extend(f, std::mem::take(buf)).map_err(std::io::Error::other)?;
-        Ok(())
-    };
-    let symbols = |b: u32| (c.facts)(b).filter(Facts::has_symbols);
     let mut ends = Vec::with_capacity(c.blobs);
     let mut defs: Vec<(u32, u32)> = Vec::new();
     let mut terms: Vec<(u32, u32)> = Vec::new();
-    let mut buf = Vec::new();
     let mut facts_len = 0usize;
     for b in 0..count(c.blobs)? {
-        if let Some(f) = symbols(b) {
-            defs.extend(f.defs.iter().map(|d| (d.name, b)));
-            terms.extend(f.def_terms.iter().map(|&t| (t, b)));
-            encode(&f, &mut buf)?;
-            facts_len += buf.len();
+        if let Some(e) = (c.facts)(b)? {
+            defs.extend(e.defines.iter().map(|&n| (n, b)));
+            terms.extend(e.terms.iter().map(|&t| (t, b)));
+            facts_len += e.bytes.len();
         }
         ends.push(count(facts_len)?);
     }
@@ -396,10 +396,9 @@ pub fn write(path: &Path, c: &Contents<'_>) -> std::io::Result<WordsId> {
         put(&mut out, &[0u8; 4][..pad])?;
         let mut written = 0usize;
         for b in 0..count(c.blobs)? {
-            if let Some(f) = symbols(b) {
-                encode(&f, &mut buf)?;
-                written += buf.len();
-                put(&mut out, &buf)?;
+            if let Some(e) = (c.facts)(b)? {
+                written += e.bytes.len();
+                put(&mut out, &e.bytes)?;
             }
         }
         if written != facts_len || at != s.total {
