@@ -385,7 +385,7 @@ pub struct View<'s> {
     cells: Vec<OnceCell<Box<Facts>>>,
     /// The (name, blob) pairs of the definitions, and the (term, blob) pairs of the terms of
     /// defined names, of the blobs added since loading, sorted (made when first asked for).
-    added_index: OnceCell<(Vec<(u32, u32)>, Vec<(u32, u32)>)>,
+    added_index: OnceCell<AddedIndex>,
 }
 
 impl View<'_> {
@@ -394,7 +394,7 @@ impl View<'_> {
         self.cells.iter().filter(|c| c.get().is_some()).count()
     }
 
-    fn added_index(&self) -> &(Vec<(u32, u32)>, Vec<(u32, u32)>) {
+    fn added_index(&self) -> &AddedIndex {
         self.added_index.get_or_init(|| {
             let (mut defs, mut terms) = (Vec::new(), Vec::new());
             for (&b, f) in &self.store.added_facts {
@@ -405,9 +405,16 @@ impl View<'_> {
             defs.dedup();
             terms.sort_unstable();
             terms.dedup();
-            (defs, terms)
+            AddedIndex { defs, terms }
         })
     }
+}
+
+/// The inverted indexes of the blobs added since loading: (name, blob) of their definitions
+/// and (term, blob) of the terms of the names they define, sorted.
+struct AddedIndex {
+    defs: Vec<(u32, u32)>,
+    terms: Vec<(u32, u32)>,
 }
 
 /// The blobs of the pairs (`key`, blob) in sorted `pairs`.
@@ -464,7 +471,7 @@ impl BlobFacts for View<'_> {
             .mapped()
             .map(|s| s.defining(name))
             .unwrap_or_default();
-        out.extend(paired(&self.added_index().0, name));
+        out.extend(paired(&self.added_index().defs, name));
         out.sort_unstable();
         out.dedup();
         out
@@ -476,7 +483,7 @@ impl BlobFacts for View<'_> {
             .mapped()
             .map(|s| s.with_def_term(term))
             .unwrap_or_default();
-        out.extend(paired(&self.added_index().1, term));
+        out.extend(paired(&self.added_index().terms, term));
         out.sort_unstable();
         out.dedup();
         out

@@ -325,6 +325,21 @@ pub struct Contents<'a> {
     pub facts: &'a dyn Fn(u32) -> std::io::Result<Option<Entry>>,
 }
 
+/// The header of a file of `counts` (blobs, names, definer pairs, term pairs), `text` bytes
+/// of names and `facts` bytes of facts.
+fn header(id: &WordsId, counts: [usize; 4], text: usize, facts: usize) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(HEADER);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(id);
+    for n in counts {
+        let n = u32::try_from(n).map_err(|_| std::io::Error::other("too many symbols"))?;
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out.extend_from_slice(&(text as u64).to_le_bytes());
+    out.extend_from_slice(&(facts as u64).to_le_bytes());
+    Ok(out)
+}
+
 /// Write the symbols file at `path` (atomically, private to the user), the facts encoded
 /// twice (once for their sizes, once into the file) rather than held whole. Returns its id.
 pub fn write(path: &Path, c: &Contents<'_>) -> std::io::Result<WordsId> {
@@ -375,13 +390,8 @@ pub fn write(path: &Path, c: &Contents<'_>) -> std::io::Result<WordsId> {
             at += b.len();
             out.write_all(b)
         };
-        put(&mut out, MAGIC)?;
-        put(&mut out, &id)?;
-        for n in [c.blobs, c.names, defs.len(), terms.len()] {
-            put(&mut out, &count(n)?.to_le_bytes())?;
-        }
-        put(&mut out, &(text_len as u64).to_le_bytes())?;
-        put(&mut out, &(facts_len as u64).to_le_bytes())?;
+        let counts = [c.blobs, c.names, defs.len(), terms.len()];
+        put(&mut out, &header(&id, counts, text_len, facts_len)?)?;
         for n in ends.iter().chain(&name_ends).chain(&c.sorted) {
             put(&mut out, &n.to_le_bytes())?;
         }
