@@ -84,14 +84,13 @@ impl Names {
         Cow::Borrowed(self.text.get(start..end as usize).unwrap_or(""))
     }
 
-    /// These names with the symbols file's read whole into memory (for writing the next file
-    /// from them: every name is read then).
-    pub fn in_memory(&self) -> Self {
+    /// These names with the symbols file's read whole into memory, for writing the next file
+    /// from them (every name is read then); `None` when none are in a file (all are here).
+    pub fn in_memory(&self) -> Option<Self> {
+        let whole = self.base.as_ref()?.names_in_memory()?;
         let mut out = self.clone();
-        if let Some(whole) = self.base.as_ref().and_then(|b| b.names_in_memory()) {
-            out.base = Some(Arc::new(whole));
-        }
-        out
+        out.base = Some(Arc::new(whole));
+        Some(out)
     }
 
     /// Every id in string order: the symbols file's order merged with the added names'.

@@ -648,7 +648,8 @@ fn write_symbols(
     };
     // Every stored name is read: the names read whole once, not range by range.
     let syms = store.syms.as_deref();
-    let all = store.names.in_memory();
+    let read = store.names.in_memory();
+    let all = read.as_ref().unwrap_or(&store.names);
     let facts_of = |b: u32| -> Option<Facts> {
         match stored_of.get(b as usize) {
             Some(&old) => decode(syms?, old),
