@@ -2,9 +2,12 @@
 //! to, and how often each term occurs in it. Names and terms are numbers into one [`Names`]
 //! table, so the cache stays small and the ranker compares integers.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::symbols::{DefKind, Extractor, FileSymbols, Lang};
+use super::symfile::SymFile;
 use super::terms;
 
 /// Distinct terms kept per file: the most frequent ones (a generated file with 50,000
@@ -13,30 +16,42 @@ const MAX_TERMS: usize = 4_000;
 
 /// Interned strings: identifiers (case kept) and terms (lower case, stemmed).
 ///
-/// A warm map loads tens of thousands of names and interns a few new ones: building a hash
-/// table of every name for that would cost more than the rest of the map, so the names the
-/// cache stored are found by binary search in `sorted` (their ids in string order, written
-/// with the cache), and only names added since are in the hash table.
-#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+/// The names a cache stored stay in its symbols file (`symfile.rs`), found by binary search
+/// there: a warm map looks up a few names among hundreds of thousands, and copying them all
+/// out, or hashing them, would cost more than the rest of the map. Only
+/// names added since (ids after the file's) are held here, in a hash table.
+#[derive(Debug, Default, Clone)]
 pub struct Names {
-    /// Every name, one after another (one allocation to load, not one per name).
+    /// The names of the symbols file (ids below its count).
+    base: Option<Arc<SymFile>>,
+    /// How many names the symbols file holds.
+    base_len: u32,
+    /// The names added since, one after another.
     text: String,
-    /// Where each name ends in `text`.
+    /// Where each added name ends in `text`.
     ends: Vec<u32>,
-    /// Ids of the names in string order, as of the last [`Names::reindex`].
-    sorted: Vec<u32>,
-    /// Names added since the last [`Names::reindex`].
-    #[serde(skip)]
+    /// The added names' ids.
     added: HashMap<String, u32>,
 }
 
 impl Names {
+    /// The names of a symbols file, none added yet.
+    pub fn on(base: Arc<SymFile>) -> Self {
+        Names {
+            base_len: u32::try_from(base.names()).unwrap_or(u32::MAX),
+            base: Some(base),
+            ..Names::default()
+        }
+    }
+
     /// The id of `s`, adding it when new.
     pub fn intern(&mut self, s: &str) -> u32 {
         if let Some(id) = self.lookup(s) {
             return id;
         }
-        let id = u32::try_from(self.ends.len()).unwrap_or(u32::MAX);
+        let id = self
+            .base_len
+            .saturating_add(u32::try_from(self.ends.len()).unwrap_or(u32::MAX));
         self.text.push_str(s);
         self.ends
             .push(u32::try_from(self.text.len()).unwrap_or(u32::MAX));
@@ -49,65 +64,61 @@ impl Names {
         if let Some(&id) = self.added.get(s) {
             return Some(id);
         }
-        self.sorted
-            .binary_search_by(|&id| self.get(id).cmp(s))
-            .ok()
-            .and_then(|k| self.sorted.get(k).copied())
-    }
-
-    /// Sort the index over every name (before the names are stored).
-    pub fn reindex(&mut self) {
-        let mut sorted: Vec<u32> =
-            (0..u32::try_from(self.ends.len()).unwrap_or(u32::MAX)).collect();
-        sorted.sort_unstable_by(|&a, &b| self.get(a).cmp(self.get(b)));
-        self.sorted = sorted;
-        self.added.clear();
-    }
-
-    /// Whether the stored names are whole (every name a slice of `text` on character
-    /// boundaries) and the index covers each exactly once, in order. A cache whose names are
-    /// not whole is dropped; one whose index is not is reindexed.
-    pub fn is_whole(&self) -> bool {
-        let mut start = 0usize;
-        self.ends.iter().all(|&end| {
-            let end = end as usize;
-            let ok = start <= end && self.text.get(start..end).is_some();
-            start = end;
-            ok
-        }) && start == self.text.len()
-    }
-
-    /// Whether the index covers every name exactly once, in string order.
-    pub fn index_is_sound(&self) -> bool {
-        self.sorted.len() == self.ends.len()
-            && self
-                .sorted
-                .iter()
-                .all(|&id| (id as usize) < self.ends.len())
-            && self
-                .sorted
-                .windows(2)
-                .all(|w| self.get(w[0]) < self.get(w[1]))
+        self.base.as_ref()?.lookup(s)
     }
 
     /// The string of `id` (empty for an unknown id).
-    pub fn get(&self, id: u32) -> &str {
-        let i = id as usize;
+    pub fn get(&self, id: u32) -> Cow<'_, str> {
+        if id < self.base_len {
+            return self
+                .base
+                .as_ref()
+                .and_then(|b| b.name(id))
+                .unwrap_or_default();
+        }
+        let i = (id - self.base_len) as usize;
         let Some(&end) = self.ends.get(i) else {
-            return "";
+            return Cow::Borrowed("");
         };
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        self.text.get(start..end as usize).unwrap_or("")
+        Cow::Borrowed(self.text.get(start..end as usize).unwrap_or(""))
+    }
+
+    /// These names with the symbols file's read whole into memory, for writing the next file
+    /// from them (every name is read then); `None` when none are in a file (all are here).
+    pub fn in_memory(&self) -> Option<Self> {
+        let whole = self.base.as_ref()?.names_in_memory()?;
+        let mut out = self.clone();
+        out.base = Some(Arc::new(whole));
+        Some(out)
+    }
+
+    /// Every id in string order: the symbols file's order merged with the added names'.
+    pub fn sorted(&self) -> Vec<u32> {
+        let mut added: Vec<u32> = self.added.values().copied().collect();
+        added.sort_unstable_by(|&a, &b| self.get(a).cmp(&self.get(b)));
+        let mut out = Vec::with_capacity(self.len());
+        let mut added = added.into_iter().peekable();
+        if let Some(base) = &self.base {
+            for id in base.sorted() {
+                while let Some(a) = added.next_if(|&a| self.get(a) < self.get(id)) {
+                    out.push(a);
+                }
+                out.push(id);
+            }
+        }
+        out.extend(added);
+        out
     }
 
     /// How many names there are.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.base_len as usize + self.ends.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
     /// The ids of those of `wanted` that are known.
@@ -275,4 +286,62 @@ impl RawFacts {
         };
         (facts, words)
     }
+}
+
+/// The facts a ranking reads, by blob, loaded only as they are asked for: a warm map of a big
+/// project ranks from the request's words, the few blobs they hit and the reference graph
+/// near them, and never holds every blob's facts at once.
+pub trait BlobFacts {
+    /// How many blobs are numbered (every blob number is below it).
+    fn count(&self) -> usize;
+    /// The facts of blob `b` (its term counts: the request's terms only).
+    fn facts(&self, b: u32) -> Option<&Facts>;
+    /// The term occurrences of blob `b` ([`Facts::len`]), without loading its facts.
+    fn len(&self, b: u32) -> Option<u32>;
+    /// How often term `term` occurs in blob `b`'s text.
+    fn tf(&self, b: u32, term: u32) -> u16;
+    /// The blobs whose text holds one of the request's terms, in blob order.
+    fn with_terms(&self) -> Vec<u32>;
+    /// The blobs defining name `name`, in blob order.
+    fn defining(&self, name: u32) -> Vec<u32>;
+    /// The blobs defining a name that holds term `term`, in blob order.
+    fn with_def_term(&self, term: u32) -> Vec<u32>;
+}
+
+/// Facts held whole, by blob number (tests, and small rankings built in memory).
+impl BlobFacts for Vec<Facts> {
+    fn count(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn facts(&self, b: u32) -> Option<&Facts> {
+        self.get(b as usize)
+    }
+
+    fn len(&self, b: u32) -> Option<u32> {
+        self.get(b as usize).map(|f| f.len)
+    }
+
+    fn tf(&self, b: u32, term: u32) -> u16 {
+        self.get(b as usize).map_or(0, |f| f.tf(term))
+    }
+
+    fn with_terms(&self) -> Vec<u32> {
+        blobs_where(self, |f| !f.terms.is_empty())
+    }
+
+    fn defining(&self, name: u32) -> Vec<u32> {
+        blobs_where(self, |f| f.defs.iter().any(|d| d.name == name))
+    }
+
+    fn with_def_term(&self, term: u32) -> Vec<u32> {
+        blobs_where(self, |f| f.def_terms.binary_search(&term).is_ok())
+    }
+}
+
+/// The numbers of the blobs of `all` that `keep` keeps.
+fn blobs_where(all: &[Facts], keep: impl Fn(&Facts) -> bool) -> Vec<u32> {
+    (0..u32::try_from(all.len()).unwrap_or(u32::MAX))
+        .filter(|&b| keep(&all[b as usize]))
+        .collect()
 }

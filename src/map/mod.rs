@@ -19,6 +19,7 @@ pub mod render;
 pub mod score;
 pub mod store;
 pub mod symbols;
+pub mod symfile;
 pub mod terms;
 pub mod words;
 
@@ -261,28 +262,23 @@ fn build_with<'c>(
         recent: recent(&mut g.store, activity),
     };
     clock.mark("signals");
-    let view = g.store.view(&g.files, query);
-    let ranked = rank::rank(
-        &view,
-        g.store.facts(),
-        &g.store.names,
-        query,
-        &signals,
-        paths,
-    );
+    let hits = g.store.words_of(query);
+    let view = g.store.view(hits);
+    let ranked = rank::rank(&g.files, &view, &g.store.names, query, &signals, paths);
     let text_of = |p: &str| ws.read_stamped(p, MAX_FILE_BYTES).map(|(t, _)| t);
     clock.mark("rank");
     let (text, shown) = render::render(&render::Input {
-        files: &view,
+        files: &g.files,
         ranked: &ranked,
-        blobs: g.store.facts(),
+        blobs: &view,
         names: &g.store.names,
         query,
         budget: opts.budget_chars,
         text_of: &text_of,
     });
     clock.mark("render");
-    let ranked = best_scored(ranked, &view);
+    drop(view);
+    let ranked = best_scored(ranked, &g.files);
     let files = g.files.len();
     if let Some(l) = location
         && (g.parsed > 0 || g.dropped > 0 || head_before != activity.head)

@@ -7,11 +7,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::facts::{Facts, Names};
+use super::facts::{BlobFacts, Facts, Names};
 use super::files::MapFiles;
 use super::paths::{self, PathFacts};
 use super::score::{self, DefScore, TextScore};
-use super::store::BlobId;
 use super::terms::{self, Query};
 
 /// How much the reference graph adds, relative to the best lexical score.
@@ -122,7 +121,7 @@ impl Board {
 /// The lexical scorers of one ranking, kept to spell out the best files' reasons.
 struct Lexical<'r> {
     files: &'r MapFiles<'r>,
-    blobs: &'r [(BlobId, Facts)],
+    blobs: &'r dyn BlobFacts,
     paths: &'r PathFacts<'r>,
     text: Option<TextScore>,
     defs: Option<DefScore>,
@@ -132,11 +131,10 @@ impl Lexical<'_> {
     /// Add every file's lexical parts to its score: text, then path, then definitions (the
     /// order its reasons add them in, so the sums are the same to the bit).
     fn score(&self, out: &mut Board) {
-        let facts = |b: Option<u32>| b.and_then(|b| self.blobs.get(b as usize)).map(|(_, x)| x);
         if let Some(text) = &self.text {
             for (i, b) in self.files.blobs().enumerate() {
-                if let Some(f) = facts(b) {
-                    text.each(b, f, |_, s| out.score[i] += s);
+                if let Some(len) = b.filter(|_| text.hits(b)).and_then(|b| self.blobs.len(b)) {
+                    text.each(b, len, |_, s| out.score[i] += s);
                 }
             }
         }
@@ -145,7 +143,9 @@ impl Lexical<'_> {
         }
         if let Some(defs) = &self.defs {
             for (i, b) in self.files.blobs().enumerate() {
-                defs.each(b, |_, s| out.score[i] += s);
+                if defs.hits(b) {
+                    defs.each(b, |_, s| out.score[i] += s);
+                }
             }
         }
     }
@@ -155,9 +155,9 @@ impl Lexical<'_> {
     fn why(&self, file: usize, board: &Board) -> Why {
         let mut why = Why::default();
         let b = self.files.blob(file);
-        let facts = b.and_then(|b| self.blobs.get(b as usize)).map(|(_, x)| x);
-        if let (Some(text), Some(f)) = (&self.text, facts) {
-            text.each(b, f, |k, s| {
+        let len = b.and_then(|b| self.blobs.len(b));
+        if let (Some(text), Some(len)) = (&self.text, len) {
+            text.each(b, len, |k, s| {
                 why.text += s;
                 why.hits[0].push(k);
             });
@@ -248,12 +248,12 @@ fn positive(score: f32) -> bool {
     score > 0.0
 }
 
-/// Rank `files` (with facts from `blobs`) for `query`; `paths` is what their paths tell
-/// ([`PathFacts::of`] the same files, for the same query; worked out here when it is of
-/// another list).
+/// Rank `files` (with facts from `blobs`, read only for the files some signal reaches) for
+/// `query`; `paths` is what their paths tell ([`PathFacts::of`] the same files, for the same
+/// query; worked out here when it is of another list).
 pub fn rank(
     files: &MapFiles,
-    blobs: &[(BlobId, Facts)],
+    blobs: &dyn BlobFacts,
     names: &Names,
     query: &Query,
     signals: &Signals,
@@ -265,7 +265,7 @@ pub fn rank(
         PathFacts::of(files.paths(), query, None)
     };
     let by_path = paths.by_path.take();
-    let facts = |b: Option<u32>| b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x);
+    let facts = |b: Option<u32>| b.and_then(|b| blobs.facts(b));
     let ids = query_ids(query, names);
     let terms: Vec<u32> = ids.terms.iter().map(|(_, id)| *id).collect();
     let idents: Vec<u32> = ids.idents.iter().map(|(_, id)| *id).collect();
@@ -279,7 +279,7 @@ pub fn rank(
     let mut board = Board::new(files.len());
     lexical.score(&mut board);
     let seeds = Seeds::of(&board.score);
-    score_graph(files, &facts, &ids, names, &seeds, &mut board);
+    score_graph(files, blobs, &facts, &ids, names, &seeds, &mut board);
     apply_signals(files, query, signals, &paths, &mut board);
     let mut out = sort_best_first(board, by_path, &|f, b| lexical.why(f, b));
     for r in out.scored.iter_mut().take(WHY_FOR) {
@@ -381,6 +381,7 @@ impl Seeds {
 /// near them is touched).
 fn score_graph<'a>(
     files: &MapFiles,
+    blobs: &dyn BlobFacts,
     facts: &impl Fn(Option<u32>) -> Option<&'a Facts>,
     ids: &QueryIds,
     names: &Names,
@@ -390,7 +391,7 @@ fn score_graph<'a>(
     let Some(&(_, top)) = seeds.0.first() else {
         return;
     };
-    let definers = Definers::of(files, facts);
+    let definers = Definers::of(files, blobs);
     let wanted: HashSet<u32> = ids
         .idents
         .iter()
@@ -451,29 +452,75 @@ fn score_graph<'a>(
     }
 }
 
-/// Which files define each name: (name, file) pairs sorted, so a name's definers are a slice
-/// found by binary search (one sort of plain pairs instead of a table of lists).
-struct Definers(Vec<(u32, u32)>);
+/// Which files define each name, looked up as the walk meets the name (the symbols' index
+/// gives the blobs defining it, [`BlobFiles`] the files holding each blob), and kept.
+struct Definers<'b> {
+    blobs: &'b dyn BlobFacts,
+    files: BlobFiles,
+    known: std::cell::RefCell<HashMap<u32, std::rc::Rc<[u32]>>>,
+}
 
-impl Definers {
-    fn of<'a>(files: &MapFiles, facts: &impl Fn(Option<u32>) -> Option<&'a Facts>) -> Self {
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        for (i, b) in files.blobs().enumerate() {
-            if let Some(x) = facts(b) {
-                let file = u32::try_from(i).unwrap_or(u32::MAX);
-                pairs.extend(x.defs.iter().map(|d| (d.name, file)));
-            }
+impl<'b> Definers<'b> {
+    fn of(files: &MapFiles, blobs: &'b dyn BlobFacts) -> Self {
+        Definers {
+            blobs,
+            files: BlobFiles::of(files, blobs.count()),
+            known: std::cell::RefCell::new(HashMap::new()),
         }
-        pairs.sort_unstable();
-        pairs.dedup();
-        Definers(pairs)
     }
 
     /// The files defining `name`, in file order.
-    fn get(&self, name: u32) -> impl ExactSizeIterator<Item = u32> + '_ {
-        let from = self.0.partition_point(|(n, _)| *n < name);
-        let to = from + self.0[from..].partition_point(|(n, _)| *n == name);
-        self.0[from..to].iter().map(|(_, f)| *f)
+    fn get(&self, name: u32) -> std::rc::Rc<[u32]> {
+        if let Some(known) = self.known.borrow().get(&name) {
+            return known.clone();
+        }
+        let mut out: Vec<u32> = self
+            .blobs
+            .defining(name)
+            .into_iter()
+            .flat_map(|b| self.files.holding(b).iter().copied())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        let out: std::rc::Rc<[u32]> = out.into();
+        self.known.borrow_mut().insert(name, out.clone());
+        out
+    }
+}
+
+/// The files holding each blob, in file order: blob `b`'s are `files[starts[b]..starts[b + 1]]`.
+struct BlobFiles {
+    starts: Vec<u32>,
+    files: Vec<u32>,
+}
+
+impl BlobFiles {
+    fn of(files: &MapFiles, blobs: usize) -> Self {
+        let mut starts = vec![0u32; blobs + 1];
+        let known = |b: Option<u32>| b.filter(|&b| (b as usize) < blobs);
+        for b in files.blobs().filter_map(known) {
+            starts[b as usize + 1] += 1;
+        }
+        for b in 0..blobs {
+            starts[b + 1] += starts[b];
+        }
+        let mut next = starts.clone();
+        let mut out = vec![0u32; starts[blobs] as usize];
+        for (i, b) in files.blobs().enumerate() {
+            if let Some(b) = known(b) {
+                out[next[b as usize] as usize] = u32::try_from(i).unwrap_or(u32::MAX);
+                next[b as usize] += 1;
+            }
+        }
+        BlobFiles { starts, files: out }
+    }
+
+    fn holding(&self, b: u32) -> &[u32] {
+        let b = b as usize;
+        match (self.starts.get(b), self.starts.get(b + 1)) {
+            (Some(&from), Some(&to)) => self.files.get(from as usize..to as usize).unwrap_or(&[]),
+            _ => &[],
+        }
     }
 }
 
@@ -489,10 +536,11 @@ fn out_edges(
     let mut edges: Vec<(usize, f32)> = Vec::new();
     for (name, count) in &x.refs {
         let defs = definers.get(*name);
-        if defs.len() == 0 || defs.len() > MAX_DEFINERS {
+        if defs.is_empty() || defs.len() > MAX_DEFINERS {
             continue;
         }
         let text = names.get(*name);
+        let text = text.as_ref();
         let mut mul = 1.0;
         if wanted.contains(name) {
             mul *= 10.0;
@@ -507,7 +555,11 @@ fn out_edges(
             mul *= 2.0;
         }
         let w = mul * f32::from(*count).sqrt() / defs.len() as f32;
-        edges.extend(defs.filter(|&v| v as usize != u).map(|v| (v as usize, w)));
+        edges.extend(
+            defs.iter()
+                .filter(|&&v| v as usize != u)
+                .map(|&v| (v as usize, w)),
+        );
     }
     // One edge per file, in file order (so the walk is the same on every run).
     edges.sort_by_key(|(v, _)| *v);
@@ -628,7 +680,7 @@ mod tests {
         let query = Query::parse("billing invoice");
         let ranked = rank(
             &files,
-            &[],
+            &Vec::<Facts>::new(),
             &Names::default(),
             &query,
             &Signals::default(),
@@ -680,7 +732,7 @@ mod tests {
         let query = Query::parse("fix the billing rounding");
         let ranked = rank(
             &files,
-            &[],
+            &Vec::<Facts>::new(),
             &Names::default(),
             &query,
             &signals,

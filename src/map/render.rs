@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::excerpt::{self, Candidate, DefSpan};
-use super::facts::{DefRec, Facts, Names};
+use super::facts::{BlobFacts, DefRec, Facts, Names};
 use super::files::MapFiles;
 use super::rank::Ranking;
 use super::symbols::DefKind;
@@ -44,8 +44,8 @@ pub struct Input<'a> {
     pub files: &'a MapFiles<'a>,
     /// The ranking, best first.
     pub ranked: &'a Ranking,
-    /// Facts by blob index.
-    pub blobs: &'a [(super::store::BlobId, Facts)],
+    /// Facts by blob index, read for the files shown.
+    pub blobs: &'a dyn BlobFacts,
     /// Names.
     pub names: &'a Names,
     /// The request.
@@ -58,8 +58,7 @@ pub struct Input<'a> {
 
 impl Input<'_> {
     fn facts(&self, file: usize) -> Option<&Facts> {
-        let b = self.files.blob(file)?;
-        self.blobs.get(b as usize).map(|(_, f)| f)
+        self.blobs.facts(self.files.blob(file)?)
     }
 }
 
@@ -92,7 +91,7 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
                 entry.push_str(&format!(
                     "  {}: {}\n",
                     d.line,
-                    one_line(input.names.get(d.signature))
+                    one_line(&input.names.get(d.signature))
                 ));
             }
         }
@@ -145,6 +144,7 @@ fn key_defs<'a>(input: &'a Input<'_>, file: usize, limit: usize) -> Vec<&'a DefR
     let idents: HashSet<&str> = input.query.idents.iter().map(String::as_str).collect();
     let matches = |d: &DefRec| {
         let name = input.names.get(d.name);
+        let name = name.as_ref();
         idents.contains(name)
             || terms::term_set(name)
                 .iter()

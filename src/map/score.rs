@@ -4,10 +4,9 @@
 //! reasons per file: a word in every path would give each of 100,000 files a record of its
 //! reasons (about 240 bytes: 24 MB, and most of that ranking's time).
 
-use super::facts::Facts;
+use super::facts::BlobFacts;
 use super::files::MapFiles;
 use super::paths::{PathFacts, PathHit};
-use super::store::BlobId;
 
 /// BM25's term-frequency saturation and length normalisation.
 const K1: f32 = 1.2;
@@ -18,15 +17,18 @@ const PATH_WEIGHT: f32 = 1.6;
 const DEF_WEIGHT: f32 = 1.0;
 const IDENT_BONUS: f32 = 3.0;
 
-/// The facts of a file whose facts index is `b`.
-fn facts_of(blobs: &[(BlobId, Facts)], b: Option<u32>) -> Option<&Facts> {
-    b.and_then(|b| blobs.get(b as usize)).map(|(_, x)| x)
-}
-
 /// A rarity weight: `df` of `n` hold the term.
 fn idf(n: f32, df: usize) -> Option<f32> {
     let df = df as f32;
     (df > 0.0).then(|| ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
+}
+
+/// How many of `files` have facts: the documents of BM25's statistics.
+fn documents(files: &MapFiles, blobs: &dyn BlobFacts) -> usize {
+    files
+        .blobs()
+        .filter(|b| b.and_then(|b| blobs.len(b)).is_some())
+        .count()
 }
 
 /// BM25 of the request's terms (`terms`: their name ids) over the files' text.
@@ -37,20 +39,23 @@ pub struct TextScore {
 }
 
 impl TextScore {
-    /// The statistics of `files` (none when the request has no known term).
-    pub fn new(files: &MapFiles, blobs: &[(BlobId, Facts)], terms: &[u32]) -> Option<Self> {
+    /// The statistics of `files` (none when the request has no known term): the counts of
+    /// the blobs the terms occur in, and every file's length, which its facts need not be
+    /// loaded for.
+    pub fn new(files: &MapFiles, blobs: &dyn BlobFacts, terms: &[u32]) -> Option<Self> {
         if terms.is_empty() {
             return None;
         }
-        let facts = |b| facts_of(blobs, b);
-        let n = files.blobs().filter_map(facts).count().max(1) as f32;
+        let n = documents(files, blobs).max(1) as f32;
         let avg = files
             .blobs()
-            .filter_map(facts)
-            .map(|f| f.len as f32)
+            .filter_map(|b| blobs.len(b?))
+            .map(|len| len as f32)
             .sum::<f32>()
             / n;
-        let tfs = PerBlob::count(files, blobs, terms.len(), |f, k| f.tf(terms[k]));
+        let tfs = PerBlob::count(blobs.count(), &blobs.with_terms(), terms.len(), |b, k| {
+            blobs.tf(b, terms[k])
+        });
         let idf = tfs
             .files_with(files)
             .into_iter()
@@ -59,8 +64,14 @@ impl TextScore {
         Some(TextScore { idf, avg, tfs })
     }
 
-    /// Each term's part of the score of a file with facts `f` (index `b`), in term order.
-    pub fn each(&self, b: Option<u32>, f: &Facts, mut part: impl FnMut(u16, f32)) {
+    /// Whether the file whose facts index is `b` holds any of the terms.
+    pub fn hits(&self, b: Option<u32>) -> bool {
+        self.tfs.any(b)
+    }
+
+    /// Each term's part of the score of a file of `len` term occurrences (facts index `b`),
+    /// in term order.
+    pub fn each(&self, b: Option<u32>, len: u32, mut part: impl FnMut(u16, f32)) {
         if !self.tfs.any(b) {
             return;
         }
@@ -69,7 +80,7 @@ impl TextScore {
             let Some(idf) = idf.filter(|_| tf > 0.0) else {
                 continue;
             };
-            let norm = K1 * (1.0 - B + B * f.len as f32 / self.avg.max(1.0));
+            let norm = K1 * (1.0 - B + B * len as f32 / self.avg.max(1.0));
             part(k as u16, idf * tf * (K1 + 1.0) / (tf + norm));
         }
     }
@@ -84,10 +95,11 @@ pub struct DefScore {
 }
 
 impl DefScore {
-    /// The statistics of `files` (none when the request has no known term or identifier).
+    /// The statistics of `files` (none when the request has no known term or identifier),
+    /// from the symbols' inverted indexes: no blob's facts are loaded.
     pub fn new(
         files: &MapFiles,
-        blobs: &[(BlobId, Facts)],
+        blobs: &dyn BlobFacts,
         terms: &[u32],
         idents: &[u32],
     ) -> Option<Self> {
@@ -95,16 +107,17 @@ impl DefScore {
         if t + idents.len() == 0 {
             return None;
         }
-        let n = files
-            .blobs()
-            .filter_map(|b| facts_of(blobs, b))
-            .count()
-            .max(1) as f32;
-        let found = PerBlob::count(files, blobs, t + idents.len(), |f, k| {
-            u16::from(match k.checked_sub(t) {
-                None => f.def_terms.binary_search(&terms[k]).is_ok(),
-                Some(j) => f.defs.iter().any(|d| d.name == idents[j]),
-            })
+        let n = documents(files, blobs).max(1) as f32;
+        let lists: Vec<Vec<u32>> = terms
+            .iter()
+            .map(|&term| blobs.with_def_term(term))
+            .chain(idents.iter().map(|&id| blobs.defining(id)))
+            .collect();
+        let mut candidates: Vec<u32> = lists.iter().flatten().copied().collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        let found = PerBlob::count(blobs.count(), &candidates, t + idents.len(), |b, k| {
+            u16::from(lists[k].binary_search(&b).is_ok())
         });
         let with = found.files_with(files);
         let idf = with[..t].iter().map(|&df| idf(n, df)).collect();
@@ -113,6 +126,11 @@ impl DefScore {
             found,
             idents: idents.len(),
         })
+    }
+
+    /// Whether the file whose facts index is `b` matches any term or identifier.
+    pub fn hits(&self, b: Option<u32>) -> bool {
+        self.found.any(b)
     }
 
     /// Each part of the score of a file with facts index `b`: the terms (numbered as the
@@ -153,10 +171,9 @@ pub fn path_hits_of<'h>(paths: &'h PathFacts, file: usize) -> &'h [PathHit] {
     &paths.hits[from..to]
 }
 
-/// A count per blob and query term, each blob's facts read once for all the terms and only
-/// for blobs some file has. Files of one content (copies, generated or vendored files) share
-/// a blob; a table per file would read every file's facts once per term: most of a
-/// ranking's time, and a 100,000-row table at 100,000 files.
+/// A count per blob and query term, worked out only for the `candidates` (the blobs an
+/// inverted index says may count above zero); every other blob counts zero. Files of one
+/// content (copies, generated or vendored files) share a blob, counted once.
 struct PerBlob {
     k: usize,
     counts: Vec<u16>,
@@ -165,27 +182,17 @@ struct PerBlob {
 }
 
 impl PerBlob {
-    fn count(
-        files: &MapFiles,
-        blobs: &[(BlobId, Facts)],
-        k: usize,
-        of: impl Fn(&Facts, usize) -> u16,
-    ) -> Self {
-        let mut counts = vec![0u16; blobs.len() * k];
-        let mut hit = vec![false; blobs.len()];
-        let mut done = vec![false; blobs.len()];
-        for b in files.blobs().flatten() {
-            let b = b as usize;
-            let (Some(seen), Some((_, f))) = (done.get_mut(b), blobs.get(b)) else {
+    fn count(blobs: usize, candidates: &[u32], k: usize, of: impl Fn(u32, usize) -> u16) -> Self {
+        let mut counts = vec![0u16; blobs * k];
+        let mut hit = vec![false; blobs];
+        for &b in candidates {
+            let Some(seen) = hit.get_mut(b as usize) else {
                 continue;
             };
-            if std::mem::replace(seen, true) {
-                continue;
-            }
             for t in 0..k {
-                let n = of(f, t);
-                counts[b * k + t] = n;
-                hit[b] |= n > 0;
+                let n = of(b, t);
+                counts[b as usize * k + t] = n;
+                *seen |= n > 0;
             }
         }
         PerBlob { k, counts, hit }

@@ -3,29 +3,32 @@
 //! repository must not be able to plant what the map believes. A file that does not decode,
 //! names another project, or holds an id out of range is ignored and rebuilt.
 //!
-//! The facts are kept by column: every blob's id and size, and the symbols (definitions,
-//! references) only of the blobs that have any. The words of every blob are not in this file
-//! at all but in the words index beside it (`words.rs`), read word by word for the request's
-//! words only: a warm map loads what its ranking can use, not the project's text.
+//! The cache file itself holds every blob's id and size, the files known by their stamp and
+//! the recent history. The symbols (names, definitions, references) are in a memory-mapped
+//! file beside it (`symfile.rs`) and the words of every blob in an inverted index beside it
+//! (`words.rs`): a warm map reads the symbols of the blobs it ranks, shows or walks through
+//! and the words the request asks for, not the project's text or every file's symbols.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
 
-use super::facts::{Facts, Names, WordCounts};
-use super::files::MapFiles;
+use super::facts::{BlobFacts, Facts, Names, WordCounts};
+use super::symfile::{self, SymFile};
 use super::terms::Query;
 use super::words::{self, Added, Words, WordsId};
 use crate::workspace::Stamp;
 
 /// Bumped whenever the stored shape or what the facts mean changes.
-const FORMAT: u32 = 6;
+const FORMAT: u32 = 8;
 
 /// A git blob id: the content's identity.
 pub type BlobId = [u8; 20];
 
-/// No entry, in the per-blob table of symbol entries and in renumberings.
+/// No entry, in renumberings and name maps.
 const NONE: u32 = u32::MAX;
 
 /// The files changed by recent commits, as of one HEAD.
@@ -71,27 +74,25 @@ impl Size {
 struct StoredRef<'a> {
     format: u32,
     root: &'a str,
-    names: &'a Names,
     files: Vec<(&'a str, Stamp, u32)>,
-    ids: &'a [BlobId],
+    blobs: u32,
     sizes: &'a [Size],
-    symbols: Vec<(u32, &'a Facts)>,
     recent: &'a Option<Recent>,
     words: WordsId,
+    symbols: WordsId,
 }
 
 #[derive(serde::Deserialize)]
 struct Stored {
     format: u32,
     root: String,
-    names: Names,
     #[serde(deserialize_with = "files_table")]
     files: HashMap<String, (Stamp, u32)>,
-    ids: Vec<BlobId>,
+    blobs: u32,
     sizes: Vec<Size>,
-    symbols: Vec<(u32, Facts)>,
     recent: Option<Recent>,
     words: WordsId,
+    symbols: WordsId,
 }
 
 /// The stored list of files, straight into the table a map looks them up in (a list first
@@ -125,8 +126,9 @@ fn files_table<'de, D: serde::Deserializer<'de>>(
 /// The cache in memory.
 #[derive(Default)]
 pub struct Store {
-    /// Interned names: identifiers, signatures and the terms of defined names (the words of
-    /// the files' text are in the words index, and here only once a request asked for them).
+    /// Interned names: identifiers, signatures and the terms of defined names (the stored
+    /// ones in the symbols file; the words of the files' text are in the words index, and
+    /// here only once a request asked for them).
     pub names: Names,
     /// Files known by their stat stamp rather than by git's index (untracked files, files
     /// whose text differs from the index, files without text): the stamp when read and the
@@ -139,13 +141,12 @@ pub struct Store {
     ids: Vec<BlobId>,
     /// Every blob's size.
     sizes: Vec<Size>,
-    /// Per blob, its entry in `facts` (`NONE`: it has no symbols).
-    symbols: Vec<u32>,
-    /// The facts of the blobs with symbols (the first `entries`), then, while a map ranks,
-    /// those [`Store::view`] made for the others.
-    facts: Vec<(BlobId, Facts)>,
-    /// How many of `facts` belong to blobs with symbols.
-    entries: usize,
+    /// The facts of the blobs added since loading that have symbols.
+    added_facts: HashMap<u32, Facts>,
+    /// The symbols of the first `saved` blobs, mapped.
+    syms: Option<Arc<SymFile>>,
+    /// The id of that symbols file.
+    syms_id: WordsId,
     /// The words of the blobs added since loading.
     added: Added,
     /// The words of the first `saved` blobs, on disk.
@@ -153,7 +154,7 @@ pub struct Store {
     /// The id of that words file.
     words_id: WordsId,
     /// How [`Store::compact`] renumbered the first `saved` blobs (old index to new, `NONE`:
-    /// dropped), for writing their words.
+    /// dropped), for writing their words and symbols.
     renumbered: Option<Vec<u32>>,
     /// How many of `ids` the lookup table `slots` covers.
     saved: usize,
@@ -162,7 +163,7 @@ pub struct Store {
     /// An open-addressing table over the first `saved` blobs (slot -> index + 1; 0 empty),
     /// made at the first lookup: a map looks up every tracked file's blob, and a binary search
     /// of 100,000 ids costs seventeen comparisons in memory read at random.
-    slots: std::sync::OnceLock<Vec<u32>>,
+    slots: OnceLock<Vec<u32>>,
 }
 
 /// Where a blob id starts probing: its first eight bytes (an id is a SHA-1, spread evenly).
@@ -189,6 +190,9 @@ fn slot_table(ids: &[BlobId]) -> Vec<u32> {
     }
     slots
 }
+
+/// The request's words found in the blobs: per blob, (name id, count) sorted by name id.
+pub type Hits = HashMap<u32, Vec<(u32, u16)>>;
 
 impl Store {
     /// Whether it knows no blob (a cold map).
@@ -227,18 +231,12 @@ impl Store {
         if let Some(i) = self.blob_index(&id) {
             return i;
         }
-        self.end_view();
         let i = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
         self.ids.push(id);
         self.sizes.push(Size::of(&facts));
         if facts.has_symbols() {
             facts.terms.clear();
-            self.symbols
-                .push(u32::try_from(self.facts.len()).unwrap_or(NONE));
-            self.facts.push((id, facts));
-            self.entries = self.facts.len();
-        } else {
-            self.symbols.push(NONE);
+            self.added_facts.insert(i, facts);
         }
         for (word, n) in words {
             self.added.entry(word).or_default().push((i, n));
@@ -247,26 +245,25 @@ impl Store {
         i
     }
 
-    /// The facts [`Store::view`] indexes.
-    pub fn facts(&self) -> &[(BlobId, Facts)] {
-        &self.facts
+    /// The symbols file's blobs, numbered as now (none once [`Store::compact`] renumbered).
+    fn mapped(&self) -> Option<&SymFile> {
+        self.syms.as_deref().filter(|_| self.renumbered.is_none())
     }
 
-    /// Drop what the last view added.
-    fn end_view(&mut self) {
-        self.facts.truncate(self.entries);
-        for (_, f) in &mut self.facts {
-            f.terms.clear();
-        }
+    /// The facts of blob `b` as stored, without the request's term counts.
+    fn stored_facts(&self, b: u32) -> Option<Facts> {
+        let size = *self.sizes.get(b as usize)?;
+        let symbols = match self.added_facts.get(&b) {
+            Some(f) => Some(f.clone()),
+            None if (b as usize) < self.saved => self.mapped().and_then(|s| decode(s, b)),
+            None => None,
+        };
+        Some(symbols.unwrap_or_else(|| size.facts()))
     }
 
-    /// The files of `files` as a ranking for `query` sees them, numbered into
-    /// [`Store::facts`]: each blob with symbols as itself, with the counts of the request's
-    /// words; each other blob holding one of those words as an entry of its own; and the rest,
-    /// which nothing but their size tells apart, sharing one entry per size. Only the
-    /// request's words are read from the words index.
-    pub fn view<'a>(&mut self, files: &MapFiles<'a>, query: &Query) -> MapFiles<'a> {
-        self.end_view();
+    /// The request's words (its terms and identifiers) in the blobs, read from the words
+    /// index for those words only, each word found interned into [`Store::names`].
+    pub fn words_of(&mut self, query: &Query) -> Hits {
         let mut wanted: Vec<&str> = query
             .terms
             .iter()
@@ -275,7 +272,7 @@ impl Store {
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let mut hits: HashMap<u32, Vec<(u32, u16)>> = HashMap::new();
+        let mut hits: Hits = HashMap::new();
         for w in wanted {
             let mut list = self
                 .words
@@ -297,50 +294,24 @@ impl Store {
             counts.sort_unstable();
             counts.dedup_by_key(|c| c.0);
         }
-        let mut out = MapFiles::new(files.paths());
-        let mut own: HashMap<u32, u32> = HashMap::new();
-        let mut shared: HashMap<Size, u32> = HashMap::new();
-        for (i, b) in files.blobs().enumerate() {
-            let Some(b) = b else {
-                continue;
-            };
-            let (Some(&size), Some(&entry)) =
-                (self.sizes.get(b as usize), self.symbols.get(b as usize))
-            else {
-                continue;
-            };
-            let entry = if entry != NONE {
-                if let (Some(counts), Some((_, f))) =
-                    (hits.remove(&b), self.facts.get_mut(entry as usize))
-                {
-                    f.terms = counts;
-                }
-                entry
-            } else if let Some(&e) = own.get(&b) {
-                e
-            } else if let Some(counts) = hits.remove(&b) {
-                let e = u32::try_from(self.facts.len()).unwrap_or(NONE);
-                let mut f = size.facts();
-                f.terms = counts;
-                self.facts.push((self.ids[b as usize], f));
-                own.insert(b, e);
-                e
-            } else {
-                *shared.entry(size).or_insert_with(|| {
-                    self.facts.push(([0; 20], size.facts()));
-                    u32::try_from(self.facts.len() - 1).unwrap_or(NONE)
-                })
-            };
-            out.set_blob(i, entry);
+        hits
+    }
+
+    /// The blobs as a ranking for a request reads them, given the request's words in them
+    /// ([`Store::words_of`]): each blob's facts loaded when first asked for.
+    pub fn view(&self, hits: Hits) -> View<'_> {
+        View {
+            store: self,
+            hits,
+            cells: (0..self.ids.len()).map(|_| OnceCell::new()).collect(),
+            added_index: OnceCell::new(),
         }
-        out
     }
 
     /// Keep only the blobs in `live` and those the stamped files use, renumbering blobs (in
-    /// their order) and names, when many went, so the cache does not grow with every version
-    /// of every file.
+    /// their order), when many went, so the cache does not grow with every version of every
+    /// file (the names are renumbered as the symbols file is written).
     pub fn compact(&mut self, live: &[u32]) {
-        self.end_view();
         let mut used: Vec<u32> = live
             .iter()
             .copied()
@@ -352,64 +323,170 @@ impl Store {
         if used.len() * 4 >= self.ids.len() * 3 && self.names.len() < 4 * 1024 * 1024 {
             return;
         }
-        let mut names = Names::default();
         let mut renumber = vec![NONE; self.ids.len()];
-        let (mut ids, mut sizes, mut symbols) = (Vec::new(), Vec::new(), Vec::new());
-        let mut facts = Vec::new();
-        let mut old: Vec<Option<(BlobId, Facts)>> = std::mem::take(&mut self.facts)
-            .into_iter()
-            .map(Some)
-            .collect();
+        let (mut ids, mut sizes) = (Vec::new(), Vec::new());
+        let mut added_facts = HashMap::new();
         for b in used {
             let n = u32::try_from(ids.len()).unwrap_or(NONE);
             renumber[b as usize] = n;
             ids.push(self.ids[b as usize]);
             sizes.push(self.sizes[b as usize]);
-            let entry = self.symbols[b as usize];
-            let Some((id, mut f)) = old.get_mut(entry as usize).and_then(Option::take) else {
-                symbols.push(NONE);
-                continue;
-            };
-            let mut re = |id: &mut u32| *id = names.intern(self.names.get(*id));
-            f.defs.iter_mut().for_each(|d| {
-                re(&mut d.name);
-                re(&mut d.signature);
-            });
-            f.refs.iter_mut().for_each(|(id, _)| re(id));
-            f.def_terms.iter_mut().for_each(&mut re);
-            f.def_terms.sort_unstable();
-            f.refs.sort_unstable();
-            symbols.push(u32::try_from(facts.len()).unwrap_or(NONE));
-            facts.push((id, f));
+            if let Some(f) = self.added_facts.remove(&b) {
+                added_facts.insert(n, f);
+            }
         }
-        self.files
-            .retain(|_, (_, b)| match renumber.get(*b as usize) {
-                Some(&n) if n != NONE => {
-                    *b = n;
-                    true
-                }
-                _ => false,
-            });
+        let re = |b: &mut u32| match renumber.get(*b as usize) {
+            Some(&n) if n != NONE => {
+                *b = n;
+                true
+            }
+            _ => false,
+        };
+        self.files.retain(|_, (_, b)| re(b));
         for list in self.added.values_mut() {
-            list.retain_mut(|(b, _)| match renumber.get(*b as usize) {
-                Some(&n) if n != NONE => {
-                    *b = n;
-                    true
-                }
-                _ => false,
-            });
+            list.retain_mut(|(b, _)| re(b));
         }
         self.added.retain(|_, list| !list.is_empty());
         renumber.truncate(self.saved);
         self.renumbered = Some(renumber);
-        self.names = names;
         self.ids = ids;
         self.sizes = sizes;
-        self.symbols = symbols;
-        self.entries = facts.len();
-        self.facts = facts;
+        self.added_facts = added_facts;
         self.by_id.clear();
-        self.slots = std::sync::OnceLock::new();
+        self.slots = OnceLock::new();
+    }
+}
+
+/// Blob `b`'s facts from the symbols file `syms` (`None` when it has none, or they do not
+/// decode or name a name past the file's).
+fn decode(syms: &SymFile, b: u32) -> Option<Facts> {
+    let f: Facts = postcard::from_bytes(&syms.facts(b)?).ok()?;
+    f.ids_below(syms.names()).then_some(f)
+}
+
+/// Blob facts `f` as the symbols file holds them (`None` when they hold no symbols).
+fn entry(f: Option<Facts>) -> std::io::Result<Option<symfile::Entry>> {
+    let Some(f) = f.filter(Facts::has_symbols) else {
+        return Ok(None);
+    };
+    Ok(Some(symfile::Entry {
+        bytes: postcard::to_stdvec(&f).map_err(std::io::Error::other)?,
+        defines: f.defs.iter().map(|d| d.name).collect(),
+        terms: f.def_terms.clone(),
+    }))
+}
+
+/// The store's blobs as one ranking reads them: sizes from the store's columns, the request's
+/// words from the words index, symbols decoded from the mapped file blob by blob as asked for.
+pub struct View<'s> {
+    store: &'s Store,
+    hits: Hits,
+    /// Each blob's facts, once asked for.
+    cells: Vec<OnceCell<Box<Facts>>>,
+    /// The (name, blob) pairs of the definitions, and the (term, blob) pairs of the terms of
+    /// defined names, of the blobs added since loading, sorted (made when first asked for).
+    added_index: OnceCell<AddedIndex>,
+}
+
+impl View<'_> {
+    /// How many blobs' facts were loaded so far.
+    pub fn loaded(&self) -> usize {
+        self.cells.iter().filter(|c| c.get().is_some()).count()
+    }
+
+    fn added_index(&self) -> &AddedIndex {
+        self.added_index.get_or_init(|| {
+            let (mut defs, mut terms) = (Vec::new(), Vec::new());
+            for (&b, f) in &self.store.added_facts {
+                defs.extend(f.defs.iter().map(|d| (d.name, b)));
+                terms.extend(f.def_terms.iter().map(|&t| (t, b)));
+            }
+            defs.sort_unstable();
+            defs.dedup();
+            terms.sort_unstable();
+            terms.dedup();
+            AddedIndex { defs, terms }
+        })
+    }
+}
+
+/// The inverted indexes of the blobs added since loading: (name, blob) of their definitions
+/// and (term, blob) of the terms of the names they define, sorted.
+struct AddedIndex {
+    defs: Vec<(u32, u32)>,
+    terms: Vec<(u32, u32)>,
+}
+
+/// The blobs of the pairs (`key`, blob) in sorted `pairs`.
+fn paired(pairs: &[(u32, u32)], key: u32) -> impl Iterator<Item = u32> + '_ {
+    let from = pairs.partition_point(|(k, _)| *k < key);
+    pairs[from..]
+        .iter()
+        .take_while(move |(k, _)| *k == key)
+        .map(|(_, b)| *b)
+}
+
+impl BlobFacts for View<'_> {
+    fn count(&self) -> usize {
+        self.store.ids.len()
+    }
+
+    fn facts(&self, b: u32) -> Option<&Facts> {
+        let cell = self.cells.get(b as usize)?;
+        let f = cell.get_or_init(|| {
+            let mut f = self.store.stored_facts(b).unwrap_or_default();
+            f.terms = self.hits.get(&b).cloned().unwrap_or_default();
+            Box::new(f)
+        });
+        Some(f)
+    }
+
+    fn len(&self, b: u32) -> Option<u32> {
+        self.store.sizes.get(b as usize).map(|s| s.len)
+    }
+
+    fn tf(&self, b: u32, term: u32) -> u16 {
+        let Some(counts) = self.hits.get(&b) else {
+            return 0;
+        };
+        counts
+            .binary_search_by_key(&term, |(t, _)| *t)
+            .map_or(0, |i| counts[i].1)
+    }
+
+    fn with_terms(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .hits
+            .keys()
+            .copied()
+            .filter(|&b| (b as usize) < self.store.ids.len())
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    fn defining(&self, name: u32) -> Vec<u32> {
+        let mut out = self
+            .store
+            .mapped()
+            .map(|s| s.defining(name))
+            .unwrap_or_default();
+        out.extend(paired(&self.added_index().defs, name));
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn with_def_term(&self, term: u32) -> Vec<u32> {
+        let mut out = self
+            .store
+            .mapped()
+            .map(|s| s.with_def_term(term))
+            .unwrap_or_default();
+        out.extend(paired(&self.added_index().terms, term));
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 }
 
@@ -435,78 +512,85 @@ pub fn file_name(root: &Path) -> String {
     format!("{hex}.bin")
 }
 
-/// Load the cache for `root` from `file` (and its words index beside it); anything unusable
-/// gives an empty store.
+/// Load the cache for `root` from `file` (and its symbols and words beside it); anything
+/// unusable gives an empty store.
 pub fn load(file: &Path, root: &Path) -> Store {
     join_saves(&mut lock_saving(), Some(file));
-    let Ok(bytes) = std::fs::read(file) else {
+    let Some((stored, ids)) = read_cache(file) else {
         return Store::default();
     };
-    let Ok(stored) = postcard::from_bytes::<Stored>(&bytes) else {
-        return Store::default();
-    };
-    drop(bytes);
     if stored.format != FORMAT || stored.root != root.to_string_lossy() {
         return Store::default();
     }
-    let mut stored = stored;
-    if !stored.names.is_whole() {
-        return Store::default();
-    }
-    if !stored.names.index_is_sound() {
-        stored.names.reindex();
-    }
-    let names = stored.names.len();
-    let blobs = stored.ids.len();
-    let sound = stored.sizes.len() == blobs
-        && stored.symbols.windows(2).all(|w| w[0].0 < w[1].0)
-        && stored
-            .symbols
-            .iter()
-            .all(|(b, f)| (*b as usize) < blobs && f.ids_below(names))
-        && stored.files.values().all(|(_, b)| (*b as usize) < blobs);
+    let blobs = ids.len();
+    let sound =
+        stored.sizes.len() == blobs && stored.files.values().all(|(_, b)| (*b as usize) < blobs);
     if !sound {
         return Store::default();
     }
-    // The words of every blob are part of what the cache knows: without them, it is cold.
+    // The symbols and words of every blob are part of what the cache knows: without them, it
+    // is cold.
+    let Some(syms) = SymFile::open(&symfile::path_of(file), &stored.symbols, blobs) else {
+        return Store::default();
+    };
     let words = Words::open(&words::path_of(file), &stored.words, blobs);
     if words.is_none() && blobs > 0 {
         return Store::default();
     }
-    let mut symbols = vec![NONE; blobs];
-    let mut facts = Vec::with_capacity(stored.symbols.len());
-    for (b, f) in stored.symbols {
-        symbols[b as usize] = u32::try_from(facts.len()).unwrap_or(NONE);
-        facts.push((stored.ids[b as usize], f));
-    }
+    let syms = Arc::new(syms);
     Store {
-        names: stored.names,
+        names: Names::on(syms.clone()),
         files: stored.files,
         recent: stored.recent,
         saved: blobs,
-        ids: stored.ids,
+        ids,
         sizes: stored.sizes,
-        symbols,
-        entries: facts.len(),
-        facts,
+        added_facts: HashMap::new(),
+        syms: Some(syms),
+        syms_id: stored.symbols,
         added: Added::new(),
         words,
         words_id: stored.words,
         renumbered: None,
         by_id: HashMap::new(),
-        slots: std::sync::OnceLock::new(),
+        slots: OnceLock::new(),
     }
 }
 
+/// The cache file at `file`: its record, then every blob's id read straight into the table
+/// it is kept in (no copy of the file's bytes held beside it: 2 MB at 100,000 blobs). The
+/// file is the record's length (`u64`), the record (postcard), and the ids, 20 bytes each.
+fn read_cache(file: &Path) -> Option<(Stored, Vec<BlobId>)> {
+    use std::os::unix::fs::FileExt as _;
+    let f = std::fs::File::open(file).ok()?;
+    let size = f.metadata().ok()?.len();
+    let mut len = [0u8; 8];
+    f.read_exact_at(&mut len, 0).ok()?;
+    let len = u64::from_le_bytes(len);
+    if len.checked_add(8)? > size {
+        return None;
+    }
+    let mut record = vec![0u8; usize::try_from(len).ok()?];
+    f.read_exact_at(&mut record, 8).ok()?;
+    let stored: Stored = postcard::from_bytes(&record).ok()?;
+    drop(record);
+    let blobs = stored.blobs as usize;
+    if 8 + len + (blobs as u64).checked_mul(20)? != size {
+        return None;
+    }
+    let mut ids = vec![[0u8; 20]; blobs];
+    f.read_exact_at(ids.as_flattened_mut(), 8 + len).ok()?;
+    Some((stored, ids))
+}
+
 /// Write the cache atomically (temporary files renamed over the old ones), private to the
-/// user: the words index first when blobs were added or renumbered (the old one is read as
-/// the new one is written, word by word), then the cache naming it. Failing to write a cache
-/// is not an error worth reporting: the next map rebuilds.
+/// user: the words index and the symbols first when blobs were added or renumbered (the old
+/// ones are read as the new ones are written), then the cache naming them. Failing to write a
+/// cache is not an error worth reporting: the next map rebuilds.
 pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> {
-    store.end_view();
     let unchanged = store.renumbered.is_none() && store.ids.len() == store.saved;
+    let renumbered = store.renumbered.take();
     if !unchanged || store.words.is_none() {
-        let renumbered = store.renumbered.take();
         let renumber = |b: u32| match &renumbered {
             Some(map) => map.get(b as usize).copied().filter(|&n| n != NONE),
             None => Some(b),
@@ -519,7 +603,9 @@ pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> 
             &store.added,
         )?;
     }
-    store.names.reindex();
+    if !unchanged || store.syms.is_none() {
+        store.syms_id = write_symbols(&symfile::path_of(file), store, renumbered.as_deref())?;
+    }
     let mut files: Vec<(&str, Stamp, u32)> = store
         .files
         .iter()
@@ -527,25 +613,114 @@ pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> 
         .collect();
     files.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let root = root.to_string_lossy();
-    let symbols = store
-        .symbols
-        .iter()
-        .enumerate()
-        .filter_map(|(b, &e)| Some((u32::try_from(b).ok()?, &store.facts.get(e as usize)?.1)))
-        .collect();
     let stored = StoredRef {
         format: FORMAT,
         root: &root,
-        names: &store.names,
         files,
-        ids: &store.ids,
+        blobs: u32::try_from(store.ids.len()).map_err(std::io::Error::other)?,
         sizes: &store.sizes,
-        symbols,
         recent: &store.recent,
         words: store.words_id,
+        symbols: store.syms_id,
     };
     let bytes = postcard::to_stdvec(&stored).map_err(std::io::Error::other)?;
-    crate::private_file::write_atomic(file, &bytes)
+    let mut out = Vec::with_capacity(8 + bytes.len() + store.ids.len() * 20);
+    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(&bytes);
+    out.extend_from_slice(store.ids.as_flattened());
+    crate::private_file::write_atomic(file, &out)
+}
+
+/// Write the symbols of every blob of `store` to `path`: the mapped file's (numbered as
+/// `renumbered` says, when [`Store::compact`] renumbered them; their names then renumbered
+/// too, keeping only those still used) and those added since. Returns the file's id.
+fn write_symbols(
+    path: &Path,
+    store: &Store,
+    renumbered: Option<&[u32]>,
+) -> std::io::Result<WordsId> {
+    // The stored blob each kept one was (kept blobs keep their order, stored ones first).
+    let stored_of: Vec<u32> = match renumbered {
+        Some(map) => (0..u32::try_from(map.len()).unwrap_or(NONE))
+            .filter(|&old| map[old as usize] != NONE)
+            .collect(),
+        None => (0..u32::try_from(store.saved).unwrap_or(NONE)).collect(),
+    };
+    // Every stored name is read: the names read whole once, not range by range.
+    let syms = store.syms.as_deref();
+    let read = store.names.in_memory();
+    let all = read.as_ref().unwrap_or(&store.names);
+    let facts_of = |b: u32| -> Option<Facts> {
+        match stored_of.get(b as usize) {
+            Some(&old) => decode(syms?, old),
+            None => store.added_facts.get(&b).cloned(),
+        }
+    };
+    let blobs = store.ids.len();
+    if renumbered.is_none() {
+        let name = |id: u32| all.get(id);
+        let symbols = |b: u32| entry(facts_of(b));
+        return symfile::write(
+            path,
+            &symfile::Contents {
+                blobs,
+                name: &name,
+                names: all.len(),
+                sorted: all.sorted(),
+                facts: &symbols,
+            },
+        );
+    }
+    // Only the names the kept blobs use, renumbered in the order first met.
+    let mut names = Names::default();
+    let mut map = vec![NONE; all.len()];
+    let mut keep = |id: u32| {
+        if let Some(slot) = map.get_mut(id as usize)
+            && *slot == NONE
+        {
+            *slot = names.intern(&all.get(id));
+        }
+    };
+    for b in 0..u32::try_from(blobs).unwrap_or(NONE) {
+        if let Some(f) = facts_of(b) {
+            each_name(&f, &mut keep);
+        }
+    }
+    let renamed = |b: u32| {
+        let mut f = facts_of(b)?;
+        let re = |id: &mut u32| *id = map.get(*id as usize).copied().unwrap_or(NONE);
+        f.defs.iter_mut().for_each(|d| {
+            re(&mut d.name);
+            re(&mut d.signature);
+        });
+        f.refs.iter_mut().for_each(|(id, _)| re(id));
+        f.def_terms.iter_mut().for_each(re);
+        f.def_terms.sort_unstable();
+        f.refs.sort_unstable();
+        Some(f)
+    };
+    let name = |id: u32| names.get(id);
+    let symbols = |b: u32| entry(renamed(b));
+    symfile::write(
+        path,
+        &symfile::Contents {
+            blobs,
+            name: &name,
+            names: names.len(),
+            sorted: names.sorted(),
+            facts: &symbols,
+        },
+    )
+}
+
+/// Every name id facts `f` hold.
+fn each_name(f: &Facts, mut name: impl FnMut(u32)) {
+    for d in &f.defs {
+        name(d.name);
+        name(d.signature);
+    }
+    f.refs.iter().for_each(|(id, _)| name(*id));
+    f.def_terms.iter().copied().for_each(name);
 }
 
 /// The caches being written, each with its file.
@@ -609,7 +784,10 @@ mod tests {
         let mut s = Store::default();
         let name = s.names.intern("parse_config");
         let sig = s.names.intern("def parse_config():");
+        let mut def_terms = vec![s.names.intern("pars"), s.names.intern("config")];
+        def_terms.sort_unstable();
         let code = Facts {
+            def_terms,
             defs: vec![DefRec {
                 name,
                 kind: DefKind::Function,
@@ -654,19 +832,22 @@ mod tests {
         let mut s = load(&file, root);
         assert_eq!(s.ids.len(), 3);
         assert_eq!(s.blob_index(&[2; 20]), Some(1));
-        let paths = vec!["a.py", "b.md", "c.md"];
-        let mut files = MapFiles::new(&paths);
-        for i in 0..3 {
-            files.set_blob(i, i as u32);
-        }
-        let view = s.view(&files, &query(&["config", "nowhere"]));
+        let hits = s.words_of(&query(&["config", "nowhere"]));
+        let view = s.view(hits);
         let config = s.names.lookup("config").unwrap();
-        let facts = |i: usize| &s.facts()[view.blob(i).unwrap() as usize].1;
-        assert_eq!(facts(0).terms, [(config, 2)]);
-        assert_eq!(facts(0).defs.len(), 1, "the symbols come with the view");
-        assert_eq!(facts(1).terms, [(config, 1)]);
-        assert!(facts(2).terms.is_empty());
-        assert_eq!((facts(2).len, facts(2).lines), (4, 1));
+        assert_eq!(view.facts(0).unwrap().terms, [(config, 2)]);
+        assert_eq!(
+            view.facts(0).unwrap().defs.len(),
+            1,
+            "the symbols come with the view"
+        );
+        assert_eq!(view.facts(1).unwrap().terms, [(config, 1)]);
+        assert!(view.facts(2).unwrap().terms.is_empty());
+        assert_eq!(
+            (view.facts(2).unwrap().len, view.facts(2).unwrap().lines),
+            (4, 1)
+        );
+        assert_eq!(view.with_terms(), [0, 1]);
         assert!(
             s.names.lookup("ledger").is_none(),
             "a word not asked for is not loaded"
@@ -675,28 +856,76 @@ mod tests {
     }
 
     #[test]
-    fn blobs_of_one_size_without_the_requests_words_share_an_entry() {
+    fn a_view_loads_only_the_facts_asked_for_and_finds_definers_by_index() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.bin");
         let root = Path::new("/project");
         save(&file, root, &mut store()).unwrap();
         let mut s = load(&file, root);
-        let paths = vec!["b.md", "c.md"];
-        let mut files = MapFiles::new(&paths);
-        files.set_blob(0, 1);
-        files.set_blob(1, 2);
-        let view = s.view(&files, &query(&["absent"]));
-        assert_eq!(view.blob(0), view.blob(1));
-        let view = s.view(&files, &query(&["ledger"]));
-        assert_ne!(
-            view.blob(0),
-            view.blob(1),
-            "the one holding the word stands apart"
+        let hits = s.words_of(&query(&["absent"]));
+        let view = s.view(hits);
+        let name = s.names.lookup("parse_config").unwrap();
+        let term = s.names.lookup("pars").unwrap();
+        assert_eq!(view.defining(name), [0]);
+        assert_eq!(view.with_def_term(term), [0]);
+        assert_eq!(view.len(1), Some(4));
+        assert_eq!(view.loaded(), 0, "indexes and sizes load no blob's facts");
+        assert!(view.with_terms().is_empty());
+        assert_eq!(view.facts(0).unwrap().defs[0].name, name);
+        assert_eq!(view.loaded(), 1);
+        assert_eq!(
+            s.names.get(view.facts(0).unwrap().defs[0].signature),
+            "def parse_config():"
         );
     }
 
     #[test]
-    fn a_cache_whose_words_file_is_missing_foreign_or_damaged_is_cold() {
+    fn blobs_added_after_loading_are_found_beside_the_mapped_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.bin");
+        let root = Path::new("/project");
+        save(&file, root, &mut store()).unwrap();
+        let mut s = load(&file, root);
+        let name = s.names.intern("parse_config");
+        let sig = s.names.intern("def parse_config(path):");
+        let again = Facts {
+            defs: vec![DefRec {
+                name,
+                kind: DefKind::Function,
+                line: 3,
+                end: 4,
+                signature: sig,
+            }],
+            len: 5,
+            lines: 4,
+            parsed: true,
+            ..Facts::default()
+        };
+        let b = s.add_parsed([4; 20], again, vec![("config".to_string(), 3)]);
+        assert_eq!(b, 3);
+        let hits = s.words_of(&query(&["config"]));
+        let view = s.view(hits);
+        assert_eq!(view.defining(name), [0, 3]);
+        assert_eq!(view.with_terms(), [0, 1, 3]);
+        drop(view);
+        save(&file, root, &mut s).unwrap();
+        let mut s = load(&file, root);
+        let name = s.names.lookup("parse_config").unwrap();
+        let hits = s.words_of(&query(&["config"]));
+        let view = s.view(hits);
+        assert_eq!(
+            view.defining(name),
+            [0, 3],
+            "both saved in the symbols file"
+        );
+        assert_eq!(
+            s.names.get(view.facts(3).unwrap().defs[0].signature),
+            "def parse_config(path):"
+        );
+    }
+
+    #[test]
+    fn a_cache_whose_words_or_symbols_file_is_missing_foreign_or_damaged_is_cold() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.bin");
         let other = dir.path().join("d.bin");
@@ -704,41 +933,45 @@ mod tests {
         save(&file, root, &mut store()).unwrap();
         save(&other, root, &mut store()).unwrap();
         assert!(!load(&file, root).is_empty());
-        // Another cache's words file, of the same shape: its id differs.
-        std::fs::copy(words::path_of(&other), words::path_of(&file)).unwrap();
-        assert!(load(&file, root).is_empty());
-        save(&file, root, &mut store()).unwrap();
-        let mut bytes = std::fs::read(words::path_of(&file)).unwrap();
-        bytes.pop();
-        std::fs::write(words::path_of(&file), &bytes).unwrap();
-        assert!(load(&file, root).is_empty(), "cut short");
-        std::fs::remove_file(words::path_of(&file)).unwrap();
-        assert!(load(&file, root).is_empty(), "missing");
+        for side in [words::path_of, symfile::path_of] {
+            // Another cache's file, of the same shape: its id differs.
+            std::fs::copy(side(&other), side(&file)).unwrap();
+            assert!(load(&file, root).is_empty());
+            save(&file, root, &mut store()).unwrap();
+            let mut bytes = std::fs::read(side(&file)).unwrap();
+            bytes.pop();
+            std::fs::write(side(&file), &bytes).unwrap();
+            assert!(load(&file, root).is_empty(), "cut short");
+            std::fs::remove_file(side(&file)).unwrap();
+            assert!(load(&file, root).is_empty(), "missing");
+            save(&file, root, &mut store()).unwrap();
+        }
     }
 
     #[test]
-    fn compaction_keeps_the_live_blobs_words_under_their_new_numbers() {
+    fn compaction_keeps_the_live_blobs_words_and_symbols_under_their_new_numbers() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.bin");
         let root = Path::new("/project");
         save(&file, root, &mut store()).unwrap();
         let mut s = load(&file, root);
-        // Only the third blob is live: the first two go, and it becomes blob 0.
-        s.compact(&[2]);
+        // Only the first and third blobs are live: the second goes, the third becomes 1.
+        s.compact(&[0, 2]);
         save(&file, root, &mut s).unwrap();
         let mut s = load(&file, root);
-        assert_eq!(s.ids, [[3; 20]]);
-        let paths = vec!["c.md"];
-        let mut files = MapFiles::new(&paths);
-        files.set_blob(0, 0);
-        let view = s.view(&files, &query(&["tax", "config"]));
+        assert_eq!(s.ids, [[1; 20], [3; 20]]);
+        let hits = s.words_of(&query(&["tax", "config"]));
+        let view = s.view(hits);
         let tax = s.names.lookup("tax").unwrap();
+        assert_eq!(view.facts(1).unwrap().terms, [(tax, 4)]);
+        let name = s.names.lookup("parse_config").unwrap();
+        assert_eq!(view.defining(name), [0]);
         assert_eq!(
-            s.facts()[view.blob(0).unwrap() as usize].1.terms,
-            [(tax, 4)]
+            s.names.get(view.facts(0).unwrap().defs[0].signature),
+            "def parse_config():"
         );
         assert!(
-            s.names.lookup("config").is_none(),
+            s.names.lookup("ledger").is_none(),
             "the dropped blobs' words went"
         );
     }
