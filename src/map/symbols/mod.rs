@@ -14,7 +14,7 @@ mod watchdog;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tree_sitter_tags::{Tag, TagsConfiguration, TagsContext};
 
@@ -184,7 +184,7 @@ impl Extractor {
         };
         let watchdog = self.watchdog.insert(watchdog);
         let flag = Arc::new(AtomicUsize::new(0));
-        let _armed = watchdog.arm(Arc::clone(&flag), Instant::now() + self.budget);
+        let _armed = watchdog.arm(Arc::clone(&flag), self.budget);
         let failed = |e| match e {
             tree_sitter_tags::Error::Cancelled => SymbolError::TimedOut {
                 lang,
