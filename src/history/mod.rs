@@ -10,14 +10,14 @@
 //! Folders: `git` (the repository and when not to write to it, every `refs/pai/*` name,
 //! session metadata, the lock, pai's mark and what it says of state it cannot verify, its
 //! state directories), `index` (git's index, read and spliced directly), `activity` (what the
-//! repository map learns from git), `worktrees` (worktree sessions), `ops` (the operation
-//! journal: every plan commit, undo, redo and discard recorded before it touches anything,
-//! finished by the next pai command after a crash); files: `session` (start, lock, summary),
-//! `snapshot` (user snapshots and trash before a plan), `commit` (the plan commit), `undo`
-//! (undo/redo), `log` (`pai log`'s records), helpers `scope`, `tree_edit`, `revert`,
-//! `message`, `trash`, what undo replaced kept for redo (`kept`), what the model wrote on the
-//! line of work (`chain`), what a plan left at its trash paths (`left`). docs/ARCHITECTURE.md
-//! gives each folder's public interface.
+//! repository map learns from git), `worktrees` (worktree sessions), `ops` (the one executor:
+//! every plan commit, undo, redo and discard is a record it applies, finished by the next pai
+//! command after a crash), `plan` (the plan under way, [`PlanUnderWay`]), `record` (messages,
+//! trailers, trash, what a plan made, what undo kept for redo), `session` (the one
+//! `impl Session`), `undo` (undo, redo, discard), `gc` (pruning); files: `log` (`pai log`'s
+//! records), helpers `scope`, `tree_edit`, `revert`, `convert`, what the model wrote on the
+//! line of work (`chain`), what a plan left at its trash paths (`left`).
+//! docs/ARCHITECTURE.md gives each folder's public interface.
 
 mod activity;
 mod chain;
