@@ -172,10 +172,7 @@ fn read_message(text: &str, files: &mut HashMap<String, Shown>) {
             .filter(|_| lines.get(i + 1) == Some(&"```"))
         {
             let start = i + 2;
-            let mut end = start;
-            while end < lines.len() && lines[end] != "```" {
-                end += 1;
-            }
+            let end = fence_end(&lines, start);
             let mut body = &lines[start..end];
             let cut = body.iter().position(|l| l.starts_with("[... truncated:"));
             if let Some(c) = cut {
@@ -240,6 +237,35 @@ fn read_message(text: &str, files: &mut HashMap<String, Shown>) {
             i += 1;
         }
     }
+}
+
+/// Where the fence of a whole file opened before `start` closes. A file's own text may hold
+/// a line of three backticks (a doc comment's example), so the closing one is the fence
+/// followed by a blank line and the next part of the message, or by its end; failing that,
+/// the first fence.
+fn fence_end(lines: &[&str], start: usize) -> usize {
+    let next_part = |l: &str| {
+        [
+            "Current contents of ",
+            "Excerpts of ",
+            "Request:",
+            "(contents of ",
+        ]
+        .iter()
+        .any(|h| l.starts_with(h))
+    };
+    let fences = (start..lines.len()).filter(|&j| lines[j] == "```");
+    let closing = fences
+        .clone()
+        .find(|&j| match (lines.get(j + 1), lines.get(j + 2)) {
+            (None, _) => true,
+            (Some(&""), None) => true,
+            (Some(&""), Some(l)) => next_part(l),
+            _ => false,
+        });
+    closing
+        .or_else(|| fences.clone().next())
+        .unwrap_or(lines.len())
 }
 
 /// One search/replace pair.

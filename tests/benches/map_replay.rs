@@ -8,10 +8,10 @@
 //! task, checks that the files pai wrote equal the real commit's byte for byte whenever the
 //! oracle's edits were applied, and that `pai undo` puts the parent tree back.
 //!
-//! Each case runs in a copy of its parent tree at one path per repository
-//! (`$TMPDIR/pai-map-replay/<name>`), so the map cache pai keeps for that path serves the
-//! repository's later cases, and a `pai map` of the request warms it first: the first call is
-//! the warm map's, as the map rows measure it. `PAI_MAP_REPLAY=0` skips the replay.
+//! Each case runs in a fresh copy of its parent tree (`$TMPDIR/pai-map-replay/<name>`) with a
+//! HOME of its own, and `pai map` of the request warms the map cache first (until no file is
+//! left unparsed): the first call is the warm map's, as the map rows measure it.
+//! `PAI_MAP_REPLAY=0` skips the replay.
 
 #[path = "map_oracle.rs"]
 mod oracle;
@@ -252,8 +252,6 @@ pub fn rows(cases: &[&Case], trees: &Path) -> Vec<Row> {
     }
     let verbose = std::env::var_os("PAI_MAP_VERBOSE").is_some();
     let base = std::env::temp_dir().join("pai-map-replay");
-    let home = base.join("home");
-    let _ = std::fs::create_dir_all(&home);
     let mut per_repo: BTreeMap<String, Vec<Replayed>> = BTreeMap::new();
     for case in cases {
         let Some(gd) = super::git_dir(&case.repo) else {
@@ -273,6 +271,10 @@ pub fn rows(cases: &[&Case], trees: &Path) -> Vec<Row> {
             eprintln!("replay: cannot copy the tree of {}", case.id);
             continue;
         }
+        // A HOME of its own: what pai remembers of one case's session must not steer the next.
+        let home = base.join("home");
+        let _ = std::fs::remove_dir_all(&home);
+        let _ = std::fs::create_dir_all(&home);
         let r = replay(case, &dir, &home, &gd, diffs);
         if verbose {
             eprintln!(

@@ -97,7 +97,10 @@ pub struct Script {
 /// A model written as code: given a generation request as recorded, the reply, or `None` to
 /// leave the request to the scripted replies.
 #[derive(Clone)]
-pub struct Responder(pub Arc<dyn Fn(&RecordedRequest) -> Option<Reply> + Send + Sync>);
+pub struct Responder(pub Arc<Respond>);
+
+/// What a [`Responder`] runs.
+pub type Respond = dyn Fn(&RecordedRequest) -> Option<Reply> + Send + Sync;
 
 impl std::fmt::Debug for Responder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
