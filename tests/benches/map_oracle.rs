@@ -274,9 +274,19 @@ struct Edit {
     replace: String,
 }
 
-/// How many times `needle` occurs among the shown blocks.
+/// `text` without its whitespace: pai refuses a search whose text stands elsewhere in the
+/// file once whitespace is ignored, so uniqueness is judged so too.
+fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// How many times `needle` occurs among the shown blocks, whitespace ignored.
 fn occurrences(blocks: &[String], needle: &str) -> usize {
-    blocks.iter().map(|b| b.matches(needle).count()).sum()
+    let needle = squeezed(needle);
+    blocks
+        .iter()
+        .map(|b| squeezed(b).matches(needle.as_str()).count())
+        .sum()
 }
 
 /// The edits of `diff` written from what `shown` holds, or the hunks it lacks.
@@ -366,11 +376,16 @@ fn edits(diff: &FileDiff, shown: Option<&Shown>) -> Result<Vec<Edit>, String> {
 }
 
 /// The first of `edits` whose search, applied in order to the shown text, is not there
-/// exactly once.
+/// exactly once (as it is, and with whitespace ignored).
 fn first_ambiguous(blocks: &[String], edits: &[Edit]) -> Option<usize> {
     let mut text = blocks.join("\n\u{0}\n");
     for (k, e) in edits.iter().enumerate() {
-        if text.matches(e.search.as_str()).count() != 1 {
+        if text.matches(e.search.as_str()).count() != 1
+            || squeezed(&text)
+                .matches(squeezed(&e.search).as_str())
+                .count()
+                != 1
+        {
             return Some(k);
         }
         text = text.replacen(e.search.as_str(), &e.replace, 1);
@@ -486,11 +501,12 @@ impl Oracle {
     /// The reply to `req`, from what its messages show.
     pub fn answer(&self, req: &RecordedRequest) -> Reply {
         let phase = 1 + req.messages.iter().filter(|(r, _)| r != "user").count();
-        if let Some(failed) = req
-            .last_user_text()
-            .filter(|_| phase > 1)
-            .and_then(|t| t.lines().find(|l| l.ends_with(": FAILED")))
-        {
+        if let Some(failed) = req.last_user_text().filter(|_| phase > 1).and_then(|t| {
+            let lines: Vec<&str> = t.lines().collect();
+            let at = lines.iter().position(|l| l.ends_with(": FAILED"))?;
+            // The step's header and the reason pai gave.
+            Some(lines[at..lines.len().min(at + 2)].join(" "))
+        }) {
             return self.give_up(format!("phase {phase}: {failed}"));
         }
         let shown = shown_in(req);

@@ -11,7 +11,8 @@
 //! Each case runs in a fresh copy of its parent tree (`$TMPDIR/pai-map-replay/<name>`) with a
 //! HOME of its own, and `pai map` of the request warms the map cache first (until no file is
 //! left unparsed): the first call is the warm map's, as the map rows measure it.
-//! `PAI_MAP_REPLAY=0` skips the replay.
+//! `PAI_MAP_REPLAY=0` skips the replay; with `PAI_MAP_DUMP=<dir>`, a changed file that differs
+//! from the commit's is copied there as pai wrote it.
 
 #[path = "map_oracle.rs"]
 mod oracle;
@@ -199,6 +200,13 @@ fn replay(case: &Case, dir: &Path, home: &Path, git_dir: &Path, diffs: Vec<FileD
         r.identical = differ.is_empty();
         if !r.identical {
             r.note = format!("differs from the commit: {differ:?}");
+            // What pai wrote, to compare with the commit by hand.
+            if let Some(dump) = std::env::var_os("PAI_MAP_DUMP").map(PathBuf::from) {
+                for f in &differ {
+                    let name = format!("{}-replay-{}", case.id, f.replace('/', "+"));
+                    let _ = std::fs::copy(dir.join(f), dump.join(name));
+                }
+            }
         }
     } else {
         r.note = format!("{status}: {}", oracle.notes().join("; "));
