@@ -365,6 +365,7 @@ impl Plan {
                 .collect();
             let ranges = merge(units.iter().flat_map(|u| shown_of(view, u)).collect());
             let ranges = fill_gaps(&view.lines, ranges, &mut self.remaining);
+            let ranges = with_blank_above(&view.lines, ranges, &mut self.remaining);
             self.chosen[i] = Some(Chosen {
                 path: cand.path.to_string(),
                 share: self.share(cand),
@@ -397,6 +398,33 @@ fn fill_gaps(lines: &[&str], ranges: Vec<(u32, u32)>, remaining: &mut usize) -> 
             }
         }
         out.push((a, b));
+    }
+    out
+}
+
+/// `ranges` each starting at the blank line above it, while `remaining` lasts: a definition
+/// is often added in the blank line before another, and an edit there is anchored on it.
+fn with_blank_above(
+    lines: &[&str],
+    ranges: Vec<(u32, u32)>,
+    remaining: &mut usize,
+) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for (mut a, b) in ranges {
+        let prev = out.last().map_or(0, |r| r.1);
+        let above = a.checked_sub(2).and_then(|i| lines.get(i as usize));
+        if let Some(line) = above
+            && a - 1 > prev
+            && line.trim().is_empty()
+            && line.len() < *remaining
+        {
+            *remaining -= line.len() + 1;
+            a -= 1;
+        }
+        match out.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
     }
     out
 }
@@ -984,6 +1012,26 @@ mod tests {
         assert!(shows(76) && shows(77) && shows(78), "{r:?}");
         assert!(!shows(40), "{r:?}");
         assert!(!shows(150), "{r:?}");
+    }
+
+    #[test]
+    fn an_excerpt_starts_at_the_blank_line_above_it() {
+        let lines = ["a", "", "def f():", "    pass", "x", "", "def g():"];
+        let mut remaining = 100;
+        let r = with_blank_above(&lines, vec![(3, 4), (7, 7)], &mut remaining);
+        assert_eq!(r, vec![(2, 4), (6, 7)]);
+        assert_eq!(remaining, 98);
+        // A line of code above is not taken, nor anything without room.
+        let mut remaining = 100;
+        assert_eq!(
+            with_blank_above(&lines, vec![(5, 5)], &mut remaining),
+            vec![(5, 5)]
+        );
+        let mut none = 0;
+        assert_eq!(
+            with_blank_above(&lines, vec![(3, 4)], &mut none),
+            vec![(3, 4)]
+        );
     }
 
     #[test]

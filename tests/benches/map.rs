@@ -15,7 +15,9 @@
 //! `PAI_MAP_ONLY=<id prefix>` some cases, `PAI_MAP_CASES=<file>` another case file (a held-out
 //! slice), `PAI_MAP_VERBOSE=1` prints each case at the last budget, `PAI_MAP_UNTIMED=1` skips
 //! the timings, cold and warm and at scale (for a quicker run of the figures), `PAI_MAP_DUMP=<dir>` writes
-//! each first call there.
+//! each first call there. After the figures, the replay (`map_replay.rs`) drives the same
+//! cases through the real `pai run` with an oracle model and counts calls per task
+//! (`PAI_MAP_REPLAY=0` skips it).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -30,6 +32,9 @@ use pai::workspace::{Workspace, WorkspaceConfig};
 use serde_json::Value;
 
 use super::common::Row;
+
+#[path = "map_replay.rs"]
+mod replay;
 
 /// One case.
 struct Case {
@@ -302,7 +307,9 @@ pub fn rows() -> Vec<Row> {
     let verbose = std::env::var_os("PAI_MAP_VERBOSE").is_some();
     let untimed = std::env::var_os("PAI_MAP_UNTIMED").is_some();
     let dump = std::env::var_os("PAI_MAP_DUMP").map(PathBuf::from);
-    for case in cases().iter().filter(|c| !c.names_file) {
+    let cases = cases();
+    let unnamed: Vec<&Case> = cases.iter().filter(|c| !c.names_file).collect();
+    for &case in &unnamed {
         let tree = trees.join(&case.id);
         let Ok(tree) = tree.canonicalize() else {
             eprintln!("map: no tree for {}", case.id);
@@ -361,7 +368,10 @@ pub fn rows() -> Vec<Row> {
                 warm,
             });
     }
-    summarize(&per_repo, &budgets)
+    let mut rows = summarize(&per_repo, &budgets);
+    eprintln!("map replay: the oracle through pai run ...");
+    rows.extend(replay::rows(&unnamed, &trees));
+    rows
 }
 
 fn pct(n: usize, d: usize) -> String {

@@ -88,6 +88,24 @@ pub struct Script {
     /// The profile `server` names, loaded when the mock starts.
     #[serde(skip)]
     pub profile: Option<ServerProfile>,
+    /// Code that answers from what a request carries (a benchmark's oracle model); asked
+    /// after the rules and before the scripted replies.
+    #[serde(skip)]
+    pub responder: Option<Responder>,
+}
+
+/// A model written as code: given a generation request as recorded, the reply, or `None` to
+/// leave the request to the scripted replies.
+#[derive(Clone)]
+pub struct Responder(pub Arc<Respond>);
+
+/// What a [`Responder`] runs.
+pub type Respond = dyn Fn(&RecordedRequest) -> Option<Reply> + Send + Sync;
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
 }
 
 /// How one real OpenAI-compatible server answers, recorded from it (`fixtures/llm/servers/`):
@@ -392,6 +410,15 @@ impl Script {
             replies: replies.into_iter().collect(),
             ..Self::default()
         }
+    }
+
+    /// A script whose every generation request is answered by `respond`.
+    pub fn respond_with(
+        mut self,
+        respond: impl Fn(&RecordedRequest) -> Option<Reply> + Send + Sync + 'static,
+    ) -> Self {
+        self.responder = Some(Responder(Arc::new(respond)));
+        self
     }
 
     /// Parses a script from JSON text.
@@ -858,6 +885,9 @@ impl Inner {
                 self.rule_uses[i] += 1;
                 return Some(rule.reply.clone());
             }
+        }
+        if let Some(reply) = self.script.responder.as_ref().and_then(|r| (r.0)(req)) {
+            return Some(reply);
         }
         if let Some(reply) = self.script.replies.get(self.next_reply) {
             self.next_reply += 1;
