@@ -279,3 +279,59 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300),
+        ..ProptestConfig::default()
+    })]
+
+    /// A search that matches the file exactly, indentation and all, gives exactly the
+    /// replacement as sent, for any indent unit, any depth and any number of aligned lines in
+    /// it (a doc comment's ` * ` one space under its `/**`): one-space alignment is never read
+    /// as the replacement's unit and the replacement re-indented.
+    #[test]
+    fn an_exact_match_with_aligned_comment_lines_is_written_as_sent(
+        unit in prop::sample::select(vec!["  ", "    ", "\t"]),
+        depth in 0usize..3,
+        searched in 1usize..4,
+        comment_lines in 1usize..6,
+        body_lines in 0usize..3,
+    ) {
+        let at = |level: usize| unit.repeat(level);
+        let mut file = Vec::new();
+        if depth > 0 {
+            file.push(format!("{}export class Service {{", at(depth - 1)));
+        }
+        let search: Vec<String> =
+            (0..searched).map(|i| format!("{}import{i} = {i}", at(depth))).collect();
+        file.extend(search.iter().cloned());
+        file.push(format!("{}tail = 0", at(depth)));
+        if depth > 0 {
+            file.push(format!("{}}}", at(depth - 1)));
+        }
+        let mut replace = search.clone();
+        replace.push(String::new());
+        replace.push(format!("{}/**", at(depth)));
+        for i in 0..comment_lines {
+            replace.push(format!("{} * line {i} of the comment", at(depth)));
+        }
+        replace.push(format!("{} */", at(depth)));
+        if body_lines == 0 {
+            replace.push(format!("{}type Methods = `${{string}}`", at(depth)));
+        } else {
+            replace.push(format!("{}run() {{", at(depth)));
+            for i in 0..body_lines {
+                replace.push(format!("{}step{i}()", at(depth + 1)));
+            }
+            replace.push(format!("{}}}", at(depth)));
+        }
+        let original = file.join("\n") + "\n";
+        let intended = original.replacen(&search.join("\n"), &replace.join("\n"), 1);
+        let out = edit_text(
+            &original,
+            &[Edit { search: search.join("\n"), replace: replace.join("\n") }],
+        );
+        prop_assert_eq!(out, Ok(intended));
+    }
+}

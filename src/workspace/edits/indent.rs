@@ -75,10 +75,18 @@ pub(super) fn indent_of(line: &str) -> &str {
     &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
 }
 
-/// Whether a line's leading whitespace holds both tabs and spaces.
+/// Whether a line's leading whitespace mixes tabs and spaces: a space before a tab, or tabs
+/// followed by more than one space. Tabs followed by one space are tab indentation with
+/// one-space alignment (a doc comment's ` * ` under its `/**`), as a one-space step is
+/// alignment everywhere here.
 pub(super) fn is_mixed(line: &str) -> bool {
-    let ind = indent_of(line).as_bytes();
-    ind.contains(&b'\t') && ind.contains(&b' ')
+    let ind = indent_of(line);
+    let tabs = ind.bytes().take_while(|&b| b == b'\t').count();
+    let rest = &ind.as_bytes()[tabs..];
+    if rest.contains(&b'\t') {
+        return true;
+    }
+    tabs > 0 && rest.len() > 1
 }
 
 /// The evidence for a text's unit: how often each step deeper (and, failing those, shallower)
@@ -122,17 +130,21 @@ impl Steps {
             .or_else(|| mode(&self.shallower))
             .or(match (self.tabs, self.space_gcd) {
                 (true, 0) => Some(Unit::Tab),
-                (false, n) if n > 0 => Some(Unit::Spaces(n)),
+                // One space in common is alignment again, not a unit.
+                (false, n) if n > 1 => Some(Unit::Spaces(n)),
                 _ => None,
             })
     }
 }
 
-/// Count one step, when it is whole tabs or whole spaces.
+/// Count one step, when it is whole tabs or whole spaces. A step of one space is alignment
+/// (the ` * ` of a doc comment under its `/**`, a continuation line), never a level: counted
+/// as a unit, a replacement with more comment lines than code would read as indented by one
+/// space, and be re-indented although it matched the file exactly.
 fn bump(counts: &mut Vec<(Unit, usize)>, step: &str) {
     let unit = if step.bytes().all(|b| b == b'\t') {
         Unit::Tab
-    } else if let Some(n) = spaces(step) {
+    } else if let Some(n) = spaces(step).filter(|&n| n > 1) {
         Unit::Spaces(n)
     } else {
         return;
