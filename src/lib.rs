@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod fence;
 pub mod hard_stop;
 pub mod heap;
 pub mod history;

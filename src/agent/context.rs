@@ -264,11 +264,13 @@ fn push_file_contents(
         }
         let shown = truncate(&text, room);
         spent += shown.len();
-        out.push_str(&format!("\nCurrent contents of {path}:\n```\n{shown}"));
+        let fence = crate::fence::for_text(&shown);
+        out.push_str(&format!("\nCurrent contents of {path}:\n{fence}\n{shown}"));
         if !shown.ends_with('\n') {
             out.push('\n');
         }
-        out.push_str("```\n");
+        out.push_str(&fence);
+        out.push('\n');
     }
 }
 

@@ -201,14 +201,16 @@ fn render_texts(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
             continue;
         };
         if c.whole {
+            let fence = crate::fence::for_text(cand.text);
             out.push_str(&format!(
-                "\nCurrent contents of {}:\n```\n{}",
+                "\nCurrent contents of {}:\n{fence}\n{}",
                 c.path, cand.text
             ));
             if !cand.text.ends_with('\n') {
                 out.push('\n');
             }
-            out.push_str("```\n");
+            out.push_str(&fence);
+            out.push('\n');
             shown.whole.push(c.path.clone());
         } else {
             out.push_str(&excerpt_block(&c.path, cand.text, &c.ranges));
@@ -247,12 +249,31 @@ fn excerpt_block(path: &str, text: &str, ranges: &[(u32, u32)]) -> String {
         let Some(part) = lines.get(a - 1..b) else {
             continue;
         };
-        out.push_str(&format!("lines {a}-{b}:\n```\n"));
+        let fence = crate::fence::for_text(&part.join("\n"));
+        out.push_str(&format!("lines {a}-{b}:\n{fence}\n"));
         for l in part {
             out.push_str(l);
             out.push('\n');
         }
-        out.push_str("```\n");
+        out.push_str(&fence);
+        out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An excerpt whose lines hold a fence of their own is fenced with a longer one, so the
+    /// model reads every line as the file's.
+    #[test]
+    fn an_excerpt_holding_a_fence_is_not_closed_by_it() {
+        let text = "# Usage\n\n```sh\npai run\n```\n\nMore prose.\n";
+        let block = excerpt_block("README.md", text, &[(1, 7)]);
+        assert!(block.contains("lines 1-7:\n````\n# Usage\n"), "{block}");
+        assert!(block.ends_with("More prose.\n````\n"), "{block}");
+        let plain = excerpt_block("a.py", "x = 1\n", &[(1, 1)]);
+        assert!(plain.contains("lines 1-1:\n```\nx = 1\n```\n"), "{plain}");
+    }
 }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// lower layer, never one of its own layer or above.
 const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
+    ("fence", 0),
     ("hard_stop", 1),
     ("heap", 0),
     ("layout", 0),
