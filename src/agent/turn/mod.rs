@@ -34,6 +34,10 @@ use crate::workspace::{ChangeKind, FileChange, Workspace};
 pub const MAX_PHASES: u32 = 3;
 /// Characters of one step's output sent back to the model.
 const RESULT_CHARS: usize = 6_000;
+/// Characters of a file a READ sends back to the model: the model asked for the file, and
+/// the lines it must change may be anywhere in it, so a READ shows far more than a command's
+/// output (about 12,000 tokens; the workspace reads at most `max_read_bytes`).
+const READ_CHARS: usize = 48_000;
 /// Characters of a rejected reply echoed back when asking for a correction.
 const ECHO_CHARS: usize = 8_000;
 
@@ -444,11 +448,15 @@ fn results_message(reports: &[StepReport], phase: u32) -> String {
             if r.ok { "OK" } else { "FAILED" }
         ));
         let body = match &r.file_view {
-            Some(view) => format!("{}\n{}", r.output, view.text),
-            None => r.output.clone(),
+            Some(view) => format!(
+                "{}\n{}",
+                context::truncate(r.output.trim_end(), RESULT_CHARS),
+                context::truncate(view.text.trim_end(), READ_CHARS)
+            ),
+            None => context::truncate(r.output.trim_end(), RESULT_CHARS),
         };
         if !body.trim().is_empty() {
-            out.push_str(&context::truncate(body.trim_end(), RESULT_CHARS));
+            out.push_str(body.trim_end());
             out.push('\n');
         }
     }
@@ -531,5 +539,46 @@ impl PathProbe for WorkspaceView<'_> {
             Some(hub) => hub.check(server, tool),
             None => Err("no MCP tools are available in this session; do not use TOOL".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::events::FileView;
+
+    fn report(action: &str, output: String, view: Option<String>) -> StepReport {
+        StepReport {
+            index: 1,
+            phase: 1,
+            action: action.into(),
+            target: "big.py".into(),
+            ok: true,
+            output,
+            diff: None,
+            file_view: view.map(|text| FileView {
+                path: "big.py".into(),
+                text,
+            }),
+        }
+    }
+
+    /// A READ of a file several times a command's output cap reaches the model whole, so
+    /// the lines to change at its end are seen; a command's output keeps its cap.
+    #[test]
+    fn a_read_shows_the_model_the_whole_file_a_command_its_capped_output() {
+        let file: String = (1..=800).map(|i| format!("line_{i:04} = {i}\n")).collect();
+        assert!(file.len() > 2 * RESULT_CHARS && file.len() < READ_CHARS);
+        let read = results_message(&[report("READ", "read big.py".into(), Some(file))], 1);
+        assert!(
+            read.contains("line_0800 = 800"),
+            "{}",
+            &read[read.len() - 300..]
+        );
+        assert!(!read.contains("truncated"));
+        let noisy: String = (1..=800).map(|i| format!("out {i:04}\n")).collect();
+        let run = results_message(&[report("RUN", noisy, None)], 1);
+        assert!(run.contains("truncated"));
+        assert!(!run.contains("out 0800"));
     }
 }
