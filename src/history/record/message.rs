@@ -181,13 +181,18 @@ pub(crate) fn plan_message(
 /// The message of a snapshot of the user's changes taken before plan `plan`.
 pub(crate) fn user_message(session: &str, plan: u32, staged: bool, files: &[String]) -> String {
     let what = if staged { "staged changes" } else { "changes" };
-    let mut msg = format!("pai: snapshot of your {what} before plan {plan}\n\n");
-    msg.push_str("Files:\n");
+    let subject = format!("pai: snapshot of your {what} before plan {plan}");
+    with_files(&subject, files, &trailer_block(session, plan, Kind::User))
+}
+
+/// A message of `subject`, a `Files:` list and the trailers.
+fn with_files(subject: &str, files: &[String], trailers: &str) -> String {
+    let mut msg = format!("{subject}\n\nFiles:\n");
     for file in files {
         msg.push_str(&format!("- {file}\n"));
     }
     msg.push('\n');
-    msg.push_str(&trailer_block(session, plan, Kind::User));
+    msg.push_str(trailers);
     msg
 }
 
@@ -198,20 +203,13 @@ pub(crate) fn is_staged_snapshot(message: &str) -> bool {
 
 /// The message of the state `pai undo --force` saves before undoing plan `plan`.
 pub(crate) fn saved_message(session: &str, plan: u32, files: &[String]) -> String {
-    let mut msg = format!(
-        "pai: your state of {} file(s) before undoing plan {plan}\n\n",
+    let subject = format!(
+        "pai: your state of {} file(s) before undoing plan {plan}",
         files.len()
     );
-    msg.push_str("Files:\n");
-    for file in files {
-        msg.push_str(&format!("- {file}\n"));
-    }
-    msg.push('\n');
-    msg.push_str(&trailer_block(session, plan, Kind::Saved));
-    msg
+    with_files(&subject, files, &trailer_block(session, plan, Kind::Saved))
 }
 
-/// Read the `Pai-*` trailers of a commit message.
 /// The step lines of a plan commit's message (its `Steps:` section), as recorded.
 pub(crate) fn steps_of(message: &str) -> Vec<String> {
     let mut lines = message.lines().skip_while(|l| *l != "Steps:").skip(1);
@@ -239,6 +237,7 @@ pub(crate) fn failed_of(message: &str) -> Vec<String> {
         .collect()
 }
 
+/// Read the `Pai-*` trailers of a commit message.
 pub(crate) fn parse(message: &str) -> Trailers {
     let mut t = Trailers::default();
     let Ok(trailers) = git2::message_trailers_strs(message) else {
