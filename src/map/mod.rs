@@ -280,11 +280,12 @@ fn build_with<'c>(
     drop(view);
     let ranked = best_scored(ranked, &g.files);
     let files = g.files.len();
+    let needed = g.parsed > 0 || g.dropped > 0 || head_before != activity.head;
     if let Some(l) = location
-        && (g.parsed > 0 || g.dropped > 0 || head_before != activity.head)
+        && (needed || g.store.scattered())
     {
         let live = g.files.blobs().flatten().collect();
-        store::save_in_background(l, root, g.store, live);
+        store::save_in_background(l, root, g.store, live, needed);
     }
     clock.mark("save");
     MapReport {

@@ -12,6 +12,7 @@
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
@@ -30,6 +31,13 @@ pub type BlobId = [u8; 20];
 
 /// No entry, in renumberings and name maps.
 const NONE: u32 = u32::MAX;
+
+/// Lookups by id below which the order of the blobs is not judged (a small project's table
+/// costs next to nothing).
+const SCATTERED_FROM: usize = 4096;
+/// The share of lookups (one in this many) the guess may miss before the blobs are saved
+/// renumbered.
+const SCATTERED_SHARE: usize = 16;
 
 /// The files changed by recent commits, as of one HEAD.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -68,6 +76,12 @@ impl Size {
         }
     }
 }
+
+/// Blobs to a chunk of a view's cells.
+const CHUNK: usize = 256;
+
+/// The cells of [`CHUNK`] blobs in a view.
+type Chunk = [OnceCell<Box<Facts>>; CHUNK];
 
 /// The same shape as [`Stored`], borrowed, for writing without copying the store.
 #[derive(serde::Serialize)]
@@ -161,9 +175,17 @@ pub struct Store {
     /// The blobs after the first `saved`, by id.
     by_id: HashMap<BlobId, u32>,
     /// An open-addressing table over the first `saved` blobs (slot -> index + 1; 0 empty),
-    /// made at the first lookup: a map looks up every tracked file's blob, and a binary search
-    /// of 100,000 ids costs seventeen comparisons in memory read at random.
+    /// made at the first lookup the guess below misses: a binary search of 100,000 ids costs
+    /// seventeen comparisons in memory read at random.
     slots: OnceLock<Vec<u32>>,
+    /// The blob after the last one found by id. The cache numbers its blobs in the order the
+    /// project's files first use them (see [`Store::compact`]), and a map looks the files up
+    /// in that order, so the next lookup is most often this blob: the ids are then read in
+    /// order, and the table is never made.
+    next: AtomicUsize,
+    /// Lookups of saved blobs the guess missed, and lookups in all.
+    misses: AtomicUsize,
+    lookups: AtomicUsize,
 }
 
 /// Where a blob id starts probing: its first eight bytes (an id is a SHA-1, spread evenly).
@@ -208,6 +230,34 @@ impl Store {
     /// The facts of a blob already known by its id.
     pub fn blob_index(&self, id: &BlobId) -> Option<u32> {
         let saved = self.ids.get(..self.saved).unwrap_or_default();
+        self.lookups.fetch_add(1, Relaxed);
+        let guess = self.next.load(Relaxed);
+        // The next blob; the same as the last file's (a copy); the one after (a file known
+        // by its stamp took the next).
+        for at in [guess, guess.wrapping_sub(1), guess + 1] {
+            if saved.get(at) == Some(id) {
+                self.next.store(at + 1, Relaxed);
+                return u32::try_from(at).ok();
+            }
+        }
+        self.misses.fetch_add(1, Relaxed);
+        let found = self.probe(saved, id);
+        if let Some(b) = found {
+            self.next.store(b as usize + 1, Relaxed);
+        }
+        found.or_else(|| self.by_id.get(id).copied())
+    }
+
+    /// Whether the saved blobs are numbered far from the order lookups come in (a cache
+    /// written before blobs were numbered by first use, or a project reordered since), so that
+    /// the map should save the cache renumbered though nothing else changed.
+    pub fn scattered(&self) -> bool {
+        let (misses, lookups) = (self.misses.load(Relaxed), self.lookups.load(Relaxed));
+        lookups >= SCATTERED_FROM && misses * SCATTERED_SHARE > lookups
+    }
+
+    /// The saved blob `id`, from the table over them (made when first needed).
+    fn probe(&self, saved: &[BlobId], id: &BlobId) -> Option<u32> {
         let slots = self.slots.get_or_init(|| slot_table(saved));
         if let Some(mask) = slots.len().checked_sub(1) {
             let mut slot = slot_of(id) & mask;
@@ -218,7 +268,7 @@ impl Store {
                 slot = (slot + 1) & mask;
             }
         }
-        self.by_id.get(id).copied()
+        None
     }
 
     /// Add a blob's facts (without words); returns its index.
@@ -303,32 +353,48 @@ impl Store {
         View {
             store: self,
             hits,
-            cells: (0..self.ids.len()).map(|_| OnceCell::new()).collect(),
+            cells: (0..self.ids.len().div_ceil(CHUNK))
+                .map(|_| OnceCell::new())
+                .collect(),
             added_index: OnceCell::new(),
         }
     }
 
-    /// Keep only the blobs in `live` and those the stamped files use, renumbering blobs (in
-    /// their order), when many went, so the cache does not grow with every version of every
-    /// file (the names are renumbered as the symbols file is written).
-    pub fn compact(&mut self, live: &[u32]) {
-        let mut used: Vec<u32> = live
-            .iter()
-            .copied()
-            .chain(self.files.values().map(|(_, b)| *b))
-            .filter(|&b| (b as usize) < self.ids.len())
-            .collect();
-        used.sort_unstable();
-        used.dedup();
-        if used.len() * 4 >= self.ids.len() * 3 && self.names.len() < 4 * 1024 * 1024 {
-            return;
+    /// Keep only the blobs in `live` (every project file's, in the file list's order) and
+    /// those the stamped files use, renumbering blobs when many went, so the cache does not
+    /// grow with every version of every file (the names are renumbered as the symbols file is
+    /// written). Renumbered, the blobs take the order the files first use them in, which is
+    /// the order the next map looks them up in; they are renumbered for that alone when it
+    /// halves the lookups that miss that order and the words and symbols are written anew
+    /// anyway (blobs were added), or the lookups of this map mostly missed it. Returns
+    /// whether it renumbered.
+    pub fn compact(&mut self, live: &[u32]) -> bool {
+        let count = self.ids.len();
+        let mut stamped: Vec<u32> = self.files.values().map(|(_, b)| *b).collect();
+        stamped.sort_unstable();
+        let mut renumber = vec![NONE; count];
+        let mut used = Vec::with_capacity(live.len().min(count));
+        for b in live.iter().copied().chain(stamped) {
+            if let Some(slot) = renumber.get_mut(b as usize)
+                && *slot == NONE
+            {
+                *slot = u32::try_from(used.len()).unwrap_or(NONE);
+                used.push(b);
+            }
         }
-        let mut renumber = vec![NONE; self.ids.len()];
+        let few_went = used.len() * 4 >= count * 3 && self.names.len() < 4 * 1024 * 1024;
+        if few_went {
+            let worth = count != self.saved || self.scattered();
+            let now = guess_misses(live, |b| b);
+            let after = guess_misses(live, |b| renumber.get(b as usize).copied().unwrap_or(NONE));
+            if !(worth && after * 2 < now) {
+                return false;
+            }
+        }
         let (mut ids, mut sizes) = (Vec::new(), Vec::new());
         let mut added_facts = HashMap::new();
         for b in used {
             let n = u32::try_from(ids.len()).unwrap_or(NONE);
-            renumber[b as usize] = n;
             ids.push(self.ids[b as usize]);
             sizes.push(self.sizes[b as usize]);
             if let Some(f) = self.added_facts.remove(&b) {
@@ -354,7 +420,26 @@ impl Store {
         self.added_facts = added_facts;
         self.by_id.clear();
         self.slots = OnceLock::new();
+        self.next = AtomicUsize::new(0);
+        true
     }
+}
+
+/// How many of `live`'s blobs, numbered by `number`, a lookup in that order finds away from
+/// where [`Store::blob_index`] guesses first.
+fn guess_misses(live: &[u32], number: impl Fn(u32) -> u32) -> usize {
+    let mut next: u32 = 0;
+    let mut misses = 0;
+    for &b in live {
+        let n = number(b);
+        if n == NONE {
+            continue;
+        }
+        let near = n == next || n.wrapping_add(1) == next || n == next.wrapping_add(1);
+        misses += usize::from(!near);
+        next = n.wrapping_add(1);
+    }
+    misses
 }
 
 /// Blob `b`'s facts from the symbols file `syms` (`None` when it has none, or they do not
@@ -381,8 +466,10 @@ fn entry(f: Option<Facts>) -> std::io::Result<Option<symfile::Entry>> {
 pub struct View<'s> {
     store: &'s Store,
     hits: Hits,
-    /// Each blob's facts, once asked for.
-    cells: Vec<OnceCell<Box<Facts>>>,
+    /// Each blob's facts, once asked for, in chunks of [`CHUNK`] blobs made when one of
+    /// theirs is first asked for: a map asks for a few hundred blobs' facts at most, and a
+    /// cell for every blob would be a table as large as the blobs' ids written for nothing.
+    cells: Vec<OnceCell<Box<Chunk>>>,
     /// The (name, blob) pairs of the definitions, and the (term, blob) pairs of the terms of
     /// defined names, of the blobs added since loading, sorted (made when first asked for).
     added_index: OnceCell<AddedIndex>,
@@ -391,7 +478,12 @@ pub struct View<'s> {
 impl View<'_> {
     /// How many blobs' facts were loaded so far.
     pub fn loaded(&self) -> usize {
-        self.cells.iter().filter(|c| c.get().is_some()).count()
+        self.cells
+            .iter()
+            .filter_map(OnceCell::get)
+            .flat_map(|chunk| chunk.iter())
+            .filter(|c| c.get().is_some())
+            .count()
     }
 
     fn added_index(&self) -> &AddedIndex {
@@ -432,7 +524,14 @@ impl BlobFacts for View<'_> {
     }
 
     fn facts(&self, b: u32) -> Option<&Facts> {
-        let cell = self.cells.get(b as usize)?;
+        if b as usize >= self.store.ids.len() {
+            return None;
+        }
+        let chunk = self
+            .cells
+            .get(b as usize / CHUNK)?
+            .get_or_init(|| Box::new(std::array::from_fn(|_| OnceCell::new())));
+        let cell = chunk.get(b as usize % CHUNK)?;
         let f = cell.get_or_init(|| {
             let mut f = self.store.stored_facts(b).unwrap_or_default();
             f.terms = self.hits.get(&b).cloned().unwrap_or_default();
@@ -554,6 +653,9 @@ pub fn load(file: &Path, root: &Path) -> Store {
         renumbered: None,
         by_id: HashMap::new(),
         slots: OnceLock::new(),
+        next: AtomicUsize::new(0),
+        misses: AtomicUsize::new(0),
+        lookups: AtomicUsize::new(0),
     }
 }
 
@@ -639,11 +741,17 @@ fn write_symbols(
     store: &Store,
     renumbered: Option<&[u32]>,
 ) -> std::io::Result<WordsId> {
-    // The stored blob each kept one was (kept blobs keep their order, stored ones first).
+    // The stored blob each one was (`NONE`: added since loading).
     let stored_of: Vec<u32> = match renumbered {
-        Some(map) => (0..u32::try_from(map.len()).unwrap_or(NONE))
-            .filter(|&old| map[old as usize] != NONE)
-            .collect(),
+        Some(map) => {
+            let mut of = vec![NONE; store.ids.len()];
+            for (old, &new) in map.iter().enumerate() {
+                if let (Some(slot), Ok(old)) = (of.get_mut(new as usize), u32::try_from(old)) {
+                    *slot = old;
+                }
+            }
+            of
+        }
         None => (0..u32::try_from(store.saved).unwrap_or(NONE)).collect(),
     };
     // Every stored name is read: the names read whole once, not range by range.
@@ -652,8 +760,8 @@ fn write_symbols(
     let all = read.as_ref().unwrap_or(&store.names);
     let facts_of = |b: u32| -> Option<Facts> {
         match stored_of.get(b as usize) {
-            Some(&old) => decode(syms?, old),
-            None => store.added_facts.get(&b).cloned(),
+            Some(&old) if old != NONE => decode(syms?, old),
+            _ => store.added_facts.get(&b).cloned(),
         }
     };
     let blobs = store.ids.len();
@@ -731,19 +839,28 @@ type Saving = Vec<(PathBuf, std::thread::JoinHandle<()>)>;
 static SAVING: std::sync::Mutex<Saving> = std::sync::Mutex::new(Vec::new());
 
 /// Keep only the blobs in `live` (and the stamped files') and write the cache on a thread of
-/// its own: the first call of a turn does not wait for it (it overlaps the model's answer).
+/// its own — unless nothing but the blobs' order asked for it (`needed` false) and they
+/// stay as numbered: the first call of a turn does not wait for it (it overlaps the model's
+/// answer).
 /// [`wait_for_save`] joins it; [`load`] waits for the same file's first, so a later map in the
 /// same process reads what this one learned. A cache that cannot be written, or a thread that
 /// cannot be started, only makes the next map cold.
-pub fn save_in_background(file: PathBuf, root: PathBuf, mut store: Store, live: Vec<u32>) {
+pub fn save_in_background(
+    file: PathBuf,
+    root: PathBuf,
+    mut store: Store,
+    live: Vec<u32>,
+    needed: bool,
+) {
     let mut saving = lock_saving();
     join_saves(&mut saving, Some(&file));
     let target = file.clone();
     let spawned = std::thread::Builder::new()
         .name("pai-map-save".into())
         .spawn(move || {
-            store.compact(&live);
-            let _ = save(&target, &root, &mut store);
+            if store.compact(&live) || needed {
+                let _ = save(&target, &root, &mut store);
+            }
         });
     if let Ok(handle) = spawned {
         saving.push((file, handle));
@@ -949,6 +1066,57 @@ mod tests {
     }
 
     #[test]
+    fn blobs_are_renumbered_in_the_order_the_files_first_use_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.bin");
+        let root = Path::new("/project");
+        let mut s = store();
+        // The files use the blobs backwards (as a cold map's parsing may have numbered them).
+        assert!(s.compact(&[2, 1, 0]), "blobs were added: renumbered");
+        save(&file, root, &mut s).unwrap();
+        let mut s = load(&file, root);
+        assert_eq!(s.ids, [[3; 20], [2; 20], [1; 20]]);
+        let hits = s.words_of(&query(&["tax", "config"]));
+        let view = s.view(hits);
+        let (tax, config) = (
+            s.names.lookup("tax").unwrap(),
+            s.names.lookup("config").unwrap(),
+        );
+        assert_eq!(view.facts(0).unwrap().terms, [(tax, 4)]);
+        assert_eq!(view.facts(1).unwrap().terms, [(config, 1)]);
+        assert_eq!(view.facts(2).unwrap().terms, [(config, 2)]);
+        assert_eq!((view.len(0), view.len(2)), (Some(4), Some(3)));
+        let name = s.names.lookup("parse_config").unwrap();
+        assert_eq!(view.defining(name), [2]);
+        assert_eq!(
+            s.names.get(view.facts(2).unwrap().defs[0].signature),
+            "def parse_config():"
+        );
+        drop(view);
+        // In the order they are numbered now, nothing is gained: the files stay as saved.
+        assert!(!s.compact(&[0, 1, 2]));
+        assert!(!s.compact(&[0, 1, 1, 2]));
+    }
+
+    #[test]
+    fn lookups_in_the_blobs_order_need_no_table_and_others_still_find_their_blob() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.bin");
+        let root = Path::new("/project");
+        save(&file, root, &mut store()).unwrap();
+        let s = load(&file, root);
+        for (b, id) in [(0, [1; 20]), (0, [1; 20]), (1, [2; 20]), (2, [3; 20])] {
+            assert_eq!(s.blob_index(&id), Some(b));
+        }
+        assert!(s.slots.get().is_none(), "found where guessed");
+        assert_eq!(s.blob_index(&[9; 20]), None);
+        assert_eq!(s.blob_index(&[1; 20]), Some(0));
+        assert_eq!(s.blob_index(&[3; 20]), Some(2));
+        assert!(s.slots.get().is_some());
+        assert!(!s.scattered(), "too few lookups to judge");
+    }
+
+    #[test]
     fn compaction_keeps_the_live_blobs_words_and_symbols_under_their_new_numbers() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.bin");
@@ -956,7 +1124,7 @@ mod tests {
         save(&file, root, &mut store()).unwrap();
         let mut s = load(&file, root);
         // Only the first and third blobs are live: the second goes, the third becomes 1.
-        s.compact(&[0, 2]);
+        assert!(s.compact(&[0, 2]));
         save(&file, root, &mut s).unwrap();
         let mut s = load(&file, root);
         assert_eq!(s.ids, [[1; 20], [3; 20]]);
