@@ -9,7 +9,8 @@
 //!
 //! The repositories are generated once and kept in `PAI_BENCH_WORKTREE_DIR`
 //! (`/tmp/pai-bench-worktree`); `PAI_BENCH_WORKTREE_SIZES` (`10000,100000`) and
-//! `PAI_BENCH_WORKTREE_REPS` (3) change what is measured.
+//! `PAI_BENCH_WORKTREE_REPS` (3) change what is measured; `PAI_BENCH_BIN` measures another `pai`
+//! binary, as in the scale section.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,7 +23,11 @@ use crate::support::mock_llm::{MockLlm, Reply, Script};
 use crate::support::project::TEST_KEY;
 use crate::workspace;
 
-const PAI: &str = env!("CARGO_BIN_EXE_pai");
+/// The `pai` binary measured: this build's, or `PAI_BENCH_BIN` (as in the scale section, so
+/// both sections of one run measure the same binary).
+fn pai_binary() -> String {
+    std::env::var("PAI_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pai").to_string())
+}
 
 fn cache_dir() -> PathBuf {
     std::env::var_os("PAI_BENCH_WORKTREE_DIR")
@@ -52,7 +57,7 @@ fn pai_run(root: &Path, args: &[&str]) -> Duration {
     let kind = ProviderKind::Gemini;
     let mock = MockLlm::start(Script::new().fallback(Reply::chat("Hello.")));
     let t = Instant::now();
-    let out = Command::new(PAI)
+    let out = Command::new(pai_binary())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &home)
