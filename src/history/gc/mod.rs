@@ -16,7 +16,7 @@ use git2::Repository;
 use serde::Serialize;
 
 use super::error::HistoryError;
-use super::ops::{self, OpKind, Record};
+use super::ops::{self, OpKind, Record, StateTo};
 use super::revert;
 use crate::history::git::meta;
 use crate::history::git::names;
@@ -171,7 +171,12 @@ fn prune_logs(
             r.find_reference(&meta::branch_of(r, id)).is_ok()
                 || r.find_reference(&names::branch_ref(id)).is_ok()
         });
-        if !on_branch && state.remove(&[&name]).is_ok() {
+        if on_branch {
+            continue;
+        }
+        let mut record = Record::new(OpKind::Gc);
+        record.state_file(root, vec![name.clone()], StateTo::Removed);
+        if ops::at_once_in_state_dir(&record).is_ok() {
             report.logs.push(name);
         }
     }

@@ -40,12 +40,17 @@ mod op;
 mod plan;
 mod record;
 mod recover;
+mod state_files;
 mod states;
+mod worktree;
 
+pub(crate) use locks::remove_ref_locks;
 pub(crate) use op::{Op, at_once};
 pub use plan::StepWrites;
 pub(crate) use plan::{Before, PlanJournal};
-pub(crate) use record::{OpKind, Record};
+pub(crate) use record::{OpKind, Record, StateTo};
 pub(crate) use recover::interrupted_in;
 pub use recover::{interrupted, recover};
+pub(crate) use state_files::at_once_in_state_dir;
 pub(crate) use states::{copy_state, found, produced};
+pub(crate) use worktree::WorktreeMove;

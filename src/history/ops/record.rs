@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::error::{Context as _, HistoryError};
 use super::super::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
+use super::worktree::WorktreeMove;
 use crate::history::git::names::Head;
 use crate::history::git::user_state;
 
@@ -40,6 +41,10 @@ pub(crate) enum OpKind {
     Continue,
     /// `pai gc`: refs no longer needed deleted.
     Gc,
+    /// A note given once in a project: its marker written (carried out at once).
+    Note,
+    /// A worktree session's worktree added or removed (carried out at once).
+    Worktree,
 }
 
 impl OpKind {
@@ -54,6 +59,8 @@ impl OpKind {
             OpKind::Prepare => "preparation",
             OpKind::Continue => "continue",
             OpKind::Gc => "gc",
+            OpKind::Note => "note",
+            OpKind::Worktree => "worktree",
         }
     }
 }
@@ -319,17 +326,29 @@ impl FileMove {
     }
 }
 
-/// A copy pai keeps in its state directory (a plan's trash copy): written once, never over
-/// another copy (the first is the user's version), through the state directory so a link
-/// planted on the way is refused.
+/// A file in pai's state directory in the project (`.pai_history`), moved through the state
+/// directory so a link planted on the way is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CopyMove {
-    /// The project root whose state directory holds the copy.
+pub(crate) struct StateMove {
+    /// The project root whose state directory holds the file.
     pub root: PathBuf,
-    /// The copy's path components below the state directory.
+    /// The file's path components below the state directory.
     pub parts: Vec<String>,
-    /// The copy's bytes (a blob in the object store) and permission bits.
-    pub state: FileState,
+    /// What the move leaves there.
+    pub to: StateTo,
+}
+
+/// What a [`StateMove`] leaves at its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StateTo {
+    /// A copy pai keeps (a plan's trash copy): its bytes (a blob in the object store) and
+    /// permission bits, written once, never over another copy (the first is the user's
+    /// version).
+    Copy(FileState),
+    /// An empty marker with these permission bits (a note given once), written once.
+    Mark(u32),
+    /// Nothing: the file removed (a session log `pai gc` prunes); absent already is done.
+    Removed,
 }
 
 /// What an operation in progress changes. A record with no moves at all is an intent: the
@@ -373,10 +392,13 @@ pub(crate) struct Record {
     /// A plan's record only: the permission bits of the files it recorded, to put back.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub perms: BTreeMap<String, u32>,
-    /// Copies written into pai's state directory: only in records carried out at once
+    /// Files moved in pai's state directory: only in records carried out at once
     /// (`at_once`), never journaled, so never read back.
     #[serde(skip)]
-    pub copies: Vec<CopyMove>,
+    pub state_files: Vec<StateMove>,
+    /// Worktrees added or removed: only in records carried out at once, never journaled.
+    #[serde(skip)]
+    pub worktrees: Vec<WorktreeMove>,
 }
 
 impl Record {
@@ -398,7 +420,8 @@ impl Record {
             kept_dirs: Vec::new(),
             reflog: String::new(),
             perms: BTreeMap::new(),
-            copies: Vec::new(),
+            state_files: Vec::new(),
+            worktrees: Vec::new(),
         }
     }
 
@@ -408,7 +431,8 @@ impl Record {
             && self.head.is_none()
             && self.files.is_empty()
             && self.index.is_empty()
-            && self.copies.is_empty())
+            && self.state_files.is_empty()
+            && self.worktrees.is_empty())
     }
 
     /// Name the session and plan the operation concerns (plan 0: none).
@@ -455,11 +479,21 @@ impl Record {
     /// Record that the copy at `parts` below `root`'s state directory is written with the
     /// blob `id` and permission bits `perm`, unless a copy stands there already.
     pub(crate) fn copy(&mut self, root: &Path, parts: Vec<String>, id: Oid, perm: u32) {
-        self.copies.push(CopyMove {
+        self.state_file(root, parts, StateTo::Copy(FileState::copy(id, perm)));
+    }
+
+    /// Record that the file at `parts` below `root`'s state directory goes `to`.
+    pub(crate) fn state_file(&mut self, root: &Path, parts: Vec<String>, to: StateTo) {
+        self.state_files.push(StateMove {
             root: root.to_path_buf(),
             parts,
-            state: FileState::copy(id, perm),
+            to,
         });
+    }
+
+    /// Record a worktree added or removed.
+    pub(crate) fn worktree(&mut self, m: WorktreeMove) {
+        self.worktrees.push(m);
     }
 
     /// Record that HEAD goes from `old` to `new`.
