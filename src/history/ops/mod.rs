@@ -53,4 +53,4 @@ pub(crate) use recover::interrupted_in;
 pub use recover::{interrupted, recover};
 pub(crate) use state_files::at_once_in_state_dir;
 pub(crate) use states::{copy_state, found, produced};
-pub(crate) use worktree::WorktreeMove;
+pub(crate) use worktree::{CopyKind, WorktreeMove};

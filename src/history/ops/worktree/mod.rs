@@ -1,6 +1,7 @@
 //! The executor's worktree moves: a worktree session's linked worktree added (git's admin
 //! entry, the files of its commit's tree, its index) or removed (its directory, what its
-//! checkout left beside it, git's admin entry). A worktree is made in a new directory in the
+//! checkout left beside it, git's admin entry), and files copied into it from the user's
+//! checkout (`copy_in`, never following a link in either tree). A worktree is made in a new directory in the
 //! user's state directory, outside every project, and is whole only once its checkout ends:
 //! the session's `making` mark (`worktrees/linked.rs`) stands for it until then, and the
 //! next command tidies a half-made one, so these moves are carried out at once
@@ -10,6 +11,7 @@
 //! a name git treats specially; removal runs on threads and never follows a link
 //! (`tree_removal`).
 
+mod copy_in;
 mod fresh_checkout;
 mod tree_removal;
 
@@ -22,6 +24,7 @@ use super::super::error::{Context as _, HistoryError};
 use super::apply::{Applied, Direction};
 use super::record::Record;
 use crate::history::git::names;
+pub(crate) use copy_in::CopyKind;
 
 /// One worktree move.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +57,18 @@ pub(crate) enum WorktreeMove {
         /// The admin entry's name.
         admin: String,
     },
+    /// The path `rel` of the user's checkout `from` copied into the worktree `to`, as `kind`
+    /// says (see `copy_in`).
+    CopyIn {
+        /// The user's checkout.
+        from: PathBuf,
+        /// The worktree.
+        to: PathBuf,
+        /// The path, relative to both.
+        rel: String,
+        /// How it is copied.
+        kind: CopyKind,
+    },
 }
 
 /// Carry out `record`'s worktree moves forward (backward they are not taken back: a half-made
@@ -81,6 +96,16 @@ pub(super) fn apply(
             }
             WorktreeMove::RemoveTree { path } => remove_tree(path)?,
             WorktreeMove::RemoveAdmin { admin } => remove_admin(repo, admin)?,
+            WorktreeMove::CopyIn {
+                from,
+                to,
+                rel,
+                kind,
+            } => {
+                copy_in::copy_in(from, to, rel, *kind)
+                    .ctx(|| format!("cannot copy {rel} into the worktree"))?;
+                true
+            }
         };
         if changed {
             out.changed += 1;
