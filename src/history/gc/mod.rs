@@ -128,7 +128,7 @@ pub(super) fn delete_ref(repo: &Repository, name: &str) -> bool {
         return false;
     };
     let mut record = Record::new(OpKind::Gc);
-    record.reference(name, Some(now), None);
+    record.move_ref(name, Some(now), None);
     ops::at_once(repo, None, &record).is_ok_and(|done| done.changed == 1)
 }
 

@@ -11,40 +11,12 @@ use git2::{Oid, Repository};
 use super::super::error::{Context as _, HistoryError};
 use super::super::scope::{self, Entry, MODE_EXEC, WorkFile};
 use super::super::worktree::{WorkEntry, WorkTree};
+pub(crate) use super::direction::{Applied, Direction};
 use super::record::{FileState, Record};
 use super::state_files;
 use super::worktree;
 use crate::history::git::names::{self, Head};
 use crate::history::index::{self, LockedIndex};
-
-/// Which way to carry out a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
-    /// To the `new`/`after` states: finish the operation.
-    Forward,
-    /// To the `old`/`before` states: roll it back.
-    Back,
-}
-
-impl Direction {
-    /// (the state to leave, the target) of a move.
-    fn pick<T>(self, old: T, new: T) -> (T, T) {
-        match self {
-            Direction::Forward => (old, new),
-            Direction::Back => (new, old),
-        }
-    }
-}
-
-/// What applying a record found: the things left as they were because they were in neither
-/// of the record's states, and how many things it changed.
-#[derive(Debug, Default)]
-pub(crate) struct Applied {
-    /// Paths and ref names left untouched.
-    pub kept: Vec<String>,
-    /// Files, refs, HEAD and index entries changed.
-    pub changed: usize,
-}
 
 /// Carry out `record` in `dir`.
 pub(crate) fn apply(
@@ -307,7 +279,7 @@ mod tests {
         r.file("a.txt", Some((one, MODE_FILE)), Some((two, MODE_FILE)));
         r.file("new.txt", None, Some((two, MODE_FILE)));
         r.entry("a.txt", Some((one, MODE_FILE)), Some((two, MODE_FILE)));
-        r.reference("refs/pai/undone/s1/1", None, Some(commit));
+        r.move_ref("refs/pai/undone/s1/1", None, Some(commit));
         r
     }
 

@@ -94,7 +94,7 @@ mod tests {
         }
         let mut rec = Record::new(OpKind::Undo);
         let id = git2::Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
-        rec.reference("refs/heads/pai/s1", Some(id), None);
+        rec.move_ref("refs/heads/pai/s1", Some(id), None);
         rec.entry("a.txt", None, Some((id, 0o100644)));
         let removed = remove_ours(&repo, &rec).unwrap();
         assert_eq!(removed, ["s1.lock", "index.lock"]);

@@ -35,6 +35,7 @@
 //! project, so a repository cannot plant one. Not the session log (`agent/journal.rs`).
 
 mod apply;
+mod direction;
 mod locks;
 mod op;
 mod plan;

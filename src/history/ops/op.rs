@@ -7,7 +7,8 @@ use git2::Repository;
 
 use super::super::error::HistoryError;
 use super::super::worktree::WorkTree;
-use super::apply::{self, Applied, Direction};
+use super::apply;
+use super::direction::{Applied, Direction};
 use super::record::{self, OpKind, Record};
 use crate::history::index::LockedIndex;
 

@@ -25,7 +25,8 @@ use git2::{Oid, Repository};
 use super::super::error::{Context as _, HistoryError};
 use super::super::scope::{self, Entry};
 use super::super::worktree::{WorkEntry, WorkTree};
-use super::apply::{self, Applied, Direction};
+use super::apply;
+use super::direction::{Applied, Direction};
 use super::record::{self, FileMove, FileState, OpKind, Record, Source};
 use crate::history::git::names;
 
@@ -225,7 +226,7 @@ impl PlanJournal {
             return false;
         }
         self.record.refs.retain(|r| r.name != name);
-        self.record.reference(&name, None, Some(tip));
+        self.record.move_ref(&name, None, Some(tip));
         true
     }
 
@@ -385,7 +386,7 @@ fn drop_pending(repo: &Repository, record: &Record, back: &mut Record) -> Result
         let (_, new) = r.states()?;
         let now = names::target(repo, &r.name).ctx(|| format!("cannot read {}", r.name))?;
         if now.is_some() && now == new {
-            back.reference(&r.name, now, None);
+            back.move_ref(&r.name, now, None);
         }
     }
     Ok(())

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::error::{Context as _, HistoryError};
 use super::super::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
-use super::worktree::WorktreeMove;
+use super::worktree::moves::WorktreeMove;
 use crate::history::git::names::Head;
 use crate::history::git::user_state;
 
@@ -470,7 +470,7 @@ impl Record {
     }
 
     /// Record that the ref `name` goes from `old` to `new`.
-    pub(crate) fn reference(&mut self, name: &str, old: Option<Oid>, new: Option<Oid>) {
+    pub(crate) fn move_ref(&mut self, name: &str, old: Option<Oid>, new: Option<Oid>) {
         if old != new {
             self.refs.push(RefMove::new(name, old, new));
         }
@@ -492,7 +492,7 @@ impl Record {
     }
 
     /// Record a worktree added or removed.
-    pub(crate) fn worktree(&mut self, m: WorktreeMove) {
+    pub(crate) fn move_worktree(&mut self, m: WorktreeMove) {
         self.worktrees.push(m);
     }
 
@@ -594,7 +594,7 @@ mod tests {
         let id = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
         let mut rec = Record::new(OpKind::Redo);
         rec.name("s1", 2);
-        rec.reference("refs/heads/pai/s1", None, Some(id));
+        rec.move_ref("refs/heads/pai/s1", None, Some(id));
         rec.move_head(
             &Head::Detached(id),
             &Head::Branch("refs/heads/pai/s1".into()),

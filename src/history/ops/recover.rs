@@ -10,7 +10,8 @@ use git2::Repository;
 
 use super::super::error::HistoryError;
 use super::super::worktree::WorkTree;
-use super::apply::{self, Direction};
+use super::apply;
+use super::direction::Direction;
 use super::locks;
 use super::plan;
 use super::record::{self, OpKind, Record};

@@ -7,7 +7,7 @@
 use git2::Repository;
 
 use super::super::error::{Context as _, HistoryError};
-use super::apply::{Applied, Direction};
+use super::direction::{Applied, Direction};
 use super::record::{Record, StateTo};
 use crate::history::git::store;
 

@@ -221,7 +221,7 @@ fn build_commit(
     // that plan to put it back, not take the previous one.
     if changes.is_empty() && trash.is_empty() && made.ignored.is_empty() {
         if let Some(p) = pending {
-            record.reference(&names::pending_ref(session), Some(p.top), None);
+            record.move_ref(&names::pending_ref(session), Some(p.top), None);
         }
         return Ok(None);
     }
@@ -492,7 +492,7 @@ fn journal_refs(
     let mut meta = w.meta.clone();
     let mut name = w.branch.clone();
     if w.line.created {
-        record.reference(&name, tip, Some(commit));
+        record.move_ref(&name, tip, Some(commit));
     } else {
         let mut n = 1;
         while repo.find_reference(&name).is_ok() {
@@ -503,25 +503,25 @@ fn journal_refs(
         // The line starts where HEAD's branch is now (the user may have committed there
         // since the session started).
         meta.base = tip;
-        record.reference(&name, None, Some(commit));
+        record.move_ref(&name, None, Some(commit));
         record.move_head(&w.line.start_head, &Head::Branch(name.clone()));
     }
     // The plan's trash copies' ref, set with its message: gone again if it is rolled back.
     if let Some(tree) = trash_tree {
         let trash = names::trash_ref(&record.session, record.plan);
         let old = names::target(repo, &trash).ctx(|| format!("cannot read {trash}"))?;
-        record.reference(&trash, old, Some(tree));
+        record.move_ref(&trash, old, Some(tree));
     }
     // The session's start (its metadata ref), written with its first plan.
     if !w.line.recorded {
         let meta_ref = crate::history::git::meta::ref_name(&record.session);
         let old = names::target(repo, &meta_ref).ctx(|| format!("cannot read {meta_ref}"))?;
         let blob = crate::history::git::meta::blob(repo, &record.session, &meta)?;
-        record.reference(&meta_ref, old, Some(blob));
+        record.move_ref(&meta_ref, old, Some(blob));
     }
     if let Some(p) = pending {
         let pending_ref = names::pending_ref(&record.session);
-        record.reference(&pending_ref, Some(p.top), None);
+        record.move_ref(&pending_ref, Some(p.top), None);
     }
     Ok((name, meta))
 }

@@ -317,7 +317,7 @@ fn set_pending(repo: &Repository, session: &str, plan: u32, top: Oid) -> Result<
     let old = names::target(repo, &name).ctx(|| format!("cannot read {name}"))?;
     let mut record = Record::new(OpKind::Prepare);
     record.name(session, plan);
-    record.reference(&name, old, Some(top));
+    record.move_ref(&name, old, Some(top));
     record.reflog = format!("pai: snapshot before plan {plan}");
     let done = at_once(repo, None, &record)?;
     if !done.kept.is_empty() {

@@ -112,13 +112,13 @@ pub(crate) fn save_rewrite(
 /// Have `record` point the ref `name` at `tree`.
 fn set_ref(repo: &Repository, name: &str, tree: Oid, record: &mut Record) {
     let old = names::target(repo, name).ok().flatten();
-    record.reference(name, old, Some(tree));
+    record.move_ref(name, old, Some(tree));
 }
 
 /// Have `record` remove the ref `name`, when it stands.
 fn drop_ref(repo: &Repository, name: &str, record: &mut Record) {
     if let Some(old) = names::target(repo, name).ok().flatten() {
-        record.reference(name, Some(old), None);
+        record.move_ref(name, Some(old), None);
     }
 }
 

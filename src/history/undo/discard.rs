@@ -123,10 +123,10 @@ fn leave_session(
     }
     if let Some(start) = start {
         let old = names::target(repo, kept_at).ctx(|| format!("cannot read {kept_at}"))?;
-        record.reference(kept_at, old, Some(start));
+        record.move_ref(kept_at, old, Some(start));
     }
     let now = names::target(repo, branch).ctx(|| "cannot read the session branch".into())?;
-    record.reference(branch, now, None);
+    record.move_ref(branch, now, None);
     record.reflog = "pai: session discarded".into();
     Ok(())
 }

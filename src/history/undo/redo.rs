@@ -415,11 +415,11 @@ fn journal_redo(
     id: Oid,
 ) -> Result<(), HistoryError> {
     let old = if branch.reenter { None } else { branch.tip };
-    record.reference(&branch.name, old, Some(id));
+    record.move_ref(&branch.name, old, Some(id));
     if branch.reenter {
         let head = names::head(repo).ctx(|| "cannot read HEAD".into())?;
         record.move_head(&head, &Head::Branch(branch.name.clone()));
     }
-    record.reference(undone_ref, Some(id), None);
+    record.move_ref(undone_ref, Some(id), None);
     Ok(())
 }

@@ -187,7 +187,7 @@ fn refuse_or_save(
         });
     }
     let (name, top) = save_state(repo, tip, (&plan.session, plan.number), drift, identity)?;
-    record.reference(&name, None, Some(top));
+    record.move_ref(&name, None, Some(top));
     Ok(Some(name))
 }
 
@@ -413,19 +413,19 @@ fn journal_refs(
 ) -> Result<(String, Option<String>), HistoryError> {
     let undone = names::undone_ref(&plan.session, plan.number);
     let kept = names::target(repo, &undone).ctx(|| format!("cannot read {undone}"))?;
-    record.reference(&undone, kept, Some(plan.commit.id()));
+    record.move_ref(&undone, kept, Some(plan.commit.id()));
     let base = base.map(Commit::id);
     let head_back = match line::leaves_to(repo, &branch.name, base)? {
         Some(back) => {
             record.move_head(&Head::Branch(branch.name.clone()), &back);
-            record.reference(&branch.name, branch.tip, None);
+            record.move_ref(&branch.name, branch.tip, None);
             Some(match back {
                 Head::Branch(b) => names::short(&b).to_string(),
                 Head::Detached(base) => format!("detached HEAD at {}", names::short_id(base)),
             })
         }
         None => {
-            record.reference(&branch.name, branch.tip, base);
+            record.move_ref(&branch.name, branch.tip, base);
             None
         }
     };

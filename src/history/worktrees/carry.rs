@@ -43,7 +43,7 @@ fn copy_in(
 ) -> Result<(), HistoryError> {
     let mut record = Record::new(OpKind::Worktree);
     record.name(&linked.id, 0);
-    record.worktree(WorktreeMove::CopyIn {
+    record.move_worktree(WorktreeMove::CopyIn {
         from: linked.origin.clone(),
         to: linked.path.clone(),
         rel: rel.to_string(),

@@ -274,8 +274,8 @@ fn add_worktree(
     let mut record = Record::new(OpKind::Worktree);
     record.name(&linked.id, 0);
     record.reflog = format!("branch: Created from {}", names::short_id(base));
-    record.reference(&branch, None, Some(base));
-    record.worktree(WorktreeMove::Add {
+    record.move_ref(&branch, None, Some(base));
+    record.move_worktree(WorktreeMove::Add {
         path: linked.path.clone(),
         admin: format!("{ADMIN_PREFIX}{}", linked.id),
         branch_ref: branch,
@@ -416,7 +416,7 @@ pub(in crate::history) fn remove_parts(
     if carried_out_nothing(repo, linked)
         && let Ok(Some(tip)) = names::target(repo, &linked.branch_ref())
     {
-        record.reference(&linked.branch_ref(), Some(tip), None);
+        record.move_ref(&linked.branch_ref(), Some(tip), None);
     }
     ops::at_once(repo, None, &record)?;
     let _ = std::fs::remove_file(record_path(state, &linked.id));
@@ -438,10 +438,10 @@ pub(in crate::history) fn remove_worktree(
 fn removal(linked: &Linked) -> Record {
     let mut record = Record::new(OpKind::Worktree);
     record.name(&linked.id, 0);
-    record.worktree(WorktreeMove::RemoveTree {
+    record.move_worktree(WorktreeMove::RemoveTree {
         path: linked.path.clone(),
     });
-    record.worktree(WorktreeMove::RemoveAdmin {
+    record.move_worktree(WorktreeMove::RemoveAdmin {
         admin: format!("{ADMIN_PREFIX}{}", linked.id),
     });
     record

@@ -91,7 +91,7 @@ fn prune_unrecorded(repo: &Repository, state: &Path) {
             && wt.validate().is_err()
         {
             let mut record = Record::new(OpKind::Worktree);
-            record.worktree(WorktreeMove::RemoveAdmin {
+            record.move_worktree(WorktreeMove::RemoveAdmin {
                 admin: name.to_string(),
             });
             let _ = ops::at_once(repo, None, &record);

@@ -14,16 +14,7 @@ use std::path::Path;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-/// How a path is copied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CopyKind {
-    /// As the checkout has it: a file or folder, a link (copied as a link), or nothing (the
-    /// worktree's copy removed): `--carry`'s uncommitted changes.
-    AsItIs,
-    /// A file or a whole folder, links inside skipped; nothing there is an error:
-    /// `worktree_include`.
-    Included,
-}
+use super::moves::CopyKind;
 
 fn open_root(path: &Path) -> io::Result<OwnedFd> {
     // A root is where the user works or pai's own worktree: trusted, and followed like a cd.

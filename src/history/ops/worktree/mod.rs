@@ -13,63 +13,19 @@
 
 mod copy_in;
 mod fresh_checkout;
+pub(super) mod moves;
 mod tree_removal;
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use git2::{Oid, Repository, WorktreeAddOptions};
 
 use super::super::error::{Context as _, HistoryError};
-use super::apply::{Applied, Direction};
+use super::direction::{Applied, Direction};
 use super::record::Record;
 use crate::history::git::names;
-pub(crate) use copy_in::CopyKind;
-
-/// One worktree move.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum WorktreeMove {
-    /// A new linked worktree at `path` (a directory that must not exist), git's admin entry
-    /// `<common dir>/worktrees/<admin>`, checked out on `branch_ref`, which must point at
-    /// `commit`. `turns`: the lock file sessions starting at once take turns by while each
-    /// adds its admin entry.
-    Add {
-        /// The worktree's directory.
-        path: PathBuf,
-        /// The admin entry's name.
-        admin: String,
-        /// The branch it is checked out on.
-        branch_ref: String,
-        /// The commit the branch points at.
-        commit: Oid,
-        /// The lock file of the turns.
-        turns: PathBuf,
-    },
-    /// The worktree directory at `path` removed (links inside removed, never followed), with
-    /// the scratch folder its checkout may have left beside it.
-    RemoveTree {
-        /// The worktree's directory.
-        path: PathBuf,
-    },
-    /// Git's admin entry `<common dir>/worktrees/<admin>` removed (what `git worktree prune`
-    /// removes).
-    RemoveAdmin {
-        /// The admin entry's name.
-        admin: String,
-    },
-    /// The path `rel` of the user's checkout `from` copied into the worktree `to`, as `kind`
-    /// says (see `copy_in`).
-    CopyIn {
-        /// The user's checkout.
-        from: PathBuf,
-        /// The worktree.
-        to: PathBuf,
-        /// The path, relative to both.
-        rel: String,
-        /// How it is copied.
-        kind: CopyKind,
-    },
-}
+pub(crate) use moves::{CopyKind, WorktreeMove};
 
 /// Carry out `record`'s worktree moves forward (backward they are not taken back: a half-made
 /// worktree is tidied by the next command, a removed one is gone).
