@@ -48,7 +48,7 @@ mod worktree;
 pub(crate) use locks::remove_ref_locks;
 pub(crate) use op::{Op, at_once};
 pub use plan::StepWrites;
-pub(crate) use plan::{Before, PlanJournal};
+pub(crate) use plan::{Before, PlanAt, PlanJournal};
 pub(crate) use record::{OpKind, Record, StateTo};
 pub(crate) use recover::interrupted_in;
 pub use recover::{interrupted, recover};

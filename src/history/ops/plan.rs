@@ -95,21 +95,32 @@ impl Before {
     }
 }
 
+/// Which plan a journal is for: its number in a session, in the work tree at a root.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlanAt<'a> {
+    /// The work tree's root.
+    pub root: &'a Path,
+    /// The session's id.
+    pub session: &'a str,
+    /// The plan's number.
+    pub plan: u32,
+}
+
 impl PlanJournal {
-    /// Add `befores` to the plan's `journal` (opened for plan `plan` of `session` in the
-    /// work tree at `root` when none is), and write it.
+    /// Add `befores` to the plan's `journal` (opened for the plan `at` when none is), and
+    /// write it.
     pub(crate) fn note_befores(
         journal: &mut Option<PlanJournal>,
         repo: &Repository,
         wt: &dyn WorkTree,
-        (root, session, plan): (&Path, &str, u32),
+        at: PlanAt<'_>,
         befores: Vec<Before>,
     ) -> Result<(), HistoryError> {
         if befores.is_empty() {
             return Ok(());
         }
         if journal.is_none() {
-            *journal = Some(PlanJournal::new(repo, root, session, plan)?);
+            *journal = Some(PlanJournal::new(repo, at)?);
         }
         match journal {
             Some(j) => j.note(wt, befores),
@@ -117,13 +128,13 @@ impl PlanJournal {
         }
     }
 
-    /// A journal for plan `plan` of `session` (nothing written yet).
-    pub(crate) fn new(
-        repo: &Repository,
-        root: &Path,
-        session: &str,
-        plan: u32,
-    ) -> Result<PlanJournal, HistoryError> {
+    /// A journal for the plan `at` (nothing written yet).
+    pub(crate) fn new(repo: &Repository, at: PlanAt<'_>) -> Result<PlanJournal, HistoryError> {
+        let PlanAt {
+            root,
+            session,
+            plan,
+        } = at;
         let path = path_for(repo, root)?;
         // Only a plan of this session whose files could not all be put back leaves its record
         // while the session goes on; a new plan must not write over what finishing that roll

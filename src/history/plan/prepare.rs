@@ -91,7 +91,11 @@ impl PlanUnderWay {
         let mut found = preparing.gather(files, &mut self.prepared, &mut self.trash, earlier)?;
         // The plan's journal names these paths' before states before any step writes them.
         let befores = std::mem::take(&mut found.befores);
-        let at = (root.as_path(), id.as_str(), plan);
+        let at = crate::history::ops::PlanAt {
+            root: root.as_path(),
+            session: id.as_str(),
+            plan: plan,
+        };
         crate::history::ops::PlanJournal::note_befores(&mut self.journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());

@@ -75,7 +75,11 @@ impl PlanUnderWay {
                 dir = parent;
             }
         }
-        let at = (root.as_path(), id.as_str(), w.next_plan);
+        let at = crate::history::ops::PlanAt {
+            root: root.as_path(),
+            session: id.as_str(),
+            plan: w.next_plan,
+        };
         PlanJournal::note_befores(&mut self.journal, &w.repo, wt, at, befores)?;
         Ok(left_out)
     }
