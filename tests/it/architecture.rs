@@ -541,7 +541,7 @@ const MOVES_OUTSIDE_THE_EXECUTOR: &[(&str, &str, usize, &str)] = &[
         "index.lock given the index's bits",
     ),
     (
-        "convert.rs",
+        "record/convert.rs",
         ".checkout_index(",
         1,
         "git's checkout conversion into a scratch folder, to learn the bytes a record names; \

@@ -17,12 +17,12 @@ use serde::Serialize;
 
 use super::error::HistoryError;
 use super::ops::{self, OpKind, Record, StateTo};
-use super::revert;
 use crate::history::git::meta;
 use crate::history::git::names;
 use crate::history::git::ref_index::RefIndex;
 use crate::history::git::repo::{self, Found};
 use crate::history::git::store;
+use crate::history::record::revert;
 
 /// What `gc` removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

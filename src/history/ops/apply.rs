@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{self, Entry, MODE_EXEC, WorkFile};
-use super::super::worktree::{WorkEntry, WorkTree};
 pub(crate) use super::direction::{Applied, Direction};
 use super::record::{FileState, Record};
 use super::state_files;
 use super::worktree;
 use crate::history::git::names::{self, Head};
 use crate::history::index::{self, LockedIndex};
+use crate::history::ops::work_tree::{WorkEntry, WorkTree};
+use crate::history::plan::scope::{self, Entry, MODE_EXEC, WorkFile};
 
 /// Carry out `record` in `dir`.
 pub(crate) fn apply(
@@ -283,7 +283,7 @@ mod tests {
         r
     }
 
-    use crate::history::scope::MODE_FILE;
+    use crate::history::plan::scope::MODE_FILE;
 
     #[test]
     fn forward_finishes_and_back_rolls_back_exactly() {

@@ -23,12 +23,13 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{self, Entry};
-use super::super::worktree::{WorkEntry, WorkTree};
 use super::apply;
 use super::direction::{Applied, Direction};
-use super::record::{self, FileMove, FileState, OpKind, Record, Source};
+use super::journal_file;
+use super::record::{FileMove, FileState, OpKind, Record, Source};
 use crate::history::git::names;
+use crate::history::ops::work_tree::{WorkEntry, WorkTree};
+use crate::history::plan::scope::{self, Entry};
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;
@@ -46,7 +47,7 @@ pub enum StepWrites {
 
 /// Where the plan record of the work tree at `root` of `repo` lives.
 pub(crate) fn path_for(repo: &Repository, root: &Path) -> Result<PathBuf, HistoryError> {
-    Ok(beside(&record::path_for(repo, root)?))
+    Ok(beside(&journal_file::path_for(repo, root)?))
 }
 
 /// The plan record's path beside the operation record at `record`.
@@ -248,7 +249,7 @@ impl PlanJournal {
 
     /// Write the record: from here on a crash is rolled back by the next command.
     fn save(&self) -> Result<(), HistoryError> {
-        record::write_atomic(&self.path, &self.record)
+        journal_file::write_atomic(&self.path, &self.record)
     }
 
     /// What stood at `path` before the plan, as the plan commit's record states it (the user's
@@ -273,7 +274,7 @@ impl PlanJournal {
 
     /// The plan's commit has its own record, or the plan ended without one: drop this one.
     pub(crate) fn close(self) -> Result<(), HistoryError> {
-        record::remove(&self.path)
+        journal_file::remove(&self.path)
     }
 
     /// The plan cannot be recorded: put its files back as they stood before it, each that
@@ -430,7 +431,7 @@ pub(crate) fn line(record: &Record, applied: &Applied) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::scope::MODE_FILE;
+    use crate::history::plan::scope::MODE_FILE;
     use crate::workspace::{Workspace, WorkspaceConfig};
 
     fn blob(repo: &Repository, bytes: &[u8]) -> Option<Entry> {

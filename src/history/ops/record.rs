@@ -1,20 +1,17 @@
-//! One journal record: what an operation in progress will change, written atomically (temp,
-//! fsync, rename, fsync of the folder) to `user_state::dir(..)/ops/<work tree id>.json`
-//! before the operation touches anything, and removed once it is done.
+//! One journal record: what an operation in progress will change, written before the
+//! operation touches anything (`journal_file.rs`) and removed once it is done.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, Repository};
+use git2::Oid;
 use serde::{Deserialize, Serialize};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
 use super::worktree::moves::WorktreeMove;
 use crate::history::git::names::Head;
-use crate::history::git::user_state;
+use crate::history::plan::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
 
 /// The record format; a record of another version is reported, never acted on.
 const VERSION: u32 = 1;
@@ -539,53 +536,10 @@ impl Record {
     }
 }
 
-/// Where the record of an operation on the work tree at `root` of `repo` lives.
-pub(crate) fn path_for(repo: &Repository, root: &Path) -> Result<PathBuf, HistoryError> {
-    let dir = user_state::dir(repo.commondir(), root)?.join("ops");
-    fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir.join(format!("{}.json", user_state::project_id(root)?)))
-}
-
-/// Write `record` at `path` so that a crash leaves the old record or the new one whole.
-pub(crate) fn write_atomic(path: &Path, record: &Record) -> Result<(), HistoryError> {
-    let text = serde_json::to_vec_pretty(record)
-        .map_err(std::io::Error::other)
-        .ctx(|| "cannot encode the operation journal".into())?;
-    let tmp = path.with_extension("tmp");
-    let what = || format!("cannot write the operation journal {}", tmp.display());
-    let mut file = fs::File::create(&tmp).ctx(what)?;
-    file.write_all(&text).ctx(what)?;
-    file.sync_all().ctx(what)?;
-    drop(file);
-    fs::rename(&tmp, path).ctx(|| format!("cannot write {}", path.display()))?;
-    sync_dir(path);
-    Ok(())
-}
-
-/// Make a rename or removal in `path`'s folder durable. Best effort: a file system without
-/// directory fsync keeps the order of operations all the same.
-fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent()
-        && let Ok(d) = fs::File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
-}
-
-/// Remove the record at `path`: the operation is done.
-pub(crate) fn remove(path: &Path) -> Result<(), HistoryError> {
-    match fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).ctx(|| format!("cannot remove {}", path.display())),
-    }
-    sync_dir(path);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::ops::journal_file::{remove, write_atomic};
 
     #[test]
     fn a_record_round_trips_and_another_version_is_refused() {

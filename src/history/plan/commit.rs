@@ -13,16 +13,16 @@ use crate::history::git::meta::Meta;
 use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
+use crate::history::git::tree_edit;
 use crate::history::index::{self, IndexFile, LockedIndex};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, found, produced};
+use crate::history::plan::scope::{self, Class, Entry};
 use crate::history::plan::{NotCommitted, Pending, PlanUnderWay};
 use crate::history::record::made::Made;
 use crate::history::record::message::{self, PlanRecord};
-use crate::history::scope::{self, Class, Entry};
+use crate::history::record::{convert, trash};
 use crate::history::session::{Session, Writer};
-use crate::history::tree_edit;
-use crate::history::worktree::WorkTree;
-use crate::history::{convert, record::trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -167,7 +167,7 @@ fn plan_commit_message(
     let (repo, wt, trash) = (&b.w.repo, b.wt, &b.gathered.trash);
     let (session, number, plan) = (b.session, b.number, b.plan);
     let parent_ids: Vec<Oid> = parent.iter().map(|c| c.id()).collect();
-    let left = crate::history::left::record(repo, wt, trash)?;
+    let left = crate::history::record::left::record(repo, wt, trash)?;
     let trash_tree = trash::record(repo, number, trash, left)?;
     let mut msg = message::plan_message(session, number, plan, trash_tree);
     msg.push_str(&made.trailer());

@@ -7,11 +7,11 @@
 use crate::history::error::HistoryError;
 use crate::history::git::names;
 use crate::history::index::run_index::RunIndex;
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Before, PlanAt, PlanJournal, StepWrites};
 use crate::history::plan::PlanUnderWay;
 use crate::history::plan::baseline::RunBaseline;
 use crate::history::session::Session;
-use crate::history::worktree::WorkTree;
 use crate::workspace::Tracked as _;
 
 impl PlanUnderWay {

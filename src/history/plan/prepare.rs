@@ -10,14 +10,14 @@ use git2::{Oid, Repository, Signature, Tree};
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::names;
 use crate::history::git::repo;
+use crate::history::git::tree_edit::{self, Change};
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{OpKind, Record, at_once};
+use crate::history::plan::scope::{self, Class, Entry};
 use crate::history::plan::{Pending, PlanUnderWay};
-use crate::history::scope::{self, Class, Entry};
+use crate::history::record::{convert, message, trash};
 use crate::history::session::{Session, Writer};
-use crate::history::tree_edit::{self, Change};
-use crate::history::worktree::WorkTree;
-use crate::history::{convert, record::message, record::trash};
 
 impl PlanUnderWay {
     /// Call before a plan creates, changes or removes `paths` (files or directories; calling

@@ -16,10 +16,11 @@ use crate::history::git::meta;
 use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record};
 use crate::history::record::message::Kind;
-use crate::history::worktree::WorkTree;
-use crate::history::{revert, undo};
+use crate::history::record::revert;
+use crate::history::undo;
 
 /// What `discard` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -10,7 +10,6 @@ use git2::{Oid, Repository};
 use super::{
     Moved, RedoReport, SessionBranch, before_plan, lands_on, plan_changes, read_commit, redo_branch,
 };
-use crate::history::convert;
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::auth;
 use crate::history::git::forged;
@@ -19,13 +18,14 @@ use crate::history::git::names;
 use crate::history::git::names::{Head, PlanId};
 use crate::history::git::repo;
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, copy_state, found, produced};
+use crate::history::plan::scope::{self, Entry};
+use crate::history::record::convert;
 use crate::history::record::made::Made;
 use crate::history::record::message::{self};
+use crate::history::record::revert::{self, PathChange};
 use crate::history::record::{kept, trash};
-use crate::history::revert::{self, PathChange};
-use crate::history::scope::{self, Entry};
-use crate::history::worktree::WorkTree;
 
 /// The newest undone plan that sits on `branch`'s tip (directly or through snapshots of the
 /// user's changes), as (plan number, undone ref, commit): this session's, or one of a session

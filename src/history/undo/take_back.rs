@@ -18,15 +18,17 @@ use crate::history::git::names;
 use crate::history::git::names::{Head, PlanId};
 use crate::history::git::repo;
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, copy_state, found, produced};
 use crate::history::plan::prepare::commit_changes;
+use crate::history::plan::scope::{self, Entry, MODE_EXEC};
+use crate::history::record::convert;
 use crate::history::record::made::Made;
 use crate::history::record::message::{self, Kind};
+use crate::history::record::revert::{self, PathChange};
 use crate::history::record::{kept, trash};
-use crate::history::revert::{self, PathChange};
-use crate::history::scope::{self, Entry, MODE_EXEC};
-use crate::history::worktree::WorkTree;
-use crate::history::{convert, line, own_snapshots};
+use crate::history::session::line;
+use crate::history::undo::own_snapshots;
 
 /// The plan commit an undo takes off the branch, and the names its messages and refs use.
 struct PlanToUndo<'r> {
@@ -528,7 +530,7 @@ fn prepare_trash(
     let Some(tree) = recorded else {
         return Ok(Vec::new());
     };
-    let left = crate::history::left::read(repo, tree);
+    let left = crate::history::record::left::read(repo, tree);
     let mut drifted: Vec<String> = Vec::new();
     let mut writes = Vec::new();
     let mut replaced: BTreeMap<String, (Oid, u32)> = BTreeMap::new();
