@@ -94,7 +94,7 @@ impl PlanUnderWay {
         let at = crate::history::ops::PlanAt {
             root: root.as_path(),
             session: id.as_str(),
-            plan: plan,
+            plan,
         };
         crate::history::ops::PlanJournal::note_befores(&mut self.journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {

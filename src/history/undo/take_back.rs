@@ -278,7 +278,7 @@ fn build_undo(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    UndoOptions { force, identity }: UndoOptions<'_>,
+    opts: UndoOptions<'_>,
     record: &mut Record,
 ) -> Result<(UndoReport, index::LockedIndex), HistoryError> {
     let branch = checked_out_branch(repo, "undo")?;
@@ -300,14 +300,7 @@ fn build_undo(
     let mut drift = drift_since_plan(repo, wt, &index, &changes)?;
     let made = Made::of_message(plan.commit.message().unwrap_or_default());
     drift.changed.extend(made.drift(wt)?);
-    let saved = refuse_or_save(
-        repo,
-        tip,
-        &plan,
-        &drift,
-        UndoOptions { force, identity },
-        record,
-    )?;
+    let saved = refuse_or_save(repo, tip, &plan, &drift, opts, record)?;
     // What redo writes back after the plan's blobs, kept before the first write.
     let mut rewrite = convert::keep_for_redo(repo, wt, &changes, &index)?;
     rewrite.extend(made.kept_for_redo(repo, wt)?);
@@ -349,7 +342,7 @@ fn build_undo(
     // Every trash copy checked (and what undo replaces kept) before the first write.
     let take = TakeBack {
         plan: &plan,
-        force,
+        force: opts.force,
         changes: &changes,
         made: &made,
         recorded_trash,
