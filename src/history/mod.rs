@@ -16,9 +16,9 @@
 //! session metadata, the lock, pai's mark and what it says of state it cannot verify, its
 //! state directories, tree edits), `index` (git's index, read and spliced directly),
 //! `activity` (what the repository map learns from git, the index's blobs included), `ops`
-//! (the one executor and its records, the `WorkTree` door to project files, worktrees'
-//! checkout and removal), `plan` (the plan under way, [`PlanUnderWay`], and which files it
-//! covers), `record` (messages, trailers, trash and what a plan left there, what a plan made,
+//! (the one executor and its records, the `WorkTree` door to project files, which files a
+//! list of paths covers, worktrees' checkout and removal), `plan` (the plan under way,
+//! [`PlanUnderWay`]), `record` (messages, trailers, trash and what a plan left there, what a plan made,
 //! what undo kept for redo, what a commit changed, git's conversions, notes given once),
 //! `session` (the one `impl Session`, the line of work, what the model wrote on it, leftover
 //! snapshots), `undo` (undo, redo, discard), `worktrees` (worktree sessions), `gc`

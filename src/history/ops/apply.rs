@@ -15,8 +15,8 @@ use super::state_files;
 use super::worktree;
 use crate::history::git::names::{self, Head};
 use crate::history::index::{self, LockedIndex};
+use crate::history::ops::scope::{self, Entry, MODE_EXEC, WorkFile};
 use crate::history::ops::work_tree::{WorkEntry, WorkTree};
-use crate::history::plan::scope::{self, Entry, MODE_EXEC, WorkFile};
 
 /// Carry out `record` in `dir`.
 pub(crate) fn apply(
@@ -283,7 +283,7 @@ mod tests {
         r
     }
 
-    use crate::history::plan::scope::MODE_FILE;
+    use crate::history::ops::scope::MODE_FILE;
 
     #[test]
     fn forward_finishes_and_back_rolls_back_exactly() {

@@ -51,6 +51,7 @@ mod op;
 mod plan;
 mod record;
 mod recover;
+pub(super) mod scope;
 mod state_files;
 mod states;
 pub(super) mod work_tree;

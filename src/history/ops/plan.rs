@@ -28,8 +28,8 @@ use super::direction::{Applied, Direction};
 use super::journal_file;
 use super::record::{FileMove, FileState, OpKind, Record, Source};
 use crate::history::git::names;
+use crate::history::ops::scope::{self, Entry};
 use crate::history::ops::work_tree::{WorkEntry, WorkTree};
-use crate::history::plan::scope::{self, Entry};
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;
@@ -431,7 +431,7 @@ pub(crate) fn line(record: &Record, applied: &Applied) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::plan::scope::MODE_FILE;
+    use crate::history::ops::scope::MODE_FILE;
     use crate::workspace::{Workspace, WorkspaceConfig};
 
     fn blob(repo: &Repository, bytes: &[u8]) -> Option<Entry> {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::super::error::{Context as _, HistoryError};
 use super::worktree::moves::WorktreeMove;
 use crate::history::git::names::Head;
-use crate::history::plan::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
+use crate::history::ops::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
 
 /// The record format; a record of another version is reported, never acted on.
 const VERSION: u32 = 1;

@@ -9,9 +9,9 @@ use git2::Oid;
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::index::run_index::RunIndex;
+use crate::history::ops::scope::{self};
 use crate::history::ops::work_tree::WorkTree;
 use crate::history::plan::PlanUnderWay;
-use crate::history::plan::scope::{self};
 use crate::history::session::Session;
 use crate::workspace::{StatusPass, Tracked};
 

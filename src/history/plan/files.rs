@@ -12,7 +12,7 @@ use git2::{Blob, Commit, DiffOptions, Patch, Repository, Tree};
 use serde::Serialize;
 
 use crate::history::error::{Context, HistoryError};
-use crate::history::plan::scope::Entry;
+use crate::history::ops::scope::Entry;
 use crate::history::record::revert;
 
 /// One file of a plan.

@@ -20,7 +20,6 @@ pub(super) mod journal;
 pub(super) mod prepare;
 mod run;
 pub(super) mod run_made;
-pub(super) mod scope;
 pub(super) mod user_edits;
 
 use std::collections::{BTreeMap, BTreeSet};

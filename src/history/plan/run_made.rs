@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 
 use crate::history::error::{Context as _, HistoryError};
 use crate::history::index::run_index::RunIndex;
+use crate::history::ops::scope;
 use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 use crate::history::ops::{Before, PlanJournal};
 use crate::history::plan::PlanUnderWay;
 use crate::history::plan::baseline::RunBaseline;
-use crate::history::plan::scope;
 use crate::history::session::Session;
 use crate::workspace::StatusPass;
 

@@ -5,8 +5,8 @@
 use git2::{Oid, Repository};
 
 use crate::history::index;
+use crate::history::ops::scope::{self, Class};
 use crate::history::ops::work_tree::WorkTree;
-use crate::history::plan::scope::{self, Class};
 use crate::history::record::convert;
 
 /// Which of `paths` (files) hold changes of the user's that the session branch does not:

@@ -16,8 +16,8 @@ use git2::{ObjectType, Oid, Repository};
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::index::IndexFile;
+use crate::history::ops::scope::{self, Entry, MODE_EXEC, WorkFile};
 use crate::history::ops::work_tree::WorkTree;
-use crate::history::plan::scope::{self, Entry, MODE_EXEC, WorkFile};
 use crate::history::record::revert::PathChange;
 use crate::rawname;
 

@@ -10,8 +10,8 @@ use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use crate::history::error::{Context, HistoryError};
+use crate::history::ops::scope::{self, MODE_EXEC};
 use crate::history::ops::work_tree::{WorkEntry, WorkTree};
-use crate::history::plan::scope::{self, MODE_EXEC};
 
 /// The trailer's key.
 const TRAILER: &str = "Pai-Made";

@@ -7,7 +7,7 @@ use git2::{Commit, Oid, Repository, Tree};
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::names::{self, Head};
-use crate::history::plan::scope::{Entry, MODE_EXEC, MODE_FILE};
+use crate::history::ops::scope::{Entry, MODE_EXEC, MODE_FILE};
 use crate::history::record::message::Kind;
 
 /// Git mode of a subtree.

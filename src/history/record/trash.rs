@@ -135,7 +135,7 @@ pub(crate) fn recorded(
     };
     let files = repo.find_tree(files.id()).ctx(what)?;
     let mut out = Vec::new();
-    crate::history::plan::scope::blobs(repo, &files, "", &mut |path, entry| {
+    crate::history::ops::scope::blobs(repo, &files, "", &mut |path, entry| {
         let fallback = if entry.filemode() == MODE_EXEC {
             0o755
         } else {

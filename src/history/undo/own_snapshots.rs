@@ -7,7 +7,7 @@ use git2::{Commit, Repository, Tree};
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::index::IndexFile;
-use crate::history::plan::scope::{self, Entry};
+use crate::history::ops::scope::{self, Entry};
 use crate::history::record::revert::{self, PathChange};
 
 /// The index entries undo gives back for those files: for each path the snapshots between
