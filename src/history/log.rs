@@ -11,7 +11,6 @@ use git2::{Commit, Oid, Repository, Sort};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
-use super::revert;
 use super::session::summary_for;
 use crate::history::git::meta::{self, Meta};
 use crate::history::git::names;
@@ -19,6 +18,7 @@ use crate::history::git::ref_index::RefIndex;
 use crate::history::git::repo::{self, HistoryRepo};
 use crate::history::plan::files as plan_files;
 use crate::history::record::message::{self, Kind};
+use crate::history::record::revert;
 
 /// One session and its plans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,64 +7,57 @@
 //! and reaches project files only through [`WorkTree`], which the workspace gate implements.
 //! Every operation costs in proportion to the paths involved, not to the repository's size.
 //!
+//! An operation (a plan commit, an undo, a redo, a discard, a worktree made or removed) only
+//! builds a record of its moves; the one executor (`ops`) makes every move of a ref, HEAD,
+//! git's index, a work tree's file or pai's state directory, forward, back, or again after a
+//! crash (`tests/it/architecture.rs` checks that no other file makes one).
+//!
 //! Folders: `git` (the repository and when not to write to it, every `refs/pai/*` name,
 //! session metadata, the lock, pai's mark and what it says of state it cannot verify, its
-//! state directories), `index` (git's index, read and spliced directly), `activity` (what the
-//! repository map learns from git), `worktrees` (worktree sessions), `ops` (the one executor:
-//! every plan commit, undo, redo and discard is a record it applies, finished by the next pai
-//! command after a crash), `plan` (the plan under way, [`PlanUnderWay`]), `record` (messages,
-//! trailers, trash, what a plan made, what undo kept for redo), `session` (the one
-//! `impl Session`), `undo` (undo, redo, discard), `gc` (pruning); files: `log` (`pai log`'s
-//! records), helpers `scope`, `tree_edit`, `revert`, `convert`, what the model wrote on the
-//! line of work (`chain`), what a plan left at its trash paths (`left`).
+//! state directories, tree edits), `index` (git's index, read and spliced directly),
+//! `activity` (what the repository map learns from git, the index's blobs included), `ops`
+//! (the one executor and its records, the `WorkTree` door to project files, which files a
+//! list of paths covers, worktrees' checkout and removal), `plan` (the plan under way,
+//! [`PlanUnderWay`]), `record` (messages, trailers, trash and what a plan left there, what a plan made,
+//! what undo kept for redo, what a commit changed, git's conversions, notes given once),
+//! `session` (the one `impl Session`, the line of work, what the model wrote on it, leftover
+//! snapshots), `undo` (undo, redo, discard), `worktrees` (worktree sessions), `gc`
+//! (pruning); files: `log` (`pai log`'s records), `error`.
 //! docs/ARCHITECTURE.md gives each folder's public interface.
 
 mod activity;
-mod chain;
-mod convert;
 mod error;
 mod gc;
 mod git;
 mod index;
-mod left;
-mod leftover;
-mod line;
 mod log;
 mod ops;
-mod own_snapshots;
 mod plan;
 mod record;
-mod revert;
-mod scope;
 mod session;
-#[cfg(test)]
-mod test_git;
-mod tracked;
-mod tree_edit;
 mod undo;
-mod worktree;
 mod worktrees;
 
+pub use activity::tracked::TrackedBlobs;
 pub use activity::{RECENT_COMMITS, head_commit, recently_changed};
 pub use error::HistoryError;
 pub use gc::{GcOptions, GcReport, gc};
 pub use git::auth::{key_forms, open_record, seal_record};
 pub use git::repo::project_root;
-pub use git::store::note_once;
 pub use git::user_state::project_dir;
 pub use index::run_index::RunIndex;
-pub use leftover::LeftoverSnapshot;
 pub use log::{FileStat, LogSource, PlanLog, SessionLog, UnverifiedCommit, log, open_log};
+pub use ops::work_tree::{WorkEntry, WorkTree};
 pub use ops::{StepWrites, interrupted, recover};
 pub use plan::commit::{CommitInfo, LeftOut};
 pub use plan::journal::Abandoned;
 pub use plan::{NotCommitted, PlanUnderWay, RunPasses, RunRecorded, RunWatched};
 pub use record::message::{Kind, PlanRecord};
+pub use record::note::note_once;
+pub use session::leftover::LeftoverSnapshot;
 pub use session::{Session, SessionSummary, StartOptions, head_session, why_no_branch};
-pub use tracked::TrackedBlobs;
 pub use undo::discard::{DiscardReport, discard};
 pub use undo::{RedoReport, UndoReport, redo, undo};
-pub use worktree::{WorkEntry, WorkTree};
 pub use worktrees::linked::{CreateOptions, Held, Linked};
 pub use worktrees::merge_preview::SessionView;
 

@@ -17,6 +17,7 @@ pub mod present;
 mod prompt;
 pub mod render;
 pub mod safe;
+pub mod session_end;
 pub mod stream;
 mod terminal;
 pub mod text;

@@ -4,6 +4,7 @@ use crate::support::history as history_common;
 
 use history_common::{Op, Project, run_plan};
 use pai::history::{HistoryError, PlanRecord, Session, StartOptions, project_root};
+use pai::ui::session_end::session_end_text;
 
 #[test]
 fn clean_tree_plan_becomes_one_commit_on_the_session_branch() {
@@ -706,9 +707,9 @@ fn a_session_that_carries_out_nothing_changes_nothing_in_git() {
     assert_eq!(summary.plans, 0);
     assert_eq!(summary.branch, None);
     assert!(
-        summary.render().contains("nothing changed in git"),
+        session_end_text(&summary).contains("nothing changed in git"),
         "{}",
-        summary.render()
+        session_end_text(&summary)
     );
     assert_eq!(std::fs::read(p.root.join(".git/HEAD")).unwrap(), head);
     assert_eq!(p.git(&["for-each-ref"]), before);
@@ -738,7 +739,7 @@ fn summary_lists_review_merge_and_discard_commands() {
         summary.discard.as_deref(),
         Some(format!("pai discard {}", summary.session).as_str())
     );
-    let text = summary.render();
+    let text = session_end_text(&summary);
     assert!(
         text.contains("1 plan on") && text.contains("git merge"),
         "{text}"
@@ -822,7 +823,7 @@ fn the_summary_says_the_branch_holds_a_snapshot_of_the_users_edits() {
     assert!(info.snapshot.is_some());
     let summary = s.summary();
     assert_eq!((summary.plans, summary.snapshots), (1, 1));
-    let text = summary.render();
+    let text = session_end_text(&summary);
     assert!(
         text.contains("1 snapshot of your uncommitted edits"),
         "{text}"
@@ -832,5 +833,5 @@ fn the_summary_says_the_branch_holds_a_snapshot_of_the_users_edits() {
     let mut s = p.start();
     run_plan(&mut s, &p.wt(), "edit a", &[Op::Write("a.txt", b"agent\n")]).unwrap();
     assert_eq!(s.summary().snapshots, 0);
-    assert!(!s.summary().render().contains("snapshot"));
+    assert!(!session_end_text(&s.summary()).contains("snapshot"));
 }

@@ -467,3 +467,240 @@ fn ref_names_are_spelled_only_in_names_rs() {
         bad.join("\n")
     );
 }
+
+/// What moves a ref, HEAD, git's index, a work tree's files or pai's state directory in the
+/// project. Writing an object into git's object store (a blob, tree or commit) is not a move:
+/// objects are immutable and nothing reaches one until a ref moves to it. Lock files taken
+/// and released (the session lock, `index.lock` through `history/index/`) are not moves
+/// either.
+const MOVES: &[&str] = &[
+    // Refs and HEAD.
+    ".reference(",
+    ".reference_symbolic(",
+    ".set_target(",
+    ".set_head(",
+    ".set_head_detached(",
+    ".branch(",
+    ".delete()",
+    ".worktree(",
+    ".prune(",
+    // Git's index.
+    "Index::open",
+    ".stage(",
+    ".checkout_index(",
+    ".checkout_tree(",
+    ".checkout_head(",
+    // Files: the work tree's (through `WorkTree`), pai's state directory's, any other.
+    "wt.write(",
+    "wt.remove(",
+    ".write_with_mode(",
+    ".remove_up_to(",
+    ".write_new(",
+    ".replace(&[",
+    ".remove(&[",
+    "remove_tree(",
+    "fs::write",
+    "fs::rename",
+    "fs::copy",
+    "remove_file",
+    "remove_dir",
+    "create_dir",
+    "DirBuilder",
+    "File::create",
+    ".create_new(",
+    ".create(true)",
+    "symlink(",
+    "symlinkat",
+    "unlinkat",
+    "renameat",
+    "mkdirat",
+    "set_permissions",
+];
+
+/// Moves made outside `history/ops/` on purpose: (file below `src/history/`, move, how many
+/// times, why). None moves a ref, HEAD, git's index or a file of a project or a worktree.
+const MOVES_OUTSIDE_THE_EXECUTOR: &[(&str, &str, usize, &str)] = &[
+    (
+        "index/locked.rs",
+        "fs::rename",
+        1,
+        "git's index lock renamed into place: the primitive the executor's index moves commit \
+         through (`.stage(` is called only in ops/)",
+    ),
+    (
+        "index/locked.rs",
+        "remove_file",
+        1,
+        "an index.lock given up",
+    ),
+    ("index/locked.rs", ".create_new(", 1, "index.lock taken"),
+    (
+        "index/locked.rs",
+        "set_permissions",
+        1,
+        "index.lock given the index's bits",
+    ),
+    (
+        "record/convert.rs",
+        ".checkout_index(",
+        1,
+        "git's checkout conversion into a scratch folder, to learn the bytes a record names; \
+         never into a work tree",
+    ),
+    (
+        "worktrees/linked.rs",
+        "create_dir",
+        1,
+        "the folder of worktree-session records in the user's state directory",
+    ),
+    (
+        "worktrees/linked.rs",
+        "fs::write",
+        2,
+        "a session's record and its `making` mark in the user's state directory: pai's \
+         bookkeeping, outside git and every project",
+    ),
+    (
+        "worktrees/linked.rs",
+        "remove_file",
+        3,
+        "the same record and mark removed",
+    ),
+    (
+        "worktrees/linked.rs",
+        ".create_new(",
+        1,
+        "a session id reserved by creating its record",
+    ),
+    (
+        "worktrees/removal.rs",
+        "remove_file",
+        2,
+        "a removed session's record",
+    ),
+    (
+        "record/kept.rs",
+        "create_dir",
+        1,
+        "undo's kept-for-redo records in the user's state directory (see ops/mod.rs)",
+    ),
+    ("record/kept.rs", "fs::write", 1, "a kept record, by temp"),
+    ("record/kept.rs", "fs::rename", 1, "and rename"),
+    (
+        "record/kept.rs",
+        "remove_file",
+        4,
+        "kept records no longer needed",
+    ),
+    (
+        "gc/kept.rs",
+        "remove_file",
+        1,
+        "kept records `pai gc` prunes",
+    ),
+    (
+        "git/auth.rs",
+        "DirBuilder",
+        2,
+        "pai's key in its configuration directory",
+    ),
+    ("git/auth.rs", ".create_new(", 1, "the key written new"),
+    ("git/auth.rs", "remove_file", 2, "the key's temporary file"),
+    (
+        "git/user_state.rs",
+        "DirBuilder",
+        2,
+        "the user's state directory, private",
+    ),
+    (
+        "git/user_state.rs",
+        "set_permissions",
+        1,
+        "made private when found open",
+    ),
+    (
+        "git/repo.rs",
+        "create_dir",
+        1,
+        "the record of a private history's creation, in the user's state directory",
+    ),
+    ("git/repo.rs", "fs::write", 1, "that record"),
+];
+
+/// Whether `needle` occurs in `code` as written, not inside a longer name (`is_symlink(` is
+/// not `symlink(`).
+fn occurrences(code: &str, needle: &str) -> usize {
+    let starts_with_name = needle
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    code.match_indices(needle)
+        .filter(|(i, _)| {
+            !starts_with_name
+                || *i == 0
+                || !code.as_bytes()[i - 1].is_ascii_alphanumeric() && code.as_bytes()[i - 1] != b'_'
+        })
+        .count()
+}
+
+/// History is one path: an operation builds a record and the executor (`history/ops/`)
+/// makes every move, so no ref, HEAD, index entry or file of a project or worktree moves
+/// anywhere else in `src/history`. The few moves of pai's own bookkeeping outside git and
+/// every project are listed, each with its count and why.
+#[test]
+fn history_moves_only_through_the_executor() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/history");
+    let mut found: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    for (path, text) in sources() {
+        let Ok(rel) = path.strip_prefix(&src) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().to_string();
+        if rel.starts_with("ops/") {
+            continue;
+        }
+        let code = code_only(&text);
+        for needle in MOVES {
+            let n = occurrences(&code, needle);
+            if n > 0 {
+                found.insert((rel.clone(), needle), n);
+            }
+        }
+    }
+    let mut bad = Vec::new();
+    for ((file, needle), n) in &found {
+        let allowed = MOVES_OUTSIDE_THE_EXECUTOR
+            .iter()
+            .find(|(f, m, _, _)| f == file && m == needle)
+            .map_or(0, |(_, _, count, _)| *count);
+        if *n > allowed {
+            bad.push(format!("{file}: `{needle}` {n} times (allowed {allowed})"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "moves in src/history outside the executor (history/ops/):\n{}",
+        bad.join("\n")
+    );
+    // The allowances are all still needed: a move gone from its file takes its line with it.
+    for (file, needle, count, _) in MOVES_OUTSIDE_THE_EXECUTOR {
+        let n = found
+            .get(&(file.to_string(), *needle))
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(
+            n, *count,
+            "{file}: `{needle}` is allowed {count} times, found {n}"
+        );
+    }
+}
+
+#[test]
+fn the_move_scan_reads_names_whole() {
+    assert_eq!(occurrences("x.is_symlink() symlink(a, b)", "symlink("), 1);
+    assert_eq!(occurrences("std::fs::write(p, b)", "fs::write"), 1);
+    assert_eq!(
+        occurrences("repo.reference(n, id, true, m)", ".reference("),
+        1
+    );
+}

@@ -126,7 +126,9 @@ pub fn run_once(
     drop(agent);
     match (entered, &summary) {
         (Some(entered), _) => worktree::finish(entered, summary.as_ref(), out),
-        (None, Some(summary)) if !json && summary.plans > 0 => out.note(&summary.render()),
+        (None, Some(summary)) if !json && summary.plans > 0 => {
+            out.note(&crate::ui::session_end::session_end_text(summary))
+        }
         _ => {}
     }
     if outcome.status == TurnStatus::Planned && !plan_only {

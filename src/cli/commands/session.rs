@@ -168,7 +168,7 @@ impl SessionDriver for Driver {
             .with_agent(|agent| {
                 agent
                     .take_history()
-                    .map(|session| session.finish().render())
+                    .map(|session| crate::ui::session_end::session_end_text(&session.finish()))
             })
             .flatten()
             .unwrap_or_default()

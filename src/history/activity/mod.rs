@@ -2,6 +2,8 @@
 //! files recent commits changed. Read-only, and never an error: a project
 //! without git, or a repository pai cannot read, simply has no activity.
 
+pub(super) mod tracked;
+
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -73,7 +75,7 @@ pub fn recently_changed(root: &Path, max: usize) -> Vec<(String, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::test_git::git;
+    use crate::history::git::test_git::git;
 
     #[test]
     fn bulk_commits_are_not_recent_work() {

@@ -16,13 +16,13 @@ use git2::Repository;
 use serde::Serialize;
 
 use super::error::HistoryError;
-use super::ops::{self, OpKind, Record};
-use super::revert;
+use super::ops::{self, OpKind, Record, StateTo};
 use crate::history::git::meta;
 use crate::history::git::names;
 use crate::history::git::ref_index::RefIndex;
 use crate::history::git::repo::{self, Found};
 use crate::history::git::store;
+use crate::history::record::revert;
 
 /// What `gc` removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -128,7 +128,7 @@ pub(super) fn delete_ref(repo: &Repository, name: &str) -> bool {
         return false;
     };
     let mut record = Record::new(OpKind::Gc);
-    record.reference(name, Some(now), None);
+    record.move_ref(name, Some(now), None);
     ops::at_once(repo, None, &record).is_ok_and(|done| done.changed == 1)
 }
 
@@ -171,7 +171,12 @@ fn prune_logs(
             r.find_reference(&meta::branch_of(r, id)).is_ok()
                 || r.find_reference(&names::branch_ref(id)).is_ok()
         });
-        if !on_branch && state.remove(&[&name]).is_ok() {
+        if on_branch {
+            continue;
+        }
+        let mut record = Record::new(OpKind::Gc);
+        record.state_file(root, vec![name.clone()], StateTo::Removed);
+        if ops::at_once_in_state_dir(&record).is_ok() {
             report.logs.push(name);
         }
     }

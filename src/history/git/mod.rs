@@ -15,5 +15,8 @@ pub(super) mod ref_index;
 pub(super) mod refusal;
 pub(super) mod repo;
 pub(super) mod store;
+#[cfg(test)]
+pub(super) mod test_git;
+pub(super) mod tree_edit;
 pub(super) mod unverified;
 pub(super) mod user_state;

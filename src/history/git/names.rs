@@ -35,6 +35,15 @@ pub(crate) fn ref_lock_path(repo: &Repository, refname: &str) -> std::path::Path
     repo.commondir().join(format!("{refname}.lock"))
 }
 
+/// A plan as its refs and records name it: its session and its number there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlanId<'a> {
+    /// The session's id.
+    pub session: &'a str,
+    /// The plan's number in the session.
+    pub plan: u32,
+}
+
 /// The session id of a `refs/heads/pai/<id>` ref, when it is one pai could have made (see
 /// [`is_id`]): any other branch under `pai/` is not a session.
 pub(crate) fn session_of_branch(refname: &str) -> Option<&str> {

@@ -33,13 +33,3 @@ pub(crate) fn session_log(root: &Path, id: &str) -> PathBuf {
 pub(crate) fn private_git_dir(root: &Path) -> PathBuf {
     root.join(DIR).join("git")
 }
-
-/// Whether the note `name` is yet to be given in this project: `true` the first time (the
-/// marker `.pai_history/<name>` is then created), `false` after. A marker that cannot be
-/// written lets the note be given again, which is harmless.
-pub fn note_once(root: &Path, name: &str) -> bool {
-    let Ok(state) = open(root) else {
-        return false;
-    };
-    matches!(state.write_new(&[name], b"", 0o600), Ok(true))
-}

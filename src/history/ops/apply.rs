@@ -1,49 +1,22 @@
 //! Carry out a record's moves, forwards (finish the operation) or backwards (roll it back).
 //! Each thing is brought to its target state only from the other state: a file, ref or index
 //! entry found in neither (the user changed it after the crash) is left as found and named.
-//! The order is the operations' own: copies kept, removals, writes, refs set, HEAD, refs
-//! deleted, index.
+//! The order is the operations' own: pai's state files (copies kept), removals, writes, refs
+//! set, worktrees (a new one's branch is set first), HEAD, refs deleted, index.
 
 use std::collections::BTreeMap;
 
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{self, Entry, MODE_EXEC, WorkFile};
-use super::super::worktree::{WorkEntry, WorkTree};
+pub(crate) use super::direction::{Applied, Direction};
 use super::record::{FileState, Record};
+use super::state_files;
+use super::worktree;
 use crate::history::git::names::{self, Head};
-use crate::history::git::store;
 use crate::history::index::{self, LockedIndex};
-
-/// Which way to carry out a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
-    /// To the `new`/`after` states: finish the operation.
-    Forward,
-    /// To the `old`/`before` states: roll it back.
-    Back,
-}
-
-impl Direction {
-    /// (the state to leave, the target) of a move.
-    fn pick<T>(self, old: T, new: T) -> (T, T) {
-        match self {
-            Direction::Forward => (old, new),
-            Direction::Back => (new, old),
-        }
-    }
-}
-
-/// What applying a record found: the things left as they were because they were in neither
-/// of the record's states, and how many things it changed.
-#[derive(Debug, Default)]
-pub(crate) struct Applied {
-    /// Paths and ref names left untouched.
-    pub kept: Vec<String>,
-    /// Files, refs, HEAD and index entries changed.
-    pub changed: usize,
-}
+use crate::history::ops::scope::{self, Entry, MODE_EXEC, WorkFile};
+use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 
 /// Carry out `record` in `dir`.
 pub(crate) fn apply(
@@ -66,46 +39,15 @@ pub(crate) fn apply_holding(
     held: Option<LockedIndex>,
 ) -> Result<Applied, HistoryError> {
     let mut out = Applied::default();
-    copies(repo, record, dir, &mut out)?;
+    state_files::apply(Some(repo), record, dir, &mut out)?;
     files(repo, wt, record, dir, false, &mut out)?;
     files(repo, wt, record, dir, true, &mut out)?;
     refs(repo, record, dir, true, &mut out)?;
+    worktree::apply(repo, record, dir, &mut out)?;
     head(repo, record, dir, &mut out)?;
     refs(repo, record, dir, false, &mut out)?;
     index(repo, record, dir, held, &mut out)?;
     Ok(out)
-}
-
-/// The copies a record keeps in pai's state directory, written forward when none stands at
-/// their place (the first copy is the user's version: one found there is left and named).
-/// Backward they stay: nothing reads a copy but a person looking, and a plan's undo puts
-/// back only what its commit recorded in the object store.
-fn copies(
-    repo: &Repository,
-    record: &Record,
-    dir: Direction,
-    out: &mut Applied,
-) -> Result<(), HistoryError> {
-    if dir == Direction::Back {
-        return Ok(());
-    }
-    for c in &record.copies {
-        let label = c.parts.join("/");
-        let blob = repo
-            .find_blob(c.state.id)
-            .ctx(|| format!("cannot read the copy {label} from git"))?;
-        let perm = c.state.perm.unwrap_or(0o644) & 0o7777;
-        let parts: Vec<&str> = c.parts.iter().map(String::as_str).collect();
-        let written = store::open(&c.root)?
-            .write_new(&parts, blob.content(), perm)
-            .ctx(|| format!("cannot write the copy {label}"))?;
-        if written {
-            out.changed += 1;
-        } else {
-            out.kept.push(label);
-        }
-    }
-    Ok(())
 }
 
 /// Whether the work file `file` (with permission bits `perm`) is in `state` (`None`: absent).
@@ -337,11 +279,11 @@ mod tests {
         r.file("a.txt", Some((one, MODE_FILE)), Some((two, MODE_FILE)));
         r.file("new.txt", None, Some((two, MODE_FILE)));
         r.entry("a.txt", Some((one, MODE_FILE)), Some((two, MODE_FILE)));
-        r.reference("refs/pai/undone/s1/1", None, Some(commit));
+        r.move_ref("refs/pai/undone/s1/1", None, Some(commit));
         r
     }
 
-    use crate::history::scope::MODE_FILE;
+    use crate::history::ops::scope::MODE_FILE;
 
     #[test]
     fn forward_finishes_and_back_rolls_back_exactly() {

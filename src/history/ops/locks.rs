@@ -43,8 +43,24 @@ fn lock_of(path: &Path) -> PathBuf {
 /// Remove the locks `record`'s operation left; the caller holds the work-tree lock. The
 /// names of the files removed.
 pub(crate) fn remove_ours(repo: &Repository, record: &Record) -> Result<Vec<String>, HistoryError> {
+    remove_all(candidates(repo, record))
+}
+
+/// Remove the lock files of the refs `names` (full names) that a process found dead left;
+/// the caller knows it is gone (it holds what that process held). The names of the files
+/// removed.
+pub(crate) fn remove_ref_locks(
+    repo: &Repository,
+    names: &[String],
+) -> Result<Vec<String>, HistoryError> {
+    let common = repo.commondir();
+    let locks: Vec<PathBuf> = names.iter().map(|n| lock_of(&common.join(n))).collect();
+    remove_all(locks)
+}
+
+fn remove_all(locks: Vec<PathBuf>) -> Result<Vec<String>, HistoryError> {
     let mut removed = Vec::new();
-    for lock in candidates(repo, record) {
+    for lock in locks {
         match std::fs::remove_file(&lock) {
             Ok(()) => removed.push(
                 lock.file_name()
@@ -78,7 +94,7 @@ mod tests {
         }
         let mut rec = Record::new(OpKind::Undo);
         let id = git2::Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
-        rec.reference("refs/heads/pai/s1", Some(id), None);
+        rec.move_ref("refs/heads/pai/s1", Some(id), None);
         rec.entry("a.txt", None, Some((id, 0o100644)));
         let removed = remove_ours(&repo, &rec).unwrap();
         assert_eq!(removed, ["s1.lock", "index.lock"]);

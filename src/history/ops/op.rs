@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 use git2::Repository;
 
 use super::super::error::HistoryError;
-use super::super::worktree::WorkTree;
-use super::apply::{self, Applied, Direction};
-use super::record::{self, OpKind, Record};
+use super::apply;
+use super::direction::{Applied, Direction};
+use super::journal_file;
+use super::record::{OpKind, Record};
 use crate::history::index::LockedIndex;
+use crate::history::ops::work_tree::WorkTree;
 
 /// An operation in progress: its record is on disk until [`Op::close`].
 pub(crate) struct Op {
@@ -28,10 +30,10 @@ impl Op {
         session: &str,
         plan: u32,
     ) -> Result<Op, HistoryError> {
-        let path = record::path_for(repo, root)?;
+        let path = journal_file::path_for(repo, root)?;
         let mut record = Record::new(kind);
         record.name(session, plan);
-        record::write_atomic(&path, &record)?;
+        journal_file::write_atomic(&path, &record)?;
         Ok(Op { path, record })
     }
 
@@ -43,7 +45,7 @@ impl Op {
     /// Write the filled-in record: from here on, the operation is finished by whoever finds
     /// it (every blob, tree and commit it names must already be in the object store).
     pub(crate) fn begin(&self) -> Result<(), HistoryError> {
-        record::write_atomic(&self.path, &self.record)
+        journal_file::write_atomic(&self.path, &self.record)
     }
 
     /// Carry the filled-in record out: write it (from here on, whoever finds it finishes the
@@ -107,7 +109,7 @@ impl Op {
         {
             return Ok(());
         }
-        record::remove(&self.path)
+        journal_file::remove(&self.path)
     }
 }
 
@@ -128,7 +130,7 @@ pub(crate) fn at_once(
 struct NoFiles;
 
 impl WorkTree for NoFiles {
-    fn read(&self, rel: &str) -> std::io::Result<super::super::worktree::WorkEntry> {
+    fn read(&self, rel: &str) -> std::io::Result<crate::history::ops::work_tree::WorkEntry> {
         Err(std::io::Error::other(format!(
             "{rel}: this operation moves no project file"
         )))

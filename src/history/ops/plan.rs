@@ -23,11 +23,13 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{self, Entry};
-use super::super::worktree::{WorkEntry, WorkTree};
-use super::apply::{self, Applied, Direction};
-use super::record::{self, FileMove, FileState, OpKind, Record, Source};
+use super::apply;
+use super::direction::{Applied, Direction};
+use super::journal_file;
+use super::record::{FileMove, FileState, OpKind, Record, Source};
 use crate::history::git::names;
+use crate::history::ops::scope::{self, Entry};
+use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;
@@ -45,7 +47,7 @@ pub enum StepWrites {
 
 /// Where the plan record of the work tree at `root` of `repo` lives.
 pub(crate) fn path_for(repo: &Repository, root: &Path) -> Result<PathBuf, HistoryError> {
-    Ok(beside(&record::path_for(repo, root)?))
+    Ok(beside(&journal_file::path_for(repo, root)?))
 }
 
 /// The plan record's path beside the operation record at `record`.
@@ -94,21 +96,32 @@ impl Before {
     }
 }
 
+/// Which plan a journal is for: its number in a session, in the work tree at a root.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlanAt<'a> {
+    /// The work tree's root.
+    pub root: &'a Path,
+    /// The session's id.
+    pub session: &'a str,
+    /// The plan's number.
+    pub plan: u32,
+}
+
 impl PlanJournal {
-    /// Add `befores` to the plan's `journal` (opened for plan `plan` of `session` in the
-    /// work tree at `root` when none is), and write it.
+    /// Add `befores` to the plan's `journal` (opened for the plan `at` when none is), and
+    /// write it.
     pub(crate) fn note_befores(
         journal: &mut Option<PlanJournal>,
         repo: &Repository,
         wt: &dyn WorkTree,
-        (root, session, plan): (&Path, &str, u32),
+        at: PlanAt<'_>,
         befores: Vec<Before>,
     ) -> Result<(), HistoryError> {
         if befores.is_empty() {
             return Ok(());
         }
         if journal.is_none() {
-            *journal = Some(PlanJournal::new(repo, root, session, plan)?);
+            *journal = Some(PlanJournal::new(repo, at)?);
         }
         match journal {
             Some(j) => j.note(wt, befores),
@@ -116,13 +129,13 @@ impl PlanJournal {
         }
     }
 
-    /// A journal for plan `plan` of `session` (nothing written yet).
-    pub(crate) fn new(
-        repo: &Repository,
-        root: &Path,
-        session: &str,
-        plan: u32,
-    ) -> Result<PlanJournal, HistoryError> {
+    /// A journal for the plan `at` (nothing written yet).
+    pub(crate) fn new(repo: &Repository, at: PlanAt<'_>) -> Result<PlanJournal, HistoryError> {
+        let PlanAt {
+            root,
+            session,
+            plan,
+        } = at;
         let path = path_for(repo, root)?;
         // Only a plan of this session whose files could not all be put back leaves its record
         // while the session goes on; a new plan must not write over what finishing that roll
@@ -225,7 +238,7 @@ impl PlanJournal {
             return false;
         }
         self.record.refs.retain(|r| r.name != name);
-        self.record.reference(&name, None, Some(tip));
+        self.record.move_ref(&name, None, Some(tip));
         true
     }
 
@@ -236,7 +249,7 @@ impl PlanJournal {
 
     /// Write the record: from here on a crash is rolled back by the next command.
     fn save(&self) -> Result<(), HistoryError> {
-        record::write_atomic(&self.path, &self.record)
+        journal_file::write_atomic(&self.path, &self.record)
     }
 
     /// What stood at `path` before the plan, as the plan commit's record states it (the user's
@@ -261,7 +274,7 @@ impl PlanJournal {
 
     /// The plan's commit has its own record, or the plan ended without one: drop this one.
     pub(crate) fn close(self) -> Result<(), HistoryError> {
-        record::remove(&self.path)
+        journal_file::remove(&self.path)
     }
 
     /// The plan cannot be recorded: put its files back as they stood before it, each that
@@ -385,7 +398,7 @@ fn drop_pending(repo: &Repository, record: &Record, back: &mut Record) -> Result
         let (_, new) = r.states()?;
         let now = names::target(repo, &r.name).ctx(|| format!("cannot read {}", r.name))?;
         if now.is_some() && now == new {
-            back.reference(&r.name, now, None);
+            back.move_ref(&r.name, now, None);
         }
     }
     Ok(())
@@ -418,7 +431,7 @@ pub(crate) fn line(record: &Record, applied: &Applied) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::scope::MODE_FILE;
+    use crate::history::ops::scope::MODE_FILE;
     use crate::workspace::{Workspace, WorkspaceConfig};
 
     fn blob(repo: &Repository, bytes: &[u8]) -> Option<Entry> {

@@ -1,19 +1,17 @@
-//! One journal record: what an operation in progress will change, written atomically (temp,
-//! fsync, rename, fsync of the folder) to `user_state::dir(..)/ops/<work tree id>.json`
-//! before the operation touches anything, and removed once it is done.
+//! One journal record: what an operation in progress will change, written before the
+//! operation touches anything (`journal_file.rs`) and removed once it is done.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, Repository};
+use git2::Oid;
 use serde::{Deserialize, Serialize};
 
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
+use super::worktree::moves::WorktreeMove;
 use crate::history::git::names::Head;
-use crate::history::git::user_state;
+use crate::history::ops::scope::{Entry, MODE_EXEC, MODE_FILE, WorkFile};
 
 /// The record format; a record of another version is reported, never acted on.
 const VERSION: u32 = 1;
@@ -40,6 +38,10 @@ pub(crate) enum OpKind {
     Continue,
     /// `pai gc`: refs no longer needed deleted.
     Gc,
+    /// A note given once in a project: its marker written (carried out at once).
+    Note,
+    /// A worktree session's worktree added or removed (carried out at once).
+    Worktree,
 }
 
 impl OpKind {
@@ -54,6 +56,8 @@ impl OpKind {
             OpKind::Prepare => "preparation",
             OpKind::Continue => "continue",
             OpKind::Gc => "gc",
+            OpKind::Note => "note",
+            OpKind::Worktree => "worktree",
         }
     }
 }
@@ -319,17 +323,29 @@ impl FileMove {
     }
 }
 
-/// A copy pai keeps in its state directory (a plan's trash copy): written once, never over
-/// another copy (the first is the user's version), through the state directory so a link
-/// planted on the way is refused.
+/// A file in pai's state directory in the project (`.pai_history`), moved through the state
+/// directory so a link planted on the way is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CopyMove {
-    /// The project root whose state directory holds the copy.
+pub(crate) struct StateMove {
+    /// The project root whose state directory holds the file.
     pub root: PathBuf,
-    /// The copy's path components below the state directory.
+    /// The file's path components below the state directory.
     pub parts: Vec<String>,
-    /// The copy's bytes (a blob in the object store) and permission bits.
-    pub state: FileState,
+    /// What the move leaves there.
+    pub to: StateTo,
+}
+
+/// What a [`StateMove`] leaves at its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StateTo {
+    /// A copy pai keeps (a plan's trash copy): its bytes (a blob in the object store) and
+    /// permission bits, written once, never over another copy (the first is the user's
+    /// version).
+    Copy(FileState),
+    /// An empty marker with these permission bits (a note given once), written once.
+    Mark(u32),
+    /// Nothing: the file removed (a session log `pai gc` prunes); absent already is done.
+    Removed,
 }
 
 /// What an operation in progress changes. A record with no moves at all is an intent: the
@@ -373,10 +389,13 @@ pub(crate) struct Record {
     /// A plan's record only: the permission bits of the files it recorded, to put back.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub perms: BTreeMap<String, u32>,
-    /// Copies written into pai's state directory: only in records carried out at once
+    /// Files moved in pai's state directory: only in records carried out at once
     /// (`at_once`), never journaled, so never read back.
     #[serde(skip)]
-    pub copies: Vec<CopyMove>,
+    pub state_files: Vec<StateMove>,
+    /// Worktrees added or removed: only in records carried out at once, never journaled.
+    #[serde(skip)]
+    pub worktrees: Vec<WorktreeMove>,
 }
 
 impl Record {
@@ -398,7 +417,8 @@ impl Record {
             kept_dirs: Vec::new(),
             reflog: String::new(),
             perms: BTreeMap::new(),
-            copies: Vec::new(),
+            state_files: Vec::new(),
+            worktrees: Vec::new(),
         }
     }
 
@@ -408,7 +428,8 @@ impl Record {
             && self.head.is_none()
             && self.files.is_empty()
             && self.index.is_empty()
-            && self.copies.is_empty())
+            && self.state_files.is_empty()
+            && self.worktrees.is_empty())
     }
 
     /// Name the session and plan the operation concerns (plan 0: none).
@@ -446,7 +467,7 @@ impl Record {
     }
 
     /// Record that the ref `name` goes from `old` to `new`.
-    pub(crate) fn reference(&mut self, name: &str, old: Option<Oid>, new: Option<Oid>) {
+    pub(crate) fn move_ref(&mut self, name: &str, old: Option<Oid>, new: Option<Oid>) {
         if old != new {
             self.refs.push(RefMove::new(name, old, new));
         }
@@ -455,11 +476,21 @@ impl Record {
     /// Record that the copy at `parts` below `root`'s state directory is written with the
     /// blob `id` and permission bits `perm`, unless a copy stands there already.
     pub(crate) fn copy(&mut self, root: &Path, parts: Vec<String>, id: Oid, perm: u32) {
-        self.copies.push(CopyMove {
+        self.state_file(root, parts, StateTo::Copy(FileState::copy(id, perm)));
+    }
+
+    /// Record that the file at `parts` below `root`'s state directory goes `to`.
+    pub(crate) fn state_file(&mut self, root: &Path, parts: Vec<String>, to: StateTo) {
+        self.state_files.push(StateMove {
             root: root.to_path_buf(),
             parts,
-            state: FileState::copy(id, perm),
+            to,
         });
+    }
+
+    /// Record a worktree added or removed.
+    pub(crate) fn move_worktree(&mut self, m: WorktreeMove) {
+        self.worktrees.push(m);
     }
 
     /// Record that HEAD goes from `old` to `new`.
@@ -505,53 +536,10 @@ impl Record {
     }
 }
 
-/// Where the record of an operation on the work tree at `root` of `repo` lives.
-pub(crate) fn path_for(repo: &Repository, root: &Path) -> Result<PathBuf, HistoryError> {
-    let dir = user_state::dir(repo.commondir(), root)?.join("ops");
-    fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir.join(format!("{}.json", user_state::project_id(root)?)))
-}
-
-/// Write `record` at `path` so that a crash leaves the old record or the new one whole.
-pub(crate) fn write_atomic(path: &Path, record: &Record) -> Result<(), HistoryError> {
-    let text = serde_json::to_vec_pretty(record)
-        .map_err(std::io::Error::other)
-        .ctx(|| "cannot encode the operation journal".into())?;
-    let tmp = path.with_extension("tmp");
-    let what = || format!("cannot write the operation journal {}", tmp.display());
-    let mut file = fs::File::create(&tmp).ctx(what)?;
-    file.write_all(&text).ctx(what)?;
-    file.sync_all().ctx(what)?;
-    drop(file);
-    fs::rename(&tmp, path).ctx(|| format!("cannot write {}", path.display()))?;
-    sync_dir(path);
-    Ok(())
-}
-
-/// Make a rename or removal in `path`'s folder durable. Best effort: a file system without
-/// directory fsync keeps the order of operations all the same.
-fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent()
-        && let Ok(d) = fs::File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
-}
-
-/// Remove the record at `path`: the operation is done.
-pub(crate) fn remove(path: &Path) -> Result<(), HistoryError> {
-    match fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).ctx(|| format!("cannot remove {}", path.display())),
-    }
-    sync_dir(path);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::ops::journal_file::{remove, write_atomic};
 
     #[test]
     fn a_record_round_trips_and_another_version_is_refused() {
@@ -560,7 +548,7 @@ mod tests {
         let id = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
         let mut rec = Record::new(OpKind::Redo);
         rec.name("s1", 2);
-        rec.reference("refs/heads/pai/s1", None, Some(id));
+        rec.move_ref("refs/heads/pai/s1", None, Some(id));
         rec.move_head(
             &Head::Detached(id),
             &Head::Branch("refs/heads/pai/s1".into()),

@@ -9,13 +9,15 @@ use std::path::Path;
 use git2::Repository;
 
 use super::super::error::HistoryError;
-use super::super::worktree::WorkTree;
-use super::apply::{self, Direction};
+use super::apply;
+use super::direction::Direction;
+use super::journal_file;
 use super::locks;
 use super::plan;
-use super::record::{self, OpKind, Record};
+use super::record::{OpKind, Record};
 use crate::history::git::lock::WorkTreeLock;
 use crate::history::git::repo;
+use crate::history::ops::work_tree::WorkTree;
 
 /// Most paths named in the recovery line.
 const MAX_NAMED: usize = 5;
@@ -31,7 +33,7 @@ pub fn interrupted(root: &Path) -> bool {
 
 /// [`interrupted`], for the work tree at `root` of `repo`, already open.
 pub(crate) fn interrupted_in(repo: &Repository, root: &Path) -> bool {
-    record::path_for(repo, root)
+    journal_file::path_for(repo, root)
         .is_ok_and(|record| record.exists() || plan::beside(&record).exists())
 }
 
@@ -44,7 +46,7 @@ pub fn recover(root: &Path, wt: &dyn WorkTree) -> Result<Option<String>, History
     };
     // No state directory (no HOME): nothing was ever journaled there either.
     let (Ok(path), Ok(plan_path)) = (
-        record::path_for(&hr.repo, root),
+        journal_file::path_for(&hr.repo, root),
         plan::path_for(&hr.repo, root),
     ) else {
         return Ok(None);
@@ -67,9 +69,9 @@ pub fn recover(root: &Path, wt: &dyn WorkTree) -> Result<Option<String>, History
         // that one goes first, so a crash here never finds it alone and rolls the plan back.
         let committed = rec.kind == OpKind::PlanCommit && rec.has_moves();
         if committed {
-            record::remove(&plan_path)?;
+            journal_file::remove(&plan_path)?;
         }
-        record::remove(&path)?;
+        journal_file::remove(&path)?;
         // A commit that had only recorded its intent changed nothing: the plan's roll back
         // below is the line to say.
         if committed || !plan_path.exists() {
@@ -80,7 +82,7 @@ pub fn recover(root: &Path, wt: &dyn WorkTree) -> Result<Option<String>, History
     if plan_path.exists() {
         let rec = Record::read(&plan_path)?;
         let applied = plan::roll_back(&hr.repo, wt, &rec)?;
-        record::remove(&plan_path)?;
+        journal_file::remove(&plan_path)?;
         let mut text = plan::line(&rec, &applied);
         if !removed.is_empty() {
             text.push_str(&format!(

@@ -5,11 +5,11 @@
 
 use git2::Repository;
 
-use super::super::convert;
 use super::super::error::{Context as _, HistoryError};
-use super::super::scope::{self, Entry};
-use super::super::worktree::WorkTree;
 use super::record::FileState;
+use crate::history::ops::scope::{self, Entry};
+use crate::history::ops::work_tree::WorkTree;
+use crate::history::record::convert;
 
 /// What stands at `path` now, as a record's state: its exact bytes and permission bits.
 /// Something that is not a regular file is no state a record can name (absent).

@@ -9,10 +9,10 @@ use git2::Oid;
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::index::run_index::RunIndex;
+use crate::history::ops::scope::{self};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::plan::PlanUnderWay;
-use crate::history::scope::{self};
 use crate::history::session::Session;
-use crate::history::worktree::WorkTree;
 use crate::workspace::{StatusPass, Tracked};
 
 /// What the work tree holds at a path: a file (`None`: nothing), or `Err` for what pai does

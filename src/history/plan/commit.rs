@@ -13,16 +13,16 @@ use crate::history::git::meta::Meta;
 use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
+use crate::history::git::tree_edit;
 use crate::history::index::{self, IndexFile, LockedIndex};
+use crate::history::ops::scope::{self, Class, Entry};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, found, produced};
 use crate::history::plan::{NotCommitted, Pending, PlanUnderWay};
 use crate::history::record::made::Made;
 use crate::history::record::message::{self, PlanRecord};
-use crate::history::scope::{self, Class, Entry};
+use crate::history::record::{convert, trash};
 use crate::history::session::{Session, Writer};
-use crate::history::tree_edit;
-use crate::history::worktree::WorkTree;
-use crate::history::{convert, record::trash};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -167,7 +167,7 @@ fn plan_commit_message(
     let (repo, wt, trash) = (&b.w.repo, b.wt, &b.gathered.trash);
     let (session, number, plan) = (b.session, b.number, b.plan);
     let parent_ids: Vec<Oid> = parent.iter().map(|c| c.id()).collect();
-    let left = crate::history::left::record(repo, wt, trash)?;
+    let left = crate::history::record::left::record(repo, wt, trash)?;
     let trash_tree = trash::record(repo, number, trash, left)?;
     let mut msg = message::plan_message(session, number, plan, trash_tree);
     msg.push_str(&made.trailer());
@@ -221,7 +221,7 @@ fn build_commit(
     // that plan to put it back, not take the previous one.
     if changes.is_empty() && trash.is_empty() && made.ignored.is_empty() {
         if let Some(p) = pending {
-            record.reference(&names::pending_ref(session), Some(p.top), None);
+            record.move_ref(&names::pending_ref(session), Some(p.top), None);
         }
         return Ok(None);
     }
@@ -492,7 +492,7 @@ fn journal_refs(
     let mut meta = w.meta.clone();
     let mut name = w.branch.clone();
     if w.line.created {
-        record.reference(&name, tip, Some(commit));
+        record.move_ref(&name, tip, Some(commit));
     } else {
         let mut n = 1;
         while repo.find_reference(&name).is_ok() {
@@ -503,25 +503,25 @@ fn journal_refs(
         // The line starts where HEAD's branch is now (the user may have committed there
         // since the session started).
         meta.base = tip;
-        record.reference(&name, None, Some(commit));
+        record.move_ref(&name, None, Some(commit));
         record.move_head(&w.line.start_head, &Head::Branch(name.clone()));
     }
     // The plan's trash copies' ref, set with its message: gone again if it is rolled back.
     if let Some(tree) = trash_tree {
         let trash = names::trash_ref(&record.session, record.plan);
         let old = names::target(repo, &trash).ctx(|| format!("cannot read {trash}"))?;
-        record.reference(&trash, old, Some(tree));
+        record.move_ref(&trash, old, Some(tree));
     }
     // The session's start (its metadata ref), written with its first plan.
     if !w.line.recorded {
         let meta_ref = crate::history::git::meta::ref_name(&record.session);
         let old = names::target(repo, &meta_ref).ctx(|| format!("cannot read {meta_ref}"))?;
         let blob = crate::history::git::meta::blob(repo, &record.session, &meta)?;
-        record.reference(&meta_ref, old, Some(blob));
+        record.move_ref(&meta_ref, old, Some(blob));
     }
     if let Some(p) = pending {
         let pending_ref = names::pending_ref(&record.session);
-        record.reference(&pending_ref, Some(p.top), None);
+        record.move_ref(&pending_ref, Some(p.top), None);
     }
     Ok((name, meta))
 }

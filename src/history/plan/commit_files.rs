@@ -204,8 +204,8 @@ fn walk(
 
 #[cfg(test)]
 mod tests {
+    use crate::history::git::test_git::git;
     use crate::history::plan::commit_files::*;
-    use crate::history::test_git::git;
     use std::collections::BTreeMap;
     use std::path::Path;
 

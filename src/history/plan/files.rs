@@ -12,8 +12,8 @@ use git2::{Blob, Commit, DiffOptions, Patch, Repository, Tree};
 use serde::Serialize;
 
 use crate::history::error::{Context, HistoryError};
-use crate::history::revert;
-use crate::history::scope::Entry;
+use crate::history::ops::scope::Entry;
+use crate::history::record::revert;
 
 /// One file of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,11 +7,11 @@
 use crate::history::error::HistoryError;
 use crate::history::git::names;
 use crate::history::index::run_index::RunIndex;
-use crate::history::ops::{Before, PlanJournal, StepWrites};
+use crate::history::ops::work_tree::WorkTree;
+use crate::history::ops::{Before, PlanAt, PlanJournal, StepWrites};
 use crate::history::plan::PlanUnderWay;
 use crate::history::plan::baseline::RunBaseline;
 use crate::history::session::Session;
-use crate::history::worktree::WorkTree;
 use crate::workspace::Tracked as _;
 
 impl PlanUnderWay {
@@ -33,7 +33,12 @@ impl PlanUnderWay {
             if writes == StepWrites::Nothing {
                 return Ok(());
             }
-            self.journal = Some(PlanJournal::new(&w.repo, &root, &id, w.next_plan)?);
+            let at = PlanAt {
+                root: &root,
+                session: &id,
+                plan: w.next_plan,
+            };
+            self.journal = Some(PlanJournal::new(&w.repo, at)?);
         }
         let pending = self
             .pending
@@ -108,7 +113,12 @@ impl PlanUnderWay {
             };
             befores.push(before);
         }
-        PlanJournal::note_befores(&mut self.journal, &w.repo, wt, (&root, &id, plan), befores)
+        let at = PlanAt {
+            root: &root,
+            session: &id,
+            plan,
+        };
+        PlanJournal::note_befores(&mut self.journal, &w.repo, wt, at, befores)
     }
 }
 

@@ -10,14 +10,14 @@ use git2::{Oid, Repository, Signature, Tree};
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::names;
 use crate::history::git::repo;
+use crate::history::git::tree_edit::{self, Change};
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::scope::{self, Class, Entry};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{OpKind, Record, at_once};
 use crate::history::plan::{Pending, PlanUnderWay};
-use crate::history::scope::{self, Class, Entry};
+use crate::history::record::{convert, message, trash};
 use crate::history::session::{Session, Writer};
-use crate::history::tree_edit::{self, Change};
-use crate::history::worktree::WorkTree;
-use crate::history::{convert, record::message, record::trash};
 
 impl PlanUnderWay {
     /// Call before a plan creates, changes or removes `paths` (files or directories; calling
@@ -91,7 +91,11 @@ impl PlanUnderWay {
         let mut found = preparing.gather(files, &mut self.prepared, &mut self.trash, earlier)?;
         // The plan's journal names these paths' before states before any step writes them.
         let befores = std::mem::take(&mut found.befores);
-        let at = (root.as_path(), id.as_str(), plan);
+        let at = crate::history::ops::PlanAt {
+            root: root.as_path(),
+            session: id.as_str(),
+            plan,
+        };
         crate::history::ops::PlanJournal::note_befores(&mut self.journal, repo, wt, at, befores)?;
         if found.staged.is_empty() && found.work.is_empty() {
             return Ok(());
@@ -317,7 +321,7 @@ fn set_pending(repo: &Repository, session: &str, plan: u32, top: Oid) -> Result<
     let old = names::target(repo, &name).ctx(|| format!("cannot read {name}"))?;
     let mut record = Record::new(OpKind::Prepare);
     record.name(session, plan);
-    record.reference(&name, old, Some(top));
+    record.move_ref(&name, old, Some(top));
     record.reflog = format!("pai: snapshot before plan {plan}");
     let done = at_once(repo, None, &record)?;
     if !done.kept.is_empty() {

@@ -4,9 +4,9 @@
 
 use super::super::error::HistoryError;
 use super::super::session::Session;
-use super::super::worktree::WorkTree;
 use super::PlanUnderWay;
 use crate::history::index::run_index::RunIndex;
+use crate::history::ops::work_tree::WorkTree;
 use crate::workspace::StatusPass;
 
 /// How the project is listed around a RUN: the caller's status passes against git's index

@@ -12,12 +12,12 @@ use std::collections::BTreeSet;
 
 use crate::history::error::{Context as _, HistoryError};
 use crate::history::index::run_index::RunIndex;
+use crate::history::ops::scope;
+use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 use crate::history::ops::{Before, PlanJournal};
 use crate::history::plan::PlanUnderWay;
 use crate::history::plan::baseline::RunBaseline;
-use crate::history::scope;
 use crate::history::session::Session;
-use crate::history::worktree::{WorkEntry, WorkTree};
 use crate::workspace::StatusPass;
 
 /// Most ignored files recorded for one command: a command that makes more (an install, a
@@ -75,7 +75,11 @@ impl PlanUnderWay {
                 dir = parent;
             }
         }
-        let at = (root.as_path(), id.as_str(), w.next_plan);
+        let at = crate::history::ops::PlanAt {
+            root: root.as_path(),
+            session: id.as_str(),
+            plan: w.next_plan,
+        };
         PlanJournal::note_befores(&mut self.journal, &w.repo, wt, at, befores)?;
         Ok(left_out)
     }

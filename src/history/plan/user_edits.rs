@@ -4,10 +4,10 @@
 
 use git2::{Oid, Repository};
 
-use crate::history::convert;
 use crate::history::index;
-use crate::history::scope::{self, Class};
-use crate::history::worktree::WorkTree;
+use crate::history::ops::scope::{self, Class};
+use crate::history::ops::work_tree::WorkTree;
+use crate::history::record::convert;
 
 /// Which of `paths` (files) hold changes of the user's that the session branch does not:
 /// what [`super::PlanUnderWay::prepare`] would commit as a snapshot before a plan touches them. Told

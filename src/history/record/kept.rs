@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use crate::history::error::{Context as _, HistoryError};
-use crate::history::git::names;
+use crate::history::git::names::{self, PlanId};
 use crate::history::git::user_state;
 use crate::history::ops::Record;
 use crate::history::record::trash;
@@ -91,7 +91,7 @@ fn read_record(path: &Path) -> Option<Oid> {
 pub(crate) fn save_rewrite(
     repo: &Repository,
     root: &Path,
-    (session, plan): (&str, u32),
+    PlanId { session, plan }: PlanId<'_>,
     files: &BTreeMap<String, (Oid, u32)>,
     record: &mut Record,
 ) -> Result<(), HistoryError> {
@@ -112,13 +112,13 @@ pub(crate) fn save_rewrite(
 /// Have `record` point the ref `name` at `tree`.
 fn set_ref(repo: &Repository, name: &str, tree: Oid, record: &mut Record) {
     let old = names::target(repo, name).ok().flatten();
-    record.reference(name, old, Some(tree));
+    record.move_ref(name, old, Some(tree));
 }
 
 /// Have `record` remove the ref `name`, when it stands.
 fn drop_ref(repo: &Repository, name: &str, record: &mut Record) {
     if let Some(old) = names::target(repo, name).ok().flatten() {
-        record.reference(name, Some(old), None);
+        record.move_ref(name, Some(old), None);
     }
 }
 
@@ -140,14 +140,26 @@ pub(crate) fn read_rewrite(
     }
 }
 
-/// Record what undo is about to replace for `plan` of `session` (`replaced`: path, blob of
-/// the current bytes already in the object store, permission bits; `absent`), before the
-/// undo's record; its ref is set by that `record`. Nothing to keep removes any earlier record.
+/// What undo is about to replace where it puts trash copies back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Replaced<'a> {
+    /// Each file replaced: path, blob of its current bytes (already in the object store),
+    /// permission bits.
+    pub files: &'a BTreeMap<String, (Oid, u32)>,
+    /// The paths where nothing stood.
+    pub absent: &'a [String],
+}
+
+/// Record what undo is about to replace for `plan` of `session`, before the undo's record;
+/// its ref is set by that `record`. Nothing to keep removes any earlier record.
 pub(crate) fn save(
     repo: &Repository,
     root: &Path,
-    (session, plan): (&str, u32),
-    (replaced, absent): (&BTreeMap<String, (Oid, u32)>, &[String]),
+    PlanId { session, plan }: PlanId<'_>,
+    Replaced {
+        files: replaced,
+        absent,
+    }: Replaced<'_>,
     record: &mut Record,
 ) -> Result<(), HistoryError> {
     // Nothing to keep needs no state directory (a project at $HOME has none of its own).

@@ -10,8 +10,8 @@ use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use crate::history::error::{Context, HistoryError};
-use crate::history::scope::{self, MODE_EXEC};
-use crate::history::worktree::{WorkEntry, WorkTree};
+use crate::history::ops::scope::{self, MODE_EXEC};
+use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 
 /// The trailer's key.
 const TRAILER: &str = "Pai-Made";

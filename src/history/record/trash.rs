@@ -10,7 +10,7 @@ use git2::{Oid, Repository};
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::store;
-use crate::history::tree_edit::{self, Change};
+use crate::history::git::tree_edit::{self, Change};
 
 /// Git file modes of trash copies.
 const MODE_FILE: i32 = 0o100644;
@@ -67,8 +67,12 @@ pub(crate) fn record(
         return Ok(None);
     }
     let what = || format!("cannot record the trash copies of plan {plan}");
-    let tree =
-        copies_tree(repo, copies, left.map(|l| (crate::history::left::NAME, l))).ctx(what)?;
+    let tree = copies_tree(
+        repo,
+        copies,
+        left.map(|l| (crate::history::record::left::NAME, l)),
+    )
+    .ctx(what)?;
     Ok(Some(tree))
 }
 
@@ -131,7 +135,7 @@ pub(crate) fn recorded(
     };
     let files = repo.find_tree(files.id()).ctx(what)?;
     let mut out = Vec::new();
-    crate::history::scope::blobs(repo, &files, "", &mut |path, entry| {
+    crate::history::ops::scope::blobs(repo, &files, "", &mut |path, entry| {
         let fallback = if entry.filemode() == MODE_EXEC {
             0o755
         } else {

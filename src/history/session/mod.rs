@@ -4,6 +4,9 @@
 //! review, merge and discard commands.
 //! `impl Session` lives here whole; the end-of-session summary is `summary.rs`.
 
+pub(super) mod chain;
+pub(super) mod leftover;
+pub(super) mod line;
 mod summary;
 
 use std::path::{Path, PathBuf};
@@ -12,19 +15,19 @@ use chrono::{DateTime, Local};
 use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
-use super::leftover::{self, LeftoverSnapshot};
-use super::line::{self, Line};
 use super::ops::{self, OpKind, Record};
 use super::plan::PlanUnderWay;
 use super::plan::user_edits;
+use super::record::trash;
 use super::undo::{self, RedoReport, UndoReport};
-use super::worktree::WorkTree;
-use super::{chain, record::trash};
 use crate::history::git::lock::WorkTreeLock;
 use crate::history::git::meta::{self, Meta};
 use crate::history::git::names::{self, Head};
 use crate::history::git::repo::{self, Found};
 use crate::history::git::store;
+use crate::history::ops::work_tree::WorkTree;
+use leftover::LeftoverSnapshot;
+use line::Line;
 use summary::count_of;
 
 pub use summary::SessionSummary;

@@ -1,5 +1,5 @@
 //! The end-of-session facts and the commands that review, merge or discard a session, and the
-//! counts of its plans and snapshots they are made from.
+//! counts of its plans and snapshots they are made from. `ui/session_end.rs` renders them.
 
 use crate::history::git::meta::Meta;
 use crate::history::git::names::{self};
@@ -157,67 +157,4 @@ fn suggested_commands(
         (None, None) => return (Some(review), None, None),
     };
     (Some(review), Some(merge), Some(discard))
-}
-
-impl SessionSummary {
-    /// Plain text for the end of a session.
-    pub fn render(&self) -> String {
-        if let Some(reason) = &self.read_only {
-            return format!(
-                "Session {}: no history recorded ({reason}).\n",
-                self.session
-            );
-        }
-        if self.plans == 0 && self.branch.is_none() {
-            return format!(
-                "Session {}: no plans recorded; nothing changed in git.\n",
-                self.session
-            );
-        }
-        let mut out = format!(
-            "Session {}: {} on {}",
-            self.session,
-            plural(self.plans, "plan", "plans"),
-            self.branch.as_deref().unwrap_or("(no branch)")
-        );
-        match (&self.base_branch, &self.base_commit) {
-            (Some(b), Some(c)) => out.push_str(&format!(" (from {b} at {c})")),
-            (Some(b), None) => out.push_str(&format!(" (from unborn {b})")),
-            (None, Some(c)) => out.push_str(&format!(" (from detached {c})")),
-            (None, None) => {}
-        }
-        out.push('\n');
-        if self.snapshots > 0 {
-            out.push_str(&format!(
-                "  the branch also holds {} of your uncommitted edits, taken before the plans that changed those files: the review and the merge include them; `pai discard` gives them back uncommitted\n",
-                plural(self.snapshots, "snapshot", "snapshots")
-            ));
-        }
-        for (label, cmd) in [
-            ("review ", &self.review),
-            ("merge  ", &self.merge),
-            ("discard", &self.discard),
-        ] {
-            if let Some(cmd) = cmd {
-                out.push_str(&format!("  {label}  {cmd}\n"));
-            }
-        }
-        if let Some(branch) = &self.branch {
-            if self.private {
-                out.push_str(
-                    "The next `pai` here continues this line of work (`pai undo` walks back across sessions); `pai --continue` also brings back this session's memory.\n",
-                );
-            } else {
-                out.push_str(&format!(
-                    "HEAD stays on {branch}: the next `pai` here continues this line of work on it (`pai undo` walks back across sessions); `pai --continue` also brings back this session's memory.\n"
-                ));
-            }
-        }
-        out
-    }
-}
-
-/// `1 plan`, `2 plans`.
-pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -16,10 +16,11 @@ use crate::history::git::meta;
 use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record};
 use crate::history::record::message::Kind;
-use crate::history::worktree::WorkTree;
-use crate::history::{revert, undo};
+use crate::history::record::revert;
+use crate::history::undo;
 
 /// What `discard` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -123,10 +124,10 @@ fn leave_session(
     }
     if let Some(start) = start {
         let old = names::target(repo, kept_at).ctx(|| format!("cannot read {kept_at}"))?;
-        record.reference(kept_at, old, Some(start));
+        record.move_ref(kept_at, old, Some(start));
     }
     let now = names::target(repo, branch).ctx(|| "cannot read the session branch".into())?;
-    record.reference(branch, now, None);
+    record.move_ref(branch, now, None);
     record.reflog = "pai: session discarded".into();
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! whole session; this file holds the reports, the entry points and what both halves share.
 
 pub(super) mod discard;
+pub(super) mod own_snapshots;
 mod redo;
 mod take_back;
 
@@ -20,14 +21,14 @@ use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 
 use super::error::{Context, HistoryError};
-use super::revert::{self, PathChange};
-use super::worktree::WorkTree;
 use crate::history::git::lock::WorkTreeLock;
 use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
-use crate::history::line;
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::record::message::{self, Kind};
+use crate::history::record::revert::{self, PathChange};
+use crate::history::session::line;
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -10,22 +10,22 @@ use git2::{Oid, Repository};
 use super::{
     Moved, RedoReport, SessionBranch, before_plan, lands_on, plan_changes, read_commit, redo_branch,
 };
-use crate::history::convert;
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::auth;
 use crate::history::git::forged;
 use crate::history::git::meta;
 use crate::history::git::names;
-use crate::history::git::names::Head;
+use crate::history::git::names::{Head, PlanId};
 use crate::history::git::repo;
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::scope::{self, Entry};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, copy_state, found, produced};
+use crate::history::record::convert;
 use crate::history::record::made::Made;
 use crate::history::record::message::{self};
+use crate::history::record::revert::{self, PathChange};
 use crate::history::record::{kept, trash};
-use crate::history::revert::{self, PathChange};
-use crate::history::scope::{self, Entry};
-use crate::history::worktree::WorkTree;
 
 /// The newest undone plan that sits on `branch`'s tip (directly or through snapshots of the
 /// user's changes), as (plan number, undone ref, commit): this session's, or one of a session
@@ -287,9 +287,17 @@ fn build_redo(
         tip_tree.as_ref(),
     )?;
     let made = Made::of_message(commit.message().unwrap_or_default());
-    let rewrites = vouched_rewrites(repo, root, wt, (&session, number), &made, &changes)?;
+    let plan_id = PlanId {
+        session: &session,
+        plan: number,
+    };
+    let rewrites = vouched_rewrites(repo, root, wt, plan_id, &made, &changes)?;
     let mut moved = redo_files(repo, wt, &changes, &rewrites, record)?;
-    let kept_paths = trash_moves(repo, wt, (&kept, &copies), &rewrites, &mut moved, record)?;
+    let restored = Restored {
+        kept: &kept,
+        copies: &copies,
+    };
+    let kept_paths = trash_moves(repo, wt, restored, &rewrites, &mut moved, record)?;
     kept::forget(repo, &session, number, record);
     journal_redo(repo, record, &branch, &undone_ref, id)?;
     // Rolled back, removing the plan's files stops at the user's own folders.
@@ -319,7 +327,10 @@ fn vouched_rewrites(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    (session, number): (&str, u32),
+    PlanId {
+        session,
+        plan: number,
+    }: PlanId<'_>,
     made: &Made,
     changes: &[PathChange],
 ) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
@@ -362,6 +373,14 @@ fn redo_files(
     Ok(moved)
 }
 
+/// What undo's trash restore did: what it recorded it replaced, and the plan's trash copies
+/// it put back, by path.
+#[derive(Clone, Copy)]
+struct Restored<'a> {
+    kept: &'a kept::Kept,
+    copies: &'a BTreeMap<String, Vec<u8>>,
+}
+
 /// What undo's trash restore did, taken back, into `record`: files it brought back where
 /// the plan had removed them go again (unless the user changed them since: those are kept,
 /// and returned), the files it replaced are put back, and the ignored files the plan made
@@ -369,7 +388,7 @@ fn redo_files(
 fn trash_moves(
     repo: &Repository,
     wt: &dyn WorkTree,
-    (kept, copies): (&kept::Kept, &BTreeMap<String, Vec<u8>>),
+    Restored { kept, copies }: Restored<'_>,
     rewrites: &[(String, Vec<u8>, u32)],
     moved: &mut Moved,
     record: &mut Record,
@@ -415,11 +434,11 @@ fn journal_redo(
     id: Oid,
 ) -> Result<(), HistoryError> {
     let old = if branch.reenter { None } else { branch.tip };
-    record.reference(&branch.name, old, Some(id));
+    record.move_ref(&branch.name, old, Some(id));
     if branch.reenter {
         let head = names::head(repo).ctx(|| "cannot read HEAD".into())?;
         record.move_head(&head, &Head::Branch(branch.name.clone()));
     }
-    record.reference(undone_ref, Some(id), None);
+    record.move_ref(undone_ref, Some(id), None);
     Ok(())
 }

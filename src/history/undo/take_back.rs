@@ -15,18 +15,20 @@ use crate::history::error::{Context, HistoryError};
 use crate::history::git::auth;
 use crate::history::git::forged;
 use crate::history::git::names;
-use crate::history::git::names::Head;
+use crate::history::git::names::{Head, PlanId};
 use crate::history::git::repo;
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::scope::{self, Entry, MODE_EXEC};
+use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, copy_state, found, produced};
 use crate::history::plan::prepare::commit_changes;
+use crate::history::record::convert;
 use crate::history::record::made::Made;
 use crate::history::record::message::{self, Kind};
+use crate::history::record::revert::{self, PathChange};
 use crate::history::record::{kept, trash};
-use crate::history::revert::{self, PathChange};
-use crate::history::scope::{self, Entry, MODE_EXEC};
-use crate::history::worktree::WorkTree;
-use crate::history::{convert, line, own_snapshots};
+use crate::history::session::line;
+use crate::history::undo::own_snapshots;
 
 /// The plan commit an undo takes off the branch, and the names its messages and refs use.
 struct PlanToUndo<'r> {
@@ -159,6 +161,15 @@ fn drift_since_plan(
     })
 }
 
+/// How an undo goes about what changed since the plan.
+#[derive(Clone, Copy)]
+struct UndoOptions<'a> {
+    /// `--force`: save what changed under `refs/pai/saved/` and undo anyway.
+    force: bool,
+    /// The committer of that saved state, when git has none configured.
+    identity: Option<&'a (String, String)>,
+}
+
 /// Refuse to overwrite what changed since the plan, unless `force`: then that state is
 /// committed (in the object store) and `record` sets a ref under `refs/pai/saved/` to it,
 /// whose name is returned. `None` when nothing changed.
@@ -167,7 +178,7 @@ fn refuse_or_save(
     tip: Oid,
     plan: &PlanToUndo<'_>,
     drift: &Drift,
-    (force, identity): (bool, Option<&(String, String)>),
+    UndoOptions { force, identity }: UndoOptions<'_>,
     record: &mut Record,
 ) -> Result<Option<String>, HistoryError> {
     let changed = &drift.changed;
@@ -186,8 +197,12 @@ fn refuse_or_save(
             hint: "undo would overwrite those changes; commit or move them away first, or run `pai undo --force` to save the current state under refs/pai/saved/ and undo anyway".into(),
         });
     }
-    let (name, top) = save_state(repo, tip, (&plan.session, plan.number), drift, identity)?;
-    record.reference(&name, None, Some(top));
+    let id = PlanId {
+        session: &plan.session,
+        plan: plan.number,
+    };
+    let (name, top) = save_state(repo, tip, id, drift, identity)?;
+    record.move_ref(&name, None, Some(top));
     Ok(Some(name))
 }
 
@@ -240,7 +255,13 @@ pub(crate) fn undo_in(
     identity: Option<&(String, String)>,
 ) -> Result<UndoReport, HistoryError> {
     let mut op = Op::intent(repo, root, OpKind::Undo, "", 0)?;
-    match build_undo(repo, root, wt, (force, identity), op.record_mut()) {
+    match build_undo(
+        repo,
+        root,
+        wt,
+        UndoOptions { force, identity },
+        op.record_mut(),
+    ) {
         Ok((report, index)) => {
             op.commit(repo, wt, Some(index))?;
             Ok(report)
@@ -257,7 +278,7 @@ fn build_undo(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    (force, identity): (bool, Option<&(String, String)>),
+    opts: UndoOptions<'_>,
     record: &mut Record,
 ) -> Result<(UndoReport, index::LockedIndex), HistoryError> {
     let branch = checked_out_branch(repo, "undo")?;
@@ -279,11 +300,15 @@ fn build_undo(
     let mut drift = drift_since_plan(repo, wt, &index, &changes)?;
     let made = Made::of_message(plan.commit.message().unwrap_or_default());
     drift.changed.extend(made.drift(wt)?);
-    let saved = refuse_or_save(repo, tip, &plan, &drift, (force, identity), record)?;
+    let saved = refuse_or_save(repo, tip, &plan, &drift, opts, record)?;
     // What redo writes back after the plan's blobs, kept before the first write.
     let mut rewrite = convert::keep_for_redo(repo, wt, &changes, &index)?;
     rewrite.extend(made.kept_for_redo(repo, wt)?);
-    kept::save_rewrite(repo, root, (&plan.session, plan.number), &rewrite, record)?;
+    let id = PlanId {
+        session: &plan.session,
+        plan: plan.number,
+    };
+    kept::save_rewrite(repo, root, id, &rewrite, record)?;
 
     let (base_commit, index_before) = before_plan(&plan.commit, plan.number)?;
     let mut entries = undo_index_entries(
@@ -315,23 +340,15 @@ fn build_undo(
     let (undone_ref, head_back) = journal_refs(repo, record, &branch, base_commit.as_ref(), &plan)?;
     let recorded_trash = auth::trailers(&plan.commit).trash;
     // Every trash copy checked (and what undo replaces kept) before the first write.
-    let trash_writes = prepare_trash(
-        repo,
-        root,
-        wt,
-        (&plan, force),
-        &changes,
+    let take = TakeBack {
+        plan: &plan,
+        force: opts.force,
+        changes: &changes,
+        made: &made,
         recorded_trash,
-        record,
-    )?;
-    let moved = undo_files(
-        repo,
-        wt,
-        (&changes, &made),
-        recorded_trash,
-        trash_writes,
-        record,
-    )?;
+    };
+    let trash_writes = prepare_trash(repo, root, wt, &take, record)?;
+    let moved = undo_files(repo, wt, &take, trash_writes, record)?;
 
     let report = UndoReport {
         request: message::request_of(plan.commit.message().unwrap_or_default()),
@@ -349,6 +366,21 @@ fn build_undo(
     Ok((report, index))
 }
 
+/// What undo takes back, as its two file stages ([`prepare_trash`], [`undo_files`]) read it.
+#[derive(Clone, Copy)]
+struct TakeBack<'a> {
+    /// The plan undone.
+    plan: &'a PlanToUndo<'a>,
+    /// `--force`: what the user changed since goes too.
+    force: bool,
+    /// Each path the plan changed.
+    changes: &'a [PathChange],
+    /// What the plan made beyond its tree.
+    made: &'a Made,
+    /// The plan's trash copies in the object store (`Pai-Trash`).
+    recorded_trash: Option<Oid>,
+}
+
 /// The files an undo moves, into `record`: each path the plan changed back to what stood
 /// before it (the plan's trash copy of the user's exact bytes, with its permission bits, when
 /// the plan kept one git stores as that blob: a file git converts, a private file; else git's
@@ -357,11 +389,16 @@ fn build_undo(
 fn undo_files(
     repo: &Repository,
     wt: &dyn WorkTree,
-    (changes, made): (&[PathChange], &Made),
-    recorded_trash: Option<Oid>,
+    take: &TakeBack<'_>,
     trash_writes: Vec<(String, Vec<u8>, u32)>,
     record: &mut Record,
 ) -> Result<Moved, HistoryError> {
+    let TakeBack {
+        changes,
+        made,
+        recorded_trash,
+        ..
+    } = *take;
     let copies = match recorded_trash {
         Some(tree) => trash::recorded(repo, tree)?,
         None => Vec::new(),
@@ -413,19 +450,19 @@ fn journal_refs(
 ) -> Result<(String, Option<String>), HistoryError> {
     let undone = names::undone_ref(&plan.session, plan.number);
     let kept = names::target(repo, &undone).ctx(|| format!("cannot read {undone}"))?;
-    record.reference(&undone, kept, Some(plan.commit.id()));
+    record.move_ref(&undone, kept, Some(plan.commit.id()));
     let base = base.map(Commit::id);
     let head_back = match line::leaves_to(repo, &branch.name, base)? {
         Some(back) => {
             record.move_head(&Head::Branch(branch.name.clone()), &back);
-            record.reference(&branch.name, branch.tip, None);
+            record.move_ref(&branch.name, branch.tip, None);
             Some(match back {
                 Head::Branch(b) => names::short(&b).to_string(),
                 Head::Detached(base) => format!("detached HEAD at {}", names::short_id(base)),
             })
         }
         None => {
-            record.reference(&branch.name, branch.tip, base);
+            record.move_ref(&branch.name, branch.tip, base);
             None
         }
     };
@@ -438,7 +475,7 @@ fn journal_refs(
 fn save_state(
     repo: &Repository,
     tip: Oid,
-    (session, plan): (&str, u32),
+    PlanId { session, plan }: PlanId<'_>,
     drift: &Drift,
     identity: Option<&(String, String)>,
 ) -> Result<(String, Oid), HistoryError> {
@@ -473,15 +510,20 @@ fn prepare_trash(
     repo: &Repository,
     root: &Path,
     wt: &dyn WorkTree,
-    (plan, force): (&PlanToUndo<'_>, bool),
-    changes: &[PathChange],
-    recorded: Option<git2::Oid>,
+    take: &TakeBack<'_>,
     record: &mut Record,
 ) -> Result<Vec<(String, Vec<u8>, u32)>, HistoryError> {
+    let TakeBack {
+        plan,
+        force,
+        changes,
+        recorded_trash: recorded,
+        ..
+    } = *take;
     let Some(tree) = recorded else {
         return Ok(Vec::new());
     };
-    let left = crate::history::left::read(repo, tree);
+    let left = crate::history::record::left::read(repo, tree);
     let mut drifted: Vec<String> = Vec::new();
     let mut writes = Vec::new();
     let mut replaced: BTreeMap<String, (Oid, u32)> = BTreeMap::new();
@@ -530,12 +572,14 @@ fn prepare_trash(
             hint: "undo would overwrite those changes; move them away first, or run `pai undo --force` (what stands there now is kept, and `pai redo` puts it back)".into(),
         });
     }
-    kept::save(
-        repo,
-        root,
-        (&plan.session, plan.number),
-        (&replaced, &absent),
-        record,
-    )?;
+    let id = PlanId {
+        session: &plan.session,
+        plan: plan.number,
+    };
+    let what = kept::Replaced {
+        files: &replaced,
+        absent: &absent,
+    };
+    kept::save(repo, root, id, what, record)?;
     Ok(writes)
 }

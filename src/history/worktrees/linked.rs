@@ -17,17 +17,16 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local};
-use git2::{Oid, Repository, WorktreeAddOptions};
+use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::fresh_checkout;
-use super::tree_removal;
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::meta::{self, Meta};
 use crate::history::git::names::{self, Head};
 use crate::history::git::repo::{self, Found};
 use crate::history::git::user_state;
-use crate::history::line::Line;
+use crate::history::ops::{self, OpKind, Record, WorktreeMove};
+use crate::history::session::line::Line;
 use crate::history::session::{Session, StartOptions, State};
 
 /// Prefix of the admin entries (`.git/worktrees/pai-<id>`) of pai's worktrees.
@@ -176,24 +175,6 @@ pub fn create(root: &Path, opts: &CreateOptions) -> Result<Held, HistoryError> {
     Ok(held)
 }
 
-/// This process's turn to add a worktree, until dropped: libgit2 checks whether a branch is
-/// checked out by reading every worktree, and one being added by another process at the same
-/// moment can make it refuse a branch nobody else has. Sessions started together take turns
-/// for the few milliseconds each takes.
-fn creating(state: &Path) -> Result<File, HistoryError> {
-    let path = records_dir(state).join("adding.lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .ctx(|| format!("cannot open {}", path.display()))?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(std::io::Error::from)
-        .ctx(|| format!("cannot lock {}", path.display()))?;
-    Ok(file)
-}
-
 /// The commit and branch a session starts from: `from`, else HEAD.
 fn base_of(repo: &Repository, from: Option<&str>) -> Result<(Oid, Option<String>), HistoryError> {
     let no_commit = || HistoryError::Refused {
@@ -265,7 +246,7 @@ fn reserve(repo: &Repository, state: &Path, stamp: &str) -> Result<(String, File
 /// The lock files of session `id`'s refs (its branch and its metadata). A session killed
 /// while creating its branch leaves one, which would make the next session given the same id
 /// (one started in the same second) fail to create its branch.
-pub(in crate::history) fn ref_locks(repo: &Repository, id: &str) -> [PathBuf; 2] {
+fn ref_locks(repo: &Repository, id: &str) -> [PathBuf; 2] {
     [
         names::ref_lock_path(repo, &names::branch_ref(id)),
         names::ref_lock_path(repo, &meta::ref_name(id)),
@@ -281,54 +262,35 @@ pub(in crate::history) fn write_record(state: &Path, linked: &Linked) -> Result<
     std::fs::write(&path, text).ctx(|| format!("cannot write {}", path.display()))
 }
 
-/// The branch at `base` and the worktree checked out on it: pai's own checkout on threads
-/// (`fresh_checkout`), or libgit2's for a tree holding a name git treats specially.
+/// The branch at `base` and the worktree checked out on it, both moved by the executor (see
+/// `ops::WorktreeMove::Add`), at once: the session's `making` mark stands until it is whole.
 fn add_worktree(
     repo: &Repository,
     state: &Path,
     linked: &Linked,
     base: Oid,
 ) -> Result<(), HistoryError> {
-    let commit = repo
-        .find_commit(base)
-        .ctx(|| format!("cannot read {}", names::short_id(base)))?;
-    let tree = commit
-        .tree()
-        .ctx(|| format!("cannot read the tree of {}", names::short_id(base)))?;
-    let branch = repo
-        .branch(&names::branch_name(&linked.id), &commit, false)
-        .ctx(|| format!("cannot create the branch pai/{}", linked.id))?;
-    if let Some(parent) = linked.path.parent() {
-        std::fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
+    let branch = linked.branch_ref();
+    let mut record = Record::new(OpKind::Worktree);
+    record.name(&linked.id, 0);
+    record.reflog = format!("branch: Created from {}", names::short_id(base));
+    record.move_ref(&branch, None, Some(base));
+    record.move_worktree(WorktreeMove::Add {
+        path: linked.path.clone(),
+        admin: format!("{ADMIN_PREFIX}{}", linked.id),
+        branch_ref: branch,
+        commit: base,
+        turns: records_dir(state).join("adding.lock"),
+    });
+    let done = ops::at_once(repo, None, &record)?;
+    if done.kept.is_empty() {
+        Ok(())
+    } else {
+        Err(HistoryError::Refused {
+            message: format!("the branch pai/{} exists already", linked.id),
+            hint: "start the session again: it takes a new id".into(),
+        })
     }
-    let name = format!("{ADMIN_PREFIX}{}", linked.id);
-    let Some(listing) = fresh_checkout::list(repo, &tree)? else {
-        let _turn = creating(state)?;
-        return add_with_libgit2(repo, linked, &branch, &name);
-    };
-    let admin = {
-        let _turn = creating(state)?;
-        fresh_checkout::add_admin(repo, &name, &linked.path, &linked.branch_ref())?
-    };
-    fresh_checkout::check_out(repo, &tree, &listing, &linked.path, &admin)
-}
-
-/// The worktree added by libgit2, checkout included.
-fn add_with_libgit2(
-    repo: &Repository,
-    linked: &Linked,
-    branch: &git2::Branch<'_>,
-    name: &str,
-) -> Result<(), HistoryError> {
-    // libgit2 makes git's `worktrees` folder as it adds the first worktree and fails when a
-    // session starting at the same moment made it first; made here, it already exists.
-    let admin = repo.commondir().join("worktrees");
-    std::fs::create_dir_all(&admin).ctx(|| format!("cannot create {}", admin.display()))?;
-    let mut opts = WorktreeAddOptions::new();
-    opts.reference(Some(branch.get()));
-    repo.worktree(name, &linked.path, Some(&opts))
-        .ctx(|| format!("cannot create the worktree {}", linked.path.display()))?;
-    Ok(())
 }
 
 /// Start the history session of a worktree session, in its worktree (`root`): the session's
@@ -450,13 +412,13 @@ pub(in crate::history) fn remove_parts(
     state: &Path,
     linked: &Linked,
 ) -> Result<(), HistoryError> {
-    remove_worktree(repo, linked)?;
+    let mut record = removal(linked);
     if carried_out_nothing(repo, linked)
-        && let Ok(mut r) = repo.find_reference(&linked.branch_ref())
+        && let Ok(Some(tip)) = names::target(repo, &linked.branch_ref())
     {
-        r.delete()
-            .ctx(|| format!("cannot remove the empty branch pai/{}", linked.id))?;
+        record.move_ref(&linked.branch_ref(), Some(tip), None);
     }
+    ops::at_once(repo, None, &record)?;
     let _ = std::fs::remove_file(record_path(state, &linked.id));
     let _ = std::fs::remove_file(making_path(state, &linked.id));
     Ok(())
@@ -469,19 +431,18 @@ pub(in crate::history) fn remove_worktree(
     repo: &Repository,
     linked: &Linked,
 ) -> Result<(), HistoryError> {
-    let scratch = fresh_checkout::scratch_path(&linked.path);
-    for dir in [&linked.path, &scratch] {
-        if std::fs::symlink_metadata(dir).is_ok() {
-            tree_removal::remove_tree(dir).ctx(|| format!("cannot remove {}", dir.display()))?;
-        }
-    }
-    let admin = repo
-        .commondir()
-        .join("worktrees")
-        .join(format!("{ADMIN_PREFIX}{}", linked.id));
-    if std::fs::symlink_metadata(&admin).is_ok() {
-        std::fs::remove_dir_all(&admin)
-            .ctx(|| format!("cannot remove the worktree's entry {}", admin.display()))?;
-    }
-    Ok(())
+    ops::at_once(repo, None, &removal(linked)).map(drop)
+}
+
+/// The record removing `linked`'s worktree and its admin entry.
+fn removal(linked: &Linked) -> Record {
+    let mut record = Record::new(OpKind::Worktree);
+    record.name(&linked.id, 0);
+    record.move_worktree(WorktreeMove::RemoveTree {
+        path: linked.path.clone(),
+    });
+    record.move_worktree(WorktreeMove::RemoveAdmin {
+        admin: format!("{ADMIN_PREFIX}{}", linked.id),
+    });
+    record
 }

@@ -4,14 +4,16 @@
 
 use std::path::Path;
 
-use git2::{Repository, WorktreePruneOptions};
+use git2::Repository;
 
 use super::carry::{lost_if_removed, uncommitted};
 use super::linked::{
     ADMIN_PREFIX, Held, carried_out_nothing, hold, making_path, open, read_records, record_path,
-    ref_locks, remove_parts, remove_worktree,
+    remove_parts, remove_worktree,
 };
 use crate::history::error::HistoryError;
+use crate::history::git::meta;
+use crate::history::ops::{self, OpKind, Record, WorktreeMove};
 
 /// Remove a held worktree session's worktree (and its git admin entry) and record, keeping
 /// its branch and refs. Refused, changing nothing, while the worktree holds changes that are
@@ -57,9 +59,8 @@ pub fn tidy(root: &Path) -> Result<Vec<String>, HistoryError> {
         {
             // Its process is dead (this one holds its record's lock), so a lock on its own
             // refs is one it was killed holding, and would block deleting its branch.
-            for lock in ref_locks(&repo, &held.linked.id) {
-                let _ = std::fs::remove_file(lock);
-            }
+            let refs = [held.linked.branch_ref(), meta::ref_name(&held.linked.id)];
+            let _ = ops::remove_ref_locks(&repo, &refs);
             if gone && !half_made {
                 remove_worktree(&repo, &held.linked)?;
                 let _ = std::fs::remove_file(record_path(&state, &held.linked.id));
@@ -89,7 +90,11 @@ fn prune_unrecorded(repo: &Repository, state: &Path) {
         if let Ok(wt) = repo.find_worktree(name)
             && wt.validate().is_err()
         {
-            let _ = wt.prune(Some(WorktreePruneOptions::new().valid(false)));
+            let mut record = Record::new(OpKind::Worktree);
+            record.move_worktree(WorktreeMove::RemoveAdmin {
+                admin: name.to_string(),
+            });
+            let _ = ops::at_once(repo, None, &record);
         }
     }
 }

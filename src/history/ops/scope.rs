@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 
 use git2::{AttrCheckFlags, ObjectType, Oid, Repository, Tree};
 
-use super::error::{Context, HistoryError};
-use super::index::IndexFile;
-use super::tree_edit::Change;
-use super::worktree::{WorkEntry, WorkTree};
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::paths;
+use crate::history::git::tree_edit::Change;
+use crate::history::index::IndexFile;
+use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 use crate::rawname;
 
 /// Git mode of a regular file.
@@ -18,7 +18,7 @@ pub(crate) const MODE_FILE: i32 = 0o100644;
 /// Git mode of an executable file.
 pub(crate) const MODE_EXEC: i32 = 0o100755;
 
-pub(crate) use super::index::Entry;
+pub(crate) use crate::history::index::Entry;
 
 /// The blob entry at `path` in `tree`, if it is a regular or executable file. Symlinks and
 /// submodules are reported as `Err(())`: pai does not record them.

@@ -5,7 +5,7 @@
 
 use git2::{Oid, Repository};
 
-use super::error::{Context, HistoryError};
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::meta::{self, Meta};
 use crate::history::git::names::{self, Head};
 

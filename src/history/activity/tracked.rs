@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use super::index::{self, IndexFile};
 use crate::history::git::repo::{self, Found};
+use crate::history::index::{self, IndexFile};
 
 /// git's modes for regular files: the only entries a file's text can be looked up for.
 const REGULAR: [u32; 2] = [0o100_644, 0o100_755];
@@ -141,7 +141,7 @@ fn table(index: &IndexFile) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::test_git::git;
+    use crate::history::git::test_git::git;
 
     #[test]
     fn tracked_blobs_are_what_git_stages() {

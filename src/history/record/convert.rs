@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 
 use git2::{ObjectType, Oid, Repository};
 
-use super::error::{Context, HistoryError};
-use super::index::IndexFile;
-use super::revert::PathChange;
-use super::scope::{self, Entry, MODE_EXEC, WorkFile};
-use super::worktree::WorkTree;
+use crate::history::error::{Context, HistoryError};
+use crate::history::index::IndexFile;
+use crate::history::ops::scope::{self, Entry, MODE_EXEC, WorkFile};
+use crate::history::ops::work_tree::WorkTree;
+use crate::history::record::revert::PathChange;
 use crate::rawname;
 
 /// The blob git stores for `bytes` at `path`: the bytes' own id (nothing written) when no

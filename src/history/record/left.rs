@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use git2::{Oid, Repository};
 
-use super::error::{Context as _, HistoryError};
-use super::scope;
-use super::worktree::WorkTree;
+use crate::history::error::{Context as _, HistoryError};
+use crate::history::ops::scope;
+use crate::history::ops::work_tree::WorkTree;
 
 /// The entry of the trash tree holding the list.
 pub(crate) const NAME: &str = "left";

@@ -5,10 +5,10 @@
 
 use git2::{Commit, Repository, Tree};
 
-use super::error::{Context, HistoryError};
-use super::index::IndexFile;
-use super::revert::{self, PathChange};
-use super::scope::{self, Entry};
+use crate::history::error::{Context, HistoryError};
+use crate::history::index::IndexFile;
+use crate::history::ops::scope::{self, Entry};
+use crate::history::record::revert::{self, PathChange};
 
 /// The index entries undo gives back for those files: for each path the snapshots between
 /// `base` (the commit below them) and `snapshot_top` (the plan's parent tree) changed and

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use git2::{Commit, Oid, Repository, Tree};
 
-use super::error::{Context, HistoryError};
-use super::record::message::Kind;
-use super::scope::{Entry, MODE_EXEC, MODE_FILE};
+use crate::history::error::{Context, HistoryError};
 use crate::history::git::names::{self, Head};
+use crate::history::ops::scope::{Entry, MODE_EXEC, MODE_FILE};
+use crate::history::record::message::Kind;
 
 /// Git mode of a subtree.
 const TREE_MODE: i32 = 0o040000;

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use git2::{Oid, Repository};
 
-use super::record::message::Kind;
 use crate::history::git::names;
+use crate::history::record::message::Kind;
 
 /// Most snapshot commits followed down one pending ref (a plan takes one or two).
 const MAX_SNAPSHOT_COMMITS: usize = 64;
@@ -59,7 +59,11 @@ impl LeftoverSnapshot {
 /// Snapshots earlier sessions left behind (see the module documentation), oldest session
 /// first. Empty whenever the repository cannot be read:
 /// this is a report, never a reason to fail.
-pub(super) fn snapshots(id: &str, repo: &Repository, private: bool) -> Vec<LeftoverSnapshot> {
+pub(in crate::history) fn snapshots(
+    id: &str,
+    repo: &Repository,
+    private: bool,
+) -> Vec<LeftoverSnapshot> {
     let prefix = names::pending_ref("");
     let Ok(refs) = repo.references_glob(&format!("{prefix}*")) else {
         return Vec::new();

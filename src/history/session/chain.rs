@@ -6,10 +6,10 @@
 
 use git2::{Oid, Repository};
 
-use super::record::message::Kind;
 use crate::history::git::auth;
 use crate::history::git::meta::Meta;
 use crate::history::git::names;
+use crate::history::record::message::Kind;
 
 /// Most commits looked at down the line (a line holds a few plans and snapshots each).
 const MAX_COMMITS: usize = 10_000;
@@ -17,7 +17,7 @@ const MAX_COMMITS: usize = 10_000;
 /// Whether the line whose tip is `tip` (its metadata `meta`) holds a plan of pai's that
 /// changed files and is not merged into the base branch: what the model wrote there is in
 /// the project until the user reviews and merges it.
-pub(super) fn holds_unmerged_plans(repo: &Repository, tip: Oid, meta: &Meta) -> bool {
+pub(in crate::history) fn holds_unmerged_plans(repo: &Repository, tip: Oid, meta: &Meta) -> bool {
     let merged_into = meta
         .base_branch
         .as_deref()
