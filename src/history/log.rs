@@ -84,8 +84,8 @@ pub struct PlanLog {
     pub patch: Option<String>,
 }
 
-pub use crate::history::git::unverified::UnverifiedCommit;
 pub use crate::history::plan::files::FileStat;
+pub use crate::history::record::unverified::UnverifiedCommit;
 
 /// The project `pai log` lists, found from the directory it started in, with its history
 /// opened once for both the recovery check every command makes first and the log itself
@@ -197,7 +197,7 @@ impl<'r> Commits<'r> {
         }
     }
 
-    /// The verified trailers of `id` (see `auth::trailers`), worked out once.
+    /// The verified trailers of `id` (see `verified::trailers`), worked out once.
     fn trailers(
         &mut self,
         repo: &'r Repository,
@@ -205,7 +205,9 @@ impl<'r> Commits<'r> {
     ) -> Result<&message::Trailers, HistoryError> {
         let fresh = match self.undone_trailers.contains_key(&id) {
             true => None,
-            false => Some(crate::history::git::auth::trailers(self.get(repo, id)?)),
+            false => Some(crate::history::record::verified::trailers(
+                self.get(repo, id)?,
+            )),
         };
         Ok(self
             .undone_trailers
@@ -253,10 +255,11 @@ fn session_log<'r>(
     if let Some(tip) = tip {
         for id in branch_commits(repo, commits, session, tip, meta.as_ref())? {
             let commit = commits.get(repo, id)?;
-            let t = crate::history::git::auth::trailers(commit);
+            let t = crate::history::record::verified::trailers(commit);
             if t.kind == Some(Kind::Plan) && t.session.as_deref() == Some(session) {
                 plans.push(plan_log(repo, commit, t, session, false, with_patch)?);
-            } else if let Some(u) = crate::history::git::unverified::of_session(commit, session) {
+            } else if let Some(u) = crate::history::record::unverified::of_session(commit, session)
+            {
                 unverified.push(u);
             }
         }
@@ -266,7 +269,8 @@ fn session_log<'r>(
         if listed.contains(&id.to_string()) {
             continue;
         }
-        if crate::history::git::forged::undone_plan_of(commits.trailers(repo, *id)?, name).is_none()
+        if crate::history::record::forged::undone_plan_of(commits.trailers(repo, *id)?, name)
+            .is_none()
         {
             continue;
         }
@@ -318,7 +322,7 @@ fn branch_commits<'r>(
         }
         let commit = commits.get(repo, id)?;
         if meta.is_none()
-            && crate::history::git::auth::trailers(commit)
+            && crate::history::record::verified::trailers(commit)
                 .session
                 .as_deref()
                 != Some(session)

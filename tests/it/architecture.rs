@@ -541,13 +541,6 @@ const MOVES_OUTSIDE_THE_EXECUTOR: &[(&str, &str, usize, &str)] = &[
         "index.lock given the index's bits",
     ),
     (
-        "record/convert.rs",
-        ".checkout_index(",
-        1,
-        "git's checkout conversion into a scratch folder, to learn the bytes a record names; \
-         never into a work tree",
-    ),
-    (
         "worktrees/linked.rs",
         "create_dir",
         1,

@@ -75,7 +75,7 @@ pub fn recently_changed(root: &Path, max: usize) -> Vec<(String, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::git::test_git::git;
+    use crate::history::index::test_git::git;
 
     #[test]
     fn bulk_commits_are_not_recent_work() {

@@ -141,7 +141,7 @@ fn table(index: &IndexFile) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::git::test_git::git;
+    use crate::history::index::test_git::git;
 
     #[test]
     fn tracked_blobs_are_what_git_stages() {

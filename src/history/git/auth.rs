@@ -235,16 +235,6 @@ pub(crate) fn verified(commit: &Commit<'_>) -> bool {
     mac(&key, "pai-commit-v1", &refs).verify_slice(&tag).is_ok()
 }
 
-/// The `Pai-*` trailers of `commit` when pai made it for this user; none (the default, no
-/// kind) for any other commit, whatever its message says.
-pub(crate) fn trailers(commit: &Commit<'_>) -> crate::history::record::message::Trailers {
-    if verified(commit) {
-        crate::history::record::message::parse(commit.message().unwrap_or_default())
-    } else {
-        crate::history::record::message::Trailers::default()
-    }
-}
-
 /// The MAC (hex) of `parts` in `domain` for a small record pai keeps in a ref (session
 /// facts); `None` without a secret.
 pub(crate) fn tag(domain: &str, parts: &[&[u8]]) -> Option<String> {

@@ -6,7 +6,6 @@
 //! (`forged`, `unverified`).
 
 pub(super) mod auth;
-pub(super) mod forged;
 pub(super) mod lock;
 pub(super) mod meta;
 pub(super) mod names;
@@ -15,8 +14,5 @@ pub(super) mod ref_index;
 pub(super) mod refusal;
 pub(super) mod repo;
 pub(super) mod store;
-#[cfg(test)]
-pub(super) mod test_git;
 pub(super) mod tree_edit;
-pub(super) mod unverified;
 pub(super) mod user_state;

@@ -20,6 +20,8 @@ mod format;
 mod locked;
 pub(super) mod run_index;
 mod shared;
+#[cfg(test)]
+pub(super) mod test_git;
 mod update;
 
 pub(crate) use file::IndexFile;

@@ -113,7 +113,7 @@ impl Tracked for RunIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::git::test_git::git;
+    use crate::history::index::test_git::git;
 
     #[test]
     fn a_run_compares_with_the_index_the_plan_read_not_a_second_copy() {

@@ -44,6 +44,7 @@
 //! project, so a repository cannot plant one. Not the session log (`agent/journal.rs`).
 
 mod apply;
+pub(super) mod convert;
 mod direction;
 mod journal_file;
 mod locks;

@@ -13,6 +13,14 @@ use crate::history::index::IndexFile;
 use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 use crate::rawname;
 
+/// One path a commit changed: what it held before and after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PathChange {
+    pub path: String,
+    pub before: Option<Entry>,
+    pub after: Option<Entry>,
+}
+
 /// Git mode of a regular file.
 pub(crate) const MODE_FILE: i32 = 0o100644;
 /// Git mode of an executable file.

@@ -7,9 +7,9 @@ use git2::Repository;
 
 use super::super::error::{Context as _, HistoryError};
 use super::record::FileState;
+use crate::history::ops::convert;
 use crate::history::ops::scope::{self, Entry};
 use crate::history::ops::work_tree::WorkTree;
-use crate::history::record::convert;
 
 /// What stands at `path` now, as a record's state: its exact bytes and permission bits.
 /// Something that is not a regular file is no state a record can name (absent).

@@ -15,13 +15,14 @@ use crate::history::git::names::Head;
 use crate::history::git::repo;
 use crate::history::git::tree_edit;
 use crate::history::index::{self, IndexFile, LockedIndex};
+use crate::history::ops::convert;
 use crate::history::ops::scope::{self, Class, Entry};
 use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, found, produced};
 use crate::history::plan::{NotCommitted, Pending, PlanUnderWay};
 use crate::history::record::made::Made;
 use crate::history::record::message::{self, PlanRecord};
-use crate::history::record::{convert, trash};
+use crate::history::record::trash;
 use crate::history::session::{Session, Writer};
 
 /// A path of the plan that the commit does not hold, and why.

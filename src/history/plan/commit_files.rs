@@ -204,7 +204,7 @@ fn walk(
 
 #[cfg(test)]
 mod tests {
-    use crate::history::git::test_git::git;
+    use crate::history::index::test_git::git;
     use crate::history::plan::commit_files::*;
     use std::collections::BTreeMap;
     use std::path::Path;

@@ -12,11 +12,12 @@ use crate::history::git::names;
 use crate::history::git::repo;
 use crate::history::git::tree_edit::{self, Change};
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::convert;
 use crate::history::ops::scope::{self, Class, Entry};
 use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{OpKind, Record, at_once};
 use crate::history::plan::{Pending, PlanUnderWay};
-use crate::history::record::{convert, message, trash};
+use crate::history::record::{message, trash};
 use crate::history::session::{Session, Writer};
 
 impl PlanUnderWay {

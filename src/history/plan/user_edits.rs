@@ -5,9 +5,9 @@
 use git2::{Oid, Repository};
 
 use crate::history::index;
+use crate::history::ops::convert;
 use crate::history::ops::scope::{self, Class};
 use crate::history::ops::work_tree::WorkTree;
-use crate::history::record::convert;
 
 /// Which of `paths` (files) hold changes of the user's that the session branch does not:
 /// what [`super::PlanUnderWay::prepare`] would commit as a snapshot before a plan touches them. Told

@@ -7,19 +7,12 @@ use git2::{Commit, Oid, Repository, Tree};
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::names::{self, Head};
+pub(crate) use crate::history::ops::scope::PathChange;
 use crate::history::ops::scope::{Entry, MODE_EXEC, MODE_FILE};
 use crate::history::record::message::Kind;
 
 /// Git mode of a subtree.
 const TREE_MODE: i32 = 0o040000;
-
-/// One path a commit changed: what it held before and after.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PathChange {
-    pub path: String,
-    pub before: Option<Entry>,
-    pub after: Option<Entry>,
-}
 
 /// The regular-file paths `new` changed relative to `old` (no rename detection: a move is a
 /// removal and an addition, which is exactly what undo must write back). Only subtrees whose
@@ -96,7 +89,7 @@ pub(crate) fn parent_tree<'r>(commit: &Commit<'r>) -> Result<Option<Tree<'r>>, H
 
 /// The pai kind of a commit, if it is one of pai's.
 pub(crate) fn kind(commit: &Commit<'_>) -> Option<Kind> {
-    crate::history::git::auth::trailers(commit).kind
+    crate::history::record::verified::trailers(commit).kind
 }
 
 /// The checked-out session branch (`refs/heads/pai/<id>`), or a refusal of `action`.

@@ -6,10 +6,10 @@
 
 use git2::{Oid, Repository};
 
-use crate::history::git::auth;
 use crate::history::git::meta::Meta;
 use crate::history::git::names;
 use crate::history::record::message::Kind;
+use crate::history::record::verified;
 
 /// Most commits looked at down the line (a line holds a few plans and snapshots each).
 const MAX_COMMITS: usize = 10_000;
@@ -31,7 +31,7 @@ pub(in crate::history) fn holds_unmerged_plans(repo: &Repository, tip: Oid, meta
         let Ok(commit) = repo.find_commit(id) else {
             return false;
         };
-        if auth::trailers(&commit).kind == Some(Kind::Plan) {
+        if verified::trailers(&commit).kind == Some(Kind::Plan) {
             let merged = merged_into
                 .is_some_and(|m| m == id || repo.graph_descendant_of(m, id).unwrap_or(false));
             return !merged;

@@ -79,7 +79,7 @@ pub(in crate::history) fn snapshots(
             let top = r.target()?;
             // A ref pai did not write (a name outside its grammar, a snapshot without
             // its mark) is not reported: its name would go into a suggested command.
-            if !crate::history::git::forged::pending_is_pais(repo, &session, top) {
+            if !crate::history::record::forged::pending_is_pais(repo, &session, top) {
                 return None;
             }
             Some(LeftoverSnapshot {
@@ -100,7 +100,7 @@ fn snapshot_files(repo: &Repository, top: Oid) -> Vec<String> {
     let mut next = repo.find_commit(top).ok();
     for _ in 0..MAX_SNAPSHOT_COMMITS {
         let Some(commit) = next.take() else { break };
-        if crate::history::git::auth::trailers(&commit).kind != Some(Kind::User) {
+        if crate::history::record::verified::trailers(&commit).kind != Some(Kind::User) {
             break;
         }
         let parent = commit.parent(0).ok();

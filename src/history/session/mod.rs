@@ -6,7 +6,6 @@
 
 pub(super) mod chain;
 pub(super) mod leftover;
-pub(super) mod line;
 mod summary;
 
 use std::path::{Path, PathBuf};
@@ -26,8 +25,8 @@ use crate::history::git::names::{self, Head};
 use crate::history::git::repo::{self, Found};
 use crate::history::git::store;
 use crate::history::ops::work_tree::WorkTree;
+use crate::history::record::line::{self, Line};
 use leftover::LeftoverSnapshot;
-use line::Line;
 use summary::count_of;
 
 pub use summary::SessionSummary;
@@ -512,7 +511,7 @@ fn last_plan_number(repo: &Repository, session: &str, tip: Oid, base: Option<Oid
             let _ = walk.hide(base);
         }
         for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
-            let t = crate::history::git::auth::trailers(&commit);
+            let t = crate::history::record::verified::trailers(&commit);
             if t.session.as_deref() == Some(session) {
                 last = last.max(t.plan.unwrap_or(0));
             }

@@ -40,7 +40,7 @@ pub(super) fn count_of(
         let _ = walk.hide(*hidden);
     }
     for commit in walk.flatten().filter_map(|oid| repo.find_commit(oid).ok()) {
-        let t = crate::history::git::auth::trailers(&commit);
+        let t = crate::history::record::verified::trailers(&commit);
         if t.session.as_deref() != Some(session) {
             continue;
         }

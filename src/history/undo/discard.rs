@@ -172,7 +172,7 @@ fn check_only_pai_commits(
         let c = repo
             .find_commit(id)
             .ctx(|| format!("cannot read commit {id}"))?;
-        let t = crate::history::git::auth::trailers(&c);
+        let t = crate::history::record::verified::trailers(&c);
         let ours = matches!(t.kind, Some(Kind::Plan) | Some(Kind::User))
             && t.session
                 .as_deref()
@@ -183,7 +183,7 @@ fn check_only_pai_commits(
                 message: format!(
                     "cannot discard session {session}: its branch holds {short} \"{}\", a commit pai did not make{}",
                     c.summary().ok().flatten().unwrap_or_default(),
-                    crate::history::git::forged::why_unverified(&c)
+                    crate::history::record::forged::why_unverified(&c)
                         .map(|why| format!(" ({why})"))
                         .unwrap_or_default()
                 ),

@@ -26,9 +26,9 @@ use crate::history::git::names;
 use crate::history::git::names::Head;
 use crate::history::git::repo;
 use crate::history::ops::work_tree::WorkTree;
+use crate::history::record::line;
 use crate::history::record::message::{self, Kind};
 use crate::history::record::revert::{self, PathChange};
-use crate::history::session::line;
 
 /// What `undo` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -114,7 +114,7 @@ fn before_plan<'r>(
     let mut staged: Option<git2::Tree<'r>> = None;
     while let Some(c) = below {
         let msg = c.message().unwrap_or_default();
-        let t = crate::history::git::auth::trailers(&c);
+        let t = crate::history::record::verified::trailers(&c);
         if t.kind != Some(Kind::User) || t.plan != Some(number) {
             let tree = c.tree().ctx(|| "cannot read a parent tree".into())?;
             return Ok((Some(c), Some(staged.unwrap_or(tree))));

@@ -11,20 +11,20 @@ use super::{
     Moved, RedoReport, SessionBranch, before_plan, lands_on, plan_changes, read_commit, redo_branch,
 };
 use crate::history::error::{Context, HistoryError};
-use crate::history::git::auth;
-use crate::history::git::forged;
 use crate::history::git::meta;
 use crate::history::git::names;
 use crate::history::git::names::{Head, PlanId};
 use crate::history::git::repo;
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::convert;
 use crate::history::ops::scope::{self, Entry};
 use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, copy_state, found, produced};
-use crate::history::record::convert;
+use crate::history::record::forged;
 use crate::history::record::made::Made;
 use crate::history::record::message::{self};
 use crate::history::record::revert::{self, PathChange};
+use crate::history::record::verified;
 use crate::history::record::{kept, trash};
 
 /// The newest undone plan that sits on `branch`'s tip (directly or through snapshots of the
@@ -273,7 +273,7 @@ fn build_redo(
         tip_tree.as_ref(),
         index_before.as_ref(),
     )?;
-    let trailers = auth::trailers(&commit);
+    let trailers = verified::trailers(&commit);
     let session = trailers.session.clone().unwrap_or(branch_session);
     let copies = recorded_copies(repo, trailers.trash)?;
     let kept = kept::read(repo, root, &session, number)?;

@@ -12,22 +12,22 @@ use super::{
     Moved, SessionBranch, UndoReport, before_plan, checked_out_branch, plan_changes, read_commit,
 };
 use crate::history::error::{Context, HistoryError};
-use crate::history::git::auth;
-use crate::history::git::forged;
 use crate::history::git::names;
 use crate::history::git::names::{Head, PlanId};
 use crate::history::git::repo;
 use crate::history::index::{self, IndexFile};
+use crate::history::ops::convert;
 use crate::history::ops::scope::{self, Entry, MODE_EXEC};
 use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Op, OpKind, Record, copy_state, found, produced};
 use crate::history::plan::prepare::commit_changes;
-use crate::history::record::convert;
+use crate::history::record::forged;
+use crate::history::record::line;
 use crate::history::record::made::Made;
 use crate::history::record::message::{self, Kind};
 use crate::history::record::revert::{self, PathChange};
+use crate::history::record::verified;
 use crate::history::record::{kept, trash};
-use crate::history::session::line;
 use crate::history::undo::own_snapshots;
 
 /// The plan commit an undo takes off the branch, and the names its messages and refs use.
@@ -76,7 +76,7 @@ fn newest_plan<'r>(
             ),
         });
     }
-    let trailers = auth::trailers(&plan_commit);
+    let trailers = verified::trailers(&plan_commit);
     let session = trailers
         .session
         .clone()
@@ -338,7 +338,7 @@ fn build_undo(
     // Removing the plan's files stops at the user's own folders, finished after a crash too.
     record.kept_dirs = made.kept.iter().cloned().collect();
     let (undone_ref, head_back) = journal_refs(repo, record, &branch, base_commit.as_ref(), &plan)?;
-    let recorded_trash = auth::trailers(&plan.commit).trash;
+    let recorded_trash = verified::trailers(&plan.commit).trash;
     // Every trash copy checked (and what undo replaces kept) before the first write.
     let take = TakeBack {
         plan: &plan,

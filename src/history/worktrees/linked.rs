@@ -26,7 +26,7 @@ use crate::history::git::names::{self, Head};
 use crate::history::git::repo::{self, Found};
 use crate::history::git::user_state;
 use crate::history::ops::{self, OpKind, Record, WorktreeMove};
-use crate::history::session::line::Line;
+use crate::history::record::line::Line;
 use crate::history::session::{Session, StartOptions, State};
 
 /// Prefix of the admin entries (`.git/worktrees/pai-<id>`) of pai's worktrees.

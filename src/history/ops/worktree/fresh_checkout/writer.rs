@@ -21,7 +21,7 @@ use super::conversion::Conversion;
 use super::fresh_index::Stamp;
 use super::listing::{Entry, MODE_EXEC, MODE_GITLINK, MODE_LINK};
 use crate::history::error::{Context, HistoryError};
-use crate::history::record::convert::unstamped_entry;
+use crate::history::ops::convert::unstamped_entry;
 
 /// The most entries one job holds.
 const JOB: usize = 128;

@@ -16,9 +16,8 @@ use git2::{ObjectType, Oid, Repository};
 
 use crate::history::error::{Context, HistoryError};
 use crate::history::index::IndexFile;
-use crate::history::ops::scope::{self, Entry, MODE_EXEC, WorkFile};
+use crate::history::ops::scope::{self, Entry, MODE_EXEC, PathChange, WorkFile};
 use crate::history::ops::work_tree::WorkTree;
-use crate::history::record::revert::PathChange;
 use crate::rawname;
 
 /// The blob git stores for `bytes` at `path`: the bytes' own id (nothing written) when no

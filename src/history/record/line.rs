@@ -127,7 +127,7 @@ pub(crate) fn newest_session(repo: &Repository, branch: &str) -> Option<String> 
     walk.simplify_first_parent().ok()?;
     for oid in walk.flatten().take(1_000) {
         let commit = repo.find_commit(oid).ok()?;
-        let t = crate::history::git::auth::trailers(&commit);
+        let t = crate::history::record::verified::trailers(&commit);
         if let Some(s) = t.session {
             return Some(s);
         }

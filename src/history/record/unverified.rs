@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::history::record::message;
 
-use super::names;
+use crate::history::git::names;
 
 /// One commit `pai log` shows as not verified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

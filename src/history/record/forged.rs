@@ -5,11 +5,12 @@
 
 use git2::{Commit, Repository};
 
-use super::auth;
-use super::names;
 use crate::history::error::HistoryError;
+use crate::history::git::auth;
+use crate::history::git::names;
 use crate::history::record::message;
 use crate::history::record::message::Kind;
+use crate::history::record::verified;
 
 /// Why pai does not take `commit` for its own although its message carries pai's trailers:
 /// `None` when it carries none (an ordinary commit) or its mark verifies (pai's own).
@@ -57,10 +58,10 @@ pub(crate) fn refusal(commit: &Commit<'_>, action: &str) -> Option<HistoryError>
 /// its target is a plan commit pai made for this user, of that session and number: anything
 /// else under the name (planted by a repository, or moved) is not a plan to redo.
 pub(crate) fn undone_plan(commit: &Commit<'_>, refname: &str) -> Option<u32> {
-    undone_plan_of(&auth::trailers(commit), refname)
+    undone_plan_of(&verified::trailers(commit), refname)
 }
 
-/// [`undone_plan`] given the target's verified trailers (`auth::trailers`), for a caller
+/// [`undone_plan`] given the target's verified trailers (`verified::trailers`), for a caller
 /// that reads many refs to the same commits and verifies each commit once.
 pub(crate) fn undone_plan_of(
     t: &crate::history::record::message::Trailers,
@@ -84,6 +85,6 @@ pub(crate) fn pending_is_pais(repo: &Repository, session: &str, top: git2::Oid) 
     let Ok(commit) = repo.find_commit(top) else {
         return false;
     };
-    let t = auth::trailers(&commit);
+    let t = verified::trailers(&commit);
     t.kind == Some(Kind::User) && t.session.as_deref() == Some(session)
 }
