@@ -13,7 +13,8 @@
 //! `PAI_MAP_GIT_DIRS=<dir>` the repositories' git directories (`<owner>+<name>`), from which
 //! the changed regions are read. `PAI_MAP_BUDGETS=1024,2048,4096,8000,16000` picks the budgets,
 //! `PAI_MAP_ONLY=<id prefix>` some cases, `PAI_MAP_CASES=<file>` another case file (a held-out
-//! slice), `PAI_MAP_VERBOSE=1` prints each case at the last budget, `PAI_MAP_UNTIMED=1` skips
+//! slice), `PAI_MAP_VERBOSE=1` prints each case at the last budget (each changed file's
+//! rank, whether its text was shown whole, as excerpts or not at all, and the hunks missed), `PAI_MAP_UNTIMED=1` skips
 //! the timings, cold and warm and at scale (for a quicker run of the figures), `PAI_MAP_DUMP=<dir>` writes
 //! each first call there. After the figures, the replay (`map_replay.rs`) drives the same
 //! cases through the real `pai run` with an oracle model and counts calls per task
@@ -191,6 +192,8 @@ struct Outcome {
     regions: bool,
     /// The hunks not shown (`file:first-last`).
     missed: Vec<String>,
+    /// Per changed file, its place in the ranking and how its text was shown.
+    placed: Vec<String>,
     tokens: usize,
 }
 
@@ -262,7 +265,25 @@ fn judge(case: &Case, msg: &str, report: Option<&MapReport>, change: &Change) ->
         }
     }
     let regions = missed.is_empty();
+    let placed = case
+        .answer
+        .iter()
+        .map(|f| {
+            let rank = report
+                .and_then(|r| r.ranked.iter().position(|s| &s.path == f))
+                .map_or("-".to_string(), |k| (k + 1).to_string());
+            let how = if shown_whole(f) {
+                "whole"
+            } else if !excerpt(f).is_empty() {
+                "excerpts"
+            } else {
+                "no text"
+            };
+            format!("#{rank} {how}")
+        })
+        .collect();
     Outcome {
+        placed,
         visible,
         text,
         regions,
@@ -348,7 +369,7 @@ pub fn rows() -> Vec<Row> {
         if verbose {
             let o = outcomes.last().cloned().unwrap_or_default();
             eprintln!(
-                "{} visible={} text={} regions={} tokens={} | {} | {:?} missed {:?}",
+                "{} visible={} text={} regions={} tokens={} | {} | {:?} {:?} missed {:?}",
                 case.id,
                 o.visible,
                 o.text,
@@ -356,6 +377,7 @@ pub fn rows() -> Vec<Row> {
                 o.tokens,
                 case.request.chars().take(70).collect::<String>(),
                 case.answer,
+                o.placed,
                 o.missed
             );
         }
