@@ -7,12 +7,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use git2::Oid;
 
+use super::PlanHost;
 use crate::history::error::{Context, HistoryError};
 use crate::history::index::run_index::RunIndex;
 use crate::history::ops::scope::{self};
 use crate::history::ops::work_tree::WorkTree;
 use crate::history::plan::PlanUnderWay;
-use crate::history::session::Session;
 use crate::workspace::{StatusPass, Tracked};
 
 /// What the work tree holds at a path: a file (`None`: nothing), or `Err` for what pai does
@@ -120,7 +120,7 @@ impl PlanUnderWay {
     /// most [`MAX_UNCOMMITTED`] files.
     pub(in crate::history) fn remember_uncommitted(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         index: &RunIndex,
         pass: &StatusPass,
@@ -162,7 +162,7 @@ impl PlanUnderWay {
     /// (staged changes).
     pub(in crate::history) fn prepare_after_run(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         index: &RunIndex,
         mut baseline: RunBaseline,
@@ -189,7 +189,7 @@ impl PlanUnderWay {
     /// content, read back from the object store.
     fn staged_before(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         index: &RunIndex,
         baseline: &RunBaseline,
         changed: &[String],

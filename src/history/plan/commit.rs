@@ -8,6 +8,7 @@ use git2::{Commit, Oid, Repository, Tree};
 use serde::Serialize;
 
 use super::files as plan_files;
+use super::{PlanHost, Writer};
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::meta::Meta;
 use crate::history::git::names;
@@ -23,7 +24,6 @@ use crate::history::plan::{NotCommitted, Pending, PlanUnderWay};
 use crate::history::record::made::Made;
 use crate::history::record::message::{self, PlanRecord};
 use crate::history::record::trash;
-use crate::history::session::{Session, Writer};
 
 /// A path of the plan that the commit does not hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,7 +65,7 @@ impl PlanUnderWay {
     /// back ([`NotCommitted`]), for [`PlanUnderWay::abandon`] to put its files back.
     pub fn commit(
         mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         plan: &PlanRecord,
     ) -> Result<Option<CommitInfo>, Box<NotCommitted>> {
@@ -84,12 +84,12 @@ impl PlanUnderWay {
     /// [`PlanUnderWay::commit`] of a plan that touched something, in a writable session.
     fn commit_on(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         plan: &PlanRecord,
     ) -> Result<Option<CommitInfo>, HistoryError> {
-        let id = session.id.clone();
-        let root = session.root.clone();
+        let id = session.id().to_string();
+        let root = session.root().to_path_buf();
         let w = session.writer()?;
         w.check_head()?;
         let tip = w.line.tip(&w.repo, &w.branch)?;

@@ -4,6 +4,7 @@
 //! once it is known, and the record is dropped when the plan's commit takes over or the plan
 //! ends without one; [`PlanUnderWay::abandon`] rolls the plan back.
 
+use super::PlanHost;
 use crate::history::error::HistoryError;
 use crate::history::git::names;
 use crate::history::index::run_index::RunIndex;
@@ -11,7 +12,6 @@ use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{Before, PlanAt, PlanJournal, StepWrites};
 use crate::history::plan::PlanUnderWay;
 use crate::history::plan::baseline::RunBaseline;
-use crate::history::session::Session;
 use crate::workspace::Tracked as _;
 
 impl PlanUnderWay {
@@ -20,12 +20,12 @@ impl PlanUnderWay {
     /// not run) when the journal cannot be written. Nothing for a read-only session.
     pub fn step_begins(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         writes: StepWrites,
     ) -> Result<(), HistoryError> {
-        let id = session.id.clone();
-        let root = session.root.clone();
+        let id = session.id().to_string();
+        let root = session.root().to_path_buf();
         let Ok(w) = session.writer() else {
             return Ok(());
         };
@@ -59,7 +59,7 @@ impl PlanUnderWay {
     /// wrote nothing.
     pub fn abandon(
         mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
     ) -> Result<Abandoned, HistoryError> {
         let Ok(w) = session.writer() else {
@@ -89,14 +89,14 @@ impl PlanUnderWay {
     /// rolls the command's changes back too.
     pub(in crate::history) fn journal_run_changes(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         index: &RunIndex,
         baseline: &RunBaseline,
         changed: &[String],
     ) -> Result<(), HistoryError> {
-        let id = session.id.clone();
-        let root = session.root.clone();
+        let id = session.id().to_string();
+        let root = session.root().to_path_buf();
         let w = session.writer()?;
         let plan = w.next_plan;
         let mut befores = Vec::new();

@@ -16,6 +16,7 @@ mod baseline;
 pub(super) mod commit;
 pub(super) mod commit_files;
 pub(super) mod files;
+mod host;
 pub(super) mod journal;
 pub(super) mod prepare;
 mod run;
@@ -30,6 +31,7 @@ use super::error::HistoryError;
 use super::ops::PlanJournal;
 use crate::history::record::made::Made;
 
+pub use host::{PlanHost, Writer};
 pub use run::{RunPasses, RunRecorded, RunWatched};
 
 /// A plan in progress (see the module documentation): dropping one without

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, Signature, Tree};
 
+use super::{PlanHost, Writer};
 use crate::history::error::{Context, HistoryError};
 use crate::history::git::names;
 use crate::history::git::repo;
@@ -18,7 +19,6 @@ use crate::history::ops::work_tree::WorkTree;
 use crate::history::ops::{OpKind, Record, at_once};
 use crate::history::plan::{Pending, PlanUnderWay};
 use crate::history::record::{message, trash};
-use crate::history::session::{Session, Writer};
 
 impl PlanUnderWay {
     /// Call before a plan creates, changes or removes `paths` (files or directories; calling
@@ -30,7 +30,7 @@ impl PlanUnderWay {
     /// commit; until then the snapshots are kept at `refs/pai/pending/<session>`.
     pub fn prepare(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         paths: &[String],
     ) -> Result<(), HistoryError> {
@@ -56,13 +56,13 @@ impl PlanUnderWay {
     /// (a RUN changed the file since) instead of reading the work tree.
     pub(super) fn prepare_from(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         paths: &[String],
         earlier: &mut BTreeMap<String, (Option<scope::WorkFile>, Option<u32>)>,
     ) -> Result<(), HistoryError> {
-        let id = session.id.clone();
-        let root = session.root.clone();
+        let id = session.id().to_string();
+        let root = session.root().to_path_buf();
         let w = session.writer()?;
         w.check_head()?;
         let plan = w.next_plan;

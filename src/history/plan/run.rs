@@ -3,7 +3,7 @@
 //! what it made noted, so undo covers everything the command did.
 
 use super::super::error::HistoryError;
-use super::super::session::Session;
+use super::PlanHost;
 use super::PlanUnderWay;
 use crate::history::index::run_index::RunIndex;
 use crate::history::ops::work_tree::WorkTree;
@@ -46,7 +46,7 @@ impl PlanUnderWay {
     /// wrote into noted for undo. A read-only session records nothing: `run` runs alone.
     pub async fn around_run<R, W, P>(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &W,
         passes: &mut P,
         run: impl Future<Output = R>,

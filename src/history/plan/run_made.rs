@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use super::PlanHost;
 use crate::history::error::{Context as _, HistoryError};
 use crate::history::index::run_index::RunIndex;
 use crate::history::ops::scope;
@@ -17,7 +18,6 @@ use crate::history::ops::work_tree::{WorkEntry, WorkTree};
 use crate::history::ops::{Before, PlanJournal};
 use crate::history::plan::PlanUnderWay;
 use crate::history::plan::baseline::RunBaseline;
-use crate::history::session::Session;
 use crate::workspace::StatusPass;
 
 /// Most ignored files recorded for one command: a command that makes more (an install, a
@@ -32,15 +32,15 @@ impl PlanUnderWay {
     /// recorded (over the limit).
     pub(in crate::history) fn note_run_made(
         &mut self,
-        session: &mut Session,
+        session: &mut impl PlanHost,
         wt: &dyn WorkTree,
         index: &RunIndex,
         baseline: &RunBaseline,
         pass: &StatusPass,
         changed: &[String],
     ) -> Result<usize, HistoryError> {
-        let id = session.id.clone();
-        let root = session.root.clone();
+        let id = session.id().to_string();
+        let root = session.root().to_path_buf();
         let w = session.writer()?;
         let (ignored, left_out) = new_ignored_files(wt, baseline, pass);
         let mut befores = Vec::new();

@@ -15,12 +15,12 @@ use git2::{Oid, Repository};
 
 use super::error::{Context, HistoryError};
 use super::ops::{self, OpKind, Record};
-use super::plan::PlanUnderWay;
 use super::plan::user_edits;
+use super::plan::{PlanHost, PlanUnderWay, Writer};
 use super::record::trash;
 use super::undo::{self, RedoReport, UndoReport};
 use crate::history::git::lock::WorkTreeLock;
-use crate::history::git::meta::{self, Meta};
+use crate::history::git::meta;
 use crate::history::git::names::{self, Head};
 use crate::history::git::repo::{self, Found};
 use crate::history::git::store;
@@ -62,25 +62,6 @@ pub struct Session {
 pub(super) enum State {
     ReadOnly(String),
     Writable(Box<Writer>),
-}
-
-/// Everything a writable session keeps between plans.
-pub(super) struct Writer {
-    pub repo: Repository,
-    pub private: bool,
-    /// Where the plans go: `refs/heads/pai/<id>`, or the session branch HEAD was on when
-    /// the session started (it continues that line of work).
-    pub branch: String,
-    /// Whether that branch exists yet, and where HEAD must be until it does.
-    pub line: Line,
-    pub meta: Meta,
-    pub identity: Option<(String, String)>,
-    /// The number the next plan commit gets (plan numbers only grow within a session).
-    pub next_plan: u32,
-    /// For a new session (not a continued one): the commit HEAD was at when it started. None
-    /// of the session's commits can be reachable from it, so counting them stops there.
-    pub started_at: Option<Oid>,
-    pub _lock: WorkTreeLock,
 }
 
 impl Session {
@@ -423,6 +404,24 @@ impl Session {
             } = w.as_mut();
             line.follow_head(repo, &id, branch, meta);
         }
+    }
+}
+
+impl PlanHost for Session {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn read_only_reason(&self) -> Option<&str> {
+        Session::read_only_reason(self)
+    }
+
+    fn writer(&mut self) -> Result<&mut Writer, HistoryError> {
+        Session::writer(self)
     }
 }
 
