@@ -232,7 +232,7 @@ fn first_with_words(
     /// A file longer than this parses too slowly to go ahead of the others.
     const FRONT_BYTES: usize = 96 * 1024;
     let paths: Vec<&str> = keyed.iter().map(|&(_, i)| files.path(i)).collect();
-    let found = super::grep::search(ws, &paths, needles, deadline);
+    let found = super::grep::search(ws, &paths, needles, MAX_FILE_BYTES, deadline);
     let long: std::collections::HashSet<usize> = found
         .masks
         .iter()

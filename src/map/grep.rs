@@ -18,7 +18,6 @@ use std::time::Instant;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
-use super::gather::MAX_FILE_BYTES;
 use super::terms;
 use crate::workspace::Workspace;
 
@@ -211,8 +210,15 @@ impl Found {
     }
 }
 
-/// Search `paths` (most promising first) for `needles` on every core until `deadline`.
-pub fn search(ws: &Workspace, paths: &[&str], needles: &Needles, deadline: Instant) -> Found {
+/// Search `paths` (most promising first) for `needles` on every core until `deadline`; files
+/// over `limit` bytes are not read.
+pub fn search(
+    ws: &Workspace,
+    paths: &[&str],
+    needles: &Needles,
+    limit: usize,
+    deadline: Instant,
+) -> Found {
     if paths.is_empty() {
         return Found::default();
     }
@@ -234,11 +240,9 @@ pub fn search(ws: &Workspace, paths: &[&str], needles: &Needles, deadline: Insta
                     let Some(path) = paths.get(k) else {
                         return;
                     };
-                    let (mask, len) = ws
-                        .read_stamped(path, MAX_FILE_BYTES)
-                        .map_or((0, 0), |(text, _)| {
-                            (needles.mask(text.as_bytes()), text.len())
-                        });
+                    let (mask, len) = ws.read_stamped(path, limit).map_or((0, 0), |(text, _)| {
+                        (needles.mask(text.as_bytes()), text.len())
+                    });
                     searched.fetch_add(1, Ordering::Relaxed);
                     if mask != 0 && tx.send((k, mask, len)).is_err() {
                         return;
@@ -343,11 +347,11 @@ mod tests {
         let n = Needles::of("`uc_catalog`").unwrap();
         let paths = ["a.rs", "b.rs", "c.bin", "missing.rs"];
         let later = Instant::now() + std::time::Duration::from_secs(60);
-        let found = search(&ws, &paths, &n, later);
+        let found = search(&ws, &paths, &n, 1024, later);
         assert_eq!(found.searched, 4);
         let holding: Vec<usize> = found.masks.iter().map(|m| m.0).collect();
         assert_eq!(holding, [0], "binary and missing files hold nothing");
         let past = Instant::now();
-        assert_eq!(search(&ws, &paths, &n, past).searched, 0);
+        assert_eq!(search(&ws, &paths, &n, 1024, past).searched, 0);
     }
 }
