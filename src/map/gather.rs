@@ -21,6 +21,7 @@ use sha1::{Digest, Sha1};
 use super::TrackedFiles;
 use super::facts::{Facts, RawFacts};
 use super::files::MapFiles;
+use super::grep::Needles;
 use super::store::{BlobId, Store};
 use super::symbols::Extractor;
 use crate::workspace::{Corpus, Stamp, Workspace};
@@ -31,6 +32,13 @@ pub const MAX_FILE_BYTES: usize = 512 * 1024;
 /// Time kept, per project file, for what comes after parsing (about 8 µs a file measured at
 /// 100,000 files: ranking, rendering, saving the cache).
 const RESERVE_PER_FILE: Duration = Duration::from_micros(8);
+
+/// With fewer files than this to read, a cold map reads them all within its budget: no search
+/// first.
+const SEARCH_FROM: usize = 2_000;
+
+/// The share of the time budget the search for the request's words may take before parsing.
+const SEARCH_SHARE: f32 = 0.4;
 
 /// The blob id of files that are not text or too large: they have no facts.
 const NO_FACTS: BlobId = [0; 20];
@@ -45,6 +53,9 @@ pub struct GatherOptions<'a> {
     pub priority: &'a dyn Fn(&str) -> u32,
     /// git's index, for tracked files' versions (`None`: every file is known by its stamp).
     pub tracked: Option<&'a dyn TrackedFiles>,
+    /// The request, whose exact words are searched for in the files to read when there are
+    /// too many to parse them all, so the files holding them are parsed first.
+    pub request: &'a str,
 }
 
 /// The project's files with their facts.
@@ -131,8 +142,7 @@ pub fn gather<'a>(
     }
     let dropped = forget.len() + before - seen;
     forget_stamped(&mut store, corpus, &forget, seen < before);
-    // The key splits and stems a path: worked out once a file, not once a comparison.
-    todo.sort_by_cached_key(|&i| ((opts.priority)(files.path(i)), i));
+    let todo = read_order(ws, &files, &todo, opts, started);
     // What follows parsing (ranking, rendering, saving the cache) grows with the project:
     // parsing stops early enough that the whole map keeps to the budget.
     let reserve = RESERVE_PER_FILE.saturating_mul(u32::try_from(files.len()).unwrap_or(u32::MAX));
@@ -179,6 +189,86 @@ pub fn gather<'a>(
         uncommitted,
         dropped,
     }
+}
+
+/// The order to read the `todo` files in: by their priority, then, when there are too many to
+/// parse them all, the files holding the request's rarest words moved ahead.
+fn read_order(
+    ws: &Workspace,
+    files: &MapFiles<'_>,
+    todo: &[usize],
+    opts: &GatherOptions<'_>,
+    started: Instant,
+) -> Vec<usize> {
+    // The key splits and stems a path: worked out once a file, not once a comparison.
+    let mut keyed: Vec<(u32, usize)> = todo
+        .iter()
+        .map(|&i| ((opts.priority)(files.path(i)), i))
+        .collect();
+    keyed.sort_unstable();
+    if keyed.len() >= SEARCH_FROM
+        && let Some(needles) = Needles::of(opts.request)
+    {
+        let deadline = started + opts.time_budget.mul_f32(SEARCH_SHARE);
+        first_with_words(ws, files, &mut keyed, &needles, deadline);
+    }
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// Move the files whose text holds the request's rarest words to the front of `keyed` (files
+/// to read, in the order of their keys): at most `FRONT` of them, none longer than
+/// `FRONT_BYTES`, those scoring at least a quarter of the best, tests, docs and files of no
+/// known language counting half. The rest keep their keys' order.
+fn first_with_words(
+    ws: &Workspace,
+    files: &MapFiles<'_>,
+    keyed: &mut Vec<(u32, usize)>,
+    needles: &Needles,
+    deadline: Instant,
+) {
+    /// Files moved ahead: files holding many of a request's words are often long (tests,
+    /// bundles), and parsing them all would leave no time for the files paths point to.
+    const FRONT: usize = 256;
+    /// A file longer than this parses too slowly to go ahead of the others.
+    const FRONT_BYTES: usize = 96 * 1024;
+    let paths: Vec<&str> = keyed.iter().map(|&(_, i)| files.path(i)).collect();
+    let found = super::grep::search(ws, &paths, needles, MAX_FILE_BYTES, deadline);
+    let long: std::collections::HashSet<usize> = found
+        .masks
+        .iter()
+        .filter(|m| m.2 > FRONT_BYTES)
+        .map(|m| m.0)
+        .collect();
+    let mut scored: Vec<(f32, usize)> = found
+        .scores(needles)
+        .into_iter()
+        .filter(|(at, _)| !long.contains(at))
+        .map(|(at, score)| {
+            let path = paths[at];
+            let minor = super::paths::is_test_path(path)
+                || super::paths::is_doc_path(path)
+                || super::symbols::Lang::from_path(path).is_none();
+            (if minor { score / 2.0 } else { score }, at)
+        })
+        .collect();
+    let top = scored.iter().map(|s| s.0).fold(0.0, f32::max);
+    if top <= 0.0 {
+        return;
+    }
+    scored.retain(|s| s.0 >= top / 4.0);
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.truncate(FRONT);
+    let mut ahead = vec![false; keyed.len()];
+    for &(_, at) in &scored {
+        ahead[at] = true;
+    }
+    let front = scored.iter().map(|&(_, at)| keyed[at]);
+    let rest = keyed
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| !ahead[*at])
+        .map(|(_, k)| *k);
+    *keyed = front.chain(rest).collect();
 }
 
 /// A corpus file the cache knows by its stamp.

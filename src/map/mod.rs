@@ -11,6 +11,7 @@ pub mod files;
 pub mod gather;
 #[cfg(test)]
 mod golden;
+pub mod grep;
 pub mod named;
 pub mod order;
 pub mod paths;
@@ -239,10 +240,13 @@ fn build_with<'c>(
         corpus,
         cached,
         &GatherOptions {
-            time_budget: opts.time_budget,
+            // The budget is the whole map's: what loading the cache and git's index took
+            // comes out of the time left to parse.
+            time_budget: opts.time_budget.saturating_sub(started.elapsed()),
             progress: opts.progress,
             priority: &priority,
             tracked: index.as_deref(),
+            request,
         },
     );
     drop(index);

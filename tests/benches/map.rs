@@ -18,7 +18,8 @@
 //! the timings, cold and warm and at scale (for a quicker run of the figures), `PAI_MAP_DUMP=<dir>` writes
 //! each first call there. After the figures, the replay (`map_replay.rs`) drives the same
 //! cases through the real `pai run` with an oracle model and counts calls per task
-//! (`PAI_MAP_REPLAY=0` skips it).
+//! (`PAI_MAP_REPLAY=0` skips it). `PAI_MAP_COLD=1` measures large repositories' first call
+//! cold instead (`map_cold.rs`).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -34,6 +35,9 @@ use serde_json::Value;
 
 use super::common::Row;
 
+#[path = "map_cold.rs"]
+mod cold;
+pub use cold::rows as cold_rows;
 #[path = "map_replay.rs"]
 mod replay;
 
@@ -49,8 +53,13 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
+    let default = if std::env::var_os("PAI_MAP_COLD").is_some() {
+        "fixtures/map/large_cases.jsonl"
+    } else {
+        "fixtures/map/cases.jsonl"
+    };
     let path = std::env::var_os("PAI_MAP_CASES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/map/cases.jsonl"),
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join(default),
         PathBuf::from,
     );
     let only = std::env::var("PAI_MAP_ONLY").unwrap_or_default();

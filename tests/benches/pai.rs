@@ -158,8 +158,12 @@ fn main() {
     }
     if picked.iter().any(|p| p == "map") {
         eprintln!("repository map localization (fixtures/map/cases.jsonl) ...");
-        rows.extend(map::rows());
-        rows.extend(map::scale_rows());
+        if std::env::var_os("PAI_MAP_COLD").is_some() {
+            rows.extend(map::cold_rows());
+        } else {
+            rows.extend(map::rows());
+            rows.extend(map::scale_rows());
+        }
     }
     if want("mcp") {
         eprintln!("MCP tool list cost ...");
