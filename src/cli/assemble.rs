@@ -338,7 +338,7 @@ fn announce_session(out: &Output, session: &Session, note: Option<&str>) {
         out.warning(&format!("read-only session: {reason}"));
     }
     for leftover in session.leftover_snapshots() {
-        out.warning(&leftover.describe());
+        out.warning(&crate::ui::leftover_text::leftover_snapshot_text(&leftover));
     }
 }
 

@@ -11,6 +11,7 @@ pub mod highlight;
 pub mod interactive;
 pub mod json;
 pub mod layout;
+pub mod leftover_text;
 pub mod log_text;
 pub mod output;
 pub mod present;

@@ -139,7 +139,7 @@ fn a_snapshot_left_by_a_session_that_stopped_mid_plan_is_reported() {
     assert_eq!(left[0].session, first);
     assert_eq!(left[0].reference, reference);
     assert_eq!(left[0].files, ["a.txt"]);
-    let text = left[0].describe();
+    let text = pai::ui::leftover_text::leftover_snapshot_text(&left[0]);
     assert!(
         text.contains(&first)
             && text.contains("(a.txt)")

@@ -12,8 +12,6 @@ use crate::history::record::message::Kind;
 
 /// Most snapshot commits followed down one pending ref (a plan takes one or two).
 const MAX_SNAPSHOT_COMMITS: usize = 64;
-/// Most file names named in a report.
-const MAX_FILES_SHOWN: usize = 5;
 
 /// A snapshot an earlier session left at `refs/pai/pending/<session>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,34 +24,6 @@ pub struct LeftoverSnapshot {
     pub files: Vec<String>,
     /// The history is the private `.pai_history/git` (git needs to be told where it is).
     pub private: bool,
-}
-
-impl LeftoverSnapshot {
-    /// What to tell the user: what it is, and the git commands to see, restore or forget it.
-    pub fn describe(&self) -> String {
-        let git = if self.private {
-            "git --git-dir=.pai_history/git --work-tree=."
-        } else {
-            "git"
-        };
-        let r = &self.reference;
-        let mut files = if self.files.is_empty() {
-            "no files".to_string()
-        } else {
-            self.files[..self.files.len().min(MAX_FILES_SHOWN)].join(", ")
-        };
-        let more = self.files.len().saturating_sub(MAX_FILES_SHOWN);
-        if more > 0 {
-            files.push_str(&format!(", {more} more"));
-        }
-        format!(
-            "a plan of session {} was never committed (pai stopped during it, or its branch moved); \
-             the snapshot of your own changes taken before it is kept at {r} ({files}). \
-             `{git} show --stat {r}` shows it, `{git} checkout {r} -- <file>` restores a file, \
-             `{git} update-ref -d {r}` forgets it",
-            self.session
-        )
-    }
 }
 
 /// Snapshots earlier sessions left behind (see the module documentation), oldest session
