@@ -156,9 +156,11 @@ fn git_dir(repo: &str) -> Option<PathBuf> {
         .find(|p| p.join("objects").is_dir())
 }
 
-/// The project as the context builder sees it, keeping the map's report.
+/// The project as the context builder sees it, with the map built within `time_budget`,
+/// keeping the map's report.
 struct BenchView<'a> {
     ws: &'a Workspace,
+    time_budget: Duration,
     report: RefCell<Option<MapReport>>,
 }
 
@@ -176,7 +178,7 @@ impl ProjectView for BenchView<'_> {
             request,
             last,
             budget_chars,
-            Duration::from_secs(60),
+            self.time_budget,
             &|_, _| {},
         );
         let text = r.text.clone();
@@ -216,6 +218,7 @@ struct Change {
 fn first_call(ws: &Workspace, request: &str, tokens: usize) -> (String, Option<MapReport>) {
     let view = BenchView {
         ws,
+        time_budget: Duration::from_secs(60),
         report: RefCell::new(None),
     };
     let budget = Budget {

@@ -11,48 +11,17 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use pai::agent::context::ProjectView;
 use pai::map::MapReport;
 use pai::workspace::{Workspace, WorkspaceConfig};
 
 use super::super::common::{Row, mb};
-use super::{Case, Outcome, change_of, git_dir, judge, median, pct};
+use super::{BenchView, Case, Outcome, change_of, git_dir, judge, median, pct};
 
 /// The default budget of the first call, in tokens.
 const TOKENS: usize = 8000;
 
-/// The project as the context builder sees it, with the map built within `time_budget`.
-struct TimedView<'a> {
-    ws: &'a Workspace,
-    time_budget: Duration,
-    report: RefCell<Option<MapReport>>,
-}
-
-impl ProjectView for TimedView<'_> {
-    fn files(&self, max: usize) -> (Vec<String>, usize) {
-        self.ws.project_files(max)
-    }
-    fn text(&self, path: &str) -> Option<String> {
-        self.ws.read(path).ok()?.text().map(str::to_string)
-    }
-    fn map(&self, request: &str, budget_chars: usize, last: &[String]) -> Option<String> {
-        let r = pai::agent::repo_map::build(
-            self.ws,
-            &self.ws.corpus(),
-            request,
-            last,
-            budget_chars,
-            self.time_budget,
-            &|_, _| {},
-        );
-        let text = r.text.clone();
-        *self.report.borrow_mut() = Some(r);
-        Some(text)
-    }
-}
-
 fn first_call(ws: &Workspace, request: &str, time_budget: Duration) -> (String, MapReport) {
-    let view = TimedView {
+    let view = BenchView {
         ws,
         time_budget,
         report: RefCell::new(None),

@@ -128,15 +128,7 @@ pub(crate) fn classify(
     if wt.is_denied(path) {
         return Class::Denied;
     }
-    let attr = repo
-        .get_attr(
-            &rawname::path(path),
-            "filter",
-            AttrCheckFlags::FILE_THEN_INDEX,
-        )
-        .ok()
-        .flatten();
-    match attr {
+    match filter_attr(repo, path) {
         Some("lfs") => return Class::Lfs,
         // `-filter` / `filter=false` unset it; any other value names a driver.
         Some(driver) if !driver.is_empty() && driver != "false" && driver != "true" => {
@@ -260,15 +252,19 @@ fn expand_work(
     Ok(())
 }
 
+/// The `filter` attribute `.gitattributes` gives `path`, when set.
+fn filter_attr<'r>(repo: &'r Repository, path: &str) -> Option<&'r str> {
+    repo.get_attr(
+        &rawname::path(path),
+        "filter",
+        AttrCheckFlags::FILE_THEN_INDEX,
+    )
+    .ok()
+    .flatten()
+}
+
 /// The filter driver named for `path` by `.gitattributes`, when it is one pai cannot run.
 pub(crate) fn filter_driver(repo: &Repository, path: &str) -> Option<String> {
-    let attr = repo
-        .get_attr(
-            &rawname::path(path),
-            "filter",
-            AttrCheckFlags::FILE_THEN_INDEX,
-        )
-        .ok()
-        .flatten()?;
+    let attr = filter_attr(repo, path)?;
     (!attr.is_empty() && !matches!(attr, "lfs" | "false" | "true")).then(|| attr.to_string())
 }
