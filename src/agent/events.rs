@@ -119,6 +119,8 @@ pub struct FileView {
     pub path: String,
     /// The text.
     pub text: String,
+    /// The file's line number of the text's first line (1 unless a range was read).
+    pub first_line: usize,
 }
 
 /// Everything the agent reports, in order. A session starts with [`Event::SessionStarted`];

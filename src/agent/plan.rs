@@ -70,12 +70,41 @@ pub struct Edit {
     pub replace: String,
 }
 
+/// The lines a READ asks for: numbered from 1, both ends included; `last: None` reads to the
+/// end of the file. Written `"120-180"` (or `"120-"`) in the plan contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRange {
+    /// The first line.
+    pub first: usize,
+    /// The last line (`None`: the file's last).
+    pub last: Option<usize>,
+}
+
+impl fmt::Display for LineRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.last {
+            Some(last) => write!(f, "{}-{last}", self.first),
+            None => write!(f, "{}-", self.first),
+        }
+    }
+}
+
+impl Serialize for LineRange {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One step of a plan, already checked for its required arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Step {
-    /// Show a file's contents.
-    Read { path: String },
+    /// Show a file's contents, or only some of its lines.
+    Read {
+        path: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lines: Option<LineRange>,
+    },
     /// Create a new file.
     Write { path: String, content: String },
     /// Change an existing file by edits, or replace it whole.
@@ -261,7 +290,7 @@ impl Step {
     /// What the step acts on, for one-line displays (`calculator.py`, `a.txt -> b.txt`).
     pub fn target(&self) -> String {
         match self {
-            Step::Read { path }
+            Step::Read { path, lines: None }
             | Step::Write { path, .. }
             | Step::Modify { path, .. }
             | Step::Tree { path }
@@ -269,6 +298,10 @@ impl Step {
             | Step::Mkdir { path }
             | Step::Touch { path }
             | Step::Rm { path } => path.clone(),
+            Step::Read {
+                path,
+                lines: Some(lines),
+            } => format!("{path} (lines {lines})"),
             Step::Mv { path, to } => format!("{path} -> {to}"),
             Step::Search { pattern, path } => match path {
                 Some(p) => format!("/{pattern}/ in {p}"),
@@ -443,6 +476,7 @@ pub fn schema() -> Value {
                             }
                         },
                         "pattern": string,
+                        "lines": string,
                         "command": string,
                         "message": string,
                         "purpose": string
@@ -718,6 +752,56 @@ fn optional(
     }
 }
 
+/// A READ's optional `lines`: `"120-180"`, `"120-"` (to the end) or `[120, 180]`. A lone
+/// number is refused: it could mean one line or everything from it.
+fn line_range(
+    obj: &serde_json::Map<String, Value>,
+    action: &str,
+) -> Result<Option<LineRange>, String> {
+    let bad = || {
+        format!(
+            "{action}: `lines` must be the first and last line to read, numbered from 1, like \"120-180\" (or \"120-\" for the rest of the file)"
+        )
+    };
+    let number = |v: &str| v.trim().parse::<usize>().ok().filter(|&n| n > 0);
+    let (first, last) = match obj.get("lines") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => return Ok(None),
+        Some(Value::String(s)) => {
+            let s = s.trim();
+            let (a, b) = ["..", "-", "\u{2013}", ":"]
+                .iter()
+                .find_map(|sep| s.split_once(sep))
+                .ok_or_else(bad)?;
+            let last = if b.trim().is_empty() {
+                None
+            } else {
+                Some(number(b).ok_or_else(bad)?)
+            };
+            (number(a).ok_or_else(bad)?, last)
+        }
+        Some(Value::Array(pair)) => match pair.as_slice() {
+            [a, b] => {
+                let n = |v: &Value| {
+                    v.as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|&n| n > 0)
+                };
+                (n(a).ok_or_else(bad)?, Some(n(b).ok_or_else(bad)?))
+            }
+            _ => return Err(bad()),
+        },
+        Some(_) => return Err(bad()),
+    };
+    if last.is_some_and(|l| l < first) {
+        return Err(format!(
+            "{action}: `lines` ends before it starts ({first}-{}); give the first line, then the last",
+            last.unwrap_or(first)
+        ));
+    }
+    Ok(Some(LineRange { first, last }))
+}
+
 /// What one step may write: `bytes` of `what` (the content, the replacements) for `path`.
 fn check_size(bytes: usize, what: &str, path: &str) -> Result<(), String> {
     if bytes > MAX_CONTENT_BYTES {
@@ -752,6 +836,7 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
     let step = match named {
         Action::Read => Step::Read {
             path: required(obj, "path", &action)?,
+            lines: line_range(obj, &action)?,
         },
         Action::Write => write_step(obj, &action)?,
         Action::Modify => modify_step(obj, &action)?,
@@ -781,7 +866,7 @@ fn parse_step(raw: &Value) -> Result<PlannedStep, String> {
             message: optional(obj, "message", &action)?.unwrap_or_default(),
         },
     };
-    if let Step::Read { path }
+    if let Step::Read { path, .. }
     | Step::Write { path, .. }
     | Step::Modify { path, .. }
     | Step::Mkdir { path }
@@ -1271,5 +1356,62 @@ mod tests {
             assert!(s.contains(a.name()));
         }
         assert!(schema_with_tools().to_string().contains("TOOL"));
+    }
+
+    /// A READ's `lines` in every unambiguous spelling; a lone number, a reversed or a zero
+    /// range, and anything that is not a range are refused with the expected form.
+    #[test]
+    fn read_lines_accepts_ranges_and_refuses_what_is_ambiguous() {
+        let read = |lines: Value| {
+            parse_step(&json!({"action": "READ", "path": "a.py", "lines": lines})).map(|p| p.step)
+        };
+        let range = |first, last| Step::Read {
+            path: "a.py".into(),
+            lines: Some(LineRange { first, last }),
+        };
+        for (given, want) in [
+            (json!("120-180"), range(120, Some(180))),
+            (json!(" 120 - 180 "), range(120, Some(180))),
+            (json!("120..180"), range(120, Some(180))),
+            (json!("120\u{2013}180"), range(120, Some(180))),
+            (json!("120:180"), range(120, Some(180))),
+            (json!("7-7"), range(7, Some(7))),
+            (json!("120-"), range(120, None)),
+            (json!([120, 180]), range(120, Some(180))),
+        ] {
+            assert_eq!(read(given.clone()), Ok(want), "{given}");
+        }
+        for none in [json!(null), json!("")] {
+            assert_eq!(
+                read(none),
+                Ok(Step::Read {
+                    path: "a.py".into(),
+                    lines: None
+                })
+            );
+        }
+        for bad in [
+            json!("120"),
+            json!(120),
+            json!("0-5"),
+            json!("-5"),
+            json!("a-b"),
+            json!([1]),
+            json!([1, 2, 3]),
+            json!([0, 4]),
+            json!({"start": 1}),
+        ] {
+            let e = read(bad.clone()).unwrap_err();
+            assert!(e.contains("like \"120-180\""), "{bad}: {e}");
+        }
+        let e = read(json!("180-120")).unwrap_err();
+        assert!(e.contains("ends before it starts"), "{e}");
+        let step = range(3, Some(9));
+        assert_eq!(step.target(), "a.py (lines 3-9)");
+        assert_eq!(
+            serde_json::to_value(&step).unwrap(),
+            json!({"action": "READ", "path": "a.py", "lines": "3-9"})
+        );
+        assert_eq!(range(3, None).target(), "a.py (lines 3-)");
     }
 }

@@ -115,6 +115,20 @@ pub struct ReadOutput {
     pub size: u64,
     /// What was read.
     pub content: ReadContent,
+    /// For a READ of a line range: which lines the text holds (`None`: the file from its
+    /// start).
+    pub lines: Option<LinesShown>,
+}
+
+/// The lines of a file a ranged READ returned, numbered from 1, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinesShown {
+    /// The first line of the text.
+    pub first: usize,
+    /// The last line of the text.
+    pub last: usize,
+    /// How many lines the file has.
+    pub total: usize,
 }
 
 impl ReadOutput {
@@ -138,13 +152,25 @@ impl fmt::Display for ReadOutput {
                     if !text.ends_with('\n') && !text.is_empty() {
                         f.write_str("\n")?;
                     }
-                    write!(
-                        f,
-                        "[truncated by pai: showing the first {} of {} bytes of {}]",
-                        thousands(text.len()),
-                        thousands(self.size as usize),
-                        self.path
-                    )?;
+                    match self.lines {
+                        Some(l) => write!(
+                            f,
+                            "[truncated by pai: showing {} bytes from line {} of {}; READ it with \"lines\" from line {} for more]",
+                            thousands(text.len()),
+                            thousands(l.first),
+                            self.path,
+                            l.first + text.lines().count(),
+                        )?,
+                        None => write!(
+                            f,
+                            "[truncated by pai: showing the first {} of {} bytes of {} (lines 1-{}); READ it with \"lines\" from line {} for more]",
+                            thousands(text.len()),
+                            thousands(self.size as usize),
+                            self.path,
+                            text.lines().count(),
+                            text.lines().count() + 1,
+                        )?,
+                    }
                 }
                 Ok(())
             }

@@ -48,7 +48,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use change::{ChangeKind, EditPreview, FileChange, Probe, ReadContent, ReadOutput};
+pub use change::{ChangeKind, EditPreview, FileChange, LinesShown, Probe, ReadContent, ReadOutput};
 pub use config::{ENV_MODIFY_MAX_RATIO, ENV_MODIFY_THRESHOLD, WorkspaceConfig};
 pub use corpus::Corpus;
 pub use edits::{Edit, Modification, edit_text};

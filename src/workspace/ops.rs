@@ -8,7 +8,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use super::Workspace;
 use super::atomic::{self, Mode};
 use super::beneath::{self, open_parent};
-use super::change::{ChangeKind, EditPreview, FileChange, Probe, ReadContent, ReadOutput};
+use super::change::{
+    ChangeKind, EditPreview, FileChange, LinesShown, Probe, ReadContent, ReadOutput,
+};
 use super::deny::DenyClass;
 use super::diff::LineDiff;
 use super::edits::{self, Modification};
@@ -168,6 +170,109 @@ impl Workspace {
     /// READ: the text of a file (normalised to `\n`, cut at `max_read_bytes` and marked), or a
     /// note that it is binary.
     pub fn read(&self, path: &str) -> Result<ReadOutput, WorkspaceError> {
+        let (rel, size, bytes) = self.read_for_model(path, self.cfg.max_read_bytes)?;
+        let limit = self.cfg.max_read_bytes;
+        let truncated = bytes.len() > limit;
+        let content = match text_of(&bytes[..bytes.len().min(limit)], truncated) {
+            None => ReadContent::Binary,
+            Some(s) => {
+                let s = if truncated {
+                    match s.rfind('\n') {
+                        Some(i) if i > 0 => &s[..=i],
+                        _ => s,
+                    }
+                } else {
+                    s
+                };
+                ReadContent::Text {
+                    text: normalise(s).body.into_owned(),
+                    truncated,
+                }
+            }
+        };
+        Ok(ReadOutput {
+            path: rel,
+            size,
+            content,
+            lines: None,
+        })
+    }
+
+    /// READ of lines `first..=last` of a file (numbered from 1; `last: None` reads to its
+    /// end), for files too long to read whole: any file MODIFY may edit can be read this
+    /// way. The text returned is cut at `max_read_bytes`, at a line's end, and marked.
+    pub fn read_lines(
+        &self,
+        path: &str,
+        first: usize,
+        last: Option<usize>,
+    ) -> Result<ReadOutput, WorkspaceError> {
+        let (rel, size, bytes) = self.read_for_model(path, self.cfg.max_edit_bytes)?;
+        if bytes.len() > self.cfg.max_edit_bytes {
+            return Err(WorkspaceError::failed(
+                "read",
+                &rel,
+                format!(
+                    "it is larger than {} MB, too large to read in parts; SEARCH it instead",
+                    self.cfg.max_edit_bytes >> 20
+                ),
+            ));
+        }
+        let Some(text) = text_of(&bytes, false) else {
+            return Ok(ReadOutput {
+                path: rel,
+                size,
+                content: ReadContent::Binary,
+                lines: None,
+            });
+        };
+        let text = normalise(text).body;
+        let total = text.lines().count();
+        if first == 0 || first > total.max(1) {
+            return Err(WorkspaceError::failed(
+                "read",
+                &rel,
+                format!(
+                    "it has {total} lines; ask for lines between 1 and {}",
+                    total.max(1)
+                ),
+            ));
+        }
+        let last = last.unwrap_or(total).clamp(first, total.max(first));
+        let mut out = String::new();
+        let mut truncated = false;
+        let mut shown_last = first.saturating_sub(1);
+        for line in text.lines().skip(first - 1).take(last + 1 - first) {
+            if out.len() + line.len() + 1 > self.cfg.max_read_bytes && shown_last >= first {
+                truncated = true;
+                break;
+            }
+            out.push_str(line);
+            out.push('\n');
+            shown_last += 1;
+        }
+        Ok(ReadOutput {
+            path: rel,
+            size,
+            content: ReadContent::Text {
+                text: out,
+                truncated,
+            },
+            lines: Some(LinesShown {
+                first,
+                last: shown_last.max(first),
+                total,
+            }),
+        })
+    }
+
+    /// Open `path` for a READ (through the gate, no link followed, never a linked file) and
+    /// read up to `limit + 1` bytes: (its shown path, its size, the bytes).
+    fn read_for_model(
+        &self,
+        path: &str,
+        limit: usize,
+    ) -> Result<(String, u64, Vec<u8>), WorkspaceError> {
         let rel = self.gate_op(path, true)?;
         if rel.is_root() {
             return Err(WorkspaceError::failed(
@@ -179,45 +284,9 @@ impl Workspace {
         let (dir, name) = open_parent(&self.gate, &rel, false, "read")?;
         let (fd, st) = Self::open_file(&dir, &name, &rel, "read", "")?;
         super::gate::refuse_linked(&rel, st.links)?;
-        let limit = self.cfg.max_read_bytes;
         let bytes = sys::read_up_to(&fd, limit.saturating_add(1))
             .map_err(|e| WorkspaceError::io("read", rel.display(), e))?;
-        let truncated = bytes.len() > limit;
-        let shown = &bytes[..bytes.len().min(limit)];
-        let content = if looks_binary(shown) {
-            ReadContent::Binary
-        } else {
-            let valid = match std::str::from_utf8(shown) {
-                Ok(s) => Some(s),
-                // A multi-byte character cut by the limit is fine; anything else is not text.
-                Err(e) if truncated && e.error_len().is_none() => {
-                    std::str::from_utf8(&shown[..e.valid_up_to()]).ok()
-                }
-                Err(_) => None,
-            };
-            match valid {
-                None => ReadContent::Binary,
-                Some(s) => {
-                    let s = if truncated {
-                        match s.rfind('\n') {
-                            Some(i) if i > 0 => &s[..=i],
-                            _ => s,
-                        }
-                    } else {
-                        s
-                    };
-                    ReadContent::Text {
-                        text: normalise(s).body.into_owned(),
-                        truncated,
-                    }
-                }
-            }
-        };
-        Ok(ReadOutput {
-            path: rel.as_str().to_string(),
-            size: st.size,
-            content,
-        })
+        Ok((rel.as_str().to_string(), st.size, bytes))
     }
 
     /// For history: a file's exact bytes and permission bits, opened through the gate like
@@ -996,5 +1065,20 @@ impl Workspace {
             .map_err(|e| WorkspaceError::io("remove", shown, e))?;
         let _ = sys::fsync(dir.as_fd());
         Ok(())
+    }
+}
+
+/// `bytes` as text, or `None` when they are binary or not UTF-8. A multi-byte character cut
+/// at the end is fine when the bytes were `truncated`.
+fn text_of(bytes: &[u8], truncated: bool) -> Option<&str> {
+    if looks_binary(bytes) {
+        return None;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Some(s),
+        Err(e) if truncated && e.error_len().is_none() => {
+            std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()
+        }
+        Err(_) => None,
     }
 }

@@ -15,6 +15,11 @@ use crate::support::mock_llm::{RecordedRequest, Reply, chat_plan};
 const CONTEXT: u32 = 2;
 /// How far a search may grow, line by line on each side, to be the only one of its text.
 const GROW: u32 = 40;
+/// Lines a READ of a range takes on each side of the lines to change (room for a search to
+/// grow until it is unique).
+const READ_AROUND: u32 = 40;
+/// Spans to read closer than this many lines are read as one.
+const READ_GAP: u32 = 200;
 
 /// One hunk of a file's diff: where it is in the parent, what it puts there.
 #[derive(Debug, Clone, Default)]
@@ -143,12 +148,17 @@ fn shown_in(req: &RecordedRequest) -> HashMap<String, Shown> {
     files
 }
 
-/// The header of a READ result, `[3] READ path: OK`, as its path.
+/// The header of a READ result, `[3] READ path: OK` or `[3] READ path (lines A-B): OK`, as
+/// its path.
 fn read_header(line: &str) -> Option<&str> {
     let rest = line.strip_prefix('[')?;
     let (num, rest) = rest.split_once("] READ ")?;
     num.parse::<u32>().ok()?;
-    rest.strip_suffix(": OK")
+    let target = rest.strip_suffix(": OK")?;
+    Some(match target.rsplit_once(" (lines ") {
+        Some((path, range)) if range.ends_with(')') => path,
+        _ => target,
+    })
 }
 
 /// Whether `line` starts another step's result.
@@ -206,37 +216,56 @@ fn read_message(text: &str, files: &mut HashMap<String, Shown>) {
                 i = start + n + 1;
             }
         } else if let Some(path) = read_header(line) {
-            // The report line (`read path (N bytes)` or a note), then the file's text.
-            let start = i + 2;
-            let mut end = start;
-            let mut cut = false;
-            while end < lines.len() {
-                let l = lines[end];
-                if l.starts_with("[... truncated:") {
-                    cut = true;
-                    break;
-                }
-                if step_header(l) || l.starts_with("Continue: reply with the remaining steps") {
-                    break;
-                }
-                end += 1;
-            }
-            let whole = !cut
-                && lines
-                    .get(i + 1)
-                    .is_some_and(|l| l.starts_with(&format!("read {path} (")));
-            // A cut result's last line may be cut short.
-            let body_end = if cut { end.saturating_sub(1) } else { end };
-            let body = lines.get(start..body_end.max(start)).unwrap_or_default();
-            files
-                .entry(path.to_string())
-                .or_default()
-                .put(1, body, whole);
-            i = end;
+            i = read_result(&lines, i, path, files);
         } else {
             i += 1;
         }
     }
+}
+
+/// Takes in the READ result of `path` whose header is line `i`; returns the line after it.
+fn read_result(lines: &[&str], i: usize, path: &str, files: &mut HashMap<String, Shown>) -> usize {
+    // The report line (`read path (N bytes)`, `read path lines A-B of N (M bytes)` or
+    // a note), pai's mark when the workspace cut the file, then the file's text.
+    let report = lines.get(i + 1).copied().unwrap_or("");
+    let first = report
+        .strip_prefix(&format!("read {path} lines "))
+        .and_then(|r| r.split_once('-'))
+        .and_then(|(a, _)| a.parse::<u32>().ok());
+    let mut start = i + 2;
+    let mut cut = false;
+    if lines
+        .get(start)
+        .is_some_and(|l| l.starts_with("[truncated by pai:"))
+    {
+        cut = true;
+        start += 1;
+    }
+    let mut end = start;
+    while end < lines.len() {
+        let l = lines[end];
+        if l.starts_with("[... truncated:") {
+            cut = true;
+            break;
+        }
+        if step_header(l) || l.starts_with("Continue: reply with the remaining steps") {
+            break;
+        }
+        end += 1;
+    }
+    let whole = !cut && first.is_none() && report.starts_with(&format!("read {path} ("));
+    // A result pai cut here may end in a line cut short.
+    let body_end = if end < lines.len() && lines[end].starts_with("[... truncated:") {
+        end.saturating_sub(1)
+    } else {
+        end
+    };
+    let body = lines.get(start..body_end.max(start)).unwrap_or_default();
+    files
+        .entry(path.to_string())
+        .or_default()
+        .put(first.unwrap_or(1), body, whole);
+    end
 }
 
 /// Where the fence of a whole file opened before `start` closes. A file's own text may hold
@@ -287,6 +316,27 @@ fn occurrences(blocks: &[String], needle: &str) -> usize {
         .iter()
         .map(|b| squeezed(b).matches(needle.as_str()).count())
         .sum()
+}
+
+/// The parent lines `diff` needs that `shown` lacks, as spans, those closer than
+/// [`READ_GAP`] lines merged (one READ each).
+fn missing_spans(diff: &FileDiff, shown: Option<&Shown>) -> Vec<(u32, u32)> {
+    let known = |n: u32| shown.is_some_and(|s| s.lines.contains_key(&n));
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    let mut needs: Vec<(u32, u32)> = diff
+        .hunks
+        .iter()
+        .map(Hunk::needs)
+        .filter(|&(a, b)| !(a..=b).all(known))
+        .collect();
+    needs.sort_unstable();
+    for (a, b) in needs {
+        match out.last_mut() {
+            Some(last) if a <= last.1 + READ_GAP => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }
 
 /// The edits of `diff` written from what `shown` holds, or the hunks it lacks.
@@ -533,11 +583,39 @@ impl Oracle {
             }
             return Reply::plan(plan("Making the change.", steps, false));
         }
-        if phase == 1 {
-            let reads = lacking
-                .iter()
-                .map(|(p, _)| json!({"action": "READ", "path": p, "purpose": "see the code to change"}))
-                .collect();
+        // What a model knows of where the code is: a file the first call named (listed with
+        // its definitions' lines, or shown in part) is read at the lines to change; one it
+        // never named is read whole first, and on by range when that READ was cut.
+        let first_call = req
+            .messages
+            .iter()
+            .find(|(r, _)| r == "user")
+            .map_or("", |(_, t)| t.as_str());
+        let mut reads = Vec::new();
+        for (path, _) in &lacking {
+            let Some(d) = self.diffs.iter().find(|d| &d.path == path) else {
+                continue;
+            };
+            let named = shown.contains_key(path)
+                || first_call
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(path.as_str()));
+            let read_before = phase > 1 && shown.contains_key(path);
+            if phase == 1 && !named {
+                reads.push(
+                    json!({"action": "READ", "path": path, "purpose": "see the code to change"}),
+                );
+            } else if (phase == 1 || read_before) && phase <= 2 {
+                for (a, b) in missing_spans(d, shown.get(path)) {
+                    reads.push(json!({
+                        "action": "READ", "path": path,
+                        "lines": format!("{}-{}", a.saturating_sub(READ_AROUND).max(1), b + READ_AROUND),
+                        "purpose": "see the code to change"
+                    }));
+                }
+            }
+        }
+        if !reads.is_empty() && phase <= 2 {
             return Reply::plan(plan("Reading the code first.", reads, true));
         }
         let why: Vec<String> = lacking.into_iter().map(|(_, w)| w).collect();

@@ -313,3 +313,68 @@ fn a_chat_reply_after_a_failed_modify_fails_the_turn() {
     assert_eq!(run.status(), "failed");
     assert_failed_modify(&run, "failed_steps", ProviderKind::Anthropic);
 }
+
+/// A file longer than a READ shows is read on in ranges: the cut READ names the lines shown
+/// and how to go on, a READ with `lines` returns lines far past the whole-file limit in the
+/// file's own numbering, and an edit planned from them applies.
+#[test]
+fn a_long_file_is_read_on_by_line_range_and_edited_there() {
+    for kind in ProviderKind::ALL {
+        let p = Project::repo(None);
+        let body: String = (1..=9000).map(|i| format!("v_{i:05} = {i}\n")).collect();
+        assert!(
+            body.len() > 100_000,
+            "past the workspace's whole-file READ limit"
+        );
+        std::fs::write(p.root.join("big.py"), &body).unwrap();
+        git(&p.root, &["add", "big.py"]);
+        git(&p.root, &["commit", "-q", "-m", "big"]);
+        let observe = |steps: Value| {
+            Reply::plan(
+                json!({"intent": "task", "reply": "Reading.", "observe": true, "steps": steps}),
+            )
+        };
+        let mock = MockLlm::start(
+            Script::with_replies([
+                observe(json!([{"action": "READ", "path": "big.py"}])),
+                observe(json!([{"action": "READ", "path": "big.py", "lines": "8000-8010"}])),
+                Reply::plan(json!({
+                    "intent": "task", "reply": "Changing it.", "observe": false,
+                    "steps": [
+                        {"action": "MODIFY", "path": "big.py",
+                         "edits": [{"search": "v_08005 = 8005\n", "replace": "v_08005 = 0\n"}]},
+                        {"action": "FINISH", "message": "done"}
+                    ]
+                })),
+            ])
+            .require_key(TEST_KEY),
+        );
+        let run = p.run(&mock, kind, "zero v_08005", &["--yes"]);
+        assert_eq!(run.output.status.code(), Some(0), "{kind}: {}", run.text());
+        let calls = mock.generation_requests();
+        assert_eq!(calls.len(), 3, "{kind}");
+        let whole = calls[1].last_user_text().unwrap();
+        assert!(!whole.contains("v_08005"), "{kind}");
+        assert!(
+            whole.contains("READ big.py with \"lines\": \"") && whole.contains("for the rest]"),
+            "{kind}: {}",
+            &whole[whole.len().saturating_sub(400)..]
+        );
+        let ranged = calls[2].last_user_text().unwrap();
+        assert!(
+            ranged.contains("READ big.py (lines 8000-8010): OK"),
+            "{kind}: {ranged}"
+        );
+        assert!(
+            ranged.contains("read big.py lines 8000-8010 of 9000"),
+            "{kind}: {ranged}"
+        );
+        assert!(
+            ranged.contains("v_08000 = 8000\n") && ranged.contains("v_08010 = 8010\n"),
+            "{kind}"
+        );
+        assert!(!ranged.contains("v_08011"), "{kind}");
+        let want = body.replace("v_08005 = 8005\n", "v_08005 = 0\n");
+        assert_eq!(p.read("big.py"), want, "{kind}");
+    }
+}

@@ -107,6 +107,7 @@ fn all_events() -> Vec<Event> {
             file_view: Some(FileView {
                 path: "long.py".into(),
                 text: (1..=25).map(|i| format!("x{i} = {i}\n")).collect(),
+                first_line: 1,
             }),
         }),
         Event::Notice {
@@ -255,6 +256,7 @@ fn a_later_phase_that_observes() {
         steps: vec![PlannedStep {
             step: Step::Read {
                 path: "main.py".into(),
+                lines: None,
             },
             purpose: "See the error".into(),
             preview: None,
@@ -587,6 +589,7 @@ fn nothing_is_wider_than_the_terminal() {
         file_view: Some(FileView {
             path: "wide.rs".into(),
             text: format!("fn main() {{ println!(\"{}\"); }}\n", "z".repeat(300)),
+            first_line: 1,
         }),
     }));
     for width in [24, 30, 45, 60, 80, 120, 200] {
@@ -642,6 +645,7 @@ fn model_text_cannot_reach_the_terminal_as_escape_sequences() {
             file_view: Some(FileView {
                 path: hostile.into(),
                 text: hostile.into(),
+                first_line: 1,
             }),
         }),
         Event::Committed {

@@ -6,7 +6,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
 use pai::workspace::{
-    ChangeKind, Edit, Modification, ReadContent, Workspace, WorkspaceConfig, WorkspaceError,
+    ChangeKind, Edit, LinesShown, Modification, ReadContent, Workspace, WorkspaceConfig,
+    WorkspaceError,
 };
 
 struct Fx {
@@ -277,9 +278,84 @@ fn read_truncates_big_files_and_says_so() {
     }
     let shown = out.to_string();
     assert!(
-        shown.contains("[truncated by pai: showing the first 49 of 790 bytes of big.txt]"),
+        shown.contains(
+            "[truncated by pai: showing the first 49 of 790 bytes of big.txt (lines 1-7); \
+             READ it with \"lines\" from line 8 for more]"
+        ),
         "{shown}"
     );
+}
+
+#[test]
+fn read_lines_reaches_past_the_read_limit_in_the_files_own_numbering() {
+    let fx = Fx::new();
+    // CRLF, and longer than READ's limit: line numbers are the file's, endings are `\n`.
+    let body: String = (1..=100).map(|i| format!("line {i}\r\n")).collect();
+    fx.put("big.txt", &body);
+    let ws = fx.ws_with(WorkspaceConfig {
+        max_read_bytes: 50,
+        ..WorkspaceConfig::default()
+    });
+    let out = ws.read_lines("big.txt", 90, Some(92)).unwrap();
+    assert_eq!(out.text(), Some("line 90\nline 91\nline 92\n"));
+    assert_eq!(
+        out.lines,
+        Some(LinesShown {
+            first: 90,
+            last: 92,
+            total: 100
+        })
+    );
+    assert_eq!(out.size, body.len() as u64);
+    // To the end, and a last line past the end, stop at the file's last line.
+    for last in [None, Some(500)] {
+        let out = ws.read_lines("big.txt", 97, last).unwrap();
+        assert_eq!(out.text(), Some("line 97\nline 98\nline 99\nline 100\n"));
+        assert_eq!(out.lines.map(|l| l.last), Some(100));
+    }
+    // More than the limit at once: whole lines up to it, marked with where to go on.
+    let out = ws.read_lines("big.txt", 10, None).unwrap();
+    match &out.content {
+        ReadContent::Text { text, truncated } => {
+            assert!(*truncated);
+            assert!(text.len() <= 50 && text.starts_with("line 10\n") && text.ends_with('\n'));
+            let n = text.lines().count();
+            assert_eq!(out.lines.map(|l| l.last), Some(9 + n));
+            assert!(
+                out.to_string().contains(&format!(
+                    "READ it with \"lines\" from line {} for more]",
+                    10 + n
+                )),
+                "{out}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn read_lines_refuses_lines_the_file_does_not_have_and_the_gates_refusals_hold() {
+    let fx = Fx::new();
+    fx.put("a.txt", "one\ntwo\n");
+    fx.put("bin.dat", "a\0b\n");
+    fx.put(".env", "SECRET=1\n");
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("secret.txt"), "x\n").unwrap();
+    symlink(outside.path().join("secret.txt"), fx.root.join("link.txt")).unwrap();
+    let ws = fx.ws();
+    let e = ws.read_lines("a.txt", 3, Some(4)).unwrap_err().to_string();
+    assert!(
+        e.contains("it has 2 lines; ask for lines between 1 and 2"),
+        "{e}"
+    );
+    assert!(ws.read_lines("a.txt", 0, None).is_err());
+    assert_eq!(
+        ws.read_lines("bin.dat", 1, None).unwrap().content,
+        ReadContent::Binary
+    );
+    for refused in [".env", "link.txt", "../outside.txt", "."] {
+        assert!(ws.read_lines(refused, 1, Some(2)).is_err(), "{refused}");
+    }
 }
 
 #[test]

@@ -275,6 +275,7 @@ fn hello_steps(content: &str) -> Vec<PlannedStep> {
         PlannedStep {
             step: Step::Read {
                 path: "hello.py".into(),
+                lines: None,
             },
             purpose: "Show the result".into(),
             preview: None,
@@ -309,6 +310,7 @@ fn report_hello_steps(frontend: &dyn Frontend, content: String) {
         file_view: Some(FileView {
             path: "hello.py".into(),
             text: content,
+            first_line: 1,
         }),
     }));
 }

@@ -448,10 +448,17 @@ fn results_message(reports: &[StepReport], phase: u32) -> String {
             if r.ok { "OK" } else { "FAILED" }
         ));
         let body = match &r.file_view {
+            // When pai cuts the text here, its own mark (with the lines shown) replaces the
+            // workspace's under the header.
+            Some(view) if view.text.trim_end().len() > READ_CHARS => format!(
+                "{}\n{}",
+                context::truncate(first_line(&r.output), RESULT_CHARS),
+                read_text(view, READ_CHARS)
+            ),
             Some(view) => format!(
                 "{}\n{}",
                 context::truncate(r.output.trim_end(), RESULT_CHARS),
-                context::truncate(view.text.trim_end(), READ_CHARS)
+                read_text(view, READ_CHARS)
             ),
             None => context::truncate(r.output.trim_end(), RESULT_CHARS),
         };
@@ -462,6 +469,36 @@ fn results_message(reports: &[StepReport], phase: u32) -> String {
     }
     out.push_str("Continue: reply with the remaining steps (or fix what failed), or intent \"chat\" if nothing is left to do.");
     out
+}
+
+/// A READ's text as the model gets it: whole when it fits `max`, else cut at a line's end and
+/// marked with the lines shown and how to READ the rest.
+fn read_text(view: &crate::agent::events::FileView, max: usize) -> String {
+    let text = view.text.trim_end();
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    // Whole lines only, unless one line alone is longer than half the room.
+    let cut = text[..cut]
+        .rfind('\n')
+        .map(|i| i + 1)
+        .filter(|&i| i > max / 2)
+        .unwrap_or(cut);
+    let shown = &text[..cut];
+    let last = view.first_line + shown.lines().count().saturating_sub(1);
+    format!(
+        "{shown}{}[... truncated: {} of {} bytes shown, lines {}-{last}; READ {} with \"lines\": \"{}-\" for the rest]",
+        if shown.ends_with('\n') { "" } else { "\n" },
+        cut,
+        text.len(),
+        view.first_line,
+        view.path,
+        last + 1,
+    )
 }
 
 /// Call a blocking frontend method from inside the runtime without stalling other tasks.
@@ -559,6 +596,7 @@ mod tests {
             file_view: view.map(|text| FileView {
                 path: "big.py".into(),
                 text,
+                first_line: 1,
             }),
         }
     }
@@ -580,5 +618,57 @@ mod tests {
         let run = results_message(&[report("RUN", noisy, None)], 1);
         assert!(run.contains("truncated"));
         assert!(!run.contains("out 0800"));
+    }
+
+    /// A READ longer than the model's share is cut at a line's end, and the mark names the
+    /// lines shown and the range to READ next, counted from where a ranged READ started.
+    #[test]
+    fn a_cut_read_names_the_lines_shown_and_where_to_read_on() {
+        let file: String = (1..=9000).map(|i| format!("line_{i:05} = {i}\n")).collect();
+        let shown = results_message(
+            &[report("READ", "read big.py (9 bytes)".into(), Some(file))],
+            1,
+        );
+        let last = shown
+            .lines()
+            .rfind(|l| l.starts_with("line_"))
+            .unwrap()
+            .to_string();
+        let n: usize = last[5..10].parse().unwrap();
+        assert!(shown.len() < READ_CHARS + 1_000);
+        assert!(
+            shown.contains(&format!(
+                "lines 1-{n}; READ big.py with \"lines\": \"{}-\" for the rest]",
+                n + 1
+            )),
+            "{}",
+            &shown[shown.len() - 300..]
+        );
+        let mut ranged = report(
+            "READ",
+            "read big.py lines 5000-9000 of 9000 (9 bytes)".into(),
+            None,
+        );
+        ranged.file_view = Some(FileView {
+            path: "big.py".into(),
+            text: (5000..=9000)
+                .map(|i| format!("line_{i:05} = {i}\n"))
+                .collect(),
+            first_line: 5000,
+        });
+        let shown = results_message(&[ranged], 1);
+        let last = shown
+            .lines()
+            .rfind(|l| l.starts_with("line_"))
+            .unwrap()
+            .to_string();
+        let n: usize = last[5..10].parse().unwrap();
+        assert!(
+            shown.contains(&format!(
+                "lines 5000-{n}; READ big.py with \"lines\": \"{}-\"",
+                n + 1
+            )),
+            "{shown:.300}"
+        );
     }
 }

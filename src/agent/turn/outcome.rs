@@ -258,6 +258,7 @@ mod tests {
     fn observations_owe_nothing() {
         let read = Step::Read {
             path: "missing.txt".into(),
+            lines: None,
         };
         let search = Step::Search {
             pattern: "x".into(),

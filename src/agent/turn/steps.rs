@@ -114,7 +114,9 @@ impl Agent {
             changes.push(change);
         };
         match &planned.step {
-            Step::Read { path } => read_into(report, ws.read(path).map_err(refuse)?),
+            Step::Read { path, lines } => {
+                read_into(report, read(ws, path, *lines).map_err(refuse)?)
+            }
             Step::Write { path, content } => {
                 record(report, ws.write_new(path, content).map_err(refuse)?)
             }
@@ -269,16 +271,42 @@ pub(super) struct PhaseOutcome {
 
 /// A READ's report: the text to show (highlighted by the frontend) and what else the read said
 /// (a truncation note), or the whole output for a binary file.
+/// READ: the file from its start, or the lines asked for.
+fn read(
+    ws: &crate::workspace::Workspace,
+    path: &str,
+    lines: Option<crate::agent::plan::LineRange>,
+) -> Result<crate::workspace::ReadOutput, WorkspaceError> {
+    match lines {
+        None => ws.read(path),
+        Some(r) => ws.read_lines(path, r.first, r.last),
+    }
+}
+
 pub(super) fn read_into(report: &mut StepReport, out: crate::workspace::ReadOutput) {
     match out.text() {
         Some(text) => {
-            report.output = format!("read {} ({} bytes)", out.path, out.size);
+            report.output = match out.lines {
+                None => format!("read {} ({} bytes)", out.path, out.size),
+                Some(l) => format!(
+                    "read {} lines {}-{} of {} ({} bytes)",
+                    out.path, l.first, l.last, l.total, out.size
+                ),
+            };
             report.file_view = Some(FileView {
                 path: out.path.clone(),
                 text: text.to_string(),
+                first_line: out.lines.map_or(1, |l| l.first),
             });
-            if out.to_string().len() > text.len() {
-                report.output = out.to_string()[text.len()..].trim().to_string();
+            // The workspace's mark of a cut file, under the header.
+            let whole = out.to_string();
+            if let Some(mark) = whole
+                .get(text.len()..)
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+            {
+                report.output.push('\n');
+                report.output.push_str(mark);
             }
         }
         None => report.output = out.to_string(),
