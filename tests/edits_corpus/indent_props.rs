@@ -122,10 +122,26 @@ proptest! {
         let original = render(&file, file_unit, 0);
         let search = render(block, edit_unit, shift);
         let replace = render(&replacement, edit_unit, shift);
+        // A search that is the file's own text, indentation and all, with a replacement whose
+        // every line stands on the file's grid (spaces in whole units of a spaces file, tabs
+        // in a tabs file) is written as sent: its deeper lines may be nested levels or
+        // continuations, and nothing says which. Otherwise its levels go into the file's unit.
+        let on_grid = |level: usize| {
+            let l = level as isize + shift;
+            match (file_unit, edit_unit) {
+                (a, b) if a == b => true,
+                (Unit::Tab, _) | (_, Unit::Tab) => l == 0,
+                (Unit::Two, Unit::Four) => true,
+                (Unit::Four, _) => l % 2 == 0,
+                (Unit::Two, _) => true,
+            }
+        };
+        let as_sent = search == render(block, file_unit, 0)
+            && replacement.iter().all(|(l, _)| on_grid(*l));
         let oracle = format!(
             "{}{}{}",
             render(&file[..start], file_unit, 0),
-            render(&replacement, file_unit, 0),
+            if as_sent { replace.clone() } else { render(&replacement, file_unit, 0) },
             render(&file[start + len..], file_unit, 0)
         );
         let result = edit_text(&original, &[Edit { search: search.clone(), replace: replace.clone() }]);

@@ -335,3 +335,65 @@ proptest! {
         prop_assert_eq!(out, Ok(intended));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300),
+        ..ProptestConfig::default()
+    })]
+
+    /// A search quoted whole, indentation and all, with a step of the file's unit in it (a
+    /// block's closing line), and a replacement that adds lines at any further
+    /// step (a continuation indented twice the unit, or four spaces in a file of two, an
+    /// aligned argument) is written exactly as sent: the search's steps are the edit's unit,
+    /// and a new line's step is not evidence of another.
+    #[test]
+    fn new_lines_at_any_step_under_an_exact_search_are_written_as_sent(
+        unit in prop::sample::select(vec!["  ", "    ", "\t"]),
+        depth in 0usize..3,
+        step_at in 0usize..5,
+        before in 0usize..3,
+        after in 1usize..3,
+        continued in 1usize..3,
+    ) {
+        let steps: &[&str] = if unit == "\t" {
+            &["\t", "\t\t", "\t "]
+        } else {
+            &["  ", "    ", "      ", "        ", " "]
+        };
+        let step = steps[step_at % steps.len()];
+        let at = |level: usize| unit.repeat(level);
+        // The search starts inside the block and ends with its closing line: its only step is
+        // a shallower one, and the replacement's continuation is the only deeper step.
+        let mut file = vec![
+            "auto parse(const Char* begin) -> const Char* {".to_string(),
+            format!("{}if (begin != end) {{", at(depth)),
+        ];
+        let mut search = Vec::new();
+        for i in 0..before {
+            search.push(format!("{}auto a{i} = begin;", at(depth + 1)));
+        }
+        let changed = format!("{}specs.fill = {{begin, to_unsigned(end - begin)}};", at(depth + 1));
+        search.push(changed.clone());
+        for i in 0..after {
+            search.push(format!("{}specs.b{i} = align;", at(depth + 1)));
+        }
+        search.push(format!("{}}}", at(depth)));
+        file.extend(search.iter().cloned());
+        file.push(format!("{}return begin;", at(depth + 1)));
+        file.push("}".to_string());
+        let mut replace: Vec<String> = search.iter().filter(|l| **l != changed).cloned().collect();
+        let mut new = vec![format!("{}specs.fill =", at(depth + 1))];
+        for i in 0..continued {
+            new.push(format!("{}{step}basic_string_view<Char>(begin, n{i});", at(depth + 1)));
+        }
+        replace.splice(before..before, new);
+        let original = file.join("\n") + "\n";
+        let intended = original.replacen(&search.join("\n"), &replace.join("\n"), 1);
+        let out = edit_text(
+            &original,
+            &[Edit { search: search.join("\n"), replace: replace.join("\n") }],
+        );
+        prop_assert_eq!(out, Ok(intended));
+    }
+}

@@ -257,6 +257,26 @@ fn levels(
     })
 }
 
+/// Whether some of `lines` are indented off the file's grid: tabs where the file indents with
+/// spaces, spaces where it indents with tabs (beyond one space of alignment), or a width that
+/// is no whole number of its unit plus one space of alignment. A line on the grid may be a
+/// nested level or a continuation; only one off it shows another unit than the file's.
+pub(super) fn off_grid<'a>(file: impl Iterator<Item = &'a str>, lines: &[&str]) -> bool {
+    let mut own = Steps::default();
+    own.add(file);
+    let Some(unit) = own.unit() else {
+        return false;
+    };
+    lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| indent_of(l))
+        .any(|ind| match unit {
+            Unit::Tab => ind.starts_with(' ') || is_mixed(ind),
+            Unit::Spaces(n) => spaces(ind).is_none_or(|w| w % n > 1),
+        })
+}
+
 /// Re-indent one replacement line; `None` when the mapping cannot say where it goes.
 pub(super) fn apply(m: &Mapping, line: &str) -> Option<String> {
     if line.trim().is_empty() {

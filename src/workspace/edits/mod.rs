@@ -274,16 +274,20 @@ fn apply_exact_once(
     let s = matched;
     // Whole lines: placed as the line stage places them, re-indented in the file's unit, when
     // the search was quoted without (part of) its indentation or the replacement is written
-    // in another unit than the file's.
+    // in another unit than the file's. A search quoted whole makes the replacement's lines
+    // the file's own frame unless one of them is off the file's grid: a deeper line on it
+    // (a continuation indented twice, four spaces in a file of two) is written as sent, as
+    // nothing says it is another unit.
     let first = line_of(view, at.start) - 1;
     if let Some(left) = exact::whole_lines(view, at, s) {
         let (sl, rl) = (split_lines(s), split_lines(r));
         let moves = match tolerant::mapping(lines, first, &sl, &rl) {
             Some(m) => {
                 !left.is_empty()
-                    || rl
-                        .iter()
-                        .any(|l| indent::apply(&m, l).is_none_or(|new| new != *l))
+                    || (indent::off_grid(lines.iter().map(|l| l.text.as_str()), &rl)
+                        && rl
+                            .iter()
+                            .any(|l| indent::apply(&m, l).is_none_or(|new| new != *l)))
             }
             None => !left.is_empty(),
         };
@@ -458,5 +462,24 @@ mod tests {
         assert_eq!(out, "def f():\n    return 2\n");
         let out = apply(text, &[e("\n\ndef f():\n", "def g():\n")]).unwrap();
         assert_eq!(out, "def g():\n    return 1\n");
+    }
+
+    /// A real commit's hunk (fmt's base.h): a statement split with its continuation indented
+    /// four spaces in a file indented by two, the search quoted whole at one level. The
+    /// continuation is on the file's grid, so it is written as sent, not read as one level
+    /// of a four-space unit and re-indented to two (which made a file other than the commit).
+    #[test]
+    fn a_continuation_twice_the_files_unit_is_written_as_sent() {
+        let file = "auto parse(const Char* begin) -> const Char* {\n  if (c) {\n    if (begin != end) {\n      auto align = parse_align(to_ascii(*fill_end));\n      enter_state(state::align, align != align::none);\n      specs.fill = {begin, to_unsigned(fill_end - begin)};\n      specs.align = align;\n      begin = fill_end + 1;\n    }\n  }\n}\n";
+        let search = "      auto align = parse_align(to_ascii(*fill_end));\n      enter_state(state::align, align != align::none);\n      specs.fill = {begin, to_unsigned(fill_end - begin)};\n      specs.align = align;\n      begin = fill_end + 1;";
+        let replace = "      auto align = parse_align(to_ascii(*fill_end));\n      enter_state(state::align, align != align::none);\n      specs.fill =\n          basic_string_view<Char>(begin, to_unsigned(fill_end - begin));\n      specs.align = align;\n      begin = fill_end + 1;";
+        let out = edit_text(
+            file,
+            &[Edit {
+                search: search.into(),
+                replace: replace.into(),
+            }],
+        );
+        assert_eq!(out, Ok(file.replacen(search, replace, 1)));
     }
 }
