@@ -1,12 +1,14 @@
 //! A parsed index file: read once (mapped when large), then asked for entries by path or
-//! position, with nothing parsed per entry beyond where it starts.
+//! position, with nothing parsed per entry beyond where it starts. The read hands the
+//! mapping's pages back as it goes, so a large index is not resident after it (see
+//! `file_bytes`): a lookup faults in only the pages it reads.
 
 use std::fs::{self, File};
 use std::path::Path;
 
 use git2::Oid;
 
-use super::file_bytes::FileBytes;
+use super::file_bytes::{FileBytes, WINDOW};
 use super::format::{
     Entry, EntryReader, Extension, FIXED_LEN, FLAG_EXTENDED, FLAGS_OFFSET, HEADER_LEN, MODE_OFFSET,
     NAME_MASK, OID_OFFSET, RawEntry, STAGE_MASK, bad, be16, be32, parse_extensions, parse_header,
@@ -26,6 +28,8 @@ pub(crate) struct IndexFile {
     pub(super) path_ends: Vec<u32>,
     pub(super) arena: Vec<u8>,
     pub(super) extensions: Vec<Extension>,
+    /// The entries at a stage other than 0 (unresolved conflicts), found while reading.
+    pub(super) conflicted: Vec<u32>,
 }
 
 impl IndexFile {
@@ -39,6 +43,7 @@ impl IndexFile {
             path_ends: Vec::new(),
             arena: Vec::new(),
             extensions: Vec::new(),
+            conflicted: Vec::new(),
         }
     }
 
@@ -62,9 +67,19 @@ impl IndexFile {
         let buf: FileBytes = buf.into();
         let (version, count) = parse_header(path, &buf)?;
         let mut entries = Vec::with_capacity(count);
+        let mut conflicted = Vec::new();
         let mut reader = EntryReader::new(path, &buf, version, count);
-        for _ in 0..count {
-            entries.push(reader.entry()?);
+        let mut released = 0;
+        for i in 0..count {
+            let e = reader.entry()?;
+            if be16(&buf, e.start as usize + FLAGS_OFFSET) & STAGE_MASK != 0 {
+                conflicted.push(i as u32);
+            }
+            entries.push(e);
+            if reader.pos - released >= WINDOW {
+                buf.release(released..reader.pos);
+                released = reader.pos;
+            }
         }
         let EntryReader {
             arena,
@@ -78,6 +93,7 @@ impl IndexFile {
         if nameless {
             return Err(bad(path, "an entry has no path"));
         }
+        buf.release_all();
         Ok(IndexFile {
             version,
             buf,
@@ -86,6 +102,7 @@ impl IndexFile {
             path_ends,
             arena,
             extensions,
+            conflicted,
         })
     }
 
@@ -161,12 +178,26 @@ impl IndexFile {
 
     /// Paths with unresolved conflicts (entries at a stage other than 0).
     pub(crate) fn conflicts(&self) -> Vec<String> {
-        let mut out: Vec<String> = (0..self.entries.len())
-            .filter(|&i| self.stage_of(self.entries[i]) != 0)
-            .map(|i| crate::rawname::encode(self.path_at(i)).into_owned())
+        let mut out: Vec<String> = self
+            .conflicted
+            .iter()
+            .map(|&i| crate::rawname::encode(self.path_at(i as usize)).into_owned())
             .collect();
         out.dedup();
         out
+    }
+
+    /// Hand back the pages entries `range` lie on (see [`FileBytes::release`]): a pass over
+    /// many entries calls it behind itself, so the file is not left resident after it.
+    pub(crate) fn release(&self, range: std::ops::Range<usize>) {
+        let Some(first) = self.entries.get(range.start) else {
+            return;
+        };
+        let last = range.end.min(self.entries.len());
+        if last > range.start {
+            self.buf
+                .release(first.start as usize..self.end_of(last - 1));
+        }
     }
 
     /// How many entries there are (every stage).

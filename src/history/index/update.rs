@@ -7,6 +7,7 @@ use std::io::Write;
 use git2::Oid;
 
 use super::file::IndexFile;
+use super::file_bytes::WINDOW;
 use super::format::{
     Entry, FIXED_LEN, FLAGS_OFFSET, HashingWriter, MODE_OFFSET, NAME_MASK, OID_OFFSET, SIGNATURE,
     encode_varint,
@@ -118,11 +119,11 @@ impl IndexFile {
                 piece.extend_from_slice(&self.buf[start..start + fixed]);
                 self.emit_path(&mut piece, &mut prev, self.path_at(i), fixed);
                 out.put(&piece)?;
-                out.put(&self.buf[self.end_of(i)..run_end])?;
+                self.copy_run(&mut out, self.end_of(i)..run_end)?;
                 prev.clear();
                 prev.extend_from_slice(self.path_at(j - 1));
             } else {
-                out.put(&self.buf[start..run_end])?;
+                self.copy_run(&mut out, start..run_end)?;
             }
             i = j;
         }
@@ -141,6 +142,24 @@ impl IndexFile {
             }
         }
         out.finish()
+    }
+
+    /// Copy `range` of the old file's bytes to `out` a window at a time, handing each
+    /// window's pages back once it is written: a run of unchanged entries is most of the
+    /// file, which would otherwise all be resident at the end of the copy.
+    fn copy_run<W: Write>(
+        &self,
+        out: &mut HashingWriter<W>,
+        range: std::ops::Range<usize>,
+    ) -> std::io::Result<()> {
+        let mut at = range.start;
+        while at < range.end {
+            let end = (at + WINDOW).min(range.end);
+            out.put(&self.buf[at..end])?;
+            self.buf.release(at..end);
+            at = end;
+        }
+        Ok(())
     }
 
     /// The path part of an entry: padded (v2, v3) or prefix-compressed (v4).
