@@ -262,6 +262,63 @@ mod tests {
         assert_eq!(tracked.blob("many/d0"), None);
     }
 
+    /// The resident KiB of this process's mappings of the file at `path`.
+    fn resident_kib(path: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let (mut mine, mut kib) = (false, 0);
+        for line in smaps.lines() {
+            if let Some(v) = line.strip_prefix("Rss:") {
+                if mine {
+                    kib += v
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .unwrap();
+                }
+            } else if line.split_whitespace().count() >= 5 && line.contains('-') {
+                mine = line.ends_with(&*path.to_string_lossy());
+            }
+        }
+        kib
+    }
+
+    #[test]
+    fn a_large_index_is_not_left_resident_and_every_blob_is_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        git(root, &["init", "-q"]);
+        // Long names, so that the index is large enough to be mapped (256 KiB and over).
+        let dir = "a-folder-with-a-long-name/and-another-one-below-it-to-make-paths-long";
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        for i in 0..3000 {
+            std::fs::write(
+                root.join(format!("{dir}/file-number-{i:05}.txt")),
+                format!("{i}\n"),
+            )
+            .unwrap();
+        }
+        git(root, &["add", "-A"]);
+        let index = root.join(".git/index");
+        assert!(std::fs::metadata(&index).unwrap().len() > 300 * 1024);
+        let tracked = TrackedBlobs::read(root).unwrap();
+        let resident = resident_kib(&index);
+        assert!(
+            resident <= 64,
+            "{resident} KiB of the index resident after reading it"
+        );
+        let listing = String::from_utf8(git(root, &["ls-files", "-s", "-z"])).unwrap();
+        for line in listing.split('\0').filter(|l| !l.is_empty()) {
+            let (meta, path) = line.split_once('\t').unwrap();
+            let id = meta.split(' ').nth(1).unwrap();
+            let got = tracked.blob(path).unwrap();
+            assert_eq!(
+                got.iter().map(|x| format!("{x:02x}")).collect::<String>(),
+                id
+            );
+        }
+    }
+
     #[test]
     fn an_index_git_rewrites_is_read_again() {
         let tmp = tempfile::tempdir().unwrap();
