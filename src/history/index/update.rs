@@ -365,6 +365,40 @@ mod tests {
         }
     }
 
+    #[test]
+    fn lookups_across_many_blocks_find_every_entry_and_nothing_between() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("index");
+        let id = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
+        for version in [2u32, 4] {
+            let mut empty = IndexFile::empty();
+            empty.version = version;
+            // Enough entries for many blocks of pivots, the last one partly filled.
+            let paths: Vec<String> = (0..1000).map(|i| format!("d{}/f{i:04}", i % 7)).collect();
+            let updates: BTreeMap<String, Option<Entry>> = paths
+                .iter()
+                .map(|p| (p.clone(), Some((id, 0o100644))))
+                .collect();
+            fs::write(&p, empty.rewrite(&updates)).unwrap();
+            let read = IndexFile::read(&p).unwrap();
+            let mut sorted = paths.clone();
+            sorted.sort();
+            for (i, path) in sorted.iter().enumerate() {
+                assert_eq!(read.position(path.as_bytes()), Some(i), "{path}");
+                assert_eq!(read.get(path), Some((id, 0o100644)));
+                // Just after it and just before it: nothing there.
+                assert_eq!(read.get(&format!("{path}x")), None);
+                assert_eq!(read.lower_bound(format!("{path}x").as_bytes()), i + 1);
+            }
+            assert_eq!(read.lower_bound(b""), 0);
+            assert_eq!(read.lower_bound(b"zzz"), 1000);
+            assert_eq!(
+                read.under("d3").len(),
+                sorted.iter().filter(|p| p.starts_with("d3/")).count()
+            );
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
         #[test]
