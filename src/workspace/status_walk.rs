@@ -38,6 +38,13 @@ pub trait Tracked: Sync {
     /// Whether the file at position `i`, which now has the stat data `st`, is certainly what
     /// the caller recorded (`false` when in doubt: the caller then reads it).
     fn unchanged(&self, i: usize, st: &FileStat) -> bool;
+    /// The walk has looked at the directory whose tracked files are at `positions` (its
+    /// subdirectories, looked at later, ask for their own positions again): an index held in
+    /// a mapping may hand back the pages they lie on, so the pass does not leave all of it
+    /// resident.
+    fn done_with(&self, positions: Range<usize>) {
+        let _ = positions;
+    }
 }
 
 /// One flag per tracked position: met by the walk. Set by whichever worker meets the file.
@@ -325,6 +332,7 @@ impl<'s, 'w, 't> Worker<'s, 'w, 't> {
                 (_, None) => self.untracked_file(&e.name, level, any_rules, &path),
             }
         }
+        tracked.done_with(below);
     }
 
     /// An untracked file at `path`: reported unless hidden.

@@ -1,9 +1,14 @@
 //! The blob git's index records for each tracked file, looked up by path, for the repository
 //! map: a tracked file's version is its index blob, so the map knows what it holds without
 //! a `stat` of every file (at 100,000 files those stats alone cost five times `git ls-files`).
-//! The index is kept as read (one buffer and a small record per entry, no string per path).
+//! Only what a lookup needs is kept, copied out of the index in one pass that hands the
+//! index's pages back as it goes: the regular files' paths, one after the other, and their
+//! blob ids. The index itself carries every entry's stat data and every link's path (half the
+//! entries of a theme of icons are links), three times as much to hold.
 
 use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use crate::history::git::repo::{self, Found};
 use crate::history::index::{self, IndexFile};
@@ -17,20 +22,27 @@ const REGULAR: [u32; 2] = [0o100_644, 0o100_755];
 /// used).
 const MISSES_BEFORE_TABLE: usize = 512;
 
-/// The project's index, for looking up tracked files' blobs.
+/// Entries copied between two hand-backs of the index's pages.
+const RELEASE_EVERY: usize = 8192;
+
+/// The project's tracked regular files and their blobs, for looking them up.
 #[derive(Debug)]
 pub struct TrackedBlobs {
-    index: std::sync::Arc<IndexFile>,
-    /// An open-addressing table over the stage-0 entries: slot -> entry number + 1 (0 is
-    /// empty), built once lookups have missed the next entry [`MISSES_BEFORE_TABLE`] times.
-    /// A lookup then hashes the path once and compares one or two paths.
-    slots: std::sync::OnceLock<Vec<u32>>,
-    /// Lookups that missed the next entry so far.
-    misses: std::sync::atomic::AtomicUsize,
-    /// The entry after the last one found: the map asks folder by folder, file names in
-    /// order, so the next file is most often the next entry (read in order, with no probe
-    /// into the table's and the index's memory at random).
-    next: std::sync::atomic::AtomicUsize,
+    /// The stage-0 regular files' paths in the index's order (sorted), one after the other.
+    paths: Vec<u8>,
+    /// Where each path ends in `paths`.
+    ends: Vec<u32>,
+    /// Each one's blob id.
+    blobs: Vec<[u8; 20]>,
+    /// An open-addressing table over the files: slot -> file number + 1 (0 is empty), built
+    /// once lookups have missed the next file [`MISSES_BEFORE_TABLE`] times. A lookup then
+    /// hashes the path once and compares one or two paths.
+    slots: OnceLock<Vec<u32>>,
+    /// Lookups that missed the next file so far.
+    misses: AtomicUsize,
+    /// The file after the last one found: the map asks folder by folder, file names in
+    /// order, so the next file is most often the next one here.
+    next: AtomicUsize,
 }
 
 /// A hash of a path's bytes, eight at a time, finished with splitmix64's mixer so that the
@@ -60,11 +72,41 @@ impl TrackedBlobs {
             return None;
         }
         let index = index::load_shared(&hr.repo).ok()?;
+        TrackedBlobs::of(&index)
+    }
+
+    /// What a lookup needs of `index`, copied out a window at a time (`None` past 4 GiB of
+    /// paths).
+    fn of(index: &IndexFile) -> Option<TrackedBlobs> {
+        let mut paths = Vec::new();
+        let mut ends = Vec::new();
+        let mut blobs = Vec::new();
+        let mut from = 0;
+        for at in 0..index.len() {
+            if let Some((id, mode)) = index.raw_entry_at(at)
+                && REGULAR.contains(&mode)
+                && let Ok(id) = <[u8; 20]>::try_from(id)
+            {
+                paths.extend_from_slice(index.path_at(at));
+                ends.push(u32::try_from(paths.len()).ok()?);
+                blobs.push(id);
+            }
+            if at + 1 - from >= RELEASE_EVERY {
+                index.release(from..at + 1);
+                from = at + 1;
+            }
+        }
+        index.release(from..index.len());
+        paths.shrink_to_fit();
+        ends.shrink_to_fit();
+        blobs.shrink_to_fit();
         Some(TrackedBlobs {
-            index,
-            slots: std::sync::OnceLock::new(),
-            misses: std::sync::atomic::AtomicUsize::new(0),
-            next: std::sync::atomic::AtomicUsize::new(0),
+            paths,
+            ends,
+            blobs,
+            slots: OnceLock::new(),
+            misses: AtomicUsize::new(0),
+            next: AtomicUsize::new(0),
         })
     }
 
@@ -73,28 +115,35 @@ impl TrackedBlobs {
     pub fn blob(&self, path: &str) -> Option<[u8; 20]> {
         let raw = crate::rawname::decode(path);
         let at = self.find(&raw)?;
-        let (id, mode) = self.index.raw_entry_at(at)?;
-        if !REGULAR.contains(&mode) {
-            return None;
-        }
-        id.try_into().ok()
+        self.blobs.get(at).copied()
     }
 
-    /// The stage-0 entry at `path`.
+    /// How many files there are.
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The path of file `i` (empty past the end).
+    fn path_at(&self, i: usize) -> &[u8] {
+        let Some(&end) = self.ends.get(i) else {
+            return &[];
+        };
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
+        &self.paths[start..end as usize]
+    }
+
+    /// The file at `path`.
     fn find(&self, path: &[u8]) -> Option<usize> {
-        use std::sync::atomic::Ordering::Relaxed;
         let guess = self.next.load(Relaxed);
-        let at = if self.index.path_at(guess) == path && self.index.raw_entry_at(guess).is_some() {
+        let at = if guess < self.len() && self.path_at(guess) == path {
             Some(guess)
         } else if self.slots.get().is_some()
             || self.misses.fetch_add(1, Relaxed) >= MISSES_BEFORE_TABLE
         {
             self.probe(path)
         } else {
-            // The first entry at a path is its stage-0 one, when it has one (stages sort).
-            self.index
-                .position(path)
-                .filter(|&at| self.index.raw_entry_at(at).is_some())
+            let i = self.lower_bound(path);
+            (i < self.len() && self.path_at(i) == path).then_some(i)
         };
         if let Some(at) = at {
             self.next.store(at + 1, Relaxed);
@@ -102,40 +151,51 @@ impl TrackedBlobs {
         at
     }
 
-    /// The stage-0 entry at `path`, from the table.
+    /// The first file whose path is not less than `path`.
+    fn lower_bound(&self, path: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.path_at(mid) < path {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The file at `path`, from the table.
     fn probe(&self, path: &[u8]) -> Option<usize> {
-        let slots = self.slots.get_or_init(|| table(&self.index));
+        let slots = self.slots.get_or_init(|| self.table());
         let mask = slots.len().checked_sub(1)?;
         let mut slot = hash(path) as usize & mask;
         loop {
             let at = (*slots.get(slot)? as usize).checked_sub(1)?;
-            if self.index.path_at(at) == path {
+            if self.path_at(at) == path {
                 return Some(at);
             }
             slot = (slot + 1) & mask;
         }
     }
-}
 
-/// The lookup table of `index`'s stage-0 entries, at most half full (so a probe ends soon).
-fn table(index: &IndexFile) -> Vec<u32> {
-    let size = (index.len() * 2).next_power_of_two().max(16);
-    let mask = size - 1;
-    let mut slots = vec![0u32; size];
-    for at in 0..index.len() {
-        if index.raw_entry_at(at).is_none() {
-            continue;
+    /// The lookup table of the files, at most half full (so a probe ends soon).
+    fn table(&self) -> Vec<u32> {
+        let size = (self.len() * 2).next_power_of_two().max(16);
+        let mask = size - 1;
+        let mut slots = vec![0u32; size];
+        for at in 0..self.len() {
+            let Ok(number) = u32::try_from(at + 1) else {
+                break;
+            };
+            let mut slot = hash(self.path_at(at)) as usize & mask;
+            while slots[slot] != 0 {
+                slot = (slot + 1) & mask;
+            }
+            slots[slot] = number;
         }
-        let Ok(number) = u32::try_from(at + 1) else {
-            break;
-        };
-        let mut slot = hash(index.path_at(at)) as usize & mask;
-        while slots[slot] != 0 {
-            slot = (slot + 1) & mask;
-        }
-        slots[slot] = number;
+        slots
     }
-    slots
 }
 
 #[cfg(test)]
@@ -200,6 +260,63 @@ mod tests {
         assert_eq!(tracked.blob("src"), None);
         assert_eq!(tracked.blob("many/d1/f7.txt"), None, "f7 is in d0, not d1");
         assert_eq!(tracked.blob("many/d0"), None);
+    }
+
+    /// The resident KiB of this process's mappings of the file at `path`.
+    fn resident_kib(path: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let (mut mine, mut kib) = (false, 0);
+        for line in smaps.lines() {
+            if let Some(v) = line.strip_prefix("Rss:") {
+                if mine {
+                    kib += v
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .unwrap();
+                }
+            } else if line.split_whitespace().count() >= 5 && line.contains('-') {
+                mine = line.ends_with(&*path.to_string_lossy());
+            }
+        }
+        kib
+    }
+
+    #[test]
+    fn a_large_index_is_not_left_resident_and_every_blob_is_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        git(root, &["init", "-q"]);
+        // Long names, so that the index is large enough to be mapped (256 KiB and over).
+        let dir = "a-folder-with-a-long-name/and-another-one-below-it-to-make-paths-long";
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        for i in 0..3000 {
+            std::fs::write(
+                root.join(format!("{dir}/file-number-{i:05}.txt")),
+                format!("{i}\n"),
+            )
+            .unwrap();
+        }
+        git(root, &["add", "-A"]);
+        let index = root.join(".git/index");
+        assert!(std::fs::metadata(&index).unwrap().len() > 300 * 1024);
+        let tracked = TrackedBlobs::read(root).unwrap();
+        let resident = resident_kib(&index);
+        assert!(
+            resident <= 64,
+            "{resident} KiB of the index resident after reading it"
+        );
+        let listing = String::from_utf8(git(root, &["ls-files", "-s", "-z"])).unwrap();
+        for line in listing.split('\0').filter(|l| !l.is_empty()) {
+            let (meta, path) = line.split_once('\t').unwrap();
+            let id = meta.split(' ').nth(1).unwrap();
+            let got = tracked.blob(path).unwrap();
+            assert_eq!(
+                got.iter().map(|x| format!("{x:02x}")).collect::<String>(),
+                id
+            );
+        }
     }
 
     #[test]

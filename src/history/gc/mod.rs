@@ -22,7 +22,7 @@ use crate::history::git::names;
 use crate::history::git::ref_index::RefIndex;
 use crate::history::git::repo::{self, Found};
 use crate::history::git::store;
-use crate::history::record::revert;
+use crate::history::record::holders;
 
 /// What `gc` removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -104,7 +104,7 @@ fn prune_refs(
         if commit.time().seconds() >= cutoff || !crate::history::git::auth::verified(&commit) {
             continue;
         }
-        if !revert::refs_containing(repo, id, "")?.is_empty() {
+        if !holders::refs_containing(repo, id, "")?.is_empty() {
             continue;
         }
         let mut doomed = vec![name.clone()];

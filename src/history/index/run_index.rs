@@ -79,6 +79,10 @@ impl Tracked for RunIndex {
             .is_some_and(|(_, mode)| mode.cast_unsigned() == MODE_GITLINK)
     }
 
+    fn done_with(&self, positions: std::ops::Range<usize>) {
+        self.index.release(positions);
+    }
+
     fn unchanged(&self, i: usize, st: &FileStat) -> bool {
         let (Some((_, mode)), Some(rec)) = (self.index.entry_at(i), self.index.stat_at(i)) else {
             return false;

@@ -7,6 +7,7 @@ use std::io::Write;
 use git2::Oid;
 
 use super::file::IndexFile;
+use super::file_bytes::WINDOW;
 use super::format::{
     Entry, FIXED_LEN, FLAGS_OFFSET, HashingWriter, MODE_OFFSET, NAME_MASK, OID_OFFSET, SIGNATURE,
     encode_varint,
@@ -118,11 +119,11 @@ impl IndexFile {
                 piece.extend_from_slice(&self.buf[start..start + fixed]);
                 self.emit_path(&mut piece, &mut prev, self.path_at(i), fixed);
                 out.put(&piece)?;
-                out.put(&self.buf[self.end_of(i)..run_end])?;
+                self.copy_run(&mut out, self.end_of(i)..run_end)?;
                 prev.clear();
                 prev.extend_from_slice(self.path_at(j - 1));
             } else {
-                out.put(&self.buf[start..run_end])?;
+                self.copy_run(&mut out, start..run_end)?;
             }
             i = j;
         }
@@ -141,6 +142,24 @@ impl IndexFile {
             }
         }
         out.finish()
+    }
+
+    /// Copy `range` of the old file's bytes to `out` a window at a time, handing each
+    /// window's pages back once it is written: a run of unchanged entries is most of the
+    /// file, which would otherwise all be resident at the end of the copy.
+    fn copy_run<W: Write>(
+        &self,
+        out: &mut HashingWriter<W>,
+        range: std::ops::Range<usize>,
+    ) -> std::io::Result<()> {
+        let mut at = range.start;
+        while at < range.end {
+            let end = (at + WINDOW).min(range.end);
+            out.put(&self.buf[at..end])?;
+            self.buf.release(at..end);
+            at = end;
+        }
+        Ok(())
     }
 
     /// The path part of an entry: padded (v2, v3) or prefix-compressed (v4).
@@ -343,6 +362,40 @@ mod tests {
             assert_eq!(read.get("a.txt"), None);
             assert_eq!(read.get(&long), Some((id, 0o100644)));
             assert_eq!(read.entries.len(), 2);
+        }
+    }
+
+    #[test]
+    fn lookups_across_many_blocks_find_every_entry_and_nothing_between() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("index");
+        let id = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
+        for version in [2u32, 4] {
+            let mut empty = IndexFile::empty();
+            empty.version = version;
+            // Enough entries for many blocks of pivots, the last one partly filled.
+            let paths: Vec<String> = (0..1000).map(|i| format!("d{}/f{i:04}", i % 7)).collect();
+            let updates: BTreeMap<String, Option<Entry>> = paths
+                .iter()
+                .map(|p| (p.clone(), Some((id, 0o100644))))
+                .collect();
+            fs::write(&p, empty.rewrite(&updates)).unwrap();
+            let read = IndexFile::read(&p).unwrap();
+            let mut sorted = paths.clone();
+            sorted.sort();
+            for (i, path) in sorted.iter().enumerate() {
+                assert_eq!(read.position(path.as_bytes()), Some(i), "{path}");
+                assert_eq!(read.get(path), Some((id, 0o100644)));
+                // Just after it and just before it: nothing there.
+                assert_eq!(read.get(&format!("{path}x")), None);
+                assert_eq!(read.lower_bound(format!("{path}x").as_bytes()), i + 1);
+            }
+            assert_eq!(read.lower_bound(b""), 0);
+            assert_eq!(read.lower_bound(b"zzz"), 1000);
+            assert_eq!(
+                read.under("d3").len(),
+                sorted.iter().filter(|p| p.starts_with("d3/")).count()
+            );
         }
     }
 

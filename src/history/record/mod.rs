@@ -4,6 +4,7 @@
 //! kept for redo (`kept`), and the markers of notes given once (`note`).
 
 pub(super) mod forged;
+pub(super) mod holders;
 pub(super) mod kept;
 pub(super) mod left;
 pub(super) mod line;

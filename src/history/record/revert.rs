@@ -139,38 +139,6 @@ pub(crate) fn session_branches(repo: &Repository) -> Vec<String> {
     out
 }
 
-/// Local branches (other than `own`) and remote-tracking refs that contain `commit`.
-pub(crate) fn refs_containing(
-    repo: &Repository,
-    commit: Oid,
-    own: &str,
-) -> Result<Vec<String>, HistoryError> {
-    let mut out = Vec::new();
-    let refs = repo.references().ctx(|| "cannot list refs".into())?;
-    for r in refs.flatten() {
-        let Ok(name) = r.name() else { continue };
-        if name == own || !(name.starts_with("refs/heads/") || name.starts_with("refs/remotes/")) {
-            continue;
-        }
-        if r.symbolic_target().ok().flatten().is_some() {
-            continue;
-        }
-        let Some(target) = r.target() else { continue };
-        let contains = target == commit
-            || repo
-                .graph_descendant_of(target, commit)
-                .ctx(|| format!("cannot compare {name} with {commit}"))?;
-        if contains {
-            let short = name
-                .strip_prefix("refs/heads/")
-                .or_else(|| name.strip_prefix("refs/remotes/"))
-                .unwrap_or(name);
-            out.push(short.to_string());
-        }
-    }
-    Ok(out)
-}
-
 /// Describe how the work tree differs from what a commit recorded.
 pub(crate) fn describe_difference(recorded: Option<Entry>, now: Option<Entry>) -> &'static str {
     match (recorded, now) {

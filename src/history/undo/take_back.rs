@@ -27,7 +27,7 @@ use crate::history::record::made::Made;
 use crate::history::record::message::{self, Kind};
 use crate::history::record::revert::{self, PathChange};
 use crate::history::record::verified;
-use crate::history::record::{kept, trash};
+use crate::history::record::{holders, kept, trash};
 use crate::history::undo::own_snapshots;
 
 /// The plan commit an undo takes off the branch, and the names its messages and refs use.
@@ -84,7 +84,7 @@ fn newest_plan<'r>(
         .unwrap_or_default();
     let number = trailers.plan.unwrap_or(0);
     let short = names::short_id(plan_commit.id());
-    let holders = revert::refs_containing(repo, plan_commit.id(), &branch.name)?;
+    let holders = holders::refs_containing(repo, plan_commit.id(), &branch.name)?;
     if !holders.is_empty() {
         return Err(HistoryError::Refused {
             message: format!(
