@@ -16,6 +16,44 @@ use crate::workspace::{Corpus, Workspace};
 const PROGRESS_EVERY: Duration = Duration::from_millis(300);
 /// Maps with fewer files than this to parse finish too soon to need progress.
 const PROGRESS_FROM: usize = 300;
+/// Time kept, of a first call's budget, for what follows the map: the call assembled and
+/// sent, or the map written out and its cache's save joined before the process exits.
+const TAIL: Duration = Duration::from_millis(100);
+/// Clock ticks a second in `/proc` (`USER_HZ`, fixed for the kernel's interface).
+const USER_HZ: f64 = 100.0;
+
+/// What is left for a map of a first call's `budget` counted from `since` (the start of the
+/// turn, or of the process for `pai map`): what came before the map (the project's listing,
+/// a cold one walking every directory) and the tail after it are taken out, so the whole
+/// first call keeps to the budget, not only the map.
+pub fn left_of(budget: Duration, since: Instant) -> Duration {
+    budget.saturating_sub(since.elapsed()).saturating_sub(TAIL)
+}
+
+/// When this process started, as the kernel tells it (now, when `/proc` cannot).
+pub fn process_start() -> Instant {
+    let now = Instant::now();
+    process_age()
+        .and_then(|age| now.checked_sub(age))
+        .unwrap_or(now)
+}
+
+/// How long ago this process started: the time since boot less the process's start time
+/// since boot (the 22nd field of `/proc/self/stat`, counted after the command's closing
+/// parenthesis since the command may hold spaces and parentheses).
+fn process_age() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields = stat.get(stat.rfind(')')? + 1..)?;
+    let ticks: u64 = fields.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let age = uptime - ticks as f64 / USER_HZ;
+    (age.is_finite() && age >= 0.0).then(|| Duration::from_secs_f64(age))
+}
 
 /// Wait for the map's cache, written while the first call goes out, to reach the disk; the
 /// process calls this before it exits.
@@ -23,7 +61,8 @@ pub fn finish() {
     map::store::wait_for_save();
 }
 
-/// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
+/// Build the map of the project in `ws` for `request`, reporting progress to `progress`;
+/// `time_budget` counts from now (see [`left_of`]).
 pub fn build(
     ws: &Workspace,
     corpus: &Corpus,
@@ -74,17 +113,20 @@ pub struct MapView<'a> {
     ws: &'a Workspace,
     frontend: &'a dyn Frontend,
     time_budget: Duration,
+    /// When the turn started: the time budget counts from it.
+    since: Instant,
     corpus: OnceCell<Corpus>,
 }
 
 impl<'a> MapView<'a> {
-    /// A view of `ws` for one turn; progress of a cold map goes to `frontend`, which may
-    /// parse for `time_budget`.
+    /// A view of `ws` for one turn starting now; progress of a cold map goes to `frontend`;
+    /// the turn's first call, map included, keeps to `time_budget`.
     pub fn new(ws: &'a Workspace, frontend: &'a dyn Frontend, time_budget: Duration) -> Self {
         MapView {
             ws,
             frontend,
             time_budget,
+            since: Instant::now(),
             corpus: OnceCell::new(),
         }
     }
@@ -123,15 +165,45 @@ impl ProjectView for MapView<'_> {
                 self.frontend.event(&Event::Mapping { done, total });
             }
         };
+        let corpus = self.corpus();
         let report = build(
             self.ws,
-            self.corpus(),
+            corpus,
             request,
             last_files,
             budget_chars,
-            self.time_budget,
+            left_of(self.time_budget, self.since),
             &progress,
         );
         Some(report.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_left_takes_out_what_came_before_and_the_tail() {
+        let now = Instant::now();
+        let left = left_of(Duration::from_secs(4), now);
+        assert!(left <= Duration::from_secs(4) - TAIL, "{left:?}");
+        assert!(left > Duration::from_secs(3), "{left:?}");
+        let long_ago = now.checked_sub(Duration::from_secs(5)).unwrap();
+        assert_eq!(left_of(Duration::from_secs(4), long_ago), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_process_started_before_now_and_not_long_ago() {
+        std::thread::sleep(Duration::from_millis(30));
+        let age = process_age().expect("/proc tells a process's age");
+        assert!(age < Duration::from_secs(24 * 3600), "{age:?}");
+        let start = process_start();
+        assert!(start <= Instant::now());
+        assert!(
+            start.elapsed() >= Duration::from_millis(20),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }
