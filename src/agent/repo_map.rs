@@ -18,7 +18,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(300);
 const PROGRESS_FROM: usize = 300;
 /// Time kept, of a first call's budget, for what follows the map: the call assembled and
 /// sent, or the map written out and its cache's save joined before the process exits.
-const TAIL: Duration = Duration::from_millis(100);
+const TAIL: Duration = Duration::from_millis(200);
 /// Clock ticks a second in `/proc` (`USER_HZ`, fixed for the kernel's interface).
 const USER_HZ: f64 = 100.0;
 

@@ -232,12 +232,11 @@ fn build_with<'c>(
     let (location, cached) = load_cache(opts, &root, corpus);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
-    let stale = activity.head.is_some()
-        && cached.recent.as_ref().map(|r| &r.head) != activity.head.as_ref();
+    let stale = recent_stale(&cached, activity);
     // Recent commits are read (when HEAD moved) while the files are gathered, not after: git
     // maps its pack files to read them, and that memory is let go before parsing has grown
     // its own, instead of adding to it at the end.
-    let (gathered, fresh) = std::thread::scope(|s| {
+    let ((mut g, mut clock), fresh) = std::thread::scope(|s| {
         let fresh = stale.then(|| Background::start(s, "pai-map-recent", activity.recent));
         let index = helpers.index.value();
         let mut clock = Stages::new(started);
@@ -259,7 +258,6 @@ fn build_with<'c>(
         drop(index);
         ((g, clock), fresh.map(Background::value))
     });
-    let (mut g, mut clock) = gathered;
     clock.mark("gather");
     let PathsTold {
         named,
@@ -401,6 +399,11 @@ fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
         (false, false, _) => 3,
     };
     class * 64 + depth.min(63)
+}
+
+/// Whether the recent commits the cache holds were read at another HEAD (or none were).
+fn recent_stale(cached: &store::Store, activity: &Activity<'_>) -> bool {
+    activity.head.is_some() && cached.recent.as_ref().map(|r| &r.head) != activity.head.as_ref()
 }
 
 /// Recently changed files: `fresh` when they were read for this map, else from the cache

@@ -263,11 +263,12 @@ impl SymFile {
 
     /// The text of name `id` (`None` past the end or when damaged).
     pub fn name(&self, id: u32) -> Option<Cow<'_, str>> {
-        let kept = |f: &dyn Fn(&mut HashMap<u32, Box<str>>) -> Option<String>| {
-            self.kept.lock().ok().and_then(|mut k| f(&mut k))
-        };
         if self.src.head.is_empty()
-            && let Some(known) = kept(&|k| k.get(&id).map(|n| n.to_string()))
+            && let Some(known) = self
+                .kept
+                .lock()
+                .ok()
+                .and_then(|k| k.get(&id).map(|n| n.to_string()))
         {
             return Some(Cow::Owned(known));
         }
@@ -280,12 +281,11 @@ impl SymFile {
             Cow::Borrowed(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
             Cow::Owned(b) => {
                 let name = String::from_utf8(b).ok()?;
-                kept(&|k| {
-                    if k.len() < NAMES_KEPT {
-                        k.insert(id, name.as_str().into());
-                    }
-                    None
-                });
+                if let Ok(mut k) = self.kept.lock()
+                    && k.len() < NAMES_KEPT
+                {
+                    k.insert(id, name.as_str().into());
+                }
                 Some(Cow::Owned(name))
             }
         }

@@ -123,7 +123,7 @@ impl Words {
         if k >= self.words {
             return None;
         }
-        let first = k.checked_sub(1).unwrap_or(0);
+        let first = k.saturating_sub(1);
         let n = if k == 0 { 1 } else { 2 };
         let mut b = [0u8; 2 * ENTRY as usize];
         let b = &mut b[..n * ENTRY as usize];
