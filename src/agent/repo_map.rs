@@ -19,40 +19,12 @@ const PROGRESS_FROM: usize = 300;
 /// Time kept, of a first call's budget, for what follows the map: the call assembled and
 /// sent, or the map written out and its cache's save joined before the process exits.
 const TAIL: Duration = Duration::from_millis(200);
-/// Clock ticks a second in `/proc` (`USER_HZ`, fixed for the kernel's interface).
-const USER_HZ: f64 = 100.0;
-
 /// What is left for a map of a first call's `budget` counted from `since` (the start of the
 /// turn, or of the process for `pai map`): what came before the map (the project's listing,
 /// a cold one walking every directory) and the tail after it are taken out, so the whole
 /// first call keeps to the budget, not only the map.
 pub fn left_of(budget: Duration, since: Instant) -> Duration {
     budget.saturating_sub(since.elapsed()).saturating_sub(TAIL)
-}
-
-/// When this process started, as the kernel tells it (now, when `/proc` cannot).
-pub fn process_start() -> Instant {
-    let now = Instant::now();
-    process_age()
-        .and_then(|age| now.checked_sub(age))
-        .unwrap_or(now)
-}
-
-/// How long ago this process started: the time since boot less the process's start time
-/// since boot (the 22nd field of `/proc/self/stat`, counted after the command's closing
-/// parenthesis since the command may hold spaces and parentheses).
-fn process_age() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields = stat.get(stat.rfind(')')? + 1..)?;
-    let ticks: u64 = fields.split_whitespace().nth(19)?.parse().ok()?;
-    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let age = uptime - ticks as f64 / USER_HZ;
-    (age.is_finite() && age >= 0.0).then(|| Duration::from_secs_f64(age))
 }
 
 /// Wait for the map's cache, written while the first call goes out, to reach the disk; the
@@ -191,19 +163,5 @@ mod tests {
         assert!(left > Duration::from_secs(3), "{left:?}");
         let long_ago = now.checked_sub(Duration::from_secs(5)).unwrap();
         assert_eq!(left_of(Duration::from_secs(4), long_ago), Duration::ZERO);
-    }
-
-    #[test]
-    fn the_process_started_before_now_and_not_long_ago() {
-        std::thread::sleep(Duration::from_millis(30));
-        let age = process_age().expect("/proc tells a process's age");
-        assert!(age < Duration::from_secs(24 * 3600), "{age:?}");
-        let start = process_start();
-        assert!(start <= Instant::now());
-        assert!(
-            start.elapsed() >= Duration::from_millis(20),
-            "{:?}",
-            start.elapsed()
-        );
     }
 }

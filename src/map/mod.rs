@@ -36,6 +36,33 @@ use terms::Query;
 
 /// Default time a cold map may parse before ranking on what it has.
 pub const DEFAULT_TIME_BUDGET: Duration = Duration::from_secs(4);
+/// Clock ticks a second in `/proc` (`USER_HZ`, fixed for the kernel's interface).
+const USER_HZ: f64 = 100.0;
+
+/// When this process started, as the kernel tells it (now, when `/proc` cannot).
+pub fn process_start() -> Instant {
+    let now = Instant::now();
+    process_age()
+        .and_then(|age| now.checked_sub(age))
+        .unwrap_or(now)
+}
+
+/// How long ago this process started: the time since boot less the process's start time
+/// since boot (the 22nd field of `/proc/self/stat`, counted after the command's closing
+/// parenthesis since the command may hold spaces and parentheses).
+fn process_age() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields = stat.get(stat.rfind(')')? + 1..)?;
+    let ticks: u64 = fields.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let age = uptime - ticks as f64 / USER_HZ;
+    (age.is_finite() && age >= 0.0).then(|| Duration::from_secs_f64(age))
+}
 
 /// What the user has been doing, read from git by the caller (the map does not open the
 /// repository itself; history does).
@@ -706,6 +733,20 @@ mod tests {
             calls.load(std::sync::atomic::Ordering::Relaxed),
             2,
             "HEAD moved"
+        );
+    }
+
+    #[test]
+    fn the_process_started_before_now_and_not_long_ago() {
+        std::thread::sleep(Duration::from_millis(30));
+        let age = process_age().expect("/proc tells a process's age");
+        assert!(age < Duration::from_secs(24 * 3600), "{age:?}");
+        let start = process_start();
+        assert!(start <= Instant::now());
+        assert!(
+            start.elapsed() >= Duration::from_millis(20),
+            "{:?}",
+            start.elapsed()
         );
     }
 

@@ -54,7 +54,7 @@ pub fn map(
         &[],
         chars,
         // The first call counts from the process's start: the listing came out of it.
-        repo_map::left_of(DEFAULT_TIME_BUDGET, repo_map::process_start()),
+        repo_map::left_of(DEFAULT_TIME_BUDGET, crate::map::process_start()),
         &progress,
     );
     out.progress("");
