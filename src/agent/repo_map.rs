@@ -16,6 +16,16 @@ use crate::workspace::{Corpus, Workspace};
 const PROGRESS_EVERY: Duration = Duration::from_millis(300);
 /// Maps with fewer files than this to parse finish too soon to need progress.
 const PROGRESS_FROM: usize = 300;
+/// Time kept, of a first call's budget, for what follows the map: the call assembled and
+/// sent, or the map written out and its cache's save joined before the process exits.
+const TAIL: Duration = Duration::from_millis(200);
+/// What is left for a map of a first call's `budget` counted from `since` (the start of the
+/// turn, or of the process for `pai map`): what came before the map (the project's listing,
+/// a cold one walking every directory) and the tail after it are taken out, so the whole
+/// first call keeps to the budget, not only the map.
+pub fn left_of(budget: Duration, since: Instant) -> Duration {
+    budget.saturating_sub(since.elapsed()).saturating_sub(TAIL)
+}
 
 /// Wait for the map's cache, written while the first call goes out, to reach the disk; the
 /// process calls this before it exits.
@@ -23,7 +33,8 @@ pub fn finish() {
     map::store::wait_for_save();
 }
 
-/// Build the map of the project in `ws` for `request`, reporting progress to `progress`.
+/// Build the map of the project in `ws` for `request`, reporting progress to `progress`;
+/// `time_budget` counts from now (see [`left_of`]).
 pub fn build(
     ws: &Workspace,
     corpus: &Corpus,
@@ -74,17 +85,20 @@ pub struct MapView<'a> {
     ws: &'a Workspace,
     frontend: &'a dyn Frontend,
     time_budget: Duration,
+    /// When the turn started: the time budget counts from it.
+    since: Instant,
     corpus: OnceCell<Corpus>,
 }
 
 impl<'a> MapView<'a> {
-    /// A view of `ws` for one turn; progress of a cold map goes to `frontend`, which may
-    /// parse for `time_budget`.
+    /// A view of `ws` for one turn starting now; progress of a cold map goes to `frontend`;
+    /// the turn's first call, map included, keeps to `time_budget`.
     pub fn new(ws: &'a Workspace, frontend: &'a dyn Frontend, time_budget: Duration) -> Self {
         MapView {
             ws,
             frontend,
             time_budget,
+            since: Instant::now(),
             corpus: OnceCell::new(),
         }
     }
@@ -123,15 +137,31 @@ impl ProjectView for MapView<'_> {
                 self.frontend.event(&Event::Mapping { done, total });
             }
         };
+        let corpus = self.corpus();
         let report = build(
             self.ws,
-            self.corpus(),
+            corpus,
             request,
             last_files,
             budget_chars,
-            self.time_budget,
+            left_of(self.time_budget, self.since),
             &progress,
         );
         Some(report.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_left_takes_out_what_came_before_and_the_tail() {
+        let now = Instant::now();
+        let left = left_of(Duration::from_secs(4), now);
+        assert!(left <= Duration::from_secs(4) - TAIL, "{left:?}");
+        assert!(left > Duration::from_secs(3), "{left:?}");
+        let long_ago = now.checked_sub(Duration::from_secs(5)).unwrap();
+        assert_eq!(left_of(Duration::from_secs(4), long_ago), Duration::ZERO);
     }
 }

@@ -36,6 +36,33 @@ use terms::Query;
 
 /// Default time a cold map may parse before ranking on what it has.
 pub const DEFAULT_TIME_BUDGET: Duration = Duration::from_secs(4);
+/// Clock ticks a second in `/proc` (`USER_HZ`, fixed for the kernel's interface).
+const USER_HZ: f64 = 100.0;
+
+/// When this process started, as the kernel tells it (now, when `/proc` cannot).
+pub fn process_start() -> Instant {
+    let now = Instant::now();
+    process_age()
+        .and_then(|age| now.checked_sub(age))
+        .unwrap_or(now)
+}
+
+/// How long ago this process started: the time since boot less the process's start time
+/// since boot (the 22nd field of `/proc/self/stat`, counted after the command's closing
+/// parenthesis since the command may hold spaces and parentheses).
+fn process_age() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields = stat.get(stat.rfind(')')? + 1..)?;
+    let ticks: u64 = fields.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let age = uptime - ticks as f64 / USER_HZ;
+    (age.is_finite() && age >= 0.0).then(|| Duration::from_secs_f64(age))
+}
 
 /// What the user has been doing, read from git by the caller (the map does not open the
 /// repository itself; history does).
@@ -45,8 +72,8 @@ pub struct Activity<'a> {
     /// The HEAD commit now (`None` outside git).
     pub head: Option<String>,
     /// The files recent commits changed, with counts; called only when HEAD moved since the
-    /// cache read them.
-    pub recent: &'a dyn Fn() -> Vec<(String, u32)>,
+    /// cache read them (on a thread of its own, while the files are gathered).
+    pub recent: &'a (dyn Fn() -> Vec<(String, u32)> + Sync),
     /// git's index, where each tracked file's blob is looked up (read on a thread of its own
     /// while the cache loads; `None` outside git).
     pub index: &'a (dyn Fn() -> Option<Box<dyn TrackedFiles>> + Sync),
@@ -232,24 +259,32 @@ fn build_with<'c>(
     let (location, cached) = load_cache(opts, &root, corpus);
     let wanted: HashSet<&str> = query.terms.iter().map(String::as_str).collect();
     let priority = |path: &str| parse_priority(path, &wanted);
-    let index = helpers.index.value();
-    let mut clock = Stages::new(started);
-    clock.mark("load");
-    let mut g = gather::gather(
-        ws,
-        corpus,
-        cached,
-        &GatherOptions {
-            // The budget is the whole map's: what loading the cache and git's index took
-            // comes out of the time left to parse.
-            time_budget: opts.time_budget.saturating_sub(started.elapsed()),
-            progress: opts.progress,
-            priority: &priority,
-            tracked: index.as_deref(),
-            request,
-        },
-    );
-    drop(index);
+    let stale = recent_stale(&cached, activity);
+    // Recent commits are read (when HEAD moved) while the files are gathered, not after: git
+    // maps its pack files to read them, and that memory is let go before parsing has grown
+    // its own, instead of adding to it at the end.
+    let ((mut g, mut clock), fresh) = std::thread::scope(|s| {
+        let fresh = stale.then(|| Background::start(s, "pai-map-recent", activity.recent));
+        let index = helpers.index.value();
+        let mut clock = Stages::new(started);
+        clock.mark("load");
+        let g = gather::gather(
+            ws,
+            corpus,
+            cached,
+            &GatherOptions {
+                // The budget is the whole map's: what loading the cache and git's index took
+                // comes out of the time left to parse.
+                time_budget: opts.time_budget.saturating_sub(started.elapsed()),
+                progress: opts.progress,
+                priority: &priority,
+                tracked: index.as_deref(),
+                request,
+            },
+        );
+        drop(index);
+        ((g, clock), fresh.map(Background::value))
+    });
     clock.mark("gather");
     let PathsTold {
         named,
@@ -263,7 +298,7 @@ fn build_with<'c>(
         named: named.clone(),
         last_plan: activity.last_plan.to_vec(),
         uncommitted: std::mem::take(&mut g.uncommitted),
-        recent: recent(&mut g.store, activity),
+        recent: recent(&mut g.store, activity, fresh),
     };
     clock.mark("signals");
     let hits = g.store.words_of(query);
@@ -393,16 +428,26 @@ fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
     class * 64 + depth.min(63)
 }
 
-/// Recently changed files, from the cache when HEAD has not moved.
-fn recent(store: &mut store::Store, activity: &Activity<'_>) -> HashMap<String, u32> {
+/// Whether the recent commits the cache holds were read at another HEAD (or none were).
+fn recent_stale(cached: &store::Store, activity: &Activity<'_>) -> bool {
+    activity.head.is_some() && cached.recent.as_ref().map(|r| &r.head) != activity.head.as_ref()
+}
+
+/// Recently changed files: `fresh` when they were read for this map, else from the cache
+/// when HEAD has not moved.
+fn recent(
+    store: &mut store::Store,
+    activity: &Activity<'_>,
+    fresh: Option<Vec<(String, u32)>>,
+) -> HashMap<String, u32> {
     let Some(head) = &activity.head else {
         return HashMap::new();
     };
-    let fresh = store.recent.as_ref().is_some_and(|r| &r.head == head);
-    if !fresh {
+    let known = store.recent.as_ref().is_some_and(|r| &r.head == head);
+    if !known || fresh.is_some() {
         store.recent = Some(Recent {
             head: head.clone(),
-            counts: (activity.recent)(),
+            counts: fresh.unwrap_or_else(|| (activity.recent)()),
         });
     }
     store
@@ -628,6 +673,81 @@ mod tests {
         *table.lock().unwrap() = staged(tmp.path());
         let staged_now = build_indexed(tmp.path(), Some(cache.path()), "invoice tax", &read);
         assert_eq!((staged_now.parsed, uncommitted(&staged_now)), (0, vec![]));
+    }
+
+    #[test]
+    fn recent_commits_are_read_when_head_moved_and_count_in_the_ranking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        project(tmp.path());
+        let ws = Workspace::open(tmp.path(), WorkspaceConfig::default()).unwrap();
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let recent = || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            vec![("pkg/module_03/helper_070.py".to_string(), 3)]
+        };
+        let map = |head: &str| {
+            let activity = Activity {
+                last_plan: &[],
+                head: Some(head.to_string()),
+                recent: &recent,
+                index: &no_index,
+            };
+            let r = build(
+                &ws,
+                &ws.corpus(),
+                "helper value",
+                &activity,
+                &MapOptions {
+                    budget_chars: 12_000,
+                    time_budget: Duration::from_secs(30),
+                    progress: &|_, _| {},
+                    cache: Some(cache.path().to_path_buf()),
+                },
+            );
+            store::wait_for_save();
+            r
+        };
+        let first = map("aaaa");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let recent_file = |r: &MapReport| {
+            r.ranked
+                .iter()
+                .find(|f| f.path == "pkg/module_03/helper_070.py")
+                .map(|f| f.why.signals.clone())
+        };
+        assert!(
+            recent_file(&first).is_some_and(|s| s.iter().any(|w| w.contains("recent"))),
+            "{:?}",
+            recent_file(&first)
+        );
+        let again = map("aaaa");
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::Relaxed),
+            1,
+            "kept in the cache"
+        );
+        assert_eq!(recent_file(&again), recent_file(&first));
+        map("bbbb");
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::Relaxed),
+            2,
+            "HEAD moved"
+        );
+    }
+
+    #[test]
+    fn the_process_started_before_now_and_not_long_ago() {
+        std::thread::sleep(Duration::from_millis(30));
+        let age = process_age().expect("/proc tells a process's age");
+        assert!(age < Duration::from_secs(24 * 3600), "{age:?}");
+        let start = process_start();
+        assert!(start <= Instant::now());
+        assert!(
+            start.elapsed() >= Duration::from_millis(20),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]

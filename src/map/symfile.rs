@@ -17,11 +17,21 @@
 //! text, and the facts (postcard). The file lives outside the project like the rest of the
 //! cache and is replaced by renaming, never rewritten in place; every range read from it is
 //! checked against the header, and an id past the cache's is ignored.
+//!
+//! A ranking asks which blobs define tens of thousands of names (every name the files it walks
+//! refer to): a binary search by `pread` costs a system call a step. So the first lookup in a
+//! pair section reads it once, front to back in large pieces, checking it is sorted, and keeps
+//! every `STRIDE`-th key and a bit per name telling whether any pair has it as its key (a few
+//! kilobytes); a lookup of a key no pair has reads nothing, any other reads the one or two
+//! blocks of pairs its key can be in, in one call. A section found unsorted, or with a key
+//! past the names, answers nothing.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use super::words::{WordsId, new_id};
 
@@ -29,6 +39,15 @@ use super::words::{WordsId, new_id};
 const MAGIC: &[u8; 8] = b"PAISYMS1";
 /// Bytes of the header.
 const HEADER: usize = 56;
+/// Pairs between two keys a pair section's sparse index keeps.
+const STRIDE: usize = 64;
+/// Names' texts kept once read (a ranking asks for the names of the references of every file
+/// it walks, most of them many times).
+const NAMES_KEPT: usize = 1 << 15;
+/// Bytes of one (key, blob) pair.
+const PAIR: usize = 8;
+/// Pairs read at once when building a sparse index (a multiple of `STRIDE`).
+const SCAN_PAIRS: usize = 128 * STRIDE;
 
 /// Where the symbols of the cache at `cache` are kept.
 pub fn path_of(cache: &Path) -> PathBuf {
@@ -54,6 +73,29 @@ pub struct SymFile {
     term_pairs: usize,
     text_len: usize,
     facts_len: usize,
+    /// The sparse index of the definer pairs, once a lookup needed it.
+    defs_index: OnceLock<Option<SparseIndex>>,
+    /// The sparse index of the term pairs, once a lookup needed it.
+    terms_index: OnceLock<Option<SparseIndex>>,
+    /// Names read from the file, by id (at most `NAMES_KEPT`).
+    kept: Mutex<HashMap<u32, Box<str>>>,
+}
+
+/// What a pair section's lookups find in memory: every `STRIDE`-th key, and which keys the
+/// section holds at all (a bit per name).
+#[derive(Debug)]
+struct SparseIndex {
+    firsts: Vec<u32>,
+    present: Vec<u64>,
+}
+
+impl SparseIndex {
+    fn holds(&self, key: u32) -> bool {
+        let k = key as usize;
+        self.present
+            .get(k / 64)
+            .is_some_and(|w| w & (1 << (k % 64)) != 0)
+    }
 }
 
 /// Where each section starts.
@@ -124,6 +166,9 @@ impl SymFile {
                 head: Vec::new(),
                 file,
             },
+            defs_index: OnceLock::new(),
+            terms_index: OnceLock::new(),
+            kept: Mutex::default(),
         };
         if out.blobs != blobs {
             return None;
@@ -142,7 +187,15 @@ impl SymFile {
                 head,
                 file: self.src.file.try_clone().ok()?,
             },
-            ..*self
+            blobs: self.blobs,
+            names: self.names,
+            def_pairs: self.def_pairs,
+            term_pairs: self.term_pairs,
+            text_len: self.text_len,
+            facts_len: self.facts_len,
+            defs_index: OnceLock::new(),
+            terms_index: OnceLock::new(),
+            kept: Mutex::default(),
         })
     }
 
@@ -154,6 +207,16 @@ impl SymFile {
         let mut buf = vec![0u8; len];
         self.src.file.read_exact_at(&mut buf, at as u64).ok()?;
         Some(Cow::Owned(buf))
+    }
+
+    /// `buf.len()` bytes at `at` into `buf` (`None` past the end or when the file cannot be
+    /// read).
+    fn read_into(&self, at: usize, buf: &mut [u8]) -> Option<()> {
+        if let Some(b) = self.src.head.get(at..at.checked_add(buf.len())?) {
+            buf.copy_from_slice(b);
+            return Some(());
+        }
+        self.src.file.read_exact_at(buf, at as u64).ok()
     }
 
     fn sections(&self) -> Option<Sections> {
@@ -173,7 +236,24 @@ impl SymFile {
             return None;
         }
         let from = at.checked_add(i.checked_mul(4)?)?;
-        self.bytes(from, 4).map(|b| le32(&b))
+        let mut b = [0u8; 4];
+        self.read_into(from, &mut b)?;
+        Some(le32(&b))
+    }
+
+    /// The `u32`s at indexes `i - 1` and `i` of the section starting at `at` (of `len`
+    /// entries), the first 0 when `i` is 0: where entry `i` starts and ends, in one read.
+    fn span_in(&self, at: usize, len: usize, i: usize) -> Option<(usize, usize)> {
+        if i >= len {
+            return None;
+        }
+        let Some(prev) = i.checked_sub(1) else {
+            return Some((0, self.u32_in(at, len, 0)? as usize));
+        };
+        let from = at.checked_add(prev.checked_mul(4)?)?;
+        let mut b = [0u8; 8];
+        self.read_into(from, &mut b)?;
+        Some((le32(&b[..4]) as usize, le32(&b[4..]) as usize))
     }
 
     /// How many names the file holds.
@@ -183,19 +263,31 @@ impl SymFile {
 
     /// The text of name `id` (`None` past the end or when damaged).
     pub fn name(&self, id: u32) -> Option<Cow<'_, str>> {
+        if self.src.head.is_empty()
+            && let Some(known) = self
+                .kept
+                .lock()
+                .ok()
+                .and_then(|k| k.get(&id).map(|n| n.to_string()))
+        {
+            return Some(Cow::Owned(known));
+        }
         let s = self.sections()?;
-        let i = id as usize;
-        let end = self.u32_in(s.name_ends, self.names, i)? as usize;
-        let start = match i.checked_sub(1) {
-            None => 0,
-            Some(p) => self.u32_in(s.name_ends, self.names, p)? as usize,
-        };
+        let (start, end) = self.span_in(s.name_ends, self.names, id as usize)?;
         if start > end || end > self.text_len {
             return None;
         }
         match self.bytes(s.text + start, end - start)? {
             Cow::Borrowed(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
-            Cow::Owned(b) => String::from_utf8(b).ok().map(Cow::Owned),
+            Cow::Owned(b) => {
+                let name = String::from_utf8(b).ok()?;
+                if let Ok(mut k) = self.kept.lock()
+                    && k.len() < NAMES_KEPT
+                {
+                    k.insert(id, name.as_str().into());
+                }
+                Some(Cow::Owned(name))
+            }
         }
     }
 
@@ -226,12 +318,7 @@ impl SymFile {
     /// The encoded facts of blob `b`, when it has symbols (`None` too when damaged).
     pub fn facts(&self, b: u32) -> Option<Cow<'_, [u8]>> {
         let s = self.sections()?;
-        let i = b as usize;
-        let end = self.u32_in(s.ends, self.blobs, i)? as usize;
-        let start = match i.checked_sub(1) {
-            None => 0,
-            Some(p) => self.u32_in(s.ends, self.blobs, p)? as usize,
-        };
+        let (start, end) = self.span_in(s.ends, self.blobs, b as usize)?;
         if start >= end || end > self.facts_len {
             return None;
         }
@@ -240,58 +327,115 @@ impl SymFile {
 
     /// Whether blob `b` has symbols.
     pub fn has_symbols(&self, b: u32) -> bool {
-        let Some(s) = self.sections() else {
-            return false;
-        };
-        let i = b as usize;
-        let end = self.u32_in(s.ends, self.blobs, i);
-        let start = match i.checked_sub(1) {
-            None => Some(0),
-            Some(p) => self.u32_in(s.ends, self.blobs, p),
-        };
-        matches!((start, end), (Some(a), Some(z)) if a < z)
+        self.sections()
+            .and_then(|s| self.span_in(s.ends, self.blobs, b as usize))
+            .is_some_and(|(start, end)| start < end)
     }
 
-    /// The blobs of the pairs (`key`, blob) in the section at `at` of `len` pairs.
-    fn pairs_of(&self, at: usize, len: usize, key: u32) -> Vec<u32> {
-        let pair = |i: usize| -> Option<(u32, u32)> {
-            let from = at.checked_add(i.checked_mul(8)?)?;
-            let b = self.bytes(from, 8)?;
-            Some((le32(&b[..4]), le32(&b[4..])))
-        };
-        let (mut lo, mut hi) = (0usize, len);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match pair(mid) {
-                Some((k, _)) if k < key => lo = mid + 1,
-                Some(_) => hi = mid,
-                None => return Vec::new(),
+    /// Pairs `from..from + n` of the section at `at` (of `len` pairs), read into `buf`:
+    /// the bytes of the pairs read (fewer past the section's end).
+    fn read_pairs<'b>(
+        &self,
+        at: usize,
+        len: usize,
+        from: usize,
+        n: usize,
+        buf: &'b mut Vec<u8>,
+    ) -> Option<&'b [u8]> {
+        let n = n.min(len.checked_sub(from)?);
+        let start = at.checked_add(from.checked_mul(PAIR)?)?;
+        buf.resize(n.checked_mul(PAIR)?, 0);
+        self.read_into(start, buf)?;
+        Some(buf)
+    }
+
+    /// The sparse index of the section at `at` of `len` pairs, read front to back; `None`
+    /// when it cannot be read, is not sorted or has a key past the names (then it is damaged).
+    fn sparse_index(&self, at: usize, len: usize) -> Option<SparseIndex> {
+        let mut firsts = Vec::with_capacity(len.div_ceil(STRIDE));
+        let mut present = vec![0u64; self.names.div_ceil(64)];
+        let mut last: Option<(u32, u32)> = None;
+        let mut buf = Vec::new();
+        let mut from = 0;
+        while from < len {
+            let block = self.read_pairs(at, len, from, SCAN_PAIRS, &mut buf)?;
+            for (i, p) in block.chunks_exact(PAIR).enumerate() {
+                let pair = (le32(&p[..4]), le32(&p[4..]));
+                if last.is_some_and(|l| l >= pair) {
+                    return None;
+                }
+                last = Some(pair);
+                let k = pair.0 as usize;
+                *present.get_mut(k / 64)? |= 1 << (k % 64);
+                if (from + i) % STRIDE == 0 {
+                    firsts.push(pair.0);
+                }
             }
+            from += block.len() / PAIR;
         }
+        Some(SparseIndex { firsts, present })
+    }
+
+    /// The blobs of the pairs (`key`, blob) in the section at `at` of `len` pairs, found
+    /// through its sparse index `index` (built on first use).
+    fn pairs_of(
+        &self,
+        index: &OnceLock<Option<SparseIndex>>,
+        at: usize,
+        len: usize,
+        key: u32,
+    ) -> Vec<u32> {
+        let Some(index) = index.get_or_init(|| self.sparse_index(at, len)) else {
+            return Vec::new();
+        };
+        if !index.holds(key) {
+            return Vec::new();
+        }
+        let firsts = &index.firsts;
+        // Block `p` starts with the first sampled key not below `key`: the key's pairs start
+        // in the block before it or at its start.
+        let p = firsts.partition_point(|&k| k < key);
+        if p == 0 && firsts.first() != Some(&key) {
+            return Vec::new();
+        }
+        let mut from = p.saturating_sub(1) * STRIDE;
+        let mut want = 2 * STRIDE;
+        let mut buf = Vec::new();
         let mut out = Vec::new();
-        let mut i = lo;
-        while let Some((k, b)) = pair(i).filter(|_| i < len) {
-            if k != key {
-                break;
+        while from < len {
+            let Some(block) = self.read_pairs(at, len, from, want, &mut buf) else {
+                return Vec::new();
+            };
+            for p in block.chunks_exact(PAIR) {
+                let (k, b) = (le32(&p[..4]), le32(&p[4..]));
+                if k > key {
+                    return out;
+                }
+                if k == key && (b as usize) < self.blobs {
+                    out.push(b);
+                }
             }
-            if (b as usize) < self.blobs {
-                out.push(b);
-            }
-            i += 1;
+            from += block.len() / PAIR;
+            // A key held by many blobs: read the rest of its run in larger pieces.
+            want = SCAN_PAIRS;
         }
         out
     }
 
     /// The blobs defining name `name`, in blob order.
     pub fn defining(&self, name: u32) -> Vec<u32> {
-        let at = self.sections().map_or(0, |s| s.defs);
-        self.pairs_of(at, self.def_pairs, name)
+        let Some(s) = self.sections() else {
+            return Vec::new();
+        };
+        self.pairs_of(&self.defs_index, s.defs, self.def_pairs, name)
     }
 
     /// The blobs defining a name that holds term `term`, in blob order.
     pub fn with_def_term(&self, term: u32) -> Vec<u32> {
-        let at = self.sections().map_or(0, |s| s.terms);
-        self.pairs_of(at, self.term_pairs, term)
+        let Some(s) = self.sections() else {
+            return Vec::new();
+        };
+        self.pairs_of(&self.terms_index, s.terms, self.term_pairs, term)
     }
 }
 
@@ -419,4 +563,185 @@ pub fn write(path: &Path, c: &Contents<'_>) -> std::io::Result<WordsId> {
         out.flush()
     })?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLOBS: u32 = 600;
+    const NAMES: u32 = 300;
+
+    /// The blobs defining name `n` in the test file: name 0 in every blob (a run longer than
+    /// any block read), name 1 in every third, the others in a few each, and names from 250
+    /// in none.
+    fn definers(n: u32) -> Vec<u32> {
+        (0..BLOBS)
+            .filter(|b| match n {
+                0 => true,
+                1 => b % 3 == 0,
+                250.. => false,
+                _ => b % 97 == n % 97,
+            })
+            .collect()
+    }
+
+    /// Term pairs: blob `b` has the term `b % 40 + 10`.
+    fn with_term(t: u32) -> Vec<u32> {
+        (0..BLOBS).filter(|b| b % 40 + 10 == t).collect()
+    }
+
+    fn name_of(id: u32) -> String {
+        format!("name_{id:04}")
+    }
+
+    /// A symbols file of `BLOBS` blobs, every fifth without symbols, and its path.
+    fn written(dir: &Path) -> (PathBuf, WordsId) {
+        let path = dir.join("c.syms");
+        let name = |id: u32| Cow::Owned(name_of(id));
+        let facts = |b: u32| -> std::io::Result<Option<Entry>> {
+            if b % 5 == 4 {
+                return Ok(None);
+            }
+            Ok(Some(Entry {
+                bytes: vec![b as u8; 3],
+                defines: (0..NAMES).filter(|&n| definers(n).contains(&b)).collect(),
+                terms: vec![b % 40 + 10],
+            }))
+        };
+        let id = write(
+            &path,
+            &Contents {
+                blobs: BLOBS as usize,
+                name: &name,
+                names: NAMES as usize,
+                sorted: (0..NAMES).collect(),
+                facts: &facts,
+            },
+        )
+        .unwrap();
+        (path, id)
+    }
+
+    fn expected(n: u32) -> Vec<u32> {
+        definers(n).into_iter().filter(|b| b % 5 != 4).collect()
+    }
+
+    fn pair_sections(f: &SymFile) -> (usize, usize) {
+        let s = f.sections().unwrap();
+        (s.defs, s.terms)
+    }
+
+    #[test]
+    fn every_lookup_finds_what_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, id) = written(dir.path());
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        for n in 0..NAMES + 5 {
+            assert_eq!(f.defining(n), expected(n), "name {n}");
+        }
+        assert_eq!(expected(0).len(), 480, "a run of many blocks");
+        for t in 0..NAMES {
+            let want: Vec<u32> = with_term(t).into_iter().filter(|b| b % 5 != 4).collect();
+            assert_eq!(f.with_def_term(t), want, "term {t}");
+        }
+        for n in [0, 1, 137, NAMES - 1] {
+            assert_eq!(f.name(n).unwrap(), name_of(n));
+            assert_eq!(f.name(n).unwrap(), name_of(n), "kept once read");
+            assert_eq!(f.lookup(&name_of(n)), Some(n));
+        }
+        assert_eq!(f.name(NAMES), None);
+        assert_eq!(f.lookup("name_"), None);
+        assert_eq!(f.lookup("zzz"), None);
+        assert_eq!(f.facts(3).as_deref(), Some(&[3u8; 3][..]));
+        assert!(f.has_symbols(3) && !f.has_symbols(4) && !f.has_symbols(BLOBS));
+        let whole = f.names_in_memory().unwrap();
+        for n in [0, 1, 96, 250] {
+            assert_eq!(whole.defining(n), expected(n), "name {n}, in memory");
+        }
+    }
+
+    /// The file at `path` with the (key, blob) pair `i` of the section at `at` replaced.
+    fn set_pair(path: &Path, at: usize, i: usize, pair: (u32, u32)) {
+        let mut bytes = std::fs::read(path).unwrap();
+        let p = at + i * PAIR;
+        bytes[p..p + 4].copy_from_slice(&pair.0.to_le_bytes());
+        bytes[p + 4..p + 8].copy_from_slice(&pair.1.to_le_bytes());
+        std::fs::write(path, &bytes).unwrap();
+    }
+
+    #[test]
+    fn pair_sections_out_of_order_or_past_the_names_answer_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, id) = written(dir.path());
+        let (defs, terms) = pair_sections(&SymFile::open(&path, &id, BLOBS as usize).unwrap());
+        // The first definer pair moved after the others: the section is not sorted.
+        set_pair(&path, defs, 0, (NAMES - 60, 0));
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        for n in 0..NAMES {
+            assert!(f.defining(n).is_empty(), "name {n}");
+        }
+        assert_eq!(
+            f.with_def_term(12),
+            [
+                2, 42, 82, 122, 162, 202, 242, 282, 322, 362, 402, 442, 482, 522, 562
+            ]
+        );
+
+        let (path, id) = written(dir.path());
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        // The last term pair's key past the names.
+        set_pair(&path, terms, f.term_pairs - 1, (u32::MAX, 1));
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        for t in 0..NAMES {
+            assert!(f.with_def_term(t).is_empty(), "term {t}");
+        }
+        assert_eq!(f.defining(96), expected(96));
+    }
+
+    #[test]
+    fn a_pair_naming_a_blob_past_the_cache_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, id) = written(dir.path());
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        let (defs, last) = (pair_sections(&f).0, f.def_pairs - 1);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let key = le32(&bytes[defs + last * PAIR..]);
+        drop(f);
+        set_pair(&path, defs, last, (key, BLOBS + 7));
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        let mut want = expected(key);
+        want.pop();
+        assert_eq!(f.defining(key), want);
+        bytes.truncate(bytes.len() - 1);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(
+            SymFile::open(&path, &id, BLOBS as usize).is_none(),
+            "cut short"
+        );
+    }
+
+    #[test]
+    fn damaged_name_ends_yield_no_name_and_no_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, id) = written(dir.path());
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        let at = f.sections().unwrap().name_ends;
+        drop(f);
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Name 10 ends before it starts; name 11 past the text.
+        bytes[at + 40..at + 44].copy_from_slice(&0u32.to_le_bytes());
+        bytes[at + 44..at + 48].copy_from_slice(&u32::MAX.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        assert_eq!(f.name(10), None);
+        assert_eq!(f.name(11), None);
+        assert_eq!(f.name(12), None, "starts past the text");
+        assert_eq!(f.name(13).unwrap(), name_of(13));
+        for n in 0..NAMES {
+            if let Some(id) = f.lookup(&name_of(n)) {
+                assert_eq!(id, n);
+            }
+        }
+    }
 }

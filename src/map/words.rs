@@ -1,7 +1,8 @@
 //! The words of every cached file version, kept as an inverted index on disk beside the map's
 //! cache (`<cache>.words`): for each word, in byte order, the blobs it occurs in and how often.
 //! A warm map reads only the entries of the request's words, by binary search through the
-//! file, so what it loads is bounded by what it ranks, not by how much text the project holds.
+//! file (two reads a step: a word's entry with the one before it, then its text), so what it
+//! loads is bounded by what it ranks, not by how much text the project holds.
 //!
 //! Layout (integers little-endian): a header (`MAGIC`, the id the cache it pairs with names,
 //! the number of blobs that cache holds, of words, of postings, of bytes of word text), the
@@ -115,29 +116,34 @@ impl Words {
         self.entries_at() + self.words * ENTRY
     }
 
-    /// Word `k`'s entry: (end of its text, end of its postings), checked against the header.
-    fn entry(&self, k: u64) -> Option<(u64, u64)> {
-        let mut b = [0u8; ENTRY as usize];
-        self.file
-            .read_exact_at(&mut b, self.entries_at() + k * ENTRY)
-            .ok()?;
-        let text = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        let postings = u64::from(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
-        (text <= self.text && postings <= self.postings).then_some((text, postings))
-    }
-
-    /// Where word `k`'s text and postings start (where word `k - 1`'s end).
-    fn start(&self, k: u64) -> Option<(u64, u64)> {
-        match k.checked_sub(1) {
-            None => Some((0, 0)),
-            Some(prev) => self.entry(prev),
+    /// Where word `k`'s text and postings start and end: `((text from, postings from), (text
+    /// to, postings to))`, read in one call (the end of word `k - 1` and of word `k` are
+    /// side by side), checked against the header.
+    fn span(&self, k: u64) -> Option<((u64, u64), (u64, u64))> {
+        if k >= self.words {
+            return None;
         }
+        let first = k.saturating_sub(1);
+        let n = if k == 0 { 1 } else { 2 };
+        let mut b = [0u8; 2 * ENTRY as usize];
+        let b = &mut b[..n * ENTRY as usize];
+        self.file
+            .read_exact_at(b, self.entries_at() + first * ENTRY)
+            .ok()?;
+        let at = |i: usize| {
+            let e = &b[i * ENTRY as usize..];
+            let text = u64::from(u32::from_le_bytes([e[0], e[1], e[2], e[3]]));
+            let postings = u64::from(u32::from_le_bytes([e[4], e[5], e[6], e[7]]));
+            (text <= self.text && postings <= self.postings).then_some((text, postings))
+        };
+        let end = at(n - 1)?;
+        let start = if k == 0 { (0, 0) } else { at(0)? };
+        Some((start, end))
     }
 
-    /// Word `k`'s text.
-    fn word(&self, k: u64, buf: &mut Vec<u8>) -> Option<()> {
-        let (from, _) = self.start(k)?;
-        let (to, _) = self.entry(k)?;
+    /// Word `k`'s text, its span known.
+    fn word(&self, span: ((u64, u64), (u64, u64)), buf: &mut Vec<u8>) -> Option<()> {
+        let ((from, _), (to, _)) = span;
         let len = usize::try_from(to.checked_sub(from)?).ok()?;
         if len > MAX_WORD {
             return None;
@@ -153,21 +159,23 @@ impl Words {
         let mut buf = Vec::new();
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.word(mid, &mut buf).is_none() {
+            let Some(span) = self.span(mid) else {
+                return Vec::new();
+            };
+            if self.word(span, &mut buf).is_none() {
                 return Vec::new();
             }
             match buf.as_slice().cmp(word.as_bytes()) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return self.postings_of(mid).unwrap_or_default(),
+                std::cmp::Ordering::Equal => return self.postings_of(span).unwrap_or_default(),
             }
         }
         Vec::new()
     }
 
-    fn postings_of(&self, k: u64) -> Option<Vec<Posting>> {
-        let (_, from) = self.start(k)?;
-        let (_, to) = self.entry(k)?;
+    fn postings_of(&self, span: ((u64, u64), (u64, u64))) -> Option<Vec<Posting>> {
+        let ((_, from), (_, to)) = span;
         let n = usize::try_from(to.checked_sub(from)?).ok()?;
         let mut bytes = vec![0u8; n.checked_mul(POSTING as usize)?];
         self.file
