@@ -13,7 +13,7 @@ use super::symbols::DefKind;
 use super::terms::{self, Query};
 
 /// Share of the budget the files' text may take; the map gets the rest.
-const TEXT_SHARE: f32 = 0.8;
+const TEXT_SHARE: f32 = 0.85;
 /// Files whose text (whole or excerpts) is considered.
 const TEXT_FILES: usize = 8;
 /// A file's share of the text budget goes as its score (over the best one's) to this power.
