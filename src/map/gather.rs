@@ -40,6 +40,15 @@ const SEARCH_FROM: usize = 2_000;
 /// The share of the time budget the search for the request's words may take before parsing.
 const SEARCH_SHARE: f32 = 0.4;
 
+/// Read priorities below this are files whose path holds the request's words (the map's
+/// priority puts them in the first class, keyed by depth).
+const PATH_MATCH_KEYS: u32 = 64;
+
+/// Path-matching files read before the files the search finds: a request naming a module
+/// (`ext/node`, `fs`) names where to look, but a common word's matches must not take the
+/// whole budget before the search's.
+const FRONT_PATHS: usize = 128;
+
 /// The blob id of files that are not text or too large: they have no facts.
 const NO_FACTS: BlobId = [0; 20];
 
@@ -192,7 +201,8 @@ pub fn gather<'a>(
 }
 
 /// The order to read the `todo` files in: by their priority, then, when there are too many to
-/// parse them all, the files holding the request's rarest words moved ahead.
+/// parse them all, the files holding the request's rarest words moved ahead of all but the
+/// first [`FRONT_PATHS`] files whose paths hold the request's words.
 fn read_order(
     ws: &Workspace,
     files: &MapFiles<'_>,
@@ -210,9 +220,21 @@ fn read_order(
         && let Some(needles) = Needles::of(opts.request)
     {
         let deadline = started + opts.time_budget.mul_f32(SEARCH_SHARE);
-        first_with_words(ws, files, &mut keyed, &needles, deadline);
+        let mut rest = keyed.split_off(paths_first(&keyed));
+        first_with_words(ws, files, &mut rest, &needles, deadline);
+        keyed.append(&mut rest);
     }
     keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// How many of `keyed` (sorted by key) stay ahead of the search's files: the path-matching
+/// ones, at most [`FRONT_PATHS`].
+fn paths_first(keyed: &[(u32, usize)]) -> usize {
+    keyed
+        .iter()
+        .take(FRONT_PATHS)
+        .take_while(|&&(key, _)| key < PATH_MATCH_KEYS)
+        .count()
 }
 
 /// Move the files whose text holds the request's rarest words to the front of `keyed` (files
@@ -422,5 +444,24 @@ fn worker(
         if tx.send(parsed).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_matching_files_stay_ahead_of_the_search_but_only_a_few() {
+        // Keys as the map's priority gives them: path matches first, by depth.
+        let keyed = [(1, 10), (2, 11), (130, 12), (131, 13)];
+        assert_eq!(paths_first(&keyed), 2);
+        assert_eq!(paths_first(&[(130, 0), (131, 1)]), 0, "no path matches");
+        let many: Vec<(u32, usize)> = (0..1_000).map(|i| (3, i)).collect();
+        assert_eq!(
+            paths_first(&many),
+            FRONT_PATHS,
+            "a common word's matches leave room for the search's"
+        );
     }
 }

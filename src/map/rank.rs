@@ -90,6 +90,8 @@ struct Board {
     signals: Vec<u8>,
     /// The graph's part of a file's score, and the file whose references led there most.
     graph: HashMap<usize, (f32, Option<usize>)>,
+    /// The files the request names.
+    named: HashSet<usize>,
 }
 
 /// The signals' bits in [`Board::signals`].
@@ -114,6 +116,7 @@ impl Board {
             score: vec![0.0; files],
             signals: vec![0; files],
             graph: HashMap::new(),
+            named: HashSet::new(),
         }
     }
 }
@@ -223,6 +226,8 @@ pub struct Ranking {
     score: Vec<f32>,
     /// The files in path order, when that is not their own.
     by_path: Option<Vec<u32>>,
+    /// The files the request names.
+    named: HashSet<usize>,
 }
 
 impl Ranking {
@@ -240,6 +245,11 @@ impl Ranking {
             .iter()
             .map(|r| (r.file as usize, r.score))
             .chain(rest)
+    }
+
+    /// Whether the request names `file`.
+    pub fn is_named(&self, file: usize) -> bool {
+        self.named.contains(&file)
     }
 }
 
@@ -322,6 +332,7 @@ fn sort_best_first(
         scored,
         score: board.score,
         by_path: order,
+        named: board.named,
     }
 }
 
@@ -594,6 +605,9 @@ fn apply_signals(
             let mut add = |bit: u8, s: f32| {
                 out.score[i] += s;
                 out.signals[i] |= bit;
+                if bit == NAMED {
+                    out.named.insert(i);
+                }
             };
             for s in here.iter().filter(|s| s.name == name) {
                 if s.bits & NAMED != 0 {

@@ -13,7 +13,7 @@ use super::symbols::DefKind;
 use super::terms::{self, Query};
 
 /// Share of the budget the files' text may take; the map gets the rest.
-const TEXT_SHARE: f32 = 0.8;
+const TEXT_SHARE: f32 = 0.85;
 /// Files whose text (whole or excerpts) is considered.
 const TEXT_FILES: usize = 8;
 /// A file's share of the text budget goes as its score (over the best one's) to this power.
@@ -22,6 +22,8 @@ const WEIGHT_POWER: f32 = 4.0;
 const DEFS_FIRST: usize = 12;
 const DEFS_NEXT: usize = 5;
 const FILES_WITH_DEFS: usize = 40;
+/// Files whose paths are listed before any definition takes their room.
+const PATHS_KEPT: usize = 50;
 
 /// What the model was shown, for `pai map` and the benchmark.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -72,13 +74,23 @@ pub fn render(input: &Input<'_>) -> (String, Shown) {
     (format!("{map}{texts}"), shown)
 }
 
-/// The ranked files with their definitions, then bare paths, within `budget`.
+/// The ranked files with their definitions, then bare paths, within `budget`. The paths of
+/// the first [`PATHS_KEPT`] files are kept room for before any definition is listed: a file
+/// ranked 30th is changed more often than a 10th file's twelfth definition is needed.
 fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
     let mut out = format!(
         "Repository map: {} files, ranked for this request (most relevant first); under a file, its main definitions as `line: signature`. READ a file for the rest, TREE or SEARCH for files not listed.\n",
         input.files.len()
     );
     let footer_room = 80;
+    // The bare paths of the files after each of the first ones, up to [`PATHS_KEPT`].
+    let kept: Vec<usize> = input
+        .ranked
+        .iter()
+        .take(PATHS_KEPT)
+        .map(|(file, _)| input.files.path(file).len() + 1)
+        .collect();
+    let kept_after = |rank: usize| kept.get(rank + 1..).map_or(0, |k| k.iter().sum::<usize>());
     let mut bare = false;
     for (rank, (file, score)) in input.ranked.iter().enumerate() {
         let path = input.files.path(file);
@@ -87,22 +99,23 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
         let whole = shown.whole.iter().any(|w| w == path);
         if !bare && !whole && rank < FILES_WITH_DEFS && score > 0.0 {
             let limit = if rank < 10 { DEFS_FIRST } else { DEFS_NEXT };
+            let room = budget.saturating_sub(out.len() + footer_room + kept_after(rank));
             for d in key_defs(input, file, limit) {
-                entry.push_str(&format!(
+                let line = format!(
                     "  {}: {}\n",
                     d.line,
                     one_line(&input.names.get(d.signature))
-                ));
+                );
+                if entry.len() + line.len() > room {
+                    // Out of room for definitions: paths only from here on.
+                    bare = true;
+                    break;
+                }
+                entry.push_str(&line);
             }
         }
         if out.len() + entry.len() + footer_room > budget {
-            if !bare && entry.contains('\n') && out.len() + path.len() + 1 + footer_room <= budget {
-                // Out of room for definitions: paths only from here on.
-                bare = true;
-                entry = format!("{path}\n");
-            } else {
-                break;
-            }
+            break;
         }
         if !bare && rank >= FILES_WITH_DEFS {
             bare = true;
@@ -175,23 +188,25 @@ fn render_texts(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
         .take(TEXT_FILES)
         .take_while(|&(_, score)| score > 0.0)
         .collect::<Vec<_>>();
-    let Some(&(_, best)) = top.first() else {
+    if top.is_empty() {
         return String::new();
-    };
+    }
+    let weight = text_weights(input.ranked, &top);
     let texts: Vec<(usize, f32, String)> = top
         .iter()
-        .filter_map(|&(file, score)| {
+        .zip(weight)
+        .filter_map(|(&(file, _), weight)| {
             let text = (input.text_of)(input.files.path(file))?;
-            Some((file, score, text))
+            Some((file, weight, text))
         })
         .collect();
     let cands: Vec<Candidate<'_>> = texts
         .iter()
-        .map(|(file, score, text)| Candidate {
+        .map(|(file, weight, text)| Candidate {
             path: input.files.path(*file),
             text,
             defs: def_spans(input, *file),
-            weight: (score / best).powf(WEIGHT_POWER),
+            weight: *weight,
         })
         .collect();
     let chosen = excerpt::choose(&cands, input.query, budget);
@@ -219,6 +234,31 @@ fn render_texts(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
     }
     shown.chosen = chosen;
     out
+}
+
+/// Each of the `top` files' claim on the text budget: its score over the best file's the
+/// request does not name, to [`WEIGHT_POWER`]; a file the request names claims as much as
+/// that best one. Naming a file ranks it first, but says nothing of how likely the files the
+/// request does not name are to change (a request naming the test to update changes the code
+/// it tests too): weighed against the named file's score, they would get no text at all.
+fn text_weights(ranked: &Ranking, top: &[(usize, f32)]) -> Vec<f32> {
+    let unnamed = |&&(file, _): &&(usize, f32)| !ranked.is_named(file);
+    let best = top
+        .iter()
+        .filter(unnamed)
+        .map(|&(_, score)| score)
+        .fold(0.0_f32, f32::max);
+    top.iter()
+        .map(|&(file, score)| {
+            if best <= 0.0 {
+                (score / top[0].1).powf(WEIGHT_POWER)
+            } else if ranked.is_named(file) {
+                1.0
+            } else {
+                (score / best).min(1.0).powf(WEIGHT_POWER)
+            }
+        })
+        .collect()
 }
 
 /// A file's definitions with their names, for excerpts.
@@ -264,6 +304,124 @@ fn excerpt_block(path: &str, text: &str, ranges: &[(u32, u32)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ranks `paths` for `request`, the request naming `named`; returns the weights of the
+    /// scored files' text, by path.
+    fn weights(paths: &[&str], request: &str, named: &[&str]) -> Vec<(String, f32)> {
+        use super::super::facts::Facts;
+        use super::super::paths::PathFacts;
+        use super::super::rank::{self, Signals};
+        let paths = paths.to_vec();
+        let files = MapFiles::new(&paths);
+        let query = Query::parse(request);
+        let signals = Signals {
+            named: named.iter().map(|p| p.to_string()).collect(),
+            ..Signals::default()
+        };
+        let ranked = rank::rank(
+            &files,
+            &Vec::<Facts>::new(),
+            &Names::default(),
+            &query,
+            &signals,
+            PathFacts::of(&paths[..], &query, None),
+        );
+        let top: Vec<(usize, f32)> = ranked.iter().take_while(|&(_, s)| s > 0.0).collect();
+        top.iter()
+            .map(|&(f, _)| files.path(f).to_string())
+            .zip(text_weights(&ranked, &top))
+            .collect()
+    }
+
+    /// A named file ranks first, but the files the request does not name share the text
+    /// budget as if it named none: the best of them claims as much as the named file.
+    #[test]
+    fn a_named_file_does_not_take_the_text_of_the_files_it_outranks() {
+        let paths = [
+            "src/invoice.py",
+            "src/invoice_total.py",
+            "tests/invoice_test.py",
+        ];
+        let request = "fix the invoice total rounding and update invoice_test.py";
+        let named = weights(&paths, request, &["tests/invoice_test.py"]);
+        assert_eq!(named[0], ("tests/invoice_test.py".to_string(), 1.0));
+        assert_eq!(named[1], ("src/invoice_total.py".to_string(), 1.0));
+        let unnamed = weights(&paths, request, &[]);
+        let of = |list: &[(String, f32)], p: &str| {
+            list.iter().find(|(q, _)| q == p).map(|(_, w)| *w).unwrap()
+        };
+        assert_eq!(unnamed[0], ("src/invoice_total.py".to_string(), 1.0));
+        // The files it does not name keep their weights relative to each other.
+        let (a, b) = (of(&named, "src/invoice.py"), of(&unnamed, "src/invoice.py"));
+        assert!(a > 0.0 && (a - b).abs() < 1e-6, "{a} vs {b}");
+    }
+
+    /// Sixty files a request's word ranks, each defining twelve functions: the paths of the
+    /// first [`PATHS_KEPT`] are all listed before definitions fill the budget, and the first
+    /// files still list theirs.
+    #[test]
+    fn the_first_files_paths_are_listed_before_more_definitions() {
+        use super::super::facts::{DefRec, Facts};
+        use super::super::paths::PathFacts;
+        use super::super::rank::{self, Signals};
+        let paths: Vec<String> = (0..60)
+            .map(|i| format!("src/billing/part_{i:02}.py"))
+            .collect();
+        let mut files = MapFiles::new(&paths);
+        let mut names = Names::default();
+        let mut blobs = Vec::new();
+        for i in 0..paths.len() {
+            let defs = (0..12u32)
+                .map(|k| DefRec {
+                    name: names.intern(&format!("compute_{i}_{k}")),
+                    kind: DefKind::Function,
+                    line: 1 + k * 10,
+                    end: 9 + k * 10,
+                    signature: names.intern(&format!(
+                        "def compute_{i}_{k}(invoice, customer, currency, rounding, options):"
+                    )),
+                })
+                .collect();
+            blobs.push(Facts {
+                defs,
+                len: 100,
+                lines: 120,
+                parsed: true,
+                ..Facts::default()
+            });
+            files.set_blob(i, i as u32);
+        }
+        let query = Query::parse("billing");
+        let ranked = rank::rank(
+            &files,
+            &blobs,
+            &names,
+            &query,
+            &Signals::default(),
+            PathFacts::of(&paths, &query, None),
+        );
+        let input = Input {
+            files: &files,
+            ranked: &ranked,
+            blobs: &blobs,
+            names: &names,
+            query: &query,
+            budget: 8_000,
+            text_of: &|_| None,
+        };
+        let mut shown = Shown::default();
+        let out = render_listing(&input, input.budget, &mut shown);
+        assert!(out.len() <= input.budget, "{}", out.len());
+        assert!(shown.listed.len() >= PATHS_KEPT, "{}", shown.listed.len());
+        let first = input.files.path(ranked.iter().next().unwrap().0);
+        let under_first = out
+            .lines()
+            .skip_while(|l| *l != first)
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .count();
+        assert_eq!(under_first, DEFS_FIRST, "{out}");
+    }
 
     /// An excerpt whose lines hold a fence of their own is fenced with a longer one, so the
     /// model reads every line as the file's.
