@@ -11,7 +11,7 @@ intent: \"chat\" for questions and conversation (put the answer in reply, no ste
 \"task\" when the project's files must be read, created or changed (reply is a one-line acknowledgment).
 
 For a task, give the complete plan as ordered steps with full arguments:
-- READ path [lines \"120-180\": only those lines of a long file]; TREE path; LIST_PATH path; SEARCH pattern [path] (regex)
+- READ path [lines \"120-180\"]; TREE path; LIST_PATH path; SEARCH pattern [path] (regex)
 - WRITE path content: creates a NEW file with its whole content
 - MODIFY path edits: changes an EXISTING file with exact search/replace pairs applied in order; \
 copy each search's whole lines exactly from the current file and make it occur once (pai \
@@ -31,8 +31,8 @@ the remaining steps. Otherwise observe is false and the plan must be complete.
 installed.
 - If results show a step failed, fix the cause with the fewest steps.
 - Write complete, working code; no placeholders.
-- analysis lists the files to read, create and modify, risks, success criteria and complexity.
-- next_steps: up to 3 short suggestions for the user.";
+- analysis: the files to read, create and modify, risks, success criteria, complexity.
+- next_steps: up to 3 short suggestions.";
 
 #[cfg(test)]
 mod tests {
