@@ -304,20 +304,26 @@ fn push_whereabouts(out: &mut String, subdir: Option<&str>) {
     }
 }
 
+/// Where to cut `text` (longer than `max`) to keep at most `max` bytes: after a line's end,
+/// unless the last whole line ends in the first half, then at a character boundary.
+pub fn cut_point(text: &str, max: usize) -> usize {
+    let mut cut = max.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text[..cut]
+        .rfind('\n')
+        .map(|i| i + 1)
+        .filter(|&i| i > max / 2)
+        .unwrap_or(cut)
+}
+
 /// At most `max` characters of `text`, cut at a line end where possible and marked.
 pub fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let cut = text[..cut]
-        .rfind('\n')
-        .map(|i| i + 1)
-        .filter(|&i| i > max / 2)
-        .unwrap_or(cut);
+    let cut = cut_point(text, max);
     format!(
         "{}\n[... truncated: {} of {} bytes shown]",
         &text[..cut],

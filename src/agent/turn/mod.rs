@@ -478,16 +478,7 @@ fn read_text(view: &crate::agent::events::FileView, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    // Whole lines only, unless one line alone is longer than half the room.
-    let cut = text[..cut]
-        .rfind('\n')
-        .map(|i| i + 1)
-        .filter(|&i| i > max / 2)
-        .unwrap_or(cut);
+    let cut = context::cut_point(text, max);
     let shown = &text[..cut];
     let last = view.first_line + shown.lines().count().saturating_sub(1);
     format!(
