@@ -8,10 +8,13 @@ the answer is the list of changed non-test source files. Only git history is rea
 the repository is checked out, built or run.
 
 Usage:
-    select_cases.py GIT_DIR OWNER/NAME LANG ID_PREFIX [--count N] [--years Y] > cases.jsonl
+    select_cases.py GIT_DIR OWNER/NAME LANG ID_PREFIX [--count N] [--years Y]
+                    [--since DATE] [--until DATE] > cases.jsonl
 
 The cases are spread evenly over the eligible commits of the last Y years (counted back from
 the repository's newest commit), oldest first, and printed one JSON object per line.
+--since and --until (ISO dates, UTC midnight) replace that window with an explicit one, for a
+repository whose tree had the size a set needs only in a stretch of its history.
 """
 
 import argparse
@@ -44,6 +47,7 @@ TEST_FILE_PATTERNS = [
         r"(^|/)test_[^/]*\.py$", r"_test\.py$", r"(^|/)conftest\.py$", r"_test\.go$",
         r"Tests?\.java$", r"_spec\.rb$", r"_test\.rb$", r"(^|/)test_helper\.rb$",
         r"\.(test|spec)\.[cm]?[jt]sx?$", r"(^|/)tests?\.rs$",
+        r"_(unit)?tests?\.(c|cc|cpp|cxx|h|hh|hpp)$",
     )
 ]
 
@@ -225,14 +229,27 @@ def main():
     ap.add_argument("id_prefix")
     ap.add_argument("--count", type=int, default=18)
     ap.add_argument("--years", type=float, default=3.0)
+    ap.add_argument("--since", help="first commit date (ISO date, UTC) instead of --years")
+    ap.add_argument("--until", help="commits before this date (ISO date, UTC) only")
     args = ap.parse_args()
 
     head_date = dt.datetime.fromisoformat(git(args.git_dir, "log", "-1", "--format=%cI", "HEAD").strip())
     since = (head_date - dt.timedelta(days=365.25 * args.years)).date().isoformat()
+    lower = upper = None
+    if args.since:
+        lower = dt.datetime.fromisoformat(args.since).replace(tzinfo=dt.timezone.utc)
+        # git's date-only --since keeps the current time of day: ask for a day more, then
+        # cut exactly below.
+        since = (lower - dt.timedelta(days=1)).date().isoformat()
+    if args.until:
+        upper = dt.datetime.fromisoformat(args.until).replace(tzinfo=dt.timezone.utc)
 
     candidates = []
     for commit, parents, author, date, subject, body, changes in parse_log(args.git_dir, since):
         if len(parents) != 1:
+            continue
+        when = dt.datetime.fromisoformat(date)
+        if (lower and when < lower) or (upper and when >= upper):
             continue
         request = build_request(subject, body)
         answer = eligible(author, subject, request, changes)
@@ -241,7 +258,8 @@ def main():
         candidates.append((date, commit, parents[0], request, answer))
     candidates.sort()
     chosen = spread(candidates, args.count)
-    print(f"{args.repo}: {len(candidates)} eligible since {since}, {len(chosen)} chosen", file=sys.stderr)
+    window = f"{args.since or since}..{args.until or 'now'}"
+    print(f"{args.repo}: {len(candidates)} eligible in {window}, {len(chosen)} chosen", file=sys.stderr)
 
     for n, (date, commit, parent, request, answer) in enumerate(chosen, 1):
         files = len(git(args.git_dir, "ls-tree", "-r", "--name-only", parent).splitlines())
