@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::context::ProjectView;
-use super::listing::{ListingSoon, corpus};
+use super::listing::{IndexSoon, ListingSoon, corpus};
 use super::protocol::{Event, Frontend};
 use crate::map::{self, Activity, MapOptions, MapReport, TrackedFiles};
 use crate::workspace::{Corpus, Workspace};
@@ -34,10 +34,12 @@ pub fn finish() {
 }
 
 /// Build the map of the project in `ws` for `request`, reporting progress to `progress`;
-/// `time_budget` counts from now (see [`left_of`]).
+/// `time_budget` counts from now (see [`left_of`]); `early` is git's index when read ahead.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     ws: &Workspace,
     corpus: &Corpus,
+    early: &IndexSoon,
     request: &str,
     last_files: &[String],
     budget_chars: usize,
@@ -47,7 +49,9 @@ pub fn build(
     let root: &Path = ws.root();
     let recent = || crate::history::recently_changed(root, crate::history::RECENT_COMMITS);
     let index = || {
-        crate::history::TrackedBlobs::read(root)
+        early
+            .take_current()
+            .or_else(|| crate::history::TrackedBlobs::read(root))
             .map(|t| Box::new(Index(t)) as Box<dyn TrackedFiles>)
     };
     let activity = Activity {
@@ -88,6 +92,8 @@ pub struct MapView<'a> {
     /// When the turn started: the time budget counts from it.
     since: Instant,
     corpus: OnceCell<Corpus>,
+    /// git's index, when read ahead with the listing.
+    index: IndexSoon,
 }
 
 impl<'a> MapView<'a> {
@@ -100,14 +106,18 @@ impl<'a> MapView<'a> {
             time_budget,
             since: Instant::now(),
             corpus: OnceCell::new(),
+            index: IndexSoon::default(),
         }
     }
 
     /// This view with the project's listing taken by `soon` (when it has one) instead of
     /// listing the project when first asked.
-    pub fn with_listing(self, soon: Option<ListingSoon>) -> Self {
-        if let Some(corpus) = soon.and_then(ListingSoon::take) {
-            let _ = self.corpus.set(corpus);
+    pub fn with_listing(mut self, soon: Option<ListingSoon>) -> Self {
+        if let Some((corpus, index)) = soon.map(ListingSoon::take) {
+            if let Some(corpus) = corpus {
+                let _ = self.corpus.set(corpus);
+            }
+            self.index = index;
         }
         self
     }
@@ -141,6 +151,7 @@ impl ProjectView for MapView<'_> {
         let report = build(
             self.ws,
             corpus,
+            &self.index,
             request,
             last_files,
             budget_chars,

@@ -34,6 +34,8 @@ pub fn map(
         context_tokens: settings.context_tokens,
         ..Budget::default()
     };
+    // git's index is read while the project is listed, not after.
+    let index = crate::agent::listing::IndexSoon::start(project.workspace.root());
     let corpus = crate::agent::listing::corpus(&project.workspace);
     let small = context::fits_paths(corpus.iter(), &budget);
     let chars = budget
@@ -50,6 +52,7 @@ pub fn map(
     let report = repo_map::build(
         &project.workspace,
         &corpus,
+        &index,
         request,
         &[],
         chars,

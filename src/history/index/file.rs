@@ -10,8 +10,9 @@ use git2::Oid;
 
 use super::file_bytes::{FileBytes, WINDOW};
 use super::format::{
-    Entry, EntryReader, Extension, FIXED_LEN, FLAG_EXTENDED, FLAGS_OFFSET, HEADER_LEN, MODE_OFFSET,
-    NAME_MASK, OID_OFFSET, RawEntry, STAGE_MASK, bad, be16, be32, parse_extensions, parse_header,
+    Entry, EntryReader, Extension, FIXED_LEN, FLAG_EXTENDED, FLAGS_OFFSET, HASH_LEN, HEADER_LEN,
+    MODE_OFFSET, NAME_MASK, OID_OFFSET, RawEntry, STAGE_MASK, bad, be16, be32, parse_extensions,
+    parse_header,
 };
 use crate::history::error::HistoryError;
 
@@ -37,6 +38,9 @@ pub(crate) struct IndexFile {
     /// one lookup in an index of 100,000 entries.
     pub(super) pivots: Vec<u8>,
     pub(super) pivot_ends: Vec<u32>,
+    /// The trailing checksum, copied while reading (`None`: written without one): asked for
+    /// later, the mapping's last page would be faulted in again.
+    pub(super) checksum: Option<[u8; HASH_LEN]>,
 }
 
 /// How many entries a pivot stands for.
@@ -56,6 +60,7 @@ impl IndexFile {
             conflicted: Vec::new(),
             pivots: Vec::new(),
             pivot_ends: Vec::new(),
+            checksum: None,
         }
     }
 
@@ -111,6 +116,11 @@ impl IndexFile {
         if nameless {
             return Err(bad(path, "an entry has no path"));
         }
+        let checksum = buf
+            .len()
+            .checked_sub(HASH_LEN)
+            .and_then(|at| <[u8; HASH_LEN]>::try_from(&buf[at..]).ok())
+            .filter(|sum| *sum != [0; HASH_LEN]);
         buf.release_all();
         Ok(IndexFile {
             version,
@@ -123,6 +133,7 @@ impl IndexFile {
             conflicted,
             pivots,
             pivot_ends,
+            checksum,
         })
     }
 
@@ -218,6 +229,17 @@ impl IndexFile {
             self.buf
                 .release(first.start as usize..self.end_of(last - 1));
         }
+    }
+
+    /// How many bytes the entries take in the file: about as many as their paths (a bound on
+    /// them, but for version 4's shared prefixes), for sizing a copy of the paths.
+    pub(crate) fn entries_bytes(&self) -> usize {
+        self.entries_end as usize
+    }
+
+    /// The index's trailing checksum, as read (`None` when it was written without one).
+    pub(crate) fn checksum(&self) -> Option<[u8; HASH_LEN]> {
+        self.checksum
     }
 
     /// How many entries there are (every stage).

@@ -27,4 +27,4 @@ mod update;
 pub(crate) use file::IndexFile;
 pub(crate) use format::Entry;
 pub(crate) use locked::{LockedIndex, lock};
-pub(crate) use shared::{index_path, load_shared, load_shared_at};
+pub(crate) use shared::{checksum_of, index_path, load_shared, load_shared_at};

@@ -49,31 +49,37 @@ pub(crate) fn load_shared_at(path: PathBuf) -> Result<Arc<IndexFile>, HistoryErr
         Err(e) => return Err(bad(&path, e)),
     };
     let meta = file.metadata().map_err(|e| bad(&path, e))?;
-    let size = meta.len();
-    let mut sum = [0u8; HASH_LEN];
-    let summed = size >= HASH_LEN as u64
-        && std::os::unix::fs::FileExt::read_exact_at(&file, &mut sum, size - HASH_LEN as u64)
-            .is_ok()
-        && sum != [0; HASH_LEN];
-    if summed {
-        let shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((p, s, index)) = shared.as_ref()
-            && *p == path
-            && *s == sum
-        {
-            return Ok(Arc::clone(index));
-        }
+    // Held while the index is read: a second reader of it (the map's, started while the
+    // session opens) waits for this one's copy instead of reading its own beside it.
+    let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(sum) = trailing_sum(&file, meta.len())
+        && let Some((p, s, index)) = shared.as_ref()
+        && *p == path
+        && *s == sum
+    {
+        return Ok(Arc::clone(index));
     }
     let buf = file_bytes(&path, &mut file, &meta)?;
-    let read_sum: Option<[u8; HASH_LEN]> = buf
-        .len()
-        .checked_sub(HASH_LEN)
-        .and_then(|at| buf[at..].try_into().ok())
-        .filter(|s| *s != [0; HASH_LEN]);
     let index = Arc::new(IndexFile::parse(&path, buf)?);
-    if let Some(sum) = read_sum {
-        *SHARED.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((path, sum, Arc::clone(&index)));
+    if let Some(sum) = index.checksum() {
+        *shared = Some((path, sum, Arc::clone(&index)));
     }
     Ok(index)
+}
+
+/// The trailing checksum of the index file at `path` now (`None`: missing, unreadable, or
+/// written without one): one read of its last 20 bytes tells whether it changed.
+pub(crate) fn checksum_of(path: &Path) -> Option<[u8; HASH_LEN]> {
+    let file = File::open(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    trailing_sum(&file, size)
+}
+
+/// The last [`HASH_LEN`] bytes of `file`, `size` bytes long, when they are a checksum (git
+/// writes zeros there under `index.skipHash`).
+fn trailing_sum(file: &File, size: u64) -> Option<[u8; HASH_LEN]> {
+    let mut sum = [0u8; HASH_LEN];
+    let at = size.checked_sub(HASH_LEN as u64)?;
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut sum, at).ok()?;
+    (sum != [0; HASH_LEN]).then_some(sum)
 }
