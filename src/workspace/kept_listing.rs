@@ -187,7 +187,9 @@ fn names_listable(names: &[u8], count: usize) -> bool {
         match b {
             b'/' => return false,
             0 => {
-                if matches!(&names[start..i], b"" | b"." | b"..") {
+                // Lengths first: a slice pattern of strings compares each in full.
+                let name = &names[start..i];
+                if name.len() <= 2 && name.iter().all(|&c| c == b'.') {
                     return false;
                 }
                 seen += 1;
@@ -240,6 +242,12 @@ impl KeptEntries {
     /// How many entries.
     pub(crate) fn len(&self) -> usize {
         self.kinds.len()
+    }
+
+    /// Whether any of them is a folder (a folder of thousands of files holds none, and its
+    /// names need not be gone through to find them).
+    pub(crate) fn has_dirs(&self) -> bool {
+        memchr::memchr(kind_code(Kind::Dir), self.kinds()).is_some()
     }
 
     /// How many of them are files.

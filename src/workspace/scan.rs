@@ -397,7 +397,8 @@ fn read_one(shared: &Shared<'_>, job: Job, scratch: &mut Scratch) -> (usize, Sca
     } = found;
     let mut subs = Vec::new();
     let mut children = Vec::new();
-    if level.depth() < MAX_DEPTH {
+    let has_dirs = kept.has_dirs() || entries.iter().any(|e| e.kind == Kind::Dir);
+    if has_dirs && level.depth() < MAX_DEPTH {
         let listed = entries
             .iter()
             .map(|e| (e.cname.as_bytes(), e.kind))
