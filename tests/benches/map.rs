@@ -52,16 +52,22 @@ struct Case {
     names_file: bool,
 }
 
-fn cases() -> Vec<Case> {
+/// The case file this run reads: `PAI_MAP_CASES`, else the large cases for a cold run and
+/// the main ones otherwise.
+pub fn cases_file() -> PathBuf {
     let default = if std::env::var_os("PAI_MAP_COLD").is_some() {
         "fixtures/map/large_cases.jsonl"
     } else {
         "fixtures/map/cases.jsonl"
     };
-    let path = std::env::var_os("PAI_MAP_CASES").map_or_else(
+    std::env::var_os("PAI_MAP_CASES").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join(default),
         PathBuf::from,
-    );
+    )
+}
+
+fn cases() -> Vec<Case> {
+    let path = cases_file();
     let only = std::env::var("PAI_MAP_ONLY").unwrap_or_default();
     std::fs::read_to_string(path)
         .unwrap()
@@ -175,6 +181,7 @@ impl ProjectView for BenchView<'_> {
         let r = pai::agent::repo_map::build(
             self.ws,
             &self.ws.corpus(),
+            &Default::default(),
             request,
             last,
             budget_chars,
@@ -542,6 +549,7 @@ pub fn scale_rows() -> Vec<Row> {
             pai::agent::repo_map::build(
                 &ws,
                 &ws.corpus(),
+                &Default::default(),
                 request,
                 &[],
                 30_000,

@@ -157,7 +157,10 @@ fn main() {
         rows.extend(model_rows(env_usize("PAI_BENCH_REPS", 5)));
     }
     if picked.iter().any(|p| p == "map") {
-        eprintln!("repository map localization (fixtures/map/cases.jsonl) ...");
+        eprintln!(
+            "repository map localization ({}) ...",
+            map::cases_file().display()
+        );
         if std::env::var_os("PAI_MAP_COLD").is_some() {
             rows.extend(map::cold_rows());
         } else {
