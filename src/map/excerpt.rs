@@ -3,9 +3,10 @@
 //! and each unit is scored for the request (BM25 of its words against the other units', the
 //! request's terms in its name, the identifiers the request writes as code, the definitions the
 //! best units call). The text budget is spent across files by how likely each is to change
-//! (its share of the ranking's weight), and within a file on its best units, whole; a small
-//! file is shown whole, and a unit too long to show whole shows its signature, the lines the
-//! request hits and the blocks around them.
+//! (its share of the ranking's weight), and within a file on its best units for their length
+//! (of two units scored alike, the shorter first), whole; a small file is shown whole, and a
+//! unit too long to show whole shows its signature, the lines the request hits and the blocks
+//! around them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -49,6 +50,10 @@ const CALLEE_SHARE: f32 = 0.25;
 const CALLERS: usize = 3;
 /// A unit next to a chosen one, with nothing of the request, scores this much.
 const NEIGHBOUR_SCORE: f32 = 0.05;
+/// Units are taken in the order of their score over their length (in lines, at most
+/// [`LONG_UNIT_LINES`]) to this power: of two units scored alike, the shorter one leaves room
+/// for another.
+const LENGTH_POWER: f32 = 0.15;
 
 /// A definition of a file, as excerpts need it.
 #[derive(Debug, Clone)]
@@ -296,7 +301,7 @@ impl Plan {
             let mut order: Vec<usize> = (0..view.units.len())
                 .filter(|&u| view.units[u].score > 0.0)
                 .collect();
-            order.sort_by(|&a, &b| view.units[b].score.total_cmp(&view.units[a].score));
+            order.sort_by(|&a, &b| claim(&view.units[b]).total_cmp(&claim(&view.units[a])));
             for u in order {
                 let got = take_unit(view, u, alloc.saturating_sub(used), alloc);
                 if got > 0 {
@@ -329,7 +334,7 @@ impl Plan {
                 });
                 let s = unit.score + if beside { NEIGHBOUR_SCORE } else { 0.0 };
                 if s > 0.0 {
-                    rest.push((w * s, i, u));
+                    rest.push((w * s / length_factor(unit), i, u));
                 }
             }
         }
@@ -440,6 +445,20 @@ fn whole(cand: &Candidate<'_>, view: &FileView<'_>, share: f32) -> Chosen {
         units: Vec::new(),
         lines: n,
     }
+}
+
+/// How strongly a unit claims its file's room: its score over its length to
+/// [`LENGTH_POWER`]. BM25 already weighs a long unit's words down, but not what showing it
+/// costs: a 100-line definition scored a little above a 4-line one would take the room of
+/// many like the latter.
+fn claim(unit: &Unit) -> f32 {
+    unit.score / length_factor(unit)
+}
+
+/// A unit's length (in lines, at most what a long unit shows elided) to [`LENGTH_POWER`].
+fn length_factor(unit: &Unit) -> f32 {
+    let lines = (unit.end - unit.start + 1).min(LONG_UNIT_LINES) as f32;
+    lines.powf(LENGTH_POWER)
 }
 
 /// Mark unit `u` of `view` taken when it fits in `room` (whole, or elided when long or
@@ -1067,6 +1086,65 @@ mod tests {
             };
             assert!(shown("a.py") >= shown("b.py"), "{budget}: {c:?}");
         }
+    }
+
+    /// A unit scored a little above another but many times longer claims less of the file's
+    /// room; one scored far above it, or as long, keeps its place; past what a long unit
+    /// shows elided, length no longer counts.
+    #[test]
+    fn a_short_unit_scored_alike_goes_before_a_long_one() {
+        let unit = |lines: u32, score: f32| Unit {
+            score,
+            ..Unit::unscored(1..=lines, UnitKind::Definition, None, 1)
+        };
+        assert!(claim(&unit(4, 9.0)) > claim(&unit(100, 10.0)));
+        assert!(claim(&unit(4, 5.0)) < claim(&unit(100, 10.0)));
+        assert!(claim(&unit(20, 9.0)) < claim(&unit(20, 10.0)));
+        assert_eq!(claim(&unit(90, 10.0)), claim(&unit(400, 10.0)));
+    }
+
+    /// A file whose long method scores a little above a short one: with room for the short
+    /// one and part of the long one, the short one is shown whole and the long one elided,
+    /// rather than the long one's hits taking the room.
+    #[test]
+    fn a_long_unit_scored_a_little_higher_leaves_room_for_a_short_one() {
+        let mut t = String::from("class Ledger:\n");
+        // lines 2-61: a long method that mentions the tax now and then
+        t.push_str("    def tax_report(self):\n");
+        for i in 0..58 {
+            if i % 2 == 0 {
+                t.push_str(&format!("        line_{i} = self.tax_lines[{i}]\n"));
+            } else {
+                t.push_str(&format!("        filler_{i} = {i}\n"));
+            }
+        }
+        t.push_str("        return line_0\n");
+        // lines 62-64: a short method
+        t.push_str("    def apply_tax(self, total):\n        return total * self.rate\n\n");
+        let defs = vec![
+            def("Ledger", DefKind::Class, 1, 64),
+            def("tax_report", DefKind::Method, 2, 61),
+            def("apply_tax", DefKind::Method, 62, 63),
+        ];
+        let q = Query::parse("the tax is wrong");
+        let lines: Vec<&str> = t.lines().collect();
+        let wanted = Wanted::of(&q);
+        let mut view = read_file(&cand("ledger.py", &t, defs.clone(), 1.0), &wanted);
+        let idf = idf_of(std::slice::from_ref(&view), wanted.len());
+        score_units(&mut view, &wanted, &idf);
+        let score = |name: &str| {
+            view.units
+                .iter()
+                .find(|u| u.name.as_deref() == Some(name))
+                .map(|u| u.score)
+                .unwrap()
+        };
+        assert!(score("tax_report") > score("apply_tax"), "{:?}", view.units);
+        let budget = header_cost("ledger.py") + cost_of(&lines, &[(62, 64), (2, 8)]);
+        let c = choose(&[cand("ledger.py", &t, defs, 1.0)], &q, budget);
+        let shows = |l: u32| c[0].ranges.iter().any(|&(a, b)| a <= l && l <= b);
+        assert!(shows(62) && shows(63), "{:?}", c[0].ranges);
+        assert!(!shows(40), "{:?}", c[0].ranges);
     }
 
     #[test]
