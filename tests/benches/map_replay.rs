@@ -33,6 +33,12 @@ use oracle::{FileDiff, Oracle};
 
 const PAI: &str = env!("CARGO_BIN_EXE_pai");
 
+/// The `pai` replayed: this build's, or `PAI_BENCH_BIN` (a copy, so that a rebuild during a
+/// long replay does not change the binary under it).
+fn pai_binary() -> String {
+    std::env::var("PAI_BENCH_BIN").unwrap_or_else(|_| PAI.to_string())
+}
+
 /// What one replayed case gave.
 #[derive(Debug, Default, Clone)]
 struct Replayed {
@@ -89,7 +95,7 @@ fn diffs(git_dir: &Path, case: &Case) -> Option<Vec<FileDiff>> {
 
 /// The real pai in `dir` with a private HOME.
 fn pai(dir: &Path, home: &Path) -> Command {
-    let mut cmd = Command::new(PAI);
+    let mut cmd = Command::new(pai_binary());
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home)
