@@ -772,7 +772,10 @@ fn write_symbols(
         }
     };
     let blobs = store.ids.len();
-    if renumbered.is_none() {
+    // Without a symbols file loaded (a cold map), every name was met by this map: there are
+    // none from dropped blobs to leave out, and copying them all to renumber them would double
+    // what the names take at the end of the map.
+    if renumbered.is_none() || syms.is_none() {
         let name = |id: u32| all.get(id);
         let symbols = |b: u32| entry(facts_of(b));
         return symfile::write(
