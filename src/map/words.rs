@@ -299,8 +299,28 @@ pub struct Added {
     /// Word numbers, by the hash of their text.
     table: hashbrown::HashTable<u32>,
     hasher: std::collections::hash_map::RandomState,
-    /// (word, blob, count), blobs in the order added.
-    postings: Vec<(u32, u32, u16)>,
+    /// (word << 8 | count, blob), blobs in the order added: eight bytes a posting, not twelve
+    /// (postings are most of what a cold map holds).
+    postings: Vec<(u32, u32)>,
+}
+
+/// Bits of a packed posting's count: a count over [`MAX_COUNT`] is kept as that (a ranking
+/// weighs a word's count in a file with diminishing returns long before it).
+const COUNT_BITS: u32 = 8;
+/// The largest count kept.
+pub const MAX_COUNT: u16 = (1 << COUNT_BITS) - 1;
+/// Words past this many are not kept (their number would not fit beside the count); no map
+/// of one process meets that many distinct words.
+const MAX_ADDED_WORDS: usize = 1 << (32 - COUNT_BITS);
+
+/// A word number and count packed into one `u32`.
+fn pack(k: u32, count: u16) -> u32 {
+    (k << COUNT_BITS) | u32::from(count.min(MAX_COUNT))
+}
+
+/// The word number and count of a packed posting.
+fn unpack(p: u32) -> (u32, u16) {
+    (p >> COUNT_BITS, (p & u32::from(MAX_COUNT)) as u16)
 }
 
 impl Added {
@@ -327,11 +347,12 @@ impl Added {
             .copied()
     }
 
-    /// Blob `blob` holds `word` `count` times (blobs are added in increasing order).
+    /// Blob `blob` holds `word` `count` times (kept as at most [`MAX_COUNT`]).
     pub fn add(&mut self, word: &str, blob: u32, count: u16) {
         let hash = self.hash(word);
         let k = match self.table.find(hash, |&k| self.word(k) == word) {
             Some(&k) => k,
+            None if self.ends.len() >= MAX_ADDED_WORDS => return,
             None => {
                 let k = u32::try_from(self.ends.len()).unwrap_or(u32::MAX);
                 self.text.push_str(word);
@@ -348,7 +369,7 @@ impl Added {
                 k
             }
         };
-        self.postings.push((k, blob, count));
+        self.postings.push((pack(k, count), blob));
     }
 
     /// The postings of each of `words` (in their order), blobs in the order added, found in
@@ -363,7 +384,8 @@ impl Added {
         if wanted.is_empty() {
             return out;
         }
-        for &(k, b, n) in &self.postings {
+        for &(p, b) in &self.postings {
+            let (k, n) = unpack(p);
             if let Some(&i) = wanted.get(&k) {
                 out[i].push((b, n));
             }
@@ -373,7 +395,7 @@ impl Added {
 
     /// Renumber each posting's blob with `re` (`false`: drop it).
     pub fn renumber(&mut self, mut re: impl FnMut(&mut u32) -> bool) {
-        self.postings.retain_mut(|(_, b, _)| re(b));
+        self.postings.retain_mut(|(_, b)| re(b));
     }
 
     /// Every word with its postings, in byte order (the list is sorted for it in place).
@@ -388,15 +410,18 @@ impl Added {
         // In place (a stable sort would take half the list again): each word's blobs in blob
         // order.
         self.postings
-            .sort_unstable_by_key(|&(k, b, _)| (rank[k as usize], b));
+            .sort_unstable_by_key(|&(p, b)| (rank[unpack(p).0 as usize], b));
         drop(rank);
         let this = &*self;
-        this.postings.chunk_by(|a, b| a.0 == b.0).map(move |run| {
-            (
-                this.word(run[0].0),
-                run.iter().map(|&(_, b, n)| (b, n)).collect(),
-            )
-        })
+        let word_of = |p: &(u32, u32)| unpack(p.0).0;
+        this.postings
+            .chunk_by(move |a, b| word_of(a) == word_of(b))
+            .map(move |run| {
+                (
+                    this.word(word_of(&run[0])),
+                    run.iter().map(|&(p, b)| (b, unpack(p).1)).collect(),
+                )
+            })
     }
 }
 
@@ -555,6 +580,12 @@ mod tests {
         });
         assert_eq!(a.postings_of(&["alpha"]), [vec![(0, 2), (2, 9)]]);
         assert_eq!(a.postings_of(&["w4999"]), [vec![(5, 1)]]);
+        a.add("often", 6, 1_000);
+        assert_eq!(
+            a.postings_of(&["often"]),
+            [vec![(6, MAX_COUNT)]],
+            "a count past the largest kept is kept as that"
+        );
         // Words added in no order are written in byte order.
         let mut b = added(&[("zeta", &[(0, 1)]), ("eta", &[(1, 1), (0, 3)])]);
         let listed: Vec<(String, Vec<Posting>)> =
