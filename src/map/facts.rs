@@ -10,6 +10,12 @@ use super::symbols::{DefKind, Extractor, FileSymbols, Lang};
 use super::symfile::SymFile;
 use super::terms;
 
+/// Files longer than this have their words counted but are not parsed for symbols: a syntax
+/// tree takes many times its file's size while it is walked, and each parsing thread holding
+/// one of a project's largest files (generated parsers, amalgamations, vendored bundles) would
+/// set a map's peak memory by itself.
+pub const MAX_PARSE_BYTES: usize = 160 * 1024;
+
 /// Distinct terms kept per file: the most frequent ones (a generated file with 50,000
 /// distinct words would otherwise dominate the cache).
 const MAX_TERMS: usize = 4_000;
@@ -30,8 +36,9 @@ pub struct Names {
     text: String,
     /// Where each added name ends in `text`.
     ends: Vec<u32>,
-    /// The added names' ids.
-    added: HashMap<String, u32>,
+    /// The added names' ids, by the hash of their text (kept once, in `text`).
+    added: hashbrown::HashTable<u32>,
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl Names {
@@ -46,7 +53,11 @@ impl Names {
 
     /// The id of `s`, adding it when new.
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(id) = self.lookup(s) {
+        let hash = self.hash(s);
+        if let Some(id) = self.find_added(hash, s) {
+            return id;
+        }
+        if let Some(id) = self.base.as_ref().and_then(|b| b.lookup(s)) {
             return id;
         }
         let id = self
@@ -55,13 +66,30 @@ impl Names {
         self.text.push_str(s);
         self.ends
             .push(u32::try_from(self.text.len()).unwrap_or(u32::MAX));
-        self.added.insert(s.to_string(), id);
+        let (text, ends, base_len, hasher) = (&self.text, &self.ends, self.base_len, &self.hasher);
+        let rehash = |&id: &u32| {
+            std::hash::BuildHasher::hash_one(hasher, added_name(text, ends, base_len, id))
+        };
+        self.added.insert_unique(hash, id, rehash);
         id
+    }
+
+    fn hash(&self, s: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, s)
+    }
+
+    /// The id of added name `s`, whose hash is `hash`.
+    fn find_added(&self, hash: u64, s: &str) -> Option<u32> {
+        self.added
+            .find(hash, |&id| {
+                added_name(&self.text, &self.ends, self.base_len, id) == s
+            })
+            .copied()
     }
 
     /// The id of `s`, when known.
     pub fn lookup(&self, s: &str) -> Option<u32> {
-        if let Some(&id) = self.added.get(s) {
+        if let Some(id) = self.find_added(self.hash(s), s) {
             return Some(id);
         }
         self.base.as_ref()?.lookup(s)
@@ -76,12 +104,7 @@ impl Names {
                 .and_then(|b| b.name(id))
                 .unwrap_or_default();
         }
-        let i = (id - self.base_len) as usize;
-        let Some(&end) = self.ends.get(i) else {
-            return Cow::Borrowed("");
-        };
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        Cow::Borrowed(self.text.get(start..end as usize).unwrap_or(""))
+        Cow::Borrowed(added_name(&self.text, &self.ends, self.base_len, id))
     }
 
     /// These names with the symbols file's read whole into memory, for writing the next file
@@ -95,7 +118,9 @@ impl Names {
 
     /// Every id in string order: the symbols file's order merged with the added names'.
     pub fn sorted(&self) -> Vec<u32> {
-        let mut added: Vec<u32> = self.added.values().copied().collect();
+        let mut added: Vec<u32> = (0..u32::try_from(self.ends.len()).unwrap_or(u32::MAX))
+            .map(|i| self.base_len.saturating_add(i))
+            .collect();
         added.sort_unstable_by(|&a, &b| self.get(a).cmp(&self.get(b)));
         let mut out = Vec::with_capacity(self.len());
         let mut added = added.into_iter().peekable();
@@ -128,6 +153,19 @@ impl Names {
             .filter_map(|w| Some((w.to_string(), self.lookup(w)?)))
             .collect()
     }
+}
+
+/// The text of added name `id` (ids from `base_len` on), given the added names' `text` and
+/// where each ends (empty for an unknown id).
+fn added_name<'t>(text: &'t str, ends: &[u32], base_len: u32, id: u32) -> &'t str {
+    let Some(i) = id.checked_sub(base_len).map(|i| i as usize) else {
+        return "";
+    };
+    let Some(&end) = ends.get(i) else {
+        return "";
+    };
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    text.get(start..end as usize).unwrap_or("")
 }
 
 /// A definition, its name interned.
@@ -205,10 +243,11 @@ pub struct RawFacts {
 }
 
 impl RawFacts {
-    /// Read `text` (of a file at `path`): its symbols when the language is known, its terms
-    /// always.
+    /// Read `text` (of a file at `path`): its symbols when the language is known and it is
+    /// at most [`MAX_PARSE_BYTES`] long, its terms always.
     pub fn read(path: &str, text: &str, extractor: &mut Extractor) -> RawFacts {
-        let (symbols, parsed) = match Lang::from_path(path) {
+        let lang = Lang::from_path(path).filter(|_| text.len() <= MAX_PARSE_BYTES);
+        let (symbols, parsed) = match lang {
             Some(lang) => match extractor.extract(lang, text) {
                 Ok(s) => (s, true),
                 Err(_) => (FileSymbols::default(), false),
@@ -344,4 +383,50 @@ fn blobs_where(all: &[Facts], keep: impl Fn(&Facts) -> bool) -> Vec<u32> {
     (0..u32::try_from(all.len()).unwrap_or(u32::MAX))
         .filter(|&b| keep(&all[b as usize]))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_interned_once_and_found_by_text_and_id() {
+        let mut names = Names::default();
+        let a = names.intern("alpha");
+        let b = names.intern("beta");
+        assert_eq!(names.intern("alpha"), a, "the same name, the same id");
+        assert_ne!(a, b);
+        assert_eq!(names.lookup("beta"), Some(b));
+        assert_eq!(names.lookup("gamma"), None);
+        assert_eq!(names.get(a), "alpha");
+        assert_eq!(names.get(b), "beta");
+        assert_eq!(names.get(99), "", "an unknown id");
+        // Enough names for the table to grow and rehash them from their text.
+        let ids: Vec<u32> = (0..5_000).map(|i| names.intern(&format!("n{i}"))).collect();
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(names.lookup(&format!("n{i}")), Some(*id));
+        }
+        assert_eq!(names.len(), 5_002);
+        let sorted: Vec<String> = names
+            .sorted()
+            .iter()
+            .map(|&id| names.get(id).into_owned())
+            .collect();
+        assert!(sorted.windows(2).all(|w| w[0] < w[1]), "in string order");
+    }
+
+    #[test]
+    fn a_file_too_long_to_parse_keeps_its_words_but_no_symbols() {
+        let mut extractor = Extractor::new();
+        let short = "fn parse_header() {}\n";
+        let raw = RawFacts::read("src/a.rs", short, &mut extractor);
+        let (facts, words) = raw.split(&mut Names::default());
+        assert!(facts.parsed && !facts.defs.is_empty());
+        assert!(!words.is_empty());
+        let long = short.repeat(MAX_PARSE_BYTES / short.len() + 1);
+        let raw = RawFacts::read("src/a.rs", &long, &mut extractor);
+        let (facts, words) = raw.split(&mut Names::default());
+        assert!(!facts.parsed && facts.defs.is_empty());
+        assert!(words.iter().any(|(w, _)| w == "header"), "{words:?}");
+    }
 }

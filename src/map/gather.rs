@@ -49,6 +49,9 @@ const PATH_MATCH_KEYS: u32 = 64;
 /// whole budget before the search's.
 const FRONT_PATHS: usize = 128;
 
+/// Parsed files each parsing thread may have waiting for the thread that stores them.
+const WAITING_PER_WORKER: usize = 4;
+
 /// The blob id of files that are not text or too large: they have no facts.
 const NO_FACTS: BlobId = [0; 20];
 
@@ -158,11 +161,7 @@ pub fn gather<'a>(
     let deadline = started + opts.time_budget.saturating_sub(reserve);
     let total = todo.len();
     let mut parsed = 0;
-    let jobs: Vec<(usize, String)> = todo
-        .iter()
-        .map(|&i| (i, files.path(i).to_string()))
-        .collect();
-    parse_all(ws, &jobs, deadline, |p| {
+    parse_all(ws, corpus, &todo, deadline, |p| {
         parsed += 1;
         if parsed % 64 == 0 || parsed == total {
             (opts.progress)(parsed, total);
@@ -372,11 +371,14 @@ fn known(
     }
 }
 
-/// Read and parse the `todo` files on every core until `deadline`, handing each result to
-/// `take` on this thread (which owns the store).
+/// Read and parse the `todo` files (places in `corpus`) on every core until `deadline`,
+/// handing each result to `take` on this thread (which owns the store). Workers wait when a
+/// few results are waiting for `take`: parsed files must not pile up in memory while this
+/// thread is held up (it shares the cores with the workers).
 fn parse_all(
     ws: &Workspace,
-    todo: &[(usize, String)],
+    corpus: &Corpus,
+    todo: &[usize],
     deadline: Instant,
     mut take: impl FnMut(Parsed),
 ) {
@@ -388,14 +390,14 @@ fn parse_all(
         .clamp(1, 8)
         .min(todo.len());
     let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel::<Parsed>();
+    let (tx, rx) = mpsc::sync_channel::<Parsed>(threads * WAITING_PER_WORKER);
     std::thread::scope(|s| {
         for _ in 0..threads {
             let tx = tx.clone();
             let next = &next;
             let spawned = std::thread::Builder::new()
                 .name("pai-map".into())
-                .spawn_scoped(s, move || worker(ws, todo, next, deadline, &tx));
+                .spawn_scoped(s, move || worker(ws, corpus, todo, next, deadline, &tx));
             if spawned.is_err() {
                 break;
             }
@@ -410,18 +412,19 @@ fn parse_all(
 /// Take files off the shared counter until none are left or the time is up.
 fn worker(
     ws: &Workspace,
-    todo: &[(usize, String)],
+    corpus: &Corpus,
+    todo: &[usize],
     next: &AtomicUsize,
     deadline: Instant,
-    tx: &mpsc::Sender<Parsed>,
+    tx: &mpsc::SyncSender<Parsed>,
 ) {
     let mut extractor = Extractor::new();
     while Instant::now() < deadline {
         let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some((at, path)) = todo.get(k) else {
+        let Some(&at) = todo.get(k) else {
             return;
         };
-        let at = *at;
+        let path = corpus.get(at);
         let parsed = match ws.read_stamped(path, MAX_FILE_BYTES) {
             Some((text, stamp)) => Parsed {
                 at,

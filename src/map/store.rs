@@ -155,8 +155,9 @@ pub struct Store {
     ids: Vec<BlobId>,
     /// Every blob's size.
     sizes: Vec<Size>,
-    /// The facts of the blobs added since loading that have symbols.
-    added_facts: HashMap<u32, Facts>,
+    /// The facts of the blobs added since loading that have symbols, encoded as the symbols
+    /// file holds them (a third of their size in memory: a cold map adds thousands).
+    added_facts: HashMap<u32, Box<[u8]>>,
     /// The symbols of the first `saved` blobs, mapped.
     syms: Option<Arc<SymFile>>,
     /// The id of that symbols file.
@@ -286,13 +287,20 @@ impl Store {
         self.sizes.push(Size::of(&facts));
         if facts.has_symbols() {
             facts.terms.clear();
-            self.added_facts.insert(i, facts);
+            if let Ok(bytes) = postcard::to_stdvec(&facts) {
+                self.added_facts.insert(i, bytes.into_boxed_slice());
+            }
         }
         for (word, n) in words {
-            self.added.entry(word).or_default().push((i, n));
+            self.added.add(&word, i, n);
         }
         self.by_id.insert(id, i);
         i
+    }
+
+    /// The facts of blob `b`, added since loading.
+    fn added_facts(&self, b: u32) -> Option<Facts> {
+        postcard::from_bytes(self.added_facts.get(&b)?).ok()
     }
 
     /// The symbols file's blobs, numbered as now (none once [`Store::compact`] renumbered).
@@ -303,8 +311,8 @@ impl Store {
     /// The facts of blob `b` as stored, without the request's term counts.
     fn stored_facts(&self, b: u32) -> Option<Facts> {
         let size = *self.sizes.get(b as usize)?;
-        let symbols = match self.added_facts.get(&b) {
-            Some(f) => Some(f.clone()),
+        let symbols = match self.added_facts(b) {
+            Some(f) => Some(f),
             None if (b as usize) < self.saved => self.mapped().and_then(|s| decode(s, b)),
             None => None,
         };
@@ -323,15 +331,14 @@ impl Store {
         wanted.sort_unstable();
         wanted.dedup();
         let mut hits: Hits = HashMap::new();
-        for w in wanted {
+        let added = self.added.postings_of(&wanted);
+        for (w, more) in wanted.into_iter().zip(added) {
             let mut list = self
                 .words
                 .as_ref()
                 .map(|x| x.postings(w))
                 .unwrap_or_default();
-            if let Some(more) = self.added.get(w) {
-                list.extend(more);
-            }
+            list.extend(more);
             if list.is_empty() {
                 continue;
             }
@@ -409,10 +416,7 @@ impl Store {
             _ => false,
         };
         self.files.retain(|_, (_, b)| re(b));
-        for list in self.added.values_mut() {
-            list.retain_mut(|(b, _)| re(b));
-        }
-        self.added.retain(|_, list| !list.is_empty());
+        self.added.renumber(re);
         renumber.truncate(self.saved);
         self.renumbered = Some(renumber);
         self.ids = ids;
@@ -489,7 +493,10 @@ impl View<'_> {
     fn added_index(&self) -> &AddedIndex {
         self.added_index.get_or_init(|| {
             let (mut defs, mut terms) = (Vec::new(), Vec::new());
-            for (&b, f) in &self.store.added_facts {
+            for &b in self.store.added_facts.keys() {
+                let Some(f) = self.store.added_facts(b) else {
+                    continue;
+                };
                 defs.extend(f.defs.iter().map(|d| (d.name, b)));
                 terms.extend(f.def_terms.iter().map(|&t| (t, b)));
             }
@@ -702,7 +709,7 @@ pub fn save(file: &Path, root: &Path, store: &mut Store) -> std::io::Result<()> 
             store.ids.len(),
             store.words.as_ref(),
             &renumber,
-            &store.added,
+            &mut store.added,
         )?;
     }
     if !unchanged || store.syms.is_none() {
@@ -761,11 +768,14 @@ fn write_symbols(
     let facts_of = |b: u32| -> Option<Facts> {
         match stored_of.get(b as usize) {
             Some(&old) if old != NONE => decode(syms?, old),
-            _ => store.added_facts.get(&b).cloned(),
+            _ => store.added_facts(b),
         }
     };
     let blobs = store.ids.len();
-    if renumbered.is_none() {
+    // Without a symbols file loaded (a cold map), every name was met by this map: there are
+    // none from dropped blobs to leave out, and copying them all to renumber them would double
+    // what the names take at the end of the map.
+    if renumbered.is_none() || syms.is_none() {
         let name = |id: u32| all.get(id);
         let symbols = |b: u32| entry(facts_of(b));
         return symfile::write(

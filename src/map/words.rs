@@ -286,9 +286,144 @@ impl<'f> Sequential<'f> {
     }
 }
 
-/// The words of the blobs added since the cache was loaded, by word: (blob, count) in blob
-/// order.
-pub type Added = std::collections::BTreeMap<String, Vec<Posting>>;
+/// The words of the blobs added since the cache was loaded: each distinct word's text once,
+/// and every (word, blob, count) in one flat list, sorted by word only when written. A cold
+/// map adds a few hundred words for each of thousands of files; a map from word to its own
+/// list would cost a string, a list and a tree node per word on top of the postings.
+#[derive(Debug, Default)]
+pub struct Added {
+    /// The words one after another.
+    text: String,
+    /// Where each word ends in `text`.
+    ends: Vec<u32>,
+    /// Word numbers, by the hash of their text.
+    table: hashbrown::HashTable<u32>,
+    hasher: std::collections::hash_map::RandomState,
+    /// (word << 8 | count, blob), blobs in the order added: eight bytes a posting, not twelve
+    /// (postings are most of what a cold map holds).
+    postings: Vec<(u32, u32)>,
+}
+
+/// Bits of a packed posting's count: a count over [`MAX_COUNT`] is kept as that (a ranking
+/// weighs a word's count in a file with diminishing returns long before it).
+const COUNT_BITS: u32 = 8;
+/// The largest count kept.
+pub const MAX_COUNT: u16 = (1 << COUNT_BITS) - 1;
+/// Words past this many are not kept (their number would not fit beside the count); no map
+/// of one process meets that many distinct words.
+const MAX_ADDED_WORDS: usize = 1 << (32 - COUNT_BITS);
+
+/// A word number and count packed into one `u32`.
+fn pack(k: u32, count: u16) -> u32 {
+    (k << COUNT_BITS) | u32::from(count.min(MAX_COUNT))
+}
+
+/// The word number and count of a packed posting.
+fn unpack(p: u32) -> (u32, u16) {
+    (p >> COUNT_BITS, (p & u32::from(MAX_COUNT)) as u16)
+}
+
+impl Added {
+    /// None yet.
+    pub fn new() -> Self {
+        Added::default()
+    }
+
+    /// Word `k`'s text.
+    fn word(&self, k: u32) -> &str {
+        let k = k as usize;
+        let from = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+        self.text.get(from..self.ends[k] as usize).unwrap_or("")
+    }
+
+    fn hash(&self, word: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, word)
+    }
+
+    /// The number of `word`, when it was added.
+    fn find(&self, word: &str) -> Option<u32> {
+        self.table
+            .find(self.hash(word), |&k| self.word(k) == word)
+            .copied()
+    }
+
+    /// Blob `blob` holds `word` `count` times (kept as at most [`MAX_COUNT`]).
+    pub fn add(&mut self, word: &str, blob: u32, count: u16) {
+        let hash = self.hash(word);
+        let k = match self.table.find(hash, |&k| self.word(k) == word) {
+            Some(&k) => k,
+            None if self.ends.len() >= MAX_ADDED_WORDS => return,
+            None => {
+                let k = u32::try_from(self.ends.len()).unwrap_or(u32::MAX);
+                self.text.push_str(word);
+                self.ends
+                    .push(u32::try_from(self.text.len()).unwrap_or(u32::MAX));
+                let (text, ends, hasher) = (&self.text, &self.ends, &self.hasher);
+                let rehash = |&k: &u32| {
+                    let k = k as usize;
+                    let from = if k == 0 { 0 } else { ends[k - 1] as usize };
+                    let word = text.get(from..ends[k] as usize).unwrap_or("");
+                    std::hash::BuildHasher::hash_one(hasher, word)
+                };
+                self.table.insert_unique(hash, k, rehash);
+                k
+            }
+        };
+        self.postings.push((pack(k, count), blob));
+    }
+
+    /// The postings of each of `words` (in their order), blobs in the order added, found in
+    /// one pass over the list.
+    pub fn postings_of(&self, words: &[&str]) -> Vec<Vec<Posting>> {
+        let mut out = vec![Vec::new(); words.len()];
+        let wanted: std::collections::HashMap<u32, usize> = words
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| Some((self.find(w)?, i)))
+            .collect();
+        if wanted.is_empty() {
+            return out;
+        }
+        for &(p, b) in &self.postings {
+            let (k, n) = unpack(p);
+            if let Some(&i) = wanted.get(&k) {
+                out[i].push((b, n));
+            }
+        }
+        out
+    }
+
+    /// Renumber each posting's blob with `re` (`false`: drop it).
+    pub fn renumber(&mut self, mut re: impl FnMut(&mut u32) -> bool) {
+        self.postings.retain_mut(|(_, b)| re(b));
+    }
+
+    /// Every word with its postings, in byte order (the list is sorted for it in place).
+    fn sorted(&mut self) -> impl Iterator<Item = (&str, Vec<Posting>)> + '_ {
+        let mut order: Vec<u32> = (0..u32::try_from(self.ends.len()).unwrap_or(u32::MAX)).collect();
+        order.sort_unstable_by(|&a, &b| self.word(a).cmp(self.word(b)));
+        let mut rank = vec![0u32; order.len()];
+        for (r, &k) in order.iter().enumerate() {
+            rank[k as usize] = u32::try_from(r).unwrap_or(u32::MAX);
+        }
+        drop(order);
+        // In place (a stable sort would take half the list again): each word's blobs in blob
+        // order.
+        self.postings
+            .sort_unstable_by_key(|&(p, b)| (rank[unpack(p).0 as usize], b));
+        drop(rank);
+        let this = &*self;
+        let word_of = |p: &(u32, u32)| unpack(p.0).0;
+        this.postings
+            .chunk_by(move |a, b| word_of(a) == word_of(b))
+            .map(move |run| {
+                (
+                    this.word(word_of(&run[0])),
+                    run.iter().map(|&(p, b)| (b, unpack(p).1)).collect(),
+                )
+            })
+    }
+}
 
 /// Write the words file of a cache of `blobs` blobs to `path` (atomically, private to the
 /// user): the words of `old` with each blob renumbered by `renumber` (`None`: dropped), merged
@@ -298,7 +433,7 @@ pub fn write(
     blobs: usize,
     old: Option<&Words>,
     renumber: &dyn Fn(u32) -> Option<u32>,
-    added: &Added,
+    added: &mut Added,
 ) -> std::io::Result<WordsId> {
     let id = new_id();
     let blobs = u32::try_from(blobs).map_err(|_| std::io::Error::other("too many blobs"))?;
@@ -329,23 +464,23 @@ pub fn write(
             entries.write_all(&p.to_le_bytes())?;
             Ok(())
         };
-        let mut fresh = added.iter().peekable();
+        let mut fresh = added.sorted().peekable();
         if let Some(old) = old {
             let mut kept = Vec::new();
             old.each(|word, list| {
                 while let Some((w, l)) = fresh.next_if(|(w, _)| w.as_bytes() < word) {
-                    emit(w.as_bytes(), [l, &[]])?;
+                    emit(w.as_bytes(), [&l, &[]])?;
                 }
                 kept.clear();
                 kept.extend(list.iter().filter_map(|&(b, n)| Some((renumber(b)?, n))));
                 match fresh.next_if(|(w, _)| w.as_bytes() == word) {
-                    Some((_, l)) => emit(word, [&kept, l]),
+                    Some((_, l)) => emit(word, [&kept, &l]),
                     None => emit(word, [&kept, &[]]),
                 }
             })?;
         }
         for (w, l) in fresh {
-            emit(w.as_bytes(), [l, &[]])?;
+            emit(w.as_bytes(), [&l, &[]])?;
         }
         postings.flush()?;
         drop(postings);
@@ -376,21 +511,25 @@ mod tests {
     use super::*;
 
     fn added(list: &[(&str, &[Posting])]) -> Added {
-        list.iter()
-            .map(|(w, l)| (w.to_string(), l.to_vec()))
-            .collect()
+        let mut out = Added::new();
+        for (w, l) in list {
+            for &(b, n) in *l {
+                out.add(w, b, n);
+            }
+        }
+        out
     }
 
     #[test]
     fn words_are_found_with_their_postings_and_merged_when_rewritten() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.words");
-        let first = added(&[
+        let mut first = added(&[
             ("alpha", &[(0, 2), (3, 1)]),
             ("delta", &[(1, 5)]),
             ("zeta", &[(2, 1)]),
         ]);
-        let id = write(&path, 4, None, &|b| Some(b), &first).unwrap();
+        let id = write(&path, 4, None, &|b| Some(b), &mut first).unwrap();
         let w = Words::open(&path, &id, 4).unwrap();
         assert_eq!(w.postings("alpha"), [(0, 2), (3, 1)]);
         assert_eq!(w.postings("delta"), [(1, 5)]);
@@ -398,14 +537,14 @@ mod tests {
         assert!(w.postings("beta").is_empty());
         assert!(w.postings("").is_empty());
         // Blob 1 dropped, the rest renumbered down; two more blobs added.
-        let more = added(&[("beta", &[(3, 1)]), ("zeta", &[(4, 7)])]);
+        let mut more = added(&[("beta", &[(3, 1)]), ("zeta", &[(4, 7)])]);
         let renumber = |b: u32| match b {
             0 => Some(0),
             2 => Some(1),
             3 => Some(2),
             _ => None,
         };
-        let id2 = write(&path, 5, Some(&w), &renumber, &more).unwrap();
+        let id2 = write(&path, 5, Some(&w), &renumber, &mut more).unwrap();
         assert_ne!(id, id2);
         assert!(
             Words::open(&path, &id, 4).is_none(),
@@ -419,6 +558,48 @@ mod tests {
     }
 
     #[test]
+    fn added_words_are_found_in_one_pass_and_renumbered() {
+        let mut a = added(&[("alpha", &[(0, 2), (3, 1)]), ("beta", &[(1, 5)])]);
+        a.add("alpha", 4, 9);
+        // Enough words for the table to grow and rehash them from their text.
+        for i in 0..5_000 {
+            a.add(&format!("w{i}"), 5, 1);
+        }
+        assert_eq!(
+            a.postings_of(&["beta", "gamma", "alpha"]),
+            [vec![(1, 5)], vec![], vec![(0, 2), (3, 1), (4, 9)]]
+        );
+        // Blob 3 dropped, 4 becomes 2.
+        a.renumber(|b| match *b {
+            3 => false,
+            4 => {
+                *b = 2;
+                true
+            }
+            _ => true,
+        });
+        assert_eq!(a.postings_of(&["alpha"]), [vec![(0, 2), (2, 9)]]);
+        assert_eq!(a.postings_of(&["w4999"]), [vec![(5, 1)]]);
+        a.add("often", 6, 1_000);
+        assert_eq!(
+            a.postings_of(&["often"]),
+            [vec![(6, MAX_COUNT)]],
+            "a count past the largest kept is kept as that"
+        );
+        // Words added in no order are written in byte order.
+        let mut b = added(&[("zeta", &[(0, 1)]), ("eta", &[(1, 1), (0, 3)])]);
+        let listed: Vec<(String, Vec<Posting>)> =
+            b.sorted().map(|(w, l)| (w.to_string(), l)).collect();
+        assert_eq!(
+            listed,
+            [
+                ("eta".to_string(), vec![(0, 3), (1, 1)]),
+                ("zeta".to_string(), vec![(0, 1)])
+            ]
+        );
+    }
+
+    #[test]
     fn a_damaged_or_foreign_file_is_refused_or_yields_nothing_out_of_range() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.words");
@@ -427,7 +608,7 @@ mod tests {
             2,
             None,
             &|b| Some(b),
-            &added(&[("word", &[(0, 1), (1, 1)])]),
+            &mut added(&[("word", &[(0, 1), (1, 1)])]),
         )
         .unwrap();
         assert!(
@@ -448,7 +629,7 @@ mod tests {
             2,
             None,
             &|b| Some(b),
-            &added(&[("word", &[(0, 1), (7, 1)])]),
+            &mut added(&[("word", &[(0, 1), (7, 1)])]),
         )
         .unwrap();
         let w = Words::open(&path, &id, 2).unwrap();
