@@ -11,7 +11,7 @@
 //! edited in place since the map last read it is taken for its staged version — its paths,
 //! definitions and words as staged — until it is staged, committed or read for its text.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use super::TrackedFiles;
 use super::facts::{Facts, RawFacts};
 use super::files::MapFiles;
 use super::grep::Needles;
-use super::store::{BlobId, Store};
+use super::store::{BlobId, StampedFiles, Store};
 use super::symbols::Extractor;
 use crate::workspace::{Corpus, Stamp, Workspace};
 
@@ -305,11 +305,7 @@ struct Stamped {
 /// The files the cache knows by their stamp, with their stamps now, in corpus order: each
 /// path looked up once, and none when the cache knows no file by its stamp (a committed
 /// project), then the stamps taken in one pass folder by folder.
-fn stamped_now(
-    ws: &Workspace,
-    corpus: &Corpus,
-    stamped: &HashMap<String, (Stamp, u32)>,
-) -> Vec<Stamped> {
+fn stamped_now(ws: &Workspace, corpus: &Corpus, stamped: &StampedFiles) -> Vec<Stamped> {
     if stamped.is_empty() {
         return Vec::new();
     }

@@ -101,7 +101,7 @@ struct Stored {
     format: u32,
     root: String,
     #[serde(deserialize_with = "files_table")]
-    files: HashMap<String, (Stamp, u32)>,
+    files: StampedFiles,
     blobs: u32,
     sizes: Vec<Size>,
     recent: Option<Recent>,
@@ -109,14 +109,17 @@ struct Stored {
     symbols: WordsId,
 }
 
+/// Files known by their stamp, by path: the stamp when read, and the blob. Every file of the
+/// project is looked up in it (100,000 at a time), so it hashes with foldhash, seeded per
+/// process, rather than SipHash, which took as long as ranking them.
+pub type StampedFiles = HashMap<String, (Stamp, u32), foldhash::fast::RandomState>;
+
 /// The stored list of files, straight into the table a map looks them up in (a list first
 /// would hold every path twice while the table is built: 8 MB more at 100,000 files).
-fn files_table<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<HashMap<String, (Stamp, u32)>, D::Error> {
+fn files_table<'de, D: serde::Deserializer<'de>>(d: D) -> Result<StampedFiles, D::Error> {
     struct Table;
     impl<'de> serde::de::Visitor<'de> for Table {
-        type Value = HashMap<String, (Stamp, u32)>;
+        type Value = StampedFiles;
 
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a list of (path, stamp, blob)")
@@ -127,7 +130,10 @@ fn files_table<'de, D: serde::Deserializer<'de>>(
             mut seq: A,
         ) -> Result<Self::Value, A::Error> {
             // The hint comes from the file: bounded, so a forged length allocates nothing huge.
-            let mut table = HashMap::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+            let mut table = StampedFiles::with_capacity_and_hasher(
+                seq.size_hint().unwrap_or(0).min(1 << 20),
+                Default::default(),
+            );
             while let Some((path, stamp, blob)) = seq.next_element::<(String, Stamp, u32)>()? {
                 table.insert(path, (stamp, blob));
             }
@@ -147,7 +153,7 @@ pub struct Store {
     /// Files known by their stat stamp rather than by git's index (untracked files, files
     /// whose text differs from the index, files without text): the stamp when read and the
     /// index of the blob. Tracked files the index describes are not in it.
-    pub files: HashMap<String, (Stamp, u32)>,
+    pub files: StampedFiles,
     /// Recent history.
     pub recent: Option<Recent>,
     /// Every blob's id: the first `saved` as loaded (or kept by [`Store::compact`]), the rest
