@@ -477,6 +477,14 @@ fn span_edit(diff: &FileDiff, shown: &Shown, lo: u32, hi: u32) -> Edit {
     }
     let mut search = shown.text(lo, hi);
     let mut replace = new.join("\n");
+    // A span ending at a blank line, or a replacement ending with one, reads as text ending in
+    // a newline: the other side, without one, would read as a line short (pai takes a search
+    // of whole lines to be replaced by whole lines). Both then take the newline that ends the
+    // span's last line, which leaves the literal replacement the same.
+    if search.ends_with('\n') || replace.ends_with('\n') || search.is_empty() {
+        search.push('\n');
+        replace.push('\n');
+    }
     // The file's last line gains or loses its newline.
     if inside.iter().any(|h| h.old_no_eol && !h.new_no_eol) {
         replace.push('\n');
@@ -575,6 +583,13 @@ impl Oracle {
                 })),
                 Err(why) => lacking.push((d.path.clone(), why)),
             }
+        }
+        if let Some(dir) = std::env::var_os("PAI_MAP_ORACLE_LOG") {
+            // The oracle's steps, to tell its edits from pai's application of them.
+            let _ = std::fs::write(
+                std::path::Path::new(&dir).join(format!("phase{phase}.json")),
+                serde_json::to_string_pretty(&steps).unwrap_or_default(),
+            );
         }
         if lacking.is_empty() {
             steps.push(json!({"action": "FINISH", "message": "done"}));

@@ -400,6 +400,17 @@ mod tests {
     }
 
     #[test]
+    fn zz_scratch_trailing_blank() {
+        let text = "    .collect()\n}\n\n/// P\nfn p() {}\n";
+        let out = apply(
+            text,
+            &[e("    .collect()\n}\n\n", "    .collect()\n}\n\nfn x() {\n}\n")],
+        )
+        .unwrap();
+        assert_eq!(out, "    .collect()\n}\n\nfn x() {\n}\n/// P\nfn p() {}\n");
+    }
+
+    #[test]
     fn applies_in_order() {
         let out = apply("a\nb\nc\n", &[e("b\n", "B\nB2\n"), e("B2\nc", "C")]).unwrap();
         assert_eq!(out, "a\nB\nC\n");
