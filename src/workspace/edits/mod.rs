@@ -400,7 +400,10 @@ mod tests {
     }
 
     #[test]
-    fn zz_scratch_trailing_blank() {
+    fn a_function_inserted_after_a_blank_line_takes_its_place_when_both_sides_keep_it() {
+        // Both sides end with the blank line's newline: the new function goes between the
+        // blank line and the doc comment, with no blank line of its own after it. (Without the
+        // newline on the replacement, the edge rule keeps lines whole: see `exact.rs`.)
         let text = "    .collect()\n}\n\n/// P\nfn p() {}\n";
         let out = apply(
             text,
