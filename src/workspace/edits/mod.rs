@@ -407,7 +407,10 @@ mod tests {
         let text = "    .collect()\n}\n\n/// P\nfn p() {}\n";
         let out = apply(
             text,
-            &[e("    .collect()\n}\n\n", "    .collect()\n}\n\nfn x() {\n}\n")],
+            &[e(
+                "    .collect()\n}\n\n",
+                "    .collect()\n}\n\nfn x() {\n}\n",
+            )],
         )
         .unwrap();
         assert_eq!(out, "    .collect()\n}\n\nfn x() {\n}\n/// P\nfn p() {}\n");
