@@ -223,13 +223,19 @@ mod tests {
     use super::*;
     use crate::history::index::test_git::git;
 
+    /// A repository whose index holds `a.txt` ("one").
+    fn one_file_staged() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        git(tmp.path(), &["init", "-q"]);
+        std::fs::write(tmp.path().join("a.txt"), "one\n").unwrap();
+        git(tmp.path(), &["add", "a.txt"]);
+        tmp
+    }
+
     #[test]
     fn blobs_read_ahead_stand_for_the_index_only_while_git_leaves_it_unchanged() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = one_file_staged();
         let root = tmp.path();
-        git(root, &["init", "-q"]);
-        std::fs::write(root.join("a.txt"), "one\n").unwrap();
-        git(root, &["add", "a.txt"]);
         let before = TrackedBlobs::read(root).unwrap();
         assert!(before.is_current(), "nothing changed yet");
         // Staging the same bytes again rewrites the index with the same entries and checksum.
@@ -366,11 +372,8 @@ mod tests {
 
     #[test]
     fn an_index_git_rewrites_is_read_again() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = one_file_staged();
         let root = tmp.path();
-        git(root, &["init", "-q"]);
-        std::fs::write(root.join("a.txt"), "one\n").unwrap();
-        git(root, &["add", "a.txt"]);
         let id = |root: &Path| {
             let t = TrackedBlobs::read(root).unwrap();
             t.blob("a.txt")
