@@ -55,10 +55,17 @@ impl FileBytes {
 /// How much of a mapping a pass reads before handing its pages back.
 pub(crate) const WINDOW: usize = 1 << 20;
 
+/// What the kernel maps at once when a read of a mapping faults (its default
+/// `fault_around_bytes`): the aligned block around the page read, as far as the page cache
+/// holds it. Handing back only the pages a range lies on would leave the rest of each block
+/// resident.
+const FAULT_AROUND: usize = 64 * 1024;
+
 impl FileBytes {
-    /// Hand back the pages of `range` this process has faulted in (a mapping only; bytes read
-    /// into memory stay): the process's resident set shrinks by them, and a later read finds
-    /// the same bytes again in the page cache. Best effort: a refusal leaves them resident.
+    /// Hand back the pages of `range` this process has faulted in, with the rest of the
+    /// fault-around blocks it lies in (a mapping only; bytes read into memory stay): the
+    /// process's resident set shrinks by them, and a later read finds the same bytes again in
+    /// the page cache. Best effort: a refusal leaves them resident.
     pub(crate) fn release(&self, range: std::ops::Range<usize>) {
         let FileBytes::Mapped(m) = self else {
             return;
@@ -67,16 +74,16 @@ impl FileBytes {
         if range.start >= end {
             return;
         }
+        // The blocks are aligned in the address space, not in the file.
+        let base = m.as_ptr() as usize;
+        let start = ((base + range.start) & !(FAULT_AROUND - 1)).max(base) - base;
+        let end = ((base + end).next_multiple_of(FAULT_AROUND) - base).min(m.len());
         // SAFETY: the mapping is read-only and private and this process never writes to it,
         // so dropping its pages changes no byte anyone borrows: the next read maps the file's
         // pages again, which hold the same bytes (the file is never written in place; see the
         // module comment). The range lies within the mapping (checked above).
         let _ = unsafe {
-            m.unchecked_advise_range(
-                memmap2::UncheckedAdvice::DontNeed,
-                range.start,
-                end - range.start,
-            )
+            m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
         };
     }
 
@@ -174,6 +181,34 @@ mod tests {
         // Ranges past the end are cut; bytes read into memory have nothing to release.
         mapped.release(content.len() - 10..content.len() + 4096);
         FileBytes::from(vec![1, 2, 3]).release_all();
+    }
+
+    #[test]
+    fn releasing_a_few_bytes_hands_back_the_whole_block_a_read_faulted_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index");
+        let content: Vec<u8> = (0..4 * MAP_FROM as usize)
+            .map(|i| (i % 241) as u8)
+            .collect();
+        std::fs::write(&path, &content).unwrap();
+        // In the page cache, so that a read maps the pages around it as well.
+        assert_eq!(std::fs::read(&path).unwrap(), content);
+        let mut file = File::open(&path).unwrap();
+        let mapped = FileBytes::of(&mut file, content.len() as u64, true).unwrap();
+        // One byte read in the middle of each of a few blocks, then released byte by byte.
+        for at in [
+            3 * FAULT_AROUND + 100,
+            7 * FAULT_AROUND + 5,
+            9 * FAULT_AROUND - 1,
+        ] {
+            assert_eq!(mapped[at], content[at]);
+            mapped.release(at..at + 1);
+        }
+        let left = resident_kib(&path);
+        assert!(
+            left <= 8,
+            "{left} KiB resident after releasing every byte read"
+        );
     }
 
     #[test]
