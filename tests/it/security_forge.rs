@@ -404,6 +404,40 @@ attacks! {
         }
     }
 
+    control_allow_rule_runs_once_the_user_merged_the_line_after_moving_main: Ctx::repo() => |c| {
+        allow(&c, "\"python3 -m py_compile\"");
+        c.arm();
+        c.run(vec![plan(json!([write("notes.md", "notes\n")]))], &["--yes"]);
+        let branch = c.g(&["branch", "--show-current"]);
+        c.g(&["switch", "-q", "main"]);
+        // main moves on before the merge: the merge is a commit of its own, and whether the
+        // plan is in main takes git's history walk.
+        fs::write(c.p("users.md"), "the user's\n").unwrap();
+        c.g(&["add", "users.md"]);
+        c.g(&["commit", "-q", "-m", "the user's own commit"]);
+        c.g(&["merge", "-q", "--no-ff", "-m", "merge the line", &branch]);
+        // Back on the line, whose base (main when it started) has moved.
+        c.g(&["switch", "-q", &branch]);
+        let out = c.run(vec![plan(json!([run("python3 -m py_compile app.py")]))], &["--yes"]);
+        if !matches!(pai::exec::sandbox_support(), pai::exec::SandboxSupport::Unavailable(_)) {
+            assert!(c.p("__pycache__").exists(), "the allow rule no longer runs its command: {out}");
+        }
+    }
+    allow_rule_when_main_moved_without_the_line: Ctx::repo() => |c| {
+        allow(&c, "\"python3 -m py_compile\"");
+        c.arm();
+        let payload = c.py_payload();
+        c.run(vec![plan(json!([write("py_compile.py", &payload)]))], &["--yes"]);
+        let branch = c.g(&["branch", "--show-current"]);
+        c.g(&["switch", "-q", "main"]);
+        fs::write(c.p("users.md"), "the user's\n").unwrap();
+        c.g(&["add", "users.md"]);
+        c.g(&["commit", "-q", "-m", "the user's own commit"]);
+        c.g(&["switch", "-q", &branch]);
+        let out = c.run(vec![plan(json!([run("python3 -m py_compile app.py")]))], &["--yes"]);
+        assert!(!c.p("PWNED").exists(), "the allow rule ran the module an unmerged line holds: {out}");
+    }
+
     // ---- what a TOOL call leaves in pai's state ----------------------------------------------
     tool_writes_deep_into_the_trash: Ctx::repo() => |c| {
         let deep = format!(".pai_history/trash/{FORGED}/1/notes/deeper/notes.txt");
