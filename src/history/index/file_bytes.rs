@@ -55,11 +55,11 @@ impl FileBytes {
 /// How much of a mapping a pass reads before handing its pages back.
 pub(crate) const WINDOW: usize = 1 << 20;
 
-/// What the kernel maps at once when a read of a mapping faults (its default
-/// `fault_around_bytes`): the aligned block around the page read, as far as the page cache
-/// holds it. Handing back only the pages a range lies on would leave the rest of each block
-/// resident.
-const FAULT_AROUND: usize = 64 * 1024;
+/// The most the kernel maps at once when a read of a mapping faults: the page cache's folio
+/// holding the page read, which for a file written or read in one go is up to 2 MB (one
+/// page-table block), else the 64 KB around the page. Handing back only the pages a range lies
+/// on would leave the rest of each block resident.
+const FAULT_AROUND: usize = 2 * 1024 * 1024;
 
 impl FileBytes {
     /// Hand back the pages of `range` this process has faulted in, with the rest of the
@@ -187,28 +187,19 @@ mod tests {
     fn releasing_a_few_bytes_hands_back_the_whole_block_a_read_faulted_in() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index");
-        let content: Vec<u8> = (0..4 * MAP_FROM as usize)
-            .map(|i| (i % 241) as u8)
-            .collect();
+        let content: Vec<u8> = (0..5 * FAULT_AROUND).map(|i| (i % 241) as u8).collect();
+        // Written in one go and read back: in the page cache, in blocks as large as it keeps.
         std::fs::write(&path, &content).unwrap();
-        // In the page cache, so that a read maps the pages around it as well.
         assert_eq!(std::fs::read(&path).unwrap(), content);
         let mut file = File::open(&path).unwrap();
         let mapped = FileBytes::of(&mut file, content.len() as u64, true).unwrap();
-        // One byte read in the middle of each of a few blocks, then released byte by byte.
-        for at in [
-            3 * FAULT_AROUND + 100,
-            7 * FAULT_AROUND + 5,
-            9 * FAULT_AROUND - 1,
-        ] {
+        // One byte read in each of a few blocks, then released byte by byte.
+        for at in [FAULT_AROUND + 100, 3 * FAULT_AROUND + 5, 5 * FAULT_AROUND - 1] {
             assert_eq!(mapped[at], content[at]);
             mapped.release(at..at + 1);
         }
         let left = resident_kib(&path);
-        assert!(
-            left <= 8,
-            "{left} KiB resident after releasing every byte read"
-        );
+        assert!(left <= 8, "{left} KiB resident after releasing every byte read");
     }
 
     #[test]
