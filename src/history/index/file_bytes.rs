@@ -194,12 +194,19 @@ mod tests {
         let mut file = File::open(&path).unwrap();
         let mapped = FileBytes::of(&mut file, content.len() as u64, true).unwrap();
         // One byte read in each of a few blocks, then released byte by byte.
-        for at in [FAULT_AROUND + 100, 3 * FAULT_AROUND + 5, 5 * FAULT_AROUND - 1] {
+        for at in [
+            FAULT_AROUND + 100,
+            3 * FAULT_AROUND + 5,
+            5 * FAULT_AROUND - 1,
+        ] {
             assert_eq!(mapped[at], content[at]);
             mapped.release(at..at + 1);
         }
         let left = resident_kib(&path);
-        assert!(left <= 8, "{left} KiB resident after releasing every byte read");
+        assert!(
+            left <= 8,
+            "{left} KiB resident after releasing every byte read"
+        );
     }
 
     #[test]
