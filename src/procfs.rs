@@ -1,6 +1,7 @@
 //! What `/proc` says of processes: a process's state, parent and group from its `stat` line,
 //! and the processes there are. Read by RUN's process-group handling and by the hard stop,
-//! which kills what pai started.
+//! which kills what pai started; and this process's resident memory, by the stages that bound
+//! theirs.
 
 /// The fields of a `/proc/<pid>/stat` line pai uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,9 +61,29 @@ pub fn children_of(parent: libc::pid_t) -> Vec<(libc::pid_t, Stat)> {
         .collect()
 }
 
+/// This process's resident memory in bytes (`VmRSS` of `/proc/self/status`), file-backed
+/// mappings included; `None` when `/proc` cannot say.
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resident_memory_counts_pages_this_process_touches() {
+        let before = resident_bytes().unwrap();
+        // 64 MB written page by page is resident until dropped (other tests allocate
+        // meanwhile, so only the growth's lower bound is checked).
+        let block = vec![1u8; 64 << 20];
+        let during = resident_bytes().unwrap();
+        assert!(block.iter().step_by(4096).all(|&b| b == 1));
+        assert!(during >= before + (32 << 20), "{before} -> {during}");
+    }
 
     #[test]
     fn stat_lines_with_awkward_command_names_are_read_after_the_last_parenthesis() {

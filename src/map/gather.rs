@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use sha1::{Digest, Sha1};
@@ -51,6 +51,11 @@ const FRONT_PATHS: usize = 128;
 
 /// Parsed files each parsing thread may have waiting for the thread that stores them.
 const WAITING_PER_WORKER: usize = 4;
+
+/// Files longer than this are parsed one at a time, the freed memory of each given back once
+/// done: a syntax tree takes many times its file's size, so two large files parsed at once
+/// (and kept in their threads' allocator arenas afterwards) would set a cold map's peak.
+const PARSE_ALONE_BYTES: usize = 64 * 1024;
 
 /// The blob id of files that are not text or too large: they have no facts.
 const NO_FACTS: BlobId = [0; 20];
@@ -386,14 +391,17 @@ fn parse_all(
         .clamp(1, 8)
         .min(todo.len());
     let next = AtomicUsize::new(0);
+    let alone = Mutex::new(());
     let (tx, rx) = mpsc::sync_channel::<Parsed>(threads * WAITING_PER_WORKER);
     std::thread::scope(|s| {
         for _ in 0..threads {
             let tx = tx.clone();
-            let next = &next;
+            let (next, alone) = (&next, &alone);
             let spawned = std::thread::Builder::new()
                 .name("pai-map".into())
-                .spawn_scoped(s, move || worker(ws, corpus, todo, next, deadline, &tx));
+                .spawn_scoped(s, move || {
+                    worker(ws, corpus, todo, (next, alone), deadline, &tx);
+                });
             if spawned.is_err() {
                 break;
             }
@@ -410,7 +418,7 @@ fn worker(
     ws: &Workspace,
     corpus: &Corpus,
     todo: &[usize],
-    next: &AtomicUsize,
+    (next, alone): (&AtomicUsize, &Mutex<()>),
     deadline: Instant,
     tx: &mpsc::SyncSender<Parsed>,
 ) {
@@ -426,7 +434,7 @@ fn worker(
                 at,
                 stamp,
                 id: blob_id(text.as_bytes()),
-                raw: Some(RawFacts::read(path, &text, &mut extractor)),
+                raw: Some(read_facts(path, &text, &mut extractor, alone)),
             },
             None => {
                 let Some(stamp) = ws.stamp_of(path) else {
@@ -446,6 +454,21 @@ fn worker(
     }
 }
 
+/// The facts of `text`, read alone (holding `alone`) when it is longer than
+/// [`PARSE_ALONE_BYTES`], and the memory freed meanwhile given back to the system.
+fn read_facts(path: &str, text: &str, extractor: &mut Extractor, alone: &Mutex<()>) -> RawFacts {
+    if text.len() <= PARSE_ALONE_BYTES {
+        return RawFacts::read(path, text, extractor);
+    }
+    // A poisoned lock only means another worker panicked mid-parse: the guard guards nothing.
+    let _guard = alone
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let raw = RawFacts::read(path, text, extractor);
+    crate::heap::release_freed();
+    raw
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,5 +485,35 @@ mod tests {
             FRONT_PATHS,
             "a common word's matches leave room for the search's"
         );
+    }
+
+    #[test]
+    fn long_files_are_parsed_one_at_a_time() {
+        let alone = Mutex::new(());
+        let short = "def f():\n    return 1\n";
+        let long = short.repeat(PARSE_ALONE_BYTES / short.len() + 1);
+        let held = alone.lock().unwrap();
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            let alone = &alone;
+            let (short_tx, long_tx) = (tx.clone(), tx);
+            s.spawn(move || {
+                read_facts("a.py", short, &mut Extractor::new(), alone);
+                short_tx.send("short").unwrap();
+            });
+            assert_eq!(rx.recv().unwrap(), "short", "a short file does not wait");
+            let long = &long;
+            s.spawn(move || {
+                read_facts("b.py", long, &mut Extractor::new(), alone);
+                long_tx.send("long").unwrap();
+            });
+            let waited = rx.recv_timeout(Duration::from_millis(200));
+            assert!(
+                waited.is_err(),
+                "a long file waits for the one being parsed"
+            );
+            drop(held);
+            assert_eq!(rx.recv().unwrap(), "long");
+        });
     }
 }

@@ -25,21 +25,28 @@ pub(crate) enum Changed {
     Paths(Vec<Vec<u8>>),
     /// More than the limit.
     Bulk,
+    /// The caller's `go_on` said to stop before the walk was done.
+    Stopped,
 }
 
 /// The paths the commit whose tree is `new` changed against the tree `old` (`None`: a root
 /// commit, everything is added), or [`Changed::Bulk`] once there are more than `limit`.
 /// `None` when a tree cannot be read (the caller skips such a commit, as it skipped a diff
-/// libgit2 could not make).
+/// libgit2 could not make). `go_on` is asked every [`TREES_BETWEEN_CHECKS`] trees read
+/// whether to go on; [`Changed::Stopped`] when it says no.
 pub(crate) fn changed(
     repo: &Repository,
     old: Option<Oid>,
     new: Oid,
     limit: usize,
+    go_on: &mut dyn FnMut() -> bool,
 ) -> Option<Changed> {
     let mut trees_read = 0;
-    walk(repo, old, Some(new), limit, &mut trees_read)
+    walk(repo, old, Some(new), limit, &mut trees_read, go_on)
 }
+
+/// Trees read between two questions to the caller's `go_on`.
+const TREES_BETWEEN_CHECKS: usize = 8;
 
 /// One entry of a tree: its name, id and mode.
 struct Item {
@@ -185,6 +192,7 @@ fn walk(
     new: Option<Oid>,
     limit: usize,
     trees_read: &mut usize,
+    go_on: &mut dyn FnMut() -> bool,
 ) -> Option<Changed> {
     let mut walk = Walk {
         repo,
@@ -192,7 +200,14 @@ fn walk(
         paths: Vec::new(),
         pending: vec![(Vec::new(), old, new)],
     };
+    let mut checked_at = 0;
     while let Some((prefix, old, new)) = walk.pending.pop() {
+        if *trees_read >= checked_at + TREES_BETWEEN_CHECKS {
+            checked_at = *trees_read;
+            if !go_on() {
+                return Some(Changed::Stopped);
+            }
+        }
         let old = items(walk.repo, old, trees_read)?;
         let new = items(walk.repo, new, trees_read)?;
         if !walk.compare(&prefix, &old, &new) {
@@ -255,7 +270,7 @@ mod tests {
     fn ours(repo: &Repository, id: Oid, limit: usize) -> Option<Changed> {
         let commit = repo.find_commit(id).unwrap();
         let parent = commit.parent(0).ok().map(|p| p.tree_id());
-        changed(repo, parent, commit.tree_id(), limit)
+        changed(repo, parent, commit.tree_id(), limit, &mut || true)
     }
 
     #[test]
@@ -362,21 +377,23 @@ mod tests {
         let tree = repo.find_commit(import).unwrap().tree_id();
         // Exactly at the limit the commit is listed; one over, it is bulk.
         let mut reads = 0;
-        let Some(Changed::Paths(all)) = walk(&repo, None, Some(tree), 300, &mut reads) else {
+        let Some(Changed::Paths(all)) =
+            walk(&repo, None, Some(tree), 300, &mut reads, &mut || true)
+        else {
             panic!("300 files at a limit of 300 are not bulk");
         };
         assert_eq!(all.len(), 300);
         assert_eq!(reads, 31, "the root tree and each folder once");
         let mut reads = 0;
         assert_eq!(
-            walk(&repo, None, Some(tree), 299, &mut reads),
+            walk(&repo, None, Some(tree), 299, &mut reads, &mut || true),
             Some(Changed::Bulk)
         );
         // A limit of 25 is passed in the third folder: the walk stops there, without reading
         // the other 27.
         let mut reads = 0;
         assert_eq!(
-            walk(&repo, None, Some(tree), 25, &mut reads),
+            walk(&repo, None, Some(tree), 25, &mut reads, &mut || true),
             Some(Changed::Bulk)
         );
         assert_eq!(reads, 4, "the root tree and three folders");
@@ -396,7 +413,14 @@ mod tests {
         let mut reads = 0;
         let commit = repo.find_commit(head).unwrap();
         assert_eq!(
-            walk(&repo, Some(tree), Some(commit.tree_id()), 25, &mut reads),
+            walk(
+                &repo,
+                Some(tree),
+                Some(commit.tree_id()),
+                25,
+                &mut reads,
+                &mut || true
+            ),
             Some(Changed::Bulk)
         );
         assert_eq!(reads, 8, "both sides of the root and of three folders");
@@ -404,6 +428,36 @@ mod tests {
             libgit2_paths(&repo, head).len(),
             300,
             "libgit2 agrees on the size"
+        );
+    }
+
+    #[test]
+    fn the_caller_stops_a_long_walk_between_trees() {
+        let (_tmp, repo) = wide_repository();
+        let import = repo.head().unwrap().target().unwrap();
+        let tree = repo.find_commit(import).unwrap().tree_id();
+        let mut asked = 0;
+        let mut reads = 0;
+        let mut stop_second_time = || {
+            asked += 1;
+            asked < 2
+        };
+        assert_eq!(
+            walk(
+                &repo,
+                None,
+                Some(tree),
+                1_000,
+                &mut reads,
+                &mut stop_second_time
+            ),
+            Some(Changed::Stopped)
+        );
+        assert_eq!(asked, 2);
+        assert_eq!(
+            reads,
+            2 * TREES_BETWEEN_CHECKS,
+            "asked after every {TREES_BETWEEN_CHECKS} trees"
         );
     }
 }
