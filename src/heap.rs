@@ -70,6 +70,23 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn large_allocations_stay_mapped_after_a_larger_one_is_freed() {
+        // In a process of its own, tuned first as pai's `main` does: here, other tests'
+        // freed memory in the arenas could serve the allocations below.
+        const CHILD: &str = "PAI_HEAP_TEST_CHILD";
+        if std::env::var_os(CHILD).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "heap::tests::large_allocations_stay_mapped_after_a_larger_one_is_freed",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success() && text.contains("1 passed"), "{text}");
+            return;
+        }
         super::tune_allocator();
         // By default, freeing a mapped 8 MB allocation raises the threshold to 8 MB, and the
         // 1 MB allocated next would come from an arena, to stay resident once freed.
