@@ -656,16 +656,14 @@ impl Oracle {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// A file whose text holds a fence of its own is sent in a longer one (whole, or as
     /// excerpts): the oracle reads its lines as a model does, and writes its edit at once.
     #[test]
     fn a_file_fenced_with_more_backticks_is_read() {
         let text = "/// ```\n/// run();\n/// ```\nfn run() {\n    dbg!(1);\n}\n";
         let whole = format!("Request: fix\n\nCurrent contents of src/lib.rs:\n````\n{text}````\n");
-        let mut files = HashMap::new();
-        read_message(&whole, &mut files);
+        let mut files = std::collections::HashMap::new();
+        super::read_message(&whole, &mut files);
         let shown = files.get("src/lib.rs").expect("the whole file is read");
         assert!(shown.whole);
         assert_eq!(shown.lines.len(), 6, "{:?}", shown.lines);
@@ -673,16 +671,16 @@ mod tests {
             shown.lines.get(&5).map(String::as_str),
             Some("    dbg!(1);")
         );
-        let diff = FileDiff::parse("src/lib.rs", "@@ -5 +4,0 @@\n-    dbg!(1);\n");
-        let edits = edits(&diff, Some(shown)).expect("an edit from what was shown");
+        let diff = super::FileDiff::parse("src/lib.rs", "@@ -5 +4,0 @@\n-    dbg!(1);\n");
+        let edits = super::edits(&diff, Some(shown)).expect("an edit from what was shown");
         assert!(edits[0].search.contains("dbg!(1);"));
 
         let excerpt = format!(
             "Excerpts of src/lib.rs (6 lines; READ it for the rest):\nlines 1-5:\n````\n{}\n````\n",
             text.lines().take(5).collect::<Vec<_>>().join("\n")
         );
-        let mut files = HashMap::new();
-        read_message(&excerpt, &mut files);
+        let mut files = std::collections::HashMap::new();
+        super::read_message(&excerpt, &mut files);
         let shown = files.get("src/lib.rs").expect("the excerpt is read");
         assert_eq!(shown.lines.len(), 5, "{:?}", shown.lines);
     }
