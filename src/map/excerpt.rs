@@ -25,10 +25,6 @@ const HEAD_SCORE: f32 = 0.3;
 const LONG_UNIT_LINES: u32 = 90;
 /// A unit costing more than this share of its file's allocation is shown elided.
 const LONG_UNIT_SHARE: f32 = 0.6;
-/// A unit costing at most this many characters (a function of some 40 lines) is shown whole
-/// or not at all: elided to fit a small allocation it would show little more than its
-/// signature, and the budget left after every file's share goes to it whole.
-const SHORT_UNIT_CHARS: usize = 1_500;
 /// Top-level code between definitions is cut into chunks of at most this many lines.
 const GAP_CHUNK_LINES: u32 = 30;
 /// The lines of a file's head (imports) considered as one unit.
@@ -466,17 +462,14 @@ fn length_factor(unit: &Unit) -> f32 {
 }
 
 /// Mark unit `u` of `view` taken when it fits in `room` (whole, or elided when long or
-/// dear against `alloc` and not short); returns what it costs (0: not taken).
+/// dear against `alloc`); returns what it costs (0: not taken).
 fn take_unit(view: &mut FileView<'_>, u: usize, room: usize, alloc: usize) -> usize {
     let unit = &view.units[u];
     let full = cost_of(&view.lines, &[(unit.start, unit.end)]);
-    let long = unit.end - unit.start + 1 > LONG_UNIT_LINES
-        || (full as f32 > alloc as f32 * LONG_UNIT_SHARE && full > SHORT_UNIT_CHARS);
+    let long =
+        unit.end - unit.start + 1 > LONG_UNIT_LINES || full as f32 > alloc as f32 * LONG_UNIT_SHARE;
     if !long && full <= room {
         return full;
-    }
-    if !long && full <= SHORT_UNIT_CHARS {
-        return 0;
     }
     if unit.kind != UnitKind::Definition && unit.kind != UnitKind::Head {
         return 0;
@@ -1057,57 +1050,6 @@ mod tests {
         assert_eq!(
             with_blank_above(&lines, vec![(3, 4)], &mut none),
             vec![(3, 4)]
-        );
-    }
-
-    /// A file given a small share of the budget does not show its short definition cut to
-    /// its signature: the definition waits for the budget the other files leave, and is then
-    /// shown whole.
-    #[test]
-    fn a_short_definition_is_not_elided_to_fit_a_small_share() {
-        let mut text = String::from("import os\n\n\ndef ensure_multipart_installed():\n");
-        for i in 0..18 {
-            text.push_str(&format!("    check_multipart_version_{i}(os)\n"));
-        }
-        text.push_str("\n\n");
-        let first_filler = text.lines().count() as u32 + 1;
-        let mut defs = vec![def("ensure_multipart_installed", DefKind::Function, 4, 22)];
-        for i in 0..100 {
-            let line = first_filler + i * 4;
-            text.push_str(&format!("def other_{i}(x):\n    return x\n\n\n"));
-            defs.push(def(
-                &format!("other_{i}"),
-                DefKind::Function,
-                line,
-                line + 1,
-            ));
-        }
-        let small = "def version():\n    return 1\n";
-        let q = Query::parse("check the multipart version when it is installed");
-        let cands = [
-            cand("deps.py", &text, defs, 0.1),
-            cand(
-                "compat.py",
-                small,
-                vec![def("version", DefKind::Function, 1, 2)],
-                1.0,
-            ),
-        ];
-        let c = choose(&cands, &q, 4_000);
-        let deps = c
-            .iter()
-            .find(|f| f.path == "deps.py")
-            .expect("deps.py shown");
-        let unit = deps
-            .units
-            .iter()
-            .find(|u| u.name.as_deref() == Some("ensure_multipart_installed"))
-            .expect("the definition chosen");
-        assert!(!unit.elided, "{unit:?}");
-        assert!(
-            deps.ranges.iter().any(|&(a, b)| a <= 4 && b >= 22),
-            "{:?}",
-            deps.ranges
         );
     }
 
