@@ -179,10 +179,10 @@ fn read_message(text: &str, files: &mut HashMap<String, Shown>) {
         if let Some(path) = line
             .strip_prefix("Current contents of ")
             .and_then(|r| r.strip_suffix(':'))
-            .filter(|_| lines.get(i + 1) == Some(&"```"))
+            .filter(|_| lines.get(i + 1).is_some_and(|l| is_fence(l)))
         {
             let start = i + 2;
-            let end = fence_end(&lines, start);
+            let end = fence_end(&lines, start, lines[i + 1]);
             let mut body = &lines[start..end];
             let cut = body.iter().position(|l| l.starts_with("[... truncated:"));
             if let Some(c) = cut {
@@ -206,7 +206,7 @@ fn read_message(text: &str, files: &mut HashMap<String, Shown>) {
             {
                 let n = (b + 1).saturating_sub(a) as usize;
                 let start = i + 2;
-                if lines.get(i + 1) != Some(&"```") || start + n > lines.len() {
+                if !lines.get(i + 1).is_some_and(|l| is_fence(l)) || start + n > lines.len() {
                     break;
                 }
                 files
@@ -268,11 +268,24 @@ fn read_result(lines: &[&str], i: usize, path: &str, files: &mut HashMap<String,
     end
 }
 
-/// Where the fence of a whole file opened before `start` closes. A file's own text may hold
-/// a line of three backticks (a doc comment's example), so the closing one is the fence
-/// followed by a blank line and the next part of the message, or by its end; failing that,
-/// the first fence.
-fn fence_end(lines: &[&str], start: usize) -> usize {
+/// Whether `line` is a fence: three backticks or more, alone. pai fences a text holding
+/// backticks with more of them than any run inside it, so a model reads every line as the
+/// file's.
+fn is_fence(line: &str) -> bool {
+    line.len() >= 3 && line.bytes().all(|b| b == b'`')
+}
+
+/// Where `fence`, opened before `start` around a whole file, closes. A fence longer than three
+/// backticks is one the text does not hold, so its first repeat closes it. A file's own text
+/// may hold a line of three backticks (a doc comment's example, in a text fenced before pai
+/// chose fences by their content), so a three-backtick fence closes at the fence followed by a
+/// blank line and the next part of the message, or by its end; failing that, the first fence.
+fn fence_end(lines: &[&str], start: usize, fence: &str) -> usize {
+    if fence != "```" {
+        return (start..lines.len())
+            .find(|&j| lines[j] == fence)
+            .unwrap_or(lines.len());
+    }
     let next_part = |l: &str| {
         [
             "Current contents of ",
@@ -638,5 +651,37 @@ impl Oracle {
             "phase {phase}, still not shown: {}",
             why.join(", ")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A file whose text holds a fence of its own is sent in a longer one (whole, or as
+    /// excerpts): the oracle reads its lines as a model does, and writes its edit at once.
+    #[test]
+    fn a_file_fenced_with_more_backticks_is_read() {
+        let text = "/// ```\n/// run();\n/// ```\nfn run() {\n    dbg!(1);\n}\n";
+        let whole = format!("Request: fix\n\nCurrent contents of src/lib.rs:\n````\n{text}````\n");
+        let mut files = std::collections::HashMap::new();
+        super::read_message(&whole, &mut files);
+        let shown = files.get("src/lib.rs").expect("the whole file is read");
+        assert!(shown.whole);
+        assert_eq!(shown.lines.len(), 6, "{:?}", shown.lines);
+        assert_eq!(
+            shown.lines.get(&5).map(String::as_str),
+            Some("    dbg!(1);")
+        );
+        let diff = super::FileDiff::parse("src/lib.rs", "@@ -5 +4,0 @@\n-    dbg!(1);\n");
+        let edits = super::edits(&diff, Some(shown)).expect("an edit from what was shown");
+        assert!(edits[0].search.contains("dbg!(1);"));
+
+        let excerpt = format!(
+            "Excerpts of src/lib.rs (6 lines; READ it for the rest):\nlines 1-5:\n````\n{}\n````\n",
+            text.lines().take(5).collect::<Vec<_>>().join("\n")
+        );
+        let mut files = std::collections::HashMap::new();
+        super::read_message(&excerpt, &mut files);
+        let shown = files.get("src/lib.rs").expect("the excerpt is read");
+        assert_eq!(shown.lines.len(), 5, "{:?}", shown.lines);
     }
 }

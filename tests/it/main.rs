@@ -9,6 +9,11 @@
 mod corpus;
 #[path = "../eval/core.rs"]
 mod eval_core;
+/// The map replay's oracle model, whose reading of pai's requests is tested here (the
+/// benchmark that drives it runs without a test harness).
+#[allow(dead_code)]
+#[path = "../benches/map_oracle.rs"]
+mod map_oracle;
 #[path = "../support/mod.rs"]
 mod support;
 
