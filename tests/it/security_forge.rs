@@ -399,9 +399,7 @@ attacks! {
         c.g(&["switch", "-q", "main"]);
         c.g(&["merge", "-q", "--ff-only", &branch]);
         let out = c.run(vec![plan(json!([run("python3 -m py_compile app.py")]))], &["--yes"]);
-        if !matches!(pai::exec::sandbox_support(), pai::exec::SandboxSupport::Unavailable(_)) {
-            assert!(c.p("__pycache__").exists(), "the allow rule no longer runs its command: {out}");
-        }
+        assert_the_allowed_command_ran(&c, &out);
     }
 
     control_allow_rule_runs_once_the_user_merged_the_line_after_moving_main: Ctx::repo() => |c| {
@@ -412,16 +410,12 @@ attacks! {
         c.g(&["switch", "-q", "main"]);
         // main moves on before the merge: the merge is a commit of its own, and whether the
         // plan is in main takes git's history walk.
-        fs::write(c.p("users.md"), "the user's\n").unwrap();
-        c.g(&["add", "users.md"]);
-        c.g(&["commit", "-q", "-m", "the user's own commit"]);
+        users_own_commit(&c);
         c.g(&["merge", "-q", "--no-ff", "-m", "merge the line", &branch]);
         // Back on the line, whose base (main when it started) has moved.
         c.g(&["switch", "-q", &branch]);
         let out = c.run(vec![plan(json!([run("python3 -m py_compile app.py")]))], &["--yes"]);
-        if !matches!(pai::exec::sandbox_support(), pai::exec::SandboxSupport::Unavailable(_)) {
-            assert!(c.p("__pycache__").exists(), "the allow rule no longer runs its command: {out}");
-        }
+        assert_the_allowed_command_ran(&c, &out);
     }
     allow_rule_when_main_moved_without_the_line: Ctx::repo() => |c| {
         allow(&c, "\"python3 -m py_compile\"");
@@ -430,9 +424,7 @@ attacks! {
         c.run(vec![plan(json!([write("py_compile.py", &payload)]))], &["--yes"]);
         let branch = c.g(&["branch", "--show-current"]);
         c.g(&["switch", "-q", "main"]);
-        fs::write(c.p("users.md"), "the user's\n").unwrap();
-        c.g(&["add", "users.md"]);
-        c.g(&["commit", "-q", "-m", "the user's own commit"]);
+        users_own_commit(&c);
         c.g(&["switch", "-q", &branch]);
         let out = c.run(vec![plan(json!([run("python3 -m py_compile app.py")]))], &["--yes"]);
         assert!(!c.p("PWNED").exists(), "the allow rule ran the module an unmerged line holds: {out}");
@@ -464,6 +456,26 @@ attacks! {
         let out = c.run(vec![plan_with(json!([tool_write()]), true)], &["--yes"]);
         assert!(tool_calls_made(&log) > 0, "the tool never ran: {out}");
         assert!(c.p("out/tool.txt").exists(), "an ordinary tool write was undone: {out}");
+    }
+}
+
+/// A commit of the user's own on the current branch (`users.md`).
+fn users_own_commit(c: &Ctx) {
+    fs::write(c.p("users.md"), "the user's\n").unwrap();
+    c.g(&["add", "users.md"]);
+    c.g(&["commit", "-q", "-m", "the user's own commit"]);
+}
+
+/// The allow-listed `python3 -m py_compile app.py` ran (where commands can be confined at all).
+fn assert_the_allowed_command_ran(c: &Ctx, out: &str) {
+    if !matches!(
+        pai::exec::sandbox_support(),
+        pai::exec::SandboxSupport::Unavailable(_)
+    ) {
+        assert!(
+            c.p("__pycache__").exists(),
+            "the allow rule no longer runs its command: {out}"
+        );
     }
 }
 
