@@ -469,6 +469,18 @@ struct Definers<'b> {
     blobs: &'b dyn BlobFacts,
     files: BlobFiles,
     known: std::cell::RefCell<HashMap<u32, std::rc::Rc<[u32]>>>,
+    /// What each name's text tells an edge's weight, worked out once a name: the walk meets
+    /// the same names in file after file.
+    shapes: std::cell::RefCell<HashMap<u32, NameShape>>,
+}
+
+/// What a name's text tells an edge's weight.
+#[derive(Clone, Copy)]
+struct NameShape {
+    /// Private (a leading underscore).
+    private: bool,
+    /// Long and of several parts (a name specific enough to mean one thing).
+    specific: bool,
 }
 
 impl<'b> Definers<'b> {
@@ -477,7 +489,23 @@ impl<'b> Definers<'b> {
             blobs,
             files: BlobFiles::of(files, blobs.count()),
             known: std::cell::RefCell::new(HashMap::new()),
+            shapes: std::cell::RefCell::new(HashMap::new()),
         }
+    }
+
+    /// The shape of name `name`'s text, read from `names` the first time.
+    fn shape(&self, name: u32, names: &Names) -> NameShape {
+        if let Some(&known) = self.shapes.borrow().get(&name) {
+            return known;
+        }
+        let text = names.get(name);
+        let text = text.as_ref();
+        let shape = NameShape {
+            private: text.starts_with('_'),
+            specific: text.len() >= 8 && terms::split_identifier(text).len() > 1,
+        };
+        self.shapes.borrow_mut().insert(name, shape);
+        shape
     }
 
     /// The files defining `name`, in file order.
@@ -550,19 +578,18 @@ fn out_edges(
         if defs.is_empty() || defs.len() > MAX_DEFINERS {
             continue;
         }
-        let text = names.get(*name);
-        let text = text.as_ref();
+        let shape = definers.shape(*name, names);
         let mut mul = 1.0;
         if wanted.contains(name) {
             mul *= 10.0;
         }
-        if text.starts_with('_') {
+        if shape.private {
             mul *= 0.1;
         }
         if defs.len() > 5 {
             mul *= 0.1;
         }
-        if text.len() >= 8 && terms::split_identifier(text).len() > 1 {
+        if shape.specific {
             mul *= 2.0;
         }
         let w = mul * f32::from(*count).sqrt() / defs.len() as f32;

@@ -158,10 +158,11 @@ fn key_defs<'a>(input: &'a Input<'_>, file: usize, limit: usize) -> Vec<&'a DefR
     let matches = |d: &DefRec| {
         let name = input.names.get(d.name);
         let name = name.as_ref();
-        idents.contains(name)
-            || terms::term_set(name)
-                .iter()
-                .any(|t| wanted.contains(t.as_str()))
+        let mut hit = idents.contains(name);
+        if !hit {
+            terms::for_each_term(name, |t| hit |= wanted.contains(t));
+        }
+        hit
     };
     let weight = |d: &DefRec| match d.kind {
         DefKind::Class | DefKind::Struct | DefKind::Trait | DefKind::Interface | DefKind::Enum => 1,
@@ -169,9 +170,10 @@ fn key_defs<'a>(input: &'a Input<'_>, file: usize, limit: usize) -> Vec<&'a DefR
         DefKind::Method => 3,
         DefKind::Constant | DefKind::Other => 4,
     };
-    let mut picked: Vec<&DefRec> = f.defs.iter().filter(|d| matches(d)).collect();
+    // Each definition's name is read and split once: a file can define thousands.
+    let (mut picked, mut rest): (Vec<&DefRec>, Vec<&DefRec>) =
+        f.defs.iter().partition(|d| matches(d));
     picked.truncate(limit);
-    let mut rest: Vec<&DefRec> = f.defs.iter().filter(|d| !matches(d)).collect();
     rest.sort_by_key(|d| (weight(d), d.line));
     picked.extend(rest.into_iter().take(limit.saturating_sub(picked.len())));
     picked.sort_by_key(|d| d.line);

@@ -48,6 +48,14 @@ const NAMES_KEPT: usize = 1 << 15;
 const PAIR: usize = 8;
 /// Pairs read at once when building a sparse index (a multiple of `STRIDE`).
 const SCAN_PAIRS: usize = 128 * STRIDE;
+/// Bytes of one block of the file kept once read: a ranking reads thousands of small ranges
+/// (a name's end, its text, a blob's facts) that lie close together, since names are numbered
+/// in the order the files that use them were parsed.
+const BLOCK: usize = 4096;
+/// Blocks kept at most (16 MiB, a bound the files of projects of 50,000 files come near only
+/// when a ranking walks most of their references); past it, ranges are read from the file
+/// each time.
+const BLOCKS_KEPT: usize = 4096;
 
 /// Where the symbols of the cache at `cache` are kept.
 pub fn path_of(cache: &Path) -> PathBuf {
@@ -79,6 +87,8 @@ pub struct SymFile {
     terms_index: OnceLock<Option<SparseIndex>>,
     /// Names read from the file, by id (at most `NAMES_KEPT`).
     kept: Mutex<HashMap<u32, Box<str>>>,
+    /// Blocks of the file read so far, by number (at most `BLOCKS_KEPT`).
+    blocks: Mutex<HashMap<usize, Box<[u8]>>>,
 }
 
 /// What a pair section's lookups find in memory: every `STRIDE`-th key, and which keys the
@@ -169,6 +179,7 @@ impl SymFile {
             defs_index: OnceLock::new(),
             terms_index: OnceLock::new(),
             kept: Mutex::default(),
+            blocks: Mutex::default(),
         };
         if out.blobs != blobs {
             return None;
@@ -196,6 +207,7 @@ impl SymFile {
             defs_index: OnceLock::new(),
             terms_index: OnceLock::new(),
             kept: Mutex::default(),
+            blocks: Mutex::default(),
         })
     }
 
@@ -205,7 +217,7 @@ impl SymFile {
             return Some(Cow::Borrowed(b));
         }
         let mut buf = vec![0u8; len];
-        self.src.file.read_exact_at(&mut buf, at as u64).ok()?;
+        self.read_into(at, &mut buf)?;
         Some(Cow::Owned(buf))
     }
 
@@ -216,7 +228,45 @@ impl SymFile {
             buf.copy_from_slice(b);
             return Some(());
         }
+        if self.from_blocks(at, buf).is_some() {
+            return Some(());
+        }
         self.src.file.read_exact_at(buf, at as u64).ok()
+    }
+
+    /// `buf.len()` bytes at `at` copied from the kept blocks, reading the one or two blocks
+    /// they lie in when not kept yet (`None`: a longer range, past the end, or no room left
+    /// to keep its blocks; the caller reads the file).
+    fn from_blocks(&self, at: usize, buf: &mut [u8]) -> Option<()> {
+        let end = at.checked_add(buf.len())?;
+        let total = self.sections()?.total;
+        if buf.is_empty() || end > total {
+            return None;
+        }
+        let (first, last) = (at / BLOCK, (end - 1) / BLOCK);
+        if last > first + 1 {
+            return None;
+        }
+        let mut kept = self.blocks.lock().ok()?;
+        let mut done = 0;
+        for k in first..=last {
+            if !kept.contains_key(&k) {
+                if kept.len() >= BLOCKS_KEPT {
+                    return None;
+                }
+                let start = k.checked_mul(BLOCK)?;
+                let mut block = vec![0u8; BLOCK.min(total.checked_sub(start)?)];
+                self.src.file.read_exact_at(&mut block, start as u64).ok()?;
+                kept.insert(k, block.into_boxed_slice());
+            }
+            let block = kept.get(&k)?;
+            let from = (at + done).checked_sub(k * BLOCK)?;
+            let n = block.len().checked_sub(from)?.min(buf.len() - done);
+            buf.get_mut(done..done + n)?
+                .copy_from_slice(block.get(from..from + n)?);
+            done += n;
+        }
+        (done == buf.len()).then_some(())
     }
 
     fn sections(&self) -> Option<Sections> {
@@ -659,6 +709,39 @@ mod tests {
         for n in [0, 1, 96, 250] {
             assert_eq!(whole.defining(n), expected(n), "name {n}, in memory");
         }
+    }
+
+    #[test]
+    fn ranges_read_through_the_kept_blocks_are_the_files_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, id) = written(dir.path());
+        let bytes = std::fs::read(&path).unwrap();
+        let total = bytes.len();
+        assert!(total > 3 * BLOCK, "the file spans several blocks: {total}");
+        let f = SymFile::open(&path, &id, BLOBS as usize).unwrap();
+        for at in [0, 1, BLOCK - 3, BLOCK, 2 * BLOCK - 1, total - 8, total - 1] {
+            for len in [1, 4, 8, 13, BLOCK, BLOCK + 1, 3 * BLOCK] {
+                let mut buf = vec![0u8; len];
+                let got = f.read_into(at, &mut buf);
+                if at + len <= total {
+                    assert_eq!(got, Some(()), "{len} bytes at {at}");
+                    assert!(buf == bytes[at..at + len], "{len} bytes at {at}");
+                } else {
+                    assert_eq!(got, None, "{len} bytes at {at}, past the end");
+                }
+            }
+        }
+        let kept = f.blocks.lock().unwrap();
+        assert!(!kept.is_empty() && kept.len() <= total.div_ceil(BLOCK));
+        let last = (total - 1) / BLOCK;
+        assert_eq!(kept.get(&last).map(|b| b.len()), Some(total - last * BLOCK));
+        drop(kept);
+        // What the lookups find through the kept blocks is what a fresh file finds.
+        for n in [0, 1, 96, 137, NAMES - 1] {
+            assert_eq!(f.name(n).unwrap(), name_of(n));
+            assert_eq!(f.defining(n), expected(n), "name {n}");
+        }
+        assert_eq!(f.facts(3).as_deref(), Some(&[3u8; 3][..]));
     }
 
     /// The file at `path` with the (key, blob) pair `i` of the section at `at` replaced.
