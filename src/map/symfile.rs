@@ -228,7 +228,7 @@ impl SymFile {
             buf.copy_from_slice(b);
             return Some(());
         }
-        if self.from_blocks(at, buf).is_some() {
+        if self.read_kept(at, buf).is_some() {
             return Some(());
         }
         self.src.file.read_exact_at(buf, at as u64).ok()
@@ -237,7 +237,7 @@ impl SymFile {
     /// `buf.len()` bytes at `at` copied from the kept blocks, reading the one or two blocks
     /// they lie in when not kept yet (`None`: a longer range, past the end, or no room left
     /// to keep its blocks; the caller reads the file).
-    fn from_blocks(&self, at: usize, buf: &mut [u8]) -> Option<()> {
+    fn read_kept(&self, at: usize, buf: &mut [u8]) -> Option<()> {
         let end = at.checked_add(buf.len())?;
         let total = self.sections()?.total;
         if buf.is_empty() || end > total {
