@@ -8,6 +8,7 @@
 //! unit too long to show whole shows its signature, the lines the request hits and the blocks
 //! around them.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use super::symbols::DefKind;
@@ -173,7 +174,14 @@ struct Wanted<'q> {
     terms: HashMap<&'q str, usize>,
     idents: HashMap<&'q str, usize>,
     names: Vec<&'q str>,
+    /// The wanted terms each identifier met so far yields: the candidate files repeat the
+    /// same identifiers line after line, and splitting and stemming them is most of the work
+    /// of reading a file for the request.
+    seen: RefCell<HashMap<Box<str>, Box<[u16]>>>,
 }
+
+/// Identifiers whose terms are kept at most (a bound on the memory of one request's reading).
+const SEEN_MAX: usize = 1 << 17;
 
 impl<'q> Wanted<'q> {
     fn of(query: &'q Query) -> Self {
@@ -200,6 +208,7 @@ impl<'q> Wanted<'q> {
             terms,
             idents,
             names,
+            seen: RefCell::default(),
         }
     }
 
@@ -213,11 +222,23 @@ impl<'q> Wanted<'q> {
         if self.names.is_empty() {
             return;
         }
-        terms::for_each_term(line, |t| {
-            if let Some(&i) = self.terms.get(t) {
-                out.push(i as u16);
+        // The terms of a line are those of its identifiers in turn (`for_each_term`).
+        let mut seen = self.seen.borrow_mut();
+        for ident in terms::identifiers(line) {
+            if let Some(found) = seen.get(ident) {
+                out.extend_from_slice(found);
+                continue;
             }
-        });
+            let from = out.len();
+            terms::for_each_term(ident, |t| {
+                if let Some(&i) = self.terms.get(t) {
+                    out.push(i as u16);
+                }
+            });
+            if seen.len() < SEEN_MAX {
+                seen.insert(ident.into(), out[from..].into());
+            }
+        }
         if !self.idents.is_empty() {
             for w in terms::identifiers(line) {
                 if let Some(&i) = self.idents.get(w) {
@@ -1101,6 +1122,42 @@ mod tests {
         assert!(claim(&unit(4, 5.0)) < claim(&unit(100, 10.0)));
         assert!(claim(&unit(20, 9.0)) < claim(&unit(20, 10.0)));
         assert_eq!(claim(&unit(90, 10.0)), claim(&unit(400, 10.0)));
+    }
+
+    /// Reading a line through the identifiers already met gives the wanted terms reading the
+    /// whole line afresh gives, in the same order, for every shape of identifier.
+    #[test]
+    fn terms_of_a_line_read_through_the_seen_identifiers_are_those_of_the_line() {
+        let q = Query::parse("parse_config fails when the HTTPResponse has no body `read_body`");
+        let wanted = Wanted::of(&q);
+        let long = format!("config_{}", "x".repeat(70));
+        let lines = [
+            "def parse_config(path): return read_body(path)",
+            "    cfg = parse_config(read_body(body))  # parse the config body",
+            "let r: HTTPResponse = parseConfig(body_bytes); // ünïcode_body config2",
+            &long,
+            "PARSE_CONFIG = parse_config; parse_config = None; parses configs",
+            "",
+            "    ",
+        ];
+        let mut got = Vec::new();
+        // Twice over, so that the second pass reads every identifier from what was kept.
+        for line in lines.iter().chain(lines.iter()) {
+            wanted.on_line(line, &mut got);
+            let mut fresh = Vec::new();
+            terms::for_each_term(line, |t| {
+                if let Some(&i) = wanted.terms.get(t) {
+                    fresh.push(i as u16);
+                }
+            });
+            for w in terms::identifiers(line) {
+                if let Some(&i) = wanted.idents.get(w) {
+                    fresh.push(i as u16);
+                }
+            }
+            assert_eq!(got, fresh, "{line}");
+        }
+        assert!(!wanted.seen.borrow().is_empty());
     }
 
     /// A file whose long method scores a little above a short one: with room for the short
