@@ -11,7 +11,7 @@
 //! edited in place since the map last read it is taken for its staged version — its paths,
 //! definitions and words as staged — until it is staged, committed or read for its text.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -205,8 +205,9 @@ pub fn gather<'a>(
 }
 
 /// The order to read the `todo` files in: by their priority, then, when there are too many to
-/// parse them all, the files holding the request's rarest words moved ahead of all but the
-/// first [`FRONT_PATHS`] files whose paths hold the request's words.
+/// parse them all, the files holding the request's words (the rarest first) moved ahead of all
+/// but the first [`FRONT_PATHS`] files whose paths hold them, and the files found to hold none
+/// moved last.
 fn read_order(
     ws: &Workspace,
     files: &MapFiles<'_>,
@@ -241,10 +242,12 @@ fn paths_first(keyed: &[(u32, usize)]) -> usize {
         .count()
 }
 
-/// Move the files whose text holds the request's rarest words to the front of `keyed` (files
-/// to read, in the order of their keys): at most `FRONT` of them, none longer than
-/// `FRONT_BYTES`, those scoring at least a quarter of the best, tests, docs and files of no
-/// known language counting half. The rest keep their keys' order.
+/// Reorder `keyed` (files to read, in the order of their keys) by what a search of their
+/// text for `needles` finds: every file holding a needle first, the most telling first (tests,
+/// docs and files of no known language counting half); then the files the search had no time
+/// for, in their keys' order; last the files searched and found to hold none of the request's
+/// words. A file without them scores nothing on the request's words once parsed, so the
+/// budget goes to files that can, however far down the keys put them.
 fn first_with_words(
     ws: &Workspace,
     files: &MapFiles<'_>,
@@ -252,24 +255,22 @@ fn first_with_words(
     needles: &Needles,
     deadline: Instant,
 ) {
-    /// Files moved ahead: files holding many of a request's words are often long (tests,
-    /// bundles), and parsing them all would leave no time for the files paths point to.
-    const FRONT: usize = 256;
-    /// A file longer than this parses too slowly to go ahead of the others.
-    const FRONT_BYTES: usize = 96 * 1024;
     let paths: Vec<&str> = keyed.iter().map(|&(_, i)| files.path(i)).collect();
     let found = super::grep::search(ws, &paths, needles, MAX_FILE_BYTES, deadline);
-    let long: std::collections::HashSet<usize> = found
-        .masks
+    let scores = found.scores(needles);
+    let order = by_words(&paths, &scores, found.searched);
+    *keyed = order.into_iter().map(|at| keyed[at]).collect();
+}
+
+/// The order of `paths` (places in a list sorted by key): those with a score, best first
+/// (tests, docs and files of no known language counting half); then those past the first
+/// `searched`, which the search did not reach, in list order; then the rest, searched and
+/// found to hold nothing.
+fn by_words(paths: &[&str], scores: &HashMap<usize, f32>, searched: usize) -> Vec<usize> {
+    let mut scored: Vec<(f32, usize)> = scores
         .iter()
-        .filter(|m| m.2 > FRONT_BYTES)
-        .map(|m| m.0)
-        .collect();
-    let mut scored: Vec<(f32, usize)> = found
-        .scores(needles)
-        .into_iter()
-        .filter(|(at, _)| !long.contains(at))
-        .map(|(at, score)| {
+        .filter(|&(&at, &score)| at < paths.len() && score > 0.0)
+        .map(|(&at, &score)| {
             let path = paths[at];
             let minor = super::paths::is_test_path(path)
                 || super::paths::is_doc_path(path)
@@ -277,24 +278,20 @@ fn first_with_words(
             (if minor { score / 2.0 } else { score }, at)
         })
         .collect();
-    let top = scored.iter().map(|s| s.0).fold(0.0, f32::max);
-    if top <= 0.0 {
-        return;
-    }
-    scored.retain(|s| s.0 >= top / 4.0);
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.truncate(FRONT);
-    let mut ahead = vec![false; keyed.len()];
+    let mut ahead = vec![false; paths.len()];
     for &(_, at) in &scored {
         ahead[at] = true;
     }
-    let front = scored.iter().map(|&(_, at)| keyed[at]);
-    let rest = keyed
+    let searched = searched.min(paths.len());
+    let unreached = (searched..paths.len()).filter(|&at| !ahead[at]);
+    let empty = (0..searched).filter(|&at| !ahead[at]);
+    scored
         .iter()
-        .enumerate()
-        .filter(|(at, _)| !ahead[*at])
-        .map(|(_, k)| *k);
-    *keyed = front.chain(rest).collect();
+        .map(|&(_, at)| at)
+        .chain(unreached)
+        .chain(empty)
+        .collect()
 }
 
 /// A corpus file the cache knows by its stamp.
@@ -485,6 +482,26 @@ mod tests {
             FRONT_PATHS,
             "a common word's matches leave room for the search's"
         );
+    }
+
+    #[test]
+    fn files_holding_the_words_come_first_then_unsearched_then_files_without_them() {
+        let paths = [
+            "src/a.rs",      // searched, holds nothing
+            "src/b.rs",      // holds a common word
+            "docs/guide.md", // holds the rarest word, but is a doc
+            "src/c.rs",      // holds the rarest word
+            "src/d.rs",      // searched, holds nothing
+            "src/e.rs",      // not reached by the search
+            "src/f.rs",      // not reached by the search
+        ];
+        let scores = HashMap::from([(1, 1.0), (2, 6.0), (3, 5.0)]);
+        let order = by_words(&paths, &scores, 5);
+        assert_eq!(order, [3, 2, 1, 5, 6, 0, 4]);
+        // Everything searched: the files without the words come last, in their order.
+        assert_eq!(by_words(&paths, &scores, 7), [3, 2, 1, 0, 4, 5, 6]);
+        // No score at all: the keys' order stands.
+        assert_eq!(by_words(&paths, &HashMap::new(), 0), [0, 1, 2, 3, 4, 5, 6]);
     }
 
     #[test]

@@ -34,6 +34,13 @@ const PATH: f32 = 2.0;
 /// Weight of an identifier written as code (`uc_catalog`, `getCallSites`).
 const IDENT: f32 = 3.0;
 
+/// Searching threads per core: a file not in the page cache keeps its thread waiting on the
+/// disk, and a new project's files often are not (a project cloned long ago, or one larger
+/// than the cache), so more reads are kept in flight than there are cores to search them.
+const THREADS_PER_CORE: usize = 4;
+/// At most this many searching threads (each holds one file's text).
+const MAX_THREADS: usize = 8;
+
 /// What to search for: the request's literal strings, each with its weight.
 pub struct Needles {
     list: Vec<String>,
@@ -53,7 +60,10 @@ impl Needles {
             None => found.push((needle, weight)),
         };
         for ident in terms::Query::parse(request).idents {
-            add(ident, IDENT);
+            // `fix(core): ...` reads as a call of `fix`: a change word, not code.
+            if !terms::is_change_word(&ident.to_lowercase()) {
+                add(ident, IDENT);
+            }
         }
         for word in terms::identifiers(request) {
             // An acronym (`ALP`, `NRI`) names code as surely as an identifier does.
@@ -65,10 +75,14 @@ impl Needles {
                 add(word.to_string(), IDENT);
             }
         }
-        for token in request.split_whitespace() {
+        // A path ends at a bracket or quote: `fix(ext/node):` names `ext/node`.
+        let paths = request
+            .split(|c: char| c.is_whitespace() || "()[]{}<>`'\",;".contains(c))
+            .filter(|token| !token.contains("://"));
+        for token in paths {
             let token = token.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
             let inner = token.contains('/') || token.contains('.');
-            if inner && token.len() >= MIN_PATH && !token.contains("://") {
+            if inner && token.len() >= MIN_PATH {
                 add(token.to_string(), PATH);
             }
         }
@@ -177,8 +191,11 @@ pub struct Found {
 impl Found {
     /// How telling each file's needles are: the weights of the needles it holds, each times
     /// how rare it is among the files searched (a needle in every file tells nothing), and
-    /// less for a file longer than most (a long file holds many words by chance, as BM25
-    /// weighs it).
+    /// somewhat less for a file longer than most (a long file holds many words by chance).
+    /// The length counts by its logarithm only: a file holding the request's rarest words is
+    /// worth parsing early however long it is (a 100 KB header defining what the request
+    /// names), and dividing by the length itself put such files behind thousands of short
+    /// files holding one common word.
     pub fn scores(&self, needles: &Needles) -> HashMap<usize, f32> {
         let mut df = vec![0usize; needles.list.len()];
         for (_, mask, _) in &self.masks {
@@ -203,7 +220,8 @@ impl Found {
                     .filter(|(k, _)| mask & (1 << k) != 0)
                     .map(|(_, w)| w)
                     .sum();
-                (at, score / (0.25 + 0.75 * len as f32 / mean.max(1.0)))
+                let longer = (len as f32 / mean.max(1.0)).max(1.0);
+                (at, score / (1.0 + longer.ln()))
             })
             .filter(|(_, s)| *s > 0.0)
             .collect()
@@ -224,7 +242,8 @@ pub fn search(
     }
     let threads = std::thread::available_parallelism()
         .map_or(2, usize::from)
-        .clamp(1, 8)
+        .saturating_mul(THREADS_PER_CORE)
+        .clamp(1, MAX_THREADS)
         .min(paths.len());
     let next = AtomicUsize::new(0);
     let searched = AtomicUsize::new(0);
@@ -335,6 +354,38 @@ mod tests {
             scores[&61] > scores[&62],
             "a long file counts less: {scores:?}"
         );
+    }
+
+    #[test]
+    fn a_long_file_holding_a_rare_identifier_outscores_short_files_holding_a_common_word() {
+        let n = Needles::of("the catalog of uc_catalog").unwrap();
+        let bit = |needle: &str| 1u64 << n.list().iter().position(|x| x == needle).unwrap();
+        let found = Found {
+            searched: 1_000,
+            masks: (0..500)
+                .map(|k| (k, bit("catalog"), 100))
+                .chain([(500, bit("uc_catalog") | bit("catalog"), 20_000)])
+                .collect(),
+        };
+        let scores = found.scores(&n);
+        assert!(
+            scores[&500] > scores[&0],
+            "{:?} {:?}",
+            scores[&500],
+            scores[&0]
+        );
+    }
+
+    #[test]
+    fn a_conventional_commit_prefix_gives_its_path_not_its_change_word() {
+        let n = needles("fix(ext/node): `fs.read` and `fs.write` promisify");
+        assert!(n.contains(&"ext/node".to_string()), "{n:?}");
+        assert!(n.contains(&"fs.read".to_string()), "{n:?}");
+        assert!(!n.iter().any(|x| x.contains('(')), "{n:?}");
+        assert!(!n.iter().any(|x| x == "fix"), "{n:?}");
+        let n = needles("fix(core): deactivate idle TTY write handles");
+        assert!(!n.iter().any(|x| x == "fix"), "{n:?}");
+        assert!(n.contains(&"TTY".to_string()), "{n:?}");
     }
 
     #[test]
