@@ -191,11 +191,11 @@ pub struct Found {
 impl Found {
     /// How telling each file's needles are: the weights of the needles it holds, each times
     /// how rare it is among the files searched (a needle in every file tells nothing), and
-    /// somewhat less for a file longer than most (a long file holds many words by chance).
-    /// The length counts by its logarithm only: a file holding the request's rarest words is
-    /// worth parsing early however long it is (a 100 KB header defining what the request
-    /// names), and dividing by the length itself put such files behind thousands of short
-    /// files holding one common word.
+    /// less for a file longer than most, as BM25 weighs it: a long file holds many words by
+    /// chance, and parsing it costs as much as many short ones, so a file is worth by what it
+    /// holds per byte. A long file holding the request's rarest words still comes early (a
+    /// 100 KB header defining what the request names); one holding only common words comes
+    /// after the short files holding them, where it can't take the parse budget.
     pub fn scores(&self, needles: &Needles) -> HashMap<usize, f32> {
         let mut df = vec![0usize; needles.list.len()];
         for (_, mask, _) in &self.masks {
@@ -220,8 +220,7 @@ impl Found {
                     .filter(|(k, _)| mask & (1 << k) != 0)
                     .map(|(_, w)| w)
                     .sum();
-                let longer = (len as f32 / mean.max(1.0)).max(1.0);
-                (at, score / (1.0 + longer.ln()))
+                (at, score / (0.25 + 0.75 * len as f32 / mean.max(1.0)))
             })
             .filter(|(_, s)| *s > 0.0)
             .collect()
@@ -363,8 +362,9 @@ mod tests {
         let found = Found {
             searched: 1_000,
             masks: (0..500)
-                .map(|k| (k, bit("catalog"), 100))
-                .chain([(500, bit("uc_catalog") | bit("catalog"), 20_000)])
+                .map(|k| (k, bit("catalog"), 4_000))
+                .chain([(500, bit("uc_catalog") | bit("catalog"), 100_000)])
+                .chain([(501, bit("catalog"), 100_000)])
                 .collect(),
         };
         let scores = found.scores(&n);
@@ -374,6 +374,8 @@ mod tests {
             scores[&500],
             scores[&0]
         );
+        // A long file holding only the common word comes after the short ones holding it.
+        assert!(scores[&501] < scores[&0], "{:?}", scores[&501]);
     }
 
     #[test]
