@@ -24,6 +24,10 @@ const DEFS_NEXT: usize = 5;
 const FILES_WITH_DEFS: usize = 40;
 /// Files whose paths are listed before any definition takes their room.
 const PATHS_KEPT: usize = 50;
+/// Scored files beside the best one (in its folder or the folder above) whose paths are kept
+/// too when ranked below [`PATHS_KEPT`]: a change to the best file often touches a file beside
+/// it that the request's words rank low (a sibling module, the generated file it feeds).
+const NEIGHBOURS: usize = 8;
 
 /// What the model was shown, for `pai map` and the benchmark.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -83,17 +87,25 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
         input.files.len()
     );
     let footer_room = 80;
-    // The bare paths of the files after each of the first ones, up to [`PATHS_KEPT`].
-    let kept: Vec<usize> = input
-        .ranked
-        .iter()
-        .take(PATHS_KEPT)
-        .map(|(file, _)| input.files.path(file).len() + 1)
-        .collect();
-    let kept_after = |rank: usize| kept.get(rank + 1..).map_or(0, |k| k.iter().sum::<usize>());
+    // The room the kept paths ranked after each rank take.
+    let kept = kept_ranks(input);
+    let kept_after = |rank: usize| {
+        kept.iter()
+            .filter(|&&(r, _)| r > rank)
+            .map(|&(_, len)| len)
+            .sum::<usize>()
+    };
     let mut bare = false;
     for (rank, (file, score)) in input.ranked.iter().enumerate() {
         let path = input.files.path(file);
+        // A path after the first ones is listed only when the neighbours after it still fit.
+        let neighbours_after = rank >= PATHS_KEPT && kept.last().is_some_and(|&(r, _)| r > rank);
+        if neighbours_after
+            && !kept.iter().any(|&(r, _)| r == rank)
+            && out.len() + path.len() + 1 + footer_room + kept_after(rank) > budget
+        {
+            continue;
+        }
         let mut entry = format!("{path}\n");
         // A file shown whole shows its definitions there.
         let whole = shown.whole.iter().any(|w| w == path);
@@ -128,6 +140,45 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
         out.push_str(&format!("({} more files not listed)\n", shown.omitted));
     }
     out
+}
+
+/// The ranks whose paths are kept room for, with what each path costs: the first
+/// [`PATHS_KEPT`], then up to [`NEIGHBOURS`] scored files after them beside the best one.
+fn kept_ranks(input: &Input<'_>) -> Vec<(usize, usize)> {
+    let path_of = |file: usize| input.files.path(file);
+    let mut kept: Vec<(usize, usize)> = input
+        .ranked
+        .iter()
+        .take(PATHS_KEPT)
+        .enumerate()
+        .map(|(rank, (file, _))| (rank, path_of(file).len() + 1))
+        .collect();
+    let Some((best, _)) = input.ranked.iter().next() else {
+        return kept;
+    };
+    let folder = parent(path_of(best));
+    let above = folder.map(|f| parent(f).unwrap_or(""));
+    let beside = |path: &str| {
+        let p = parent(path);
+        p == folder || (p.is_some() && p == above) || (p.is_none() && above == Some(""))
+    };
+    kept.extend(
+        input
+            .ranked
+            .iter()
+            .enumerate()
+            .skip(PATHS_KEPT)
+            .take_while(|&(_, (_, score))| score > 0.0)
+            .filter(|&(_, (file, _))| beside(path_of(file)))
+            .take(NEIGHBOURS)
+            .map(|(rank, (file, _))| (rank, path_of(file).len() + 1)),
+    );
+    kept
+}
+
+/// The folder holding `path` (`None` for a file at the top).
+fn parent(path: &str) -> Option<&str> {
+    path.rsplit_once('/').map(|(folder, _)| folder)
 }
 
 /// A signature on one line.
@@ -423,6 +474,76 @@ mod tests {
             .take_while(|l| l.starts_with("  "))
             .count();
         assert_eq!(under_first, DEFS_FIRST, "{out}");
+    }
+
+    /// Under a tight budget, the scored files beside the best one (its folder and the folder
+    /// above) ranked after the first [`PATHS_KEPT`] are listed, the best [`NEIGHBOURS`] of
+    /// them, before files ranked above them elsewhere; files in a subfolder are not beside it.
+    #[test]
+    fn the_files_beside_the_best_one_are_listed_though_ranked_low() {
+        let mut paths: Vec<String> = vec!["src/app/main.py".into()];
+        let mut scores = vec![100.0_f32];
+        for i in 0..60 {
+            paths.push(format!("lib/m{i:02}.py"));
+            scores.push(90.0 - i as f32);
+        }
+        for i in 0..10 {
+            paths.push(format!("src/app/s{i}.py"));
+            scores.push(10.0 - i as f32 * 0.5);
+        }
+        paths.push("src/other.py".into());
+        scores.push(7.2);
+        paths.push("src/app/sub/deep.py".into());
+        scores.push(9.9);
+        paths.push("unscored/z.py".into());
+        scores.push(0.0);
+        let files = MapFiles::new(&paths);
+        let ranked = Ranking::of_scores(scores);
+        let query = Query::parse("app");
+        let blobs: Vec<Facts> = Vec::new();
+        let names = Names::default();
+        let path_of = |f: usize| files.path(f);
+        let first: Vec<&str> = ranked
+            .iter()
+            .take(PATHS_KEPT)
+            .map(|(f, _)| path_of(f))
+            .collect();
+        // The neighbours by rank: s0..s5 (10.0..7.5), src/other.py (7.2), s6 (7.0).
+        let neighbours = [
+            "src/app/s0.py",
+            "src/app/s1.py",
+            "src/app/s2.py",
+            "src/app/s3.py",
+            "src/app/s4.py",
+            "src/app/s5.py",
+            "src/other.py",
+            "src/app/s6.py",
+        ];
+        assert_eq!(neighbours.len(), NEIGHBOURS);
+        let header = "Repository map: 74 files, ranked for this request (most relevant first); under a file, its main definitions as `line: signature`. READ a file for the rest, TREE or SEARCH for files not listed.\n";
+        let room = |ps: &[&str]| ps.iter().map(|p| p.len() + 1).sum::<usize>();
+        let budget = header.len() + room(&first) + room(&neighbours) + 80 + 5;
+        let input = Input {
+            files: &files,
+            ranked: &ranked,
+            blobs: &blobs,
+            names: &names,
+            query: &query,
+            budget,
+            text_of: &|_| None,
+        };
+        let mut shown = Shown::default();
+        let out = render_listing(&input, budget, &mut shown);
+        assert!(out.len() <= budget, "{} > {budget}", out.len());
+        let mut want: Vec<&str> = first.clone();
+        want.extend(neighbours);
+        assert_eq!(shown.listed, want, "{out}");
+        assert!(!out.contains("deep.py") && !out.contains("s7.py") && !out.contains("lib/m50.py"));
+        // With room to spare the ranking's order is kept and more paths are listed.
+        let mut shown = Shown::default();
+        render_listing(&input, 100_000, &mut shown);
+        assert_eq!(shown.listed.len(), paths.len());
+        assert_eq!(&shown.listed[..PATHS_KEPT], &first[..]);
     }
 
     /// An excerpt whose lines hold a fence of their own is fenced with a longer one, so the
