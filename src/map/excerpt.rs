@@ -781,12 +781,16 @@ fn score_units(view: &mut FileView<'_>, wanted: &Wanted<'_>, idf: &[f32]) {
         }
         let mut name_part = 0.0;
         if let Some(name) = &unit.name {
-            let mut in_name = HashSet::new();
+            let mut in_name = Vec::new();
             terms::for_each_term(name, |t| {
                 if let Some(&i) = wanted.terms.get(t) {
-                    in_name.insert(i);
+                    in_name.push(i);
                 }
             });
+            // Summed in the request's order: a float sum in a hash set's order differs in its
+            // last bits from run to run, and a tie between two units with it.
+            in_name.sort_unstable();
+            in_name.dedup();
             name_part += in_name.iter().map(|&i| NAME_BONUS * idf[i]).sum::<f32>();
             if wanted.idents.contains_key(name.as_str()) {
                 name_part += IDENT_NAME_BONUS;
@@ -1008,6 +1012,57 @@ mod tests {
             text,
             defs,
             weight,
+        }
+    }
+
+    /// A unit whose name holds many of the request's words, each of another weight, scores
+    /// the same bits every time: the map is the same text for the same request and project.
+    #[test]
+    fn a_units_name_scores_the_same_bits_every_time() {
+        let words = [
+            "apportion",
+            "ledger",
+            "rounding",
+            "invoice",
+            "currency",
+            "total",
+        ];
+        let mut text = format!("def {}(x):\n    return x\n\n", words.join("_"));
+        // Each word on another number of lines, so each has its own idf.
+        for (k, w) in words.iter().enumerate() {
+            for i in 0..=k * 3 {
+                text.push_str(&format!("def other_{k}_{i}():\n    return {w}_{i}\n\n"));
+            }
+        }
+        let mut defs = vec![def(&words.join("_"), DefKind::Function, 1, 2)];
+        let mut line = 4;
+        for (k, _) in words.iter().enumerate() {
+            for i in 0..=k * 3 {
+                defs.push(def(
+                    &format!("other_{k}_{i}"),
+                    DefKind::Function,
+                    line,
+                    line + 1,
+                ));
+                line += 3;
+            }
+        }
+        let q = Query::parse(&words.join(" "));
+        let bits = || {
+            let c = choose(&[cand("ledger.py", &text, defs.clone(), 1.0)], &q, 300);
+            c[0].units
+                .iter()
+                .map(|u| (u.start, u.name_part.to_bits(), u.score.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        let first = bits();
+        assert!(
+            first
+                .iter()
+                .any(|&(start, part, _)| start == 1 && f32::from_bits(part) > 0.0)
+        );
+        for _ in 0..40 {
+            assert_eq!(bits(), first);
         }
     }
 
