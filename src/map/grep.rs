@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
+use super::facts::MAX_PARSE_BYTES;
 use super::terms;
 use crate::workspace::Workspace;
 
@@ -210,22 +211,36 @@ impl Found {
             .map(|(&n, w)| w * ((total + 1.0) / (n as f32 + 1.0)).ln().max(0.0))
             .collect();
         let mean =
-            self.masks.iter().map(|m| m.2 as f32).sum::<f32>() / self.masks.len().max(1) as f32;
+            self.masks.iter().map(|m| read_cost(m.2)).sum::<f32>() / self.masks.len().max(1) as f32;
         self.masks
             .iter()
             .map(|&(at, mask, len)| {
+                let len = read_cost(len);
                 let score: f32 = worth
                     .iter()
                     .enumerate()
                     .filter(|(k, _)| mask & (1 << k) != 0)
                     .map(|(_, w)| w)
                     .sum();
-                (at, score / (0.25 + 0.75 * len as f32 / mean.max(1.0)))
+                (at, score / (0.25 + 0.75 * len / mean.max(1.0)))
             })
             .filter(|(_, s)| *s > 0.0)
             .collect()
     }
 }
+
+/// What reading a file of `len` bytes for the map costs, in bytes of a parsed file: a file
+/// over [`MAX_PARSE_BYTES`] has only its words counted, which takes a fraction of parsing it.
+fn read_cost(len: usize) -> f32 {
+    if len > MAX_PARSE_BYTES {
+        len as f32 / WORDS_ONLY_SPEEDUP
+    } else {
+        len as f32
+    }
+}
+
+/// How many times faster counting a file's words is than parsing it for definitions.
+const WORDS_ONLY_SPEEDUP: f32 = 4.0;
 
 /// Search `paths` (most promising first) for `needles` on every core until `deadline`; files
 /// over `limit` bytes are not read.
@@ -376,6 +391,33 @@ mod tests {
         );
         // A long file holding only the common word comes after the short ones holding it.
         assert!(scores[&501] < scores[&0], "{:?}", scores[&501]);
+    }
+
+    /// A file too long to parse only has its words counted, a fraction of what parsing a
+    /// file of its length costs: it is weighed by that cost, ahead of a shorter file that
+    /// would be parsed, holding the same words.
+    #[test]
+    fn a_file_too_long_to_parse_is_weighed_by_what_reading_its_words_costs() {
+        let n = Needles::of("the catalog of uc_catalog").unwrap();
+        let bit = |needle: &str| 1u64 << n.list().iter().position(|x| x == needle).unwrap();
+        let both = bit("uc_catalog") | bit("catalog");
+        let over = MAX_PARSE_BYTES + 24_000;
+        let found = Found {
+            searched: 1_000,
+            masks: (0..200)
+                .map(|k| (k, bit("catalog"), 8_000))
+                .chain([(200, both, over), (201, both, MAX_PARSE_BYTES - 1_000)])
+                .collect(),
+        };
+        let scores = found.scores(&n);
+        assert!(scores[&200] > scores[&201], "{scores:?}");
+        // Still weighed down against a short file holding the same.
+        let short = Found {
+            searched: 1_000,
+            masks: vec![(0, both, 8_000), (1, both, over)],
+        };
+        let scores = short.scores(&n);
+        assert!(scores[&0] > scores[&1], "{scores:?}");
     }
 
     #[test]
