@@ -255,23 +255,11 @@ impl Ranking {
     /// A ranking of files scored `score` (by index), for tests of what reads a ranking.
     #[cfg(test)]
     pub(super) fn of_scores(score: Vec<f32>) -> Ranking {
-        let mut scored: Vec<u32> = (0..score.len() as u32)
-            .filter(|&i| positive(score[i as usize]))
-            .collect();
-        scored.sort_by(|&a, &b| score[b as usize].total_cmp(&score[a as usize]));
-        Ranking {
-            scored: scored
-                .into_iter()
-                .map(|file| Ranked {
-                    file,
-                    score: score[file as usize],
-                    why: None,
-                })
-                .collect(),
+        let board = Board {
             score,
-            by_path: None,
-            named: HashSet::new(),
-        }
+            ..Board::new(0)
+        };
+        sort_best_first(board, None, &|_, _| Why::default())
     }
 }
 

@@ -28,6 +28,8 @@ const PATHS_KEPT: usize = 50;
 /// too when ranked below [`PATHS_KEPT`]: a change to the best file often touches a file beside
 /// it that the request's words rank low (a sibling module, the generated file it feeds).
 const NEIGHBOURS: usize = 8;
+/// Room the listing keeps for its last line (how many files it leaves out).
+const FOOTER_ROOM: usize = 80;
 
 /// What the model was shown, for `pai map` and the benchmark.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -82,11 +84,7 @@ pub fn render(input: &Input<'_>) -> (String, Shown) {
 /// the first [`PATHS_KEPT`] files are kept room for before any definition is listed: a file
 /// ranked 30th is changed more often than a 10th file's twelfth definition is needed.
 fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String {
-    let mut out = format!(
-        "Repository map: {} files, ranked for this request (most relevant first); under a file, its main definitions as `line: signature`. READ a file for the rest, TREE or SEARCH for files not listed.\n",
-        input.files.len()
-    );
-    let footer_room = 80;
+    let mut out = listing_header(input.files.len());
     // The room the kept paths ranked after each rank take.
     let kept = kept_ranks(input);
     let kept_after = |rank: usize| {
@@ -102,7 +100,7 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
         let neighbours_after = rank >= PATHS_KEPT && kept.last().is_some_and(|&(r, _)| r > rank);
         if neighbours_after
             && !kept.iter().any(|&(r, _)| r == rank)
-            && out.len() + path.len() + 1 + footer_room + kept_after(rank) > budget
+            && out.len() + path.len() + 1 + FOOTER_ROOM + kept_after(rank) > budget
         {
             continue;
         }
@@ -111,7 +109,7 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
         let whole = shown.whole.iter().any(|w| w == path);
         if !bare && !whole && rank < FILES_WITH_DEFS && score > 0.0 {
             let limit = if rank < 10 { DEFS_FIRST } else { DEFS_NEXT };
-            let room = budget.saturating_sub(out.len() + footer_room + kept_after(rank));
+            let room = budget.saturating_sub(out.len() + FOOTER_ROOM + kept_after(rank));
             for d in key_defs(input, file, limit) {
                 let line = format!(
                     "  {}: {}\n",
@@ -126,7 +124,7 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
                 entry.push_str(&line);
             }
         }
-        if out.len() + entry.len() + footer_room > budget {
+        if out.len() + entry.len() + FOOTER_ROOM > budget {
             break;
         }
         if !bare && rank >= FILES_WITH_DEFS {
@@ -140,6 +138,13 @@ fn render_listing(input: &Input<'_>, budget: usize, shown: &mut Shown) -> String
         out.push_str(&format!("({} more files not listed)\n", shown.omitted));
     }
     out
+}
+
+/// The listing's first line, for a project of `files` files.
+fn listing_header(files: usize) -> String {
+    format!(
+        "Repository map: {files} files, ranked for this request (most relevant first); under a file, its main definitions as `line: signature`. READ a file for the rest, TREE or SEARCH for files not listed.\n"
+    )
 }
 
 /// The ranks whose paths are kept room for, with what each path costs: the first
@@ -520,9 +525,9 @@ mod tests {
             "src/app/s6.py",
         ];
         assert_eq!(neighbours.len(), NEIGHBOURS);
-        let header = "Repository map: 74 files, ranked for this request (most relevant first); under a file, its main definitions as `line: signature`. READ a file for the rest, TREE or SEARCH for files not listed.\n";
+        let header = listing_header(paths.len());
         let room = |ps: &[&str]| ps.iter().map(|p| p.len() + 1).sum::<usize>();
-        let budget = header.len() + room(&first) + room(&neighbours) + 80 + 5;
+        let budget = header.len() + room(&first) + room(&neighbours) + FOOTER_ROOM + 5;
         let input = Input {
             files: &files,
             ranked: &ranked,
