@@ -1161,9 +1161,9 @@ fn the_state_directory_first_gets_its_gitignore_so_git_never_sees_a_name_in_it()
     let text = std::fs::read_to_string(&trace).unwrap();
     let dir = format!("{}>", work.join("project/.pai_history").display());
     // Each call that made a name in the directory: the name it made.
-    let made: Vec<String> = text
-        .lines()
-        .filter(|l| !l.contains("= -1") && !l.contains("<unfinished"))
+    let made: Vec<String> = whole_calls(&text)
+        .iter()
+        .filter(|l| !l.contains("= -1"))
         .filter_map(|l| {
             let call = l.split_once(' ')?.1.trim_start();
             let (name, args) = call.split_once('(')?;
@@ -1190,6 +1190,28 @@ fn the_state_directory_first_gets_its_gitignore_so_git_never_sees_a_name_in_it()
         !made.iter().any(|n| n.starts_with(".pai-tmp-")),
         "a temporary was named before the .gitignore: {made:?}"
     );
+}
+
+/// The calls of a `strace -f` trace, one line each, in the order they started: a call another
+/// thread interrupted comes as `PID call(args <unfinished ...>` and later
+/// `PID <... call resumed>) = result`, joined here.
+fn whole_calls(trace: &str) -> Vec<String> {
+    let mut calls: Vec<String> = Vec::new();
+    let mut pending: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for line in trace.lines() {
+        let pid = line.split_once(' ').map_or("", |(p, _)| p);
+        if let Some(start) = line.strip_suffix("<unfinished ...>") {
+            pending.insert(pid, calls.len());
+            calls.push(start.trim_end().to_string());
+        } else if let Some((_, rest)) = line.split_once(" resumed>") {
+            if let Some(call) = pending.remove(pid).and_then(|at| calls.get_mut(at)) {
+                call.push_str(rest);
+            }
+        } else {
+            calls.push(line.to_string());
+        }
+    }
+    calls
 }
 
 /// A full disk while the plan's commit stores its objects (after its steps wrote the files):
