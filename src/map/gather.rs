@@ -263,7 +263,8 @@ fn first_with_words(
 }
 
 /// The order of `paths` (places in a list sorted by key): those with a score, best first
-/// (tests, docs and files of no known language counting half); then those past the first
+/// (tests, docs and files of no known language counting half, vendored code as the ranking
+/// counts it); then those past the first
 /// `searched`, which the search did not reach, in list order; then the rest, searched and
 /// found to hold nothing.
 fn by_words(paths: &[&str], scores: &HashMap<usize, f32>, searched: usize) -> Vec<usize> {
@@ -275,7 +276,16 @@ fn by_words(paths: &[&str], scores: &HashMap<usize, f32>, searched: usize) -> Ve
             let minor = super::paths::is_test_path(path)
                 || super::paths::is_doc_path(path)
                 || super::symbols::Lang::from_path(path).is_none();
-            (if minor { score / 2.0 } else { score }, at)
+            let vendored = super::paths::is_vendored_path(path);
+            let score = if minor { score / 2.0 } else { score };
+            (
+                if vendored {
+                    score * super::rank::VENDORED_DOWN
+                } else {
+                    score
+                },
+                at,
+            )
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -502,6 +512,10 @@ mod tests {
         assert_eq!(by_words(&paths, &scores, 7), [3, 2, 1, 0, 4, 5, 6]);
         // No score at all: the keys' order stands.
         assert_eq!(by_words(&paths, &HashMap::new(), 0), [0, 1, 2, 3, 4, 5, 6]);
+        // Vendored code holding the rarest word comes after the project's own holding less.
+        let paths = ["vendor/lib/x.rs", "src/y.rs", "src/z.rs"];
+        let scores = HashMap::from([(0, 6.0), (1, 2.0)]);
+        assert_eq!(by_words(&paths, &scores, 3), [1, 0, 2]);
     }
 
     #[test]

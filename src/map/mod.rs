@@ -410,17 +410,20 @@ fn prepare_languages(corpus: &Corpus) {
 }
 
 /// Which files a cold map parses first (lower is sooner): those whose path has the request's
-/// words, then source, then other text, then tests and docs; shallow before deep.
+/// words, then source, then other text, then tests and docs, vendored code last; shallow
+/// before deep.
 fn parse_priority(path: &str, wanted: &HashSet<&str>) -> u32 {
     let hits = terms::term_set(path)
         .iter()
         .any(|t| wanted.contains(t.as_str()));
     let source = symbols::Lang::from_path(path).is_some();
-    let minor = paths::is_test_path(path) || paths::is_doc_path(path);
+    let vendored = paths::is_vendored_path(path);
+    let minor = vendored || paths::is_test_path(path) || paths::is_doc_path(path);
     let depth = path.matches('/').count() as u32;
     let class = match (hits, source, minor) {
         (true, _, false) => 0,
         (true, _, true) => 1,
+        (false, _, _) if vendored => 5,
         (false, true, false) => 2,
         (false, true, true) => 4,
         (false, false, _) => 3,
@@ -463,6 +466,21 @@ mod tests {
     use crate::workspace::WorkspaceConfig;
     use std::fs;
     use std::path::Path;
+
+    #[test]
+    fn a_cold_map_parses_vendored_code_last_unless_its_path_has_the_requests_words() {
+        let wanted: HashSet<&str> = ["invoic"].into();
+        let order = |p: &str| parse_priority(p, &wanted);
+        let own_source = order("src/deep/er/billing.py");
+        let own_test = order("tests/test_billing.py");
+        let own_text = order("setup.cfg");
+        let vendored = order("vendor/lib/billing.py");
+        assert!(vendored > own_source && vendored > own_test && vendored > own_text);
+        assert!(
+            order("vendor/lib/invoice.py") < own_source,
+            "a vendored file the request's words name is read early, as a test would be"
+        );
+    }
 
     /// A project of 300 filler modules and one file about invoices and tax.
     fn project(dir: &Path) {

@@ -15,6 +15,8 @@ use super::{named, order};
 pub const TEST: u8 = 1;
 /// The doc-or-example bit of [`PathFacts::minor`].
 pub const DOC: u8 = 2;
+/// The vendored-code bit of [`PathFacts::minor`]: a file in a folder of third-party code.
+pub const VENDORED: u8 = 4;
 
 /// The request's words in one file's path: the file, the term, and whether the file's own
 /// name holds it (folders' words first, as a reader meets them). Eight bytes: a word in every
@@ -24,7 +26,7 @@ pub type PathHit = (u32, u16, bool);
 /// What the paths tell, for one request.
 #[derive(Debug, Default)]
 pub struct PathFacts<'p> {
-    /// Per file, [`TEST`] and [`DOC`].
+    /// Per file, [`TEST`], [`DOC`] and [`VENDORED`].
     pub minor: Vec<u8>,
     /// The runs of files in one folder: the folder (`""` at the root) and where its run
     /// starts; each run ends where the next starts (a folder whose files come in several runs
@@ -62,8 +64,8 @@ impl<'p> PathFacts<'p> {
         };
         let mut words = PathWords::new(query);
         let mut minor = MinorPaths::default();
-        // The folder of the files now: its path, its words, whether of tests or docs.
-        let mut folder: (&str, Vec<u16>, (bool, bool)) = ("", Vec::new(), (false, false));
+        // The folder of the files now: its path, its words, what kind of files it holds.
+        let mut folder: (&str, Vec<u16>, FolderKind) = ("", Vec::new(), FolderKind::default());
         // Where each ascending run of paths starts: the listing is a few long ones.
         let mut runs: Vec<usize> = Vec::new();
         let mut last = ("", "");
@@ -80,9 +82,7 @@ impl<'p> PathFacts<'p> {
                 out.runs.push((dir, i));
                 folder = (dir, words.of_folder(dir), minor.folder(dir));
             }
-            let (test, doc) = MinorPaths::file(folder.2, name);
-            out.minor
-                .push((u8::from(test) * TEST) | (u8::from(doc) * DOC));
+            out.minor.push(MinorPaths::file(folder.2, name));
             words.hits(i, &folder.1, name, &mut out.hits);
             if named.is_some_and(|p| p.may_hold(name)) {
                 out.may_be_named.push(path);
@@ -187,6 +187,41 @@ pub fn is_doc_path(path: &str) -> bool {
     dir.split('/').any(is_doc_folder) || is_doc_name(name)
 }
 
+/// Whether a path is in a folder of vendored third-party code (`vendor/`, `third_party/`,
+/// `node_modules/`; the folders GitHub's linguist and Dependabot take for vendored code):
+/// code the project carries but does not write, which a request changes only by naming it.
+pub fn is_vendored_path(path: &str) -> bool {
+    is_vendored_folder(split_dir(path).0)
+}
+
+fn is_vendored_folder(dir: &str) -> bool {
+    // `deps/` is vendored only at the root (`deps/` under a package is often its own code).
+    dir.split('/')
+        .next()
+        .is_some_and(|top| top.eq_ignore_ascii_case("deps"))
+        || dir.split('/').any(|c| {
+            is_one_of(
+                c,
+                &[
+                    "vendor",
+                    "vendors",
+                    "vendored",
+                    "third_party",
+                    "third-party",
+                    "thirdparty",
+                    "3rd_party",
+                    "3rd-party",
+                    "3rdparty",
+                    "extern",
+                    "external",
+                    "externals",
+                    "node_modules",
+                    "bower_components",
+                ],
+            )
+        })
+}
+
 fn is_one_of(s: &str, list: &[&str]) -> bool {
     list.iter().any(|w| s.eq_ignore_ascii_case(w))
 }
@@ -270,26 +305,33 @@ fn is_doc_name(name: &str) -> bool {
         .is_some_and(|ext| is_one_of(ext, &["md", "rst", "txt", "adoc"]))
 }
 
-/// Test-or-doc for many paths, each folder judged once (a project has a few hundred folders
-/// and tens of thousands of files, which come folder by folder: the last folder is checked
-/// before the table).
+/// What a folder's path says of the files in it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FolderKind {
+    test: bool,
+    doc: bool,
+    vendored: bool,
+}
+
+/// Test, doc or vendored for many paths, each folder judged once (a project has a few hundred
+/// folders and tens of thousands of files, which come folder by folder: the last folder is
+/// checked before the table).
 #[derive(Default)]
 pub(super) struct MinorPaths<'a> {
-    folders: HashMap<&'a str, (bool, bool)>,
-    last: Option<(&'a str, (bool, bool))>,
+    folders: HashMap<&'a str, FolderKind>,
+    last: Option<(&'a str, FolderKind)>,
 }
 
 impl<'a> MinorPaths<'a> {
-    /// Whether the folder `dir` is one of tests, and whether one of docs or examples.
-    pub(super) fn folder(&mut self, dir: &'a str) -> (bool, bool) {
+    /// What the folder `dir` holds: tests, docs or examples, vendored code.
+    pub(super) fn folder(&mut self, dir: &'a str) -> FolderKind {
         match self.last {
             Some((last, judged)) if last == dir => judged,
             _ => {
-                let judged = *self.folders.entry(dir).or_insert_with(|| {
-                    (
-                        dir.split('/').any(is_test_folder),
-                        dir.split('/').any(is_doc_folder),
-                    )
+                let judged = *self.folders.entry(dir).or_insert_with(|| FolderKind {
+                    test: dir.split('/').any(is_test_folder),
+                    doc: dir.split('/').any(is_doc_folder),
+                    vendored: is_vendored_folder(dir),
                 });
                 self.last = Some((dir, judged));
                 judged
@@ -297,11 +339,12 @@ impl<'a> MinorPaths<'a> {
         }
     }
 
-    /// Whether the file `name` in a folder judged `(test_dir, doc_dir)` is a test, and
-    /// whether it is a doc or example.
-    pub(super) fn file(folder: (bool, bool), name: &str) -> (bool, bool) {
-        let (test_dir, doc_dir) = folder;
-        (test_dir || is_test_name(name), doc_dir || is_doc_name(name))
+    /// The [`TEST`], [`DOC`] and [`VENDORED`] bits of the file `name` in a folder judged
+    /// `folder`.
+    pub(super) fn file(folder: FolderKind, name: &str) -> u8 {
+        let test = folder.test || is_test_name(name);
+        let doc = folder.doc || is_doc_name(name);
+        (u8::from(test) * TEST) | (u8::from(doc) * DOC) | (u8::from(folder.vendored) * VENDORED)
     }
 }
 
@@ -371,6 +414,35 @@ mod tests {
     }
 
     #[test]
+    fn vendored_folders_are_told_at_any_depth_and_in_any_case() {
+        for p in [
+            "vendor/github.com/a/b.go",
+            "Vendor/x.rb",
+            "extension/icu/third_party/icu/i18n/x.h",
+            "lib/Third-Party/x.js",
+            "src/3rdparty/zlib/deflate.c",
+            "web/node_modules/react/index.js",
+            "static/bower_components/jq/jq.js",
+            "extern/glfw/src/x.c",
+            "libs/externals/x.cpp",
+            "deps/uv/src/unix/core.c",
+        ] {
+            assert!(is_vendored_path(p), "{p}");
+        }
+        for p in [
+            "vendor.go",
+            "src/vendoring.rs",
+            "src/vendor_api/x.py",
+            "src/external_api.py",
+            "pkg/deps/resolve.go",
+            "src/third/party.c",
+            "third_party.md",
+        ] {
+            assert!(!is_vendored_path(p), "{p}");
+        }
+    }
+
+    #[test]
     fn folders_come_in_runs_and_order_is_checked() {
         let paths = ["a/x.py", "a/y.py", "a/b/z.py", "a/w.py", "top.md"];
         let q = Query::parse("fix y");
@@ -387,5 +459,8 @@ mod tests {
         let f = PathFacts::of(&sorted[..], &Query::parse(""), None);
         assert_eq!(f.by_path, None, "in order already");
         assert_eq!(f.minor, [0, 0, 0, TEST]);
+        let vendored = ["src/a.py", "vendor/lib/tests/test_b.py", "vendor/lib/c.py"];
+        let f = PathFacts::of(&vendored[..], &Query::parse(""), None);
+        assert_eq!(f.minor, [0, VENDORED | TEST, VENDORED]);
     }
 }

@@ -51,7 +51,7 @@ pub struct Why {
     pub symbols: Vec<String>,
     /// Files whose references lead here (the strongest few).
     pub referenced_by: Vec<String>,
-    /// Other signals: named, last plan, uncommitted, recent, test or doc.
+    /// Other signals: named, last plan, uncommitted, recent, test or doc, vendored.
     pub signals: Vec<&'static str>,
     /// The parts of the score.
     pub text: f32,
@@ -100,14 +100,25 @@ const LAST_PLAN: u8 = 2;
 const UNCOMMITTED: u8 = 4;
 const RECENT: u8 = 8;
 const MINOR: u8 = 16;
+const VENDORED: u8 = 32;
+
+/// What a vendored file's score is multiplied by. Vendored code is changed by tools more than
+/// by requests, per file several times less often than the project's own: in the history
+/// fetched for the benchmark, moby's `vendor/` holds 75% of its files and 20% of its commits
+/// since 2023 that change source touched it (58% of those dependency updates touching nothing
+/// else), while its own code was touched by nearly all; duckdb's `third_party/` holds 4.3% of
+/// its files and 6 of 496 such commits touched it (1.2%). Yet its words match requests as well
+/// as the project's own code does.
+pub(super) const VENDORED_DOWN: f32 = 0.25;
 
 /// What each signal's bit says, in the order a reader sees them.
-const SIGNALS: [(u8, &str); 5] = [
+const SIGNALS: [(u8, &str); 6] = [
     (NAMED, "named in the request"),
     (LAST_PLAN, "changed by the last plan"),
     (UNCOMMITTED, "uncommitted changes"),
     (RECENT, "changed by recent commits"),
     (MINOR, "test or doc: ranked down"),
+    (VENDORED, "vendored code: ranked down"),
 ];
 
 impl Board {
@@ -670,6 +681,10 @@ fn apply_signals(
             out.score[i] *= 0.5;
             out.signals[i] |= MINOR;
         }
+        if minor & paths::VENDORED != 0 {
+            out.score[i] *= VENDORED_DOWN;
+            out.signals[i] |= VENDORED;
+        }
     }
 }
 
@@ -813,6 +828,50 @@ mod tests {
         assert!(
             ranked.iter().skip(WHY_FOR).all(|r| r.why.is_none()),
             "files past the best are never explained"
+        );
+    }
+
+    #[test]
+    fn vendored_code_ranks_below_the_projects_own_code_with_the_same_words() {
+        let paths = [
+            "third_party/icu/conversion.h",
+            "src/cast/conversion.cpp",
+            "vendor/github.com/x/conversion/conversion.go",
+            "extern/lib/src/conversion.c",
+        ];
+        let paths = paths.to_vec();
+        let files = MapFiles::new(&paths);
+        let query = Query::parse("fix the conversion warnings");
+        let ranked = rank(
+            &files,
+            &Vec::<Facts>::new(),
+            &Names::default(),
+            &query,
+            &Signals::default(),
+            PathFacts::of(&paths[..], &query, None),
+        );
+        let order: Vec<&str> = ranked
+            .scored
+            .iter()
+            .map(|r| files.path(r.file as usize))
+            .collect();
+        assert_eq!(order[0], "src/cast/conversion.cpp", "{order:?}");
+        assert_eq!(order.len(), 4, "vendored files are ranked down, not out");
+        let own = ranked.scored[0].score;
+        let icu = ranked
+            .scored
+            .iter()
+            .find(|r| files.path(r.file as usize) == "third_party/icu/conversion.h")
+            .expect("ranked");
+        assert!(
+            (icu.score - own * VENDORED_DOWN).abs() < 1e-4,
+            "the same words, a quarter of the score: {} vs {own}",
+            icu.score
+        );
+        let why = icu.why.as_deref().expect("explained");
+        assert!(
+            why.signals.contains(&"vendored code: ranked down"),
+            "{why:?}"
         );
     }
 }
