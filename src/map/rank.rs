@@ -51,7 +51,8 @@ pub struct Why {
     pub symbols: Vec<String>,
     /// Files whose references lead here (the strongest few).
     pub referenced_by: Vec<String>,
-    /// Other signals: named, last plan, uncommitted, recent, test or doc, vendored.
+    /// Other signals: named, last plan, uncommitted, recent, test or doc, vendored, in the
+    /// component the request's prefix names.
     pub signals: Vec<&'static str>,
     /// The parts of the score.
     pub text: f32,
@@ -101,6 +102,11 @@ const UNCOMMITTED: u8 = 4;
 const RECENT: u8 = 8;
 const MINOR: u8 = 16;
 const VENDORED: u8 = 32;
+const COMPONENT: u8 = 64;
+
+/// How much a file in the component a request's prefix names gains: its score is multiplied by
+/// one plus this times the log of how few of the project's files the component holds.
+const COMPONENT_WEIGHT: f32 = 0.3;
 
 /// What a vendored file's score is multiplied by. Vendored code is changed by tools more than
 /// by requests, per file several times less often than the project's own: in the history
@@ -112,13 +118,14 @@ const VENDORED: u8 = 32;
 pub(super) const VENDORED_DOWN: f32 = 0.25;
 
 /// What each signal's bit says, in the order a reader sees them.
-const SIGNALS: [(u8, &str); 6] = [
+const SIGNALS: [(u8, &str); 7] = [
     (NAMED, "named in the request"),
     (LAST_PLAN, "changed by the last plan"),
     (UNCOMMITTED, "uncommitted changes"),
     (RECENT, "changed by recent commits"),
     (MINOR, "test or doc: ranked down"),
     (VENDORED, "vendored code: ranked down"),
+    (COMPONENT, "in the component the request's prefix names"),
 ];
 
 impl Board {
@@ -312,6 +319,7 @@ pub fn rank(
     let seeds = Seeds::of(&board.score);
     score_graph(files, blobs, &facts, &ids, names, &seeds, &mut board);
     apply_signals(files, query, signals, &paths, &mut board);
+    apply_components(files, query, &paths, &mut board);
     let mut out = sort_best_first(board, by_path, &|f, b| lexical.why(f, b));
     for r in out.scored.iter_mut().take(WHY_FOR) {
         if let Some(why) = r.why.as_deref_mut() {
@@ -688,6 +696,70 @@ fn apply_signals(
     }
 }
 
+/// Files in the components a commit-style prefix names (`resources: ...`, `fix(client): ...`)
+/// score more, the more so the fewer of the project's files the components hold: the folder
+/// (or file) a maintainer names in front of a change holds it far more often than not.
+fn apply_components(files: &MapFiles, query: &Query, paths: &PathFacts, out: &mut Board) {
+    if query.components.is_empty() {
+        return;
+    }
+    let mut held: Vec<usize> = Vec::new();
+    for (dir, run) in paths.folders() {
+        let dir: Vec<String> = dir
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        if query.components.iter().any(|c| names_folder(c, &dir)) {
+            held.extend(run);
+            continue;
+        }
+        for i in run {
+            let (_, name) = paths::split_dir(files.path(i));
+            let stem = name.split('.').next().unwrap_or(name).to_lowercase();
+            if query.components.iter().any(|c| names_file(c, &dir, &stem)) {
+                held.push(i);
+            }
+        }
+    }
+    let all = files.len();
+    if held.is_empty() || held.len() * 2 > all {
+        return;
+    }
+    let factor = 1.0 + COMPONENT_WEIGHT * (all as f32 / held.len() as f32).ln();
+    for i in held {
+        if let Some(score) = out.score.get_mut(i) {
+            *score *= factor;
+            out.signals[i] |= COMPONENT;
+        }
+    }
+}
+
+/// Whether the folder `dir` (its lower-case segments) is or is inside `component`: the
+/// component's segments come in it in a row, the last one whole or as a `-` or `_` part of
+/// a folder's name (`parser` names `babel-parser`).
+fn names_folder(component: &[String], dir: &[String]) -> bool {
+    let n = component.len();
+    let Some((last, before)) = component.split_last() else {
+        return false;
+    };
+    (0..(dir.len() + 1).saturating_sub(n)).any(|at| {
+        let seg = &dir[at..at + n];
+        seg[..n - 1] == *before
+            && (seg[n - 1] == *last || seg[n - 1].split(['-', '_']).any(|p| p == last))
+    })
+}
+
+/// Whether a file named `stem` (lower case, without its extension) in `dir` is the file
+/// `component` names: its last segment is the stem, the others end the folder's path
+/// (`fix(tree)` names `tree.go`, `complete/fish` names `flags/complete/fish.rs`).
+fn names_file(component: &[String], dir: &[String], stem: &str) -> bool {
+    let Some((last, before)) = component.split_last() else {
+        return false;
+    };
+    last == stem && dir.ends_with(before)
+}
+
 /// One file some signal names: its name in its folder, the signals' bits, and how many
 /// recent commits changed it.
 struct Signalled<'s> {
@@ -829,6 +901,73 @@ mod tests {
             ranked.iter().skip(WHY_FOR).all(|r| r.why.is_none()),
             "files past the best are never explained"
         );
+    }
+
+    #[test]
+    fn the_component_a_prefix_names_lifts_its_files_the_more_the_fewer_they_are() {
+        let mut paths: Vec<String> = (0..60).map(|i| format!("other/m{i:02}/debug.go")).collect();
+        paths.extend([
+            "resources/transform.go".to_string(),
+            "resources/images/debug.go".to_string(),
+            "tpl/tree.go".to_string(),
+        ]);
+        let files = MapFiles::new(&paths);
+        let score_of = |request: &str, path: &str| {
+            let query = Query::parse(request);
+            let ranked = rank(
+                &files,
+                &Vec::<Facts>::new(),
+                &Names::default(),
+                &query,
+                &Signals::default(),
+                PathFacts::of(&paths[..], &query, None),
+            );
+            let at = paths.iter().position(|p| p == path).unwrap();
+            let found = ranked.scored.iter().find(|r| r.file as usize == at);
+            found.map_or(0.0, |r| r.score)
+        };
+        // The same words, but not as a prefix.
+        let plain = score_of(
+            "Remove debug statement in resources",
+            "resources/images/debug.go",
+        );
+        let named = score_of(
+            "resources: Remove debug statement",
+            "resources/images/debug.go",
+        );
+        let factor = 1.0 + COMPONENT_WEIGHT * (63.0_f32 / 2.0).ln();
+        assert!(plain > 0.0);
+        assert!(
+            (named - plain * factor).abs() < 1e-3,
+            "a file in the folder gains by how few files it holds: {named} vs {plain} x {factor}"
+        );
+        assert_eq!(
+            score_of("other: Remove debug statement", "other/m01/debug.go"),
+            score_of("Remove debug statement", "other/m01/debug.go"),
+            "a component holding most files tells nothing"
+        );
+        assert_eq!(
+            score_of("resources: Remove debug statement", "other/m01/debug.go"),
+            score_of("Remove debug statement in resources", "other/m01/debug.go"),
+            "files outside it are left as they were"
+        );
+        assert!(names_file(&["tree".into()], &["tpl".into()], "tree"));
+        assert!(names_folder(
+            &["parser".into()],
+            &["packages".into(), "babel-parser".into()]
+        ));
+        assert!(!names_folder(
+            &["parse".into()],
+            &["packages".into(), "babel-parser".into()]
+        ));
+        assert!(names_folder(
+            &["ext".into(), "node".into()],
+            &["ext".into(), "node".into(), "polyfills".into()]
+        ));
+        assert!(!names_folder(
+            &["ext".into(), "node".into()],
+            &["node".into()]
+        ));
     }
 
     #[test]

@@ -344,6 +344,9 @@ pub struct Query {
     pub about_tests: bool,
     /// Whether the request is about documentation or examples.
     pub about_docs: bool,
+    /// The components a commit-style prefix names (`resources: ...`, `fix(client): ...`,
+    /// `ext/web: ...`), each as its lower-case path segments.
+    pub components: Vec<Vec<String>>,
 }
 
 impl Query {
@@ -376,8 +379,63 @@ impl Query {
                 "tutorial",
                 "guide",
             ]),
+            components: components(request),
         }
     }
+}
+
+/// Words a commit-style prefix uses for the kind of change, not for where it is
+/// (`fix: ...`, `feat(client): ...`).
+const CHANGE_KINDS: &[&str] = &[
+    "build", "bugfix", "chore", "ci", "cleanup", "deps", "doc", "docs", "feat", "feature", "fix",
+    "fixes", "hotfix", "patch", "perf", "polish", "refactor", "release", "revert", "style", "test",
+    "tests", "wip",
+];
+
+/// The components a request's commit-style prefix names: the scope of `kind(scope): ...`
+/// (several with `,` or `+`), or the paths before the colon of `a/b, c: ...`, unless they
+/// only say what kind of change it is. Each is its lower-case path segments.
+fn components(request: &str) -> Vec<Vec<String>> {
+    let request = request.trim_start();
+    let is_path_char = |c: char| c.is_alphanumeric() || "_./-".contains(c);
+    let head_len = request
+        .find(|c: char| !(is_path_char(c) || c == ',' || c == ' '))
+        .unwrap_or(request.len());
+    let (head, rest) = request.split_at(head_len);
+    // A head of words with spaces is a sentence that happens to hold a colon.
+    let head_ok = head
+        .split(',')
+        .all(|t| !t.trim().is_empty() && !t.trim().contains(' '));
+    if !head_ok {
+        return Vec::new();
+    }
+    let (named, rest) = match rest.strip_prefix('(') {
+        Some(scoped) => match scoped.split_once(')') {
+            Some((scope, after)) => (scope, after),
+            None => return Vec::new(),
+        },
+        None => (head, rest),
+    };
+    let rest = rest.strip_prefix('!').unwrap_or(rest);
+    let ends = rest
+        .strip_prefix(':')
+        .is_some_and(|after| after.is_empty() || after.starts_with(char::is_whitespace));
+    if !ends {
+        return Vec::new();
+    }
+    named
+        .split([',', '+', ' '])
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && c.chars().all(is_path_char))
+        .filter(|c| !CHANGE_KINDS.contains(&c.to_lowercase().as_str()))
+        .map(|c| {
+            c.split('/')
+                .filter(|s| !s.is_empty() && *s != ".")
+                .map(str::to_lowercase)
+                .collect::<Vec<String>>()
+        })
+        .filter(|segments| !segments.is_empty() && segments.iter().all(|s| s.len() >= 2))
+        .collect()
 }
 
 /// Identifiers the request writes as code: with an inner `_` or a lower-to-upper case change,
@@ -409,6 +467,42 @@ fn code_identifiers(request: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_style_prefix_names_its_components() {
+        let of =
+            |r: &str| -> Vec<String> { components(r).into_iter().map(|c| c.join("/")).collect() };
+        for (request, named) in [
+            ("resources: Remove debug statement", vec!["resources"]),
+            (
+                "markup/goldmark: Change the default",
+                vec!["markup/goldmark"],
+            ),
+            ("fix(ext/node): `fs.read` compat", vec!["ext/node"]),
+            ("fix(client+server): records", vec!["client", "server"]),
+            ("fix(fastify adapter): parsers", vec!["fastify", "adapter"]),
+            ("feat(server)!: breaking", vec!["server"]),
+            ("cmd, caddyhttp: log the address", vec!["cmd", "caddyhttp"]),
+            ("  Printer: trailing", vec!["printer"]),
+            ("./src/: odd", vec!["src"]),
+        ] {
+            assert_eq!(of(request), named, "{request}");
+        }
+        for request in [
+            "fix: the kind only",
+            "Docs: the kind only",
+            "feat(fix): a kind for a scope",
+            "Fix nilpointer on ToC heading",
+            "Improve error logging by logging the error. Improved logging: full",
+            "see https://example.com: a link",
+            "fix(unclosed: scope",
+            "note:no space after the colon",
+            "a: one letter",
+            "",
+        ] {
+            assert_eq!(of(request), Vec::<String>::new(), "{request}");
+        }
+    }
 
     #[test]
     fn a_name_holds_a_prefix_whatever_its_case_and_underscores() {
