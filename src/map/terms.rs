@@ -9,14 +9,20 @@ use rust_stemmers::{Algorithm, Stemmer};
 
 /// Words too common in requests and prose to say anything about a file.
 const STOPWORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "but", "by", "can", "could", "do", "does", "doesn", "don", "each", "for", "from",
-    "get", "had", "has", "have", "how", "if", "in", "into", "is", "it", "its", "just", "let",
-    "like", "make", "may", "more", "most", "much", "must", "need", "no", "not", "now", "of", "on",
-    "one", "only", "or", "other", "our", "out", "over", "same", "should", "so", "some", "such",
-    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
-    "to", "too", "up", "us", "use", "used", "using", "very", "was", "we", "were", "what", "when",
-    "where", "which", "while", "who", "why", "will", "with", "would", "you", "your",
+    "a", "about", "actually", "after", "against", "all", "already", "also", "although", "am", "an",
+    "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "both", "but",
+    "by", "can", "could", "did", "do", "does", "doesn", "doing", "don", "during", "each", "eg",
+    "etc", "even", "few", "for", "from", "further", "get", "had", "has", "have", "having", "he",
+    "her", "here", "hers", "herself", "him", "himself", "his", "how", "however", "i", "ie", "if",
+    "in", "into", "is", "it", "its", "itself", "just", "let", "like", "look", "looks", "make",
+    "may", "maybe", "me", "more", "most", "much", "must", "my", "myself", "need", "no", "nor",
+    "not", "now", "of", "on", "one", "only", "or", "other", "our", "ours", "out", "over", "own",
+    "perhaps", "probably", "really", "same", "she", "should", "simply", "since", "so", "some",
+    "still", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these",
+    "they", "this", "those", "though", "through", "thus", "to", "too", "unless", "until", "up",
+    "upon", "us", "use", "used", "using", "very", "via", "want", "wanted", "wants", "was", "we",
+    "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why", "will",
+    "with", "would", "yet", "you", "your", "yours", "yourself",
 ];
 
 /// Request words that describe the change rather than the code it is about.
