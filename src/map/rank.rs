@@ -716,8 +716,8 @@ fn apply_components(files: &MapFiles, query: &Query, paths: &PathFacts, out: &mu
         }
         for i in run {
             let (_, name) = paths::split_dir(files.path(i));
-            let stem = name.split('.').next().unwrap_or(name).to_lowercase();
-            if query.components.iter().any(|c| names_file(c, &dir, &stem)) {
+            let stem = name.split('.').next().unwrap_or(name);
+            if query.components.iter().any(|c| names_file(c, &dir, stem)) {
                 held.push(i);
             }
         }
@@ -728,9 +728,9 @@ fn apply_components(files: &MapFiles, query: &Query, paths: &PathFacts, out: &mu
     }
     let factor = 1.0 + COMPONENT_WEIGHT * (all as f32 / held.len() as f32).ln();
     for i in held {
-        if let Some(score) = out.score.get_mut(i) {
+        if let (Some(score), Some(bits)) = (out.score.get_mut(i), out.signals.get_mut(i)) {
             *score *= factor;
-            out.signals[i] |= COMPONENT;
+            *bits |= COMPONENT;
         }
     }
 }
@@ -750,14 +750,15 @@ fn names_folder(component: &[String], dir: &[String]) -> bool {
     })
 }
 
-/// Whether a file named `stem` (lower case, without its extension) in `dir` is the file
-/// `component` names: its last segment is the stem, the others end the folder's path
-/// (`fix(tree)` names `tree.go`, `complete/fish` names `flags/complete/fish.rs`).
+/// Whether a file named `stem` (without its extension) in `dir` is the file `component` names:
+/// its last segment is the stem, case aside, the others end the folder's path (`fix(tree)`
+/// names `tree.go`, `complete/fish` names `flags/complete/fish.rs`). Compared without lowering
+/// a copy: every file of the project is asked.
 fn names_file(component: &[String], dir: &[String], stem: &str) -> bool {
     let Some((last, before)) = component.split_last() else {
         return false;
     };
-    last == stem && dir.ends_with(before)
+    last.eq_ignore_ascii_case(stem) && dir.ends_with(before)
 }
 
 /// One file some signal names: its name in its folder, the signals' bits, and how many
