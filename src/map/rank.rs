@@ -806,6 +806,23 @@ impl<'s> SignalsByFolder<'s> {
 mod tests {
     use super::*;
 
+    /// The ranking of `paths` (the files `files` holds, with no facts read) for `query`, on
+    /// their paths and the request alone.
+    fn rank_on_paths<S: AsRef<str> + Sync>(
+        files: &MapFiles,
+        paths: &[S],
+        query: &Query,
+    ) -> Ranking {
+        rank(
+            files,
+            &Vec::<Facts>::new(),
+            &Names::default(),
+            query,
+            &Signals::default(),
+            PathFacts::of(paths, query, None),
+        )
+    }
+
     #[test]
     fn a_word_in_the_file_name_counts_more_than_in_its_folders() {
         let paths = [
@@ -817,14 +834,7 @@ mod tests {
         let paths = paths.to_vec();
         let files = MapFiles::new(&paths);
         let query = Query::parse("billing invoice");
-        let ranked = rank(
-            &files,
-            &Vec::<Facts>::new(),
-            &Names::default(),
-            &query,
-            &Signals::default(),
-            PathFacts::of(&paths[..], &query, None),
-        );
+        let ranked = rank_on_paths(&files, &paths, &query);
         let of = |p: &str| {
             ranked
                 .scored
@@ -915,14 +925,7 @@ mod tests {
         let files = MapFiles::new(&paths);
         let score_of = |request: &str, path: &str| {
             let query = Query::parse(request);
-            let ranked = rank(
-                &files,
-                &Vec::<Facts>::new(),
-                &Names::default(),
-                &query,
-                &Signals::default(),
-                PathFacts::of(&paths[..], &query, None),
-            );
+            let ranked = rank_on_paths(&files, &paths, &query);
             let at = paths.iter().position(|p| p == path).unwrap();
             let found = ranked.scored.iter().find(|r| r.file as usize == at);
             found.map_or(0.0, |r| r.score)
@@ -982,14 +985,7 @@ mod tests {
         let paths = paths.to_vec();
         let files = MapFiles::new(&paths);
         let query = Query::parse("fix the conversion warnings");
-        let ranked = rank(
-            &files,
-            &Vec::<Facts>::new(),
-            &Names::default(),
-            &query,
-            &Signals::default(),
-            PathFacts::of(&paths[..], &query, None),
-        );
+        let ranked = rank_on_paths(&files, &paths, &query);
         let order: Vec<&str> = ranked
             .scored
             .iter()
