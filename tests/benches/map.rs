@@ -16,7 +16,9 @@
 //! slice), `PAI_MAP_VERBOSE=1` prints each case at the last budget (each changed file's
 //! rank, whether its text was shown whole, as excerpts or not at all, and the hunks missed), `PAI_MAP_UNTIMED=1` skips
 //! the timings, cold and warm and at scale (for a quicker run of the figures), `PAI_MAP_DUMP=<dir>` writes
-//! each first call there. After the figures, the replay (`map_replay.rs`) drives the same
+//! each first call there, `PAI_MAP_KEEP_CACHE=1` (with `PAI_MAP_UNTIMED`) keeps each tree's
+//! cache from the last run instead of emptying it (a warm run of the figures in a minute
+//! once the caches are filled). After the figures, the replay (`map_replay.rs`) drives the same
 //! cases through the real `pai run` with an oracle model and counts calls per task
 //! (`PAI_MAP_REPLAY=0` skips it). `PAI_MAP_COLD=1` measures large repositories' first call
 //! cold instead (`map_cold.rs`).
@@ -347,6 +349,7 @@ pub fn rows() -> Vec<Row> {
     let verbose = std::env::var_os("PAI_MAP_VERBOSE").is_some();
     let untimed = std::env::var_os("PAI_MAP_UNTIMED").is_some();
     let dump = std::env::var_os("PAI_MAP_DUMP").map(PathBuf::from);
+    let keep_cache = untimed && std::env::var_os("PAI_MAP_KEEP_CACHE").is_some();
     let cases = cases();
     let unnamed: Vec<&Case> = cases.iter().filter(|c| !c.names_file).collect();
     for &case in &unnamed {
@@ -362,9 +365,7 @@ pub fn rows() -> Vec<Row> {
         }
         let change = change_of(case, &tree, gd.as_deref());
         // Cold: the cache is emptied first.
-        if let Some(loc) = dirs::cache_dir().and_then(|d| pai::map::store::location(&d, &tree)) {
-            let _ = std::fs::remove_file(loc);
-        }
+        forget_cache(&tree, keep_cache);
         let (cold, warm) = if untimed {
             (0.0, 0.0)
         } else {
@@ -413,6 +414,14 @@ pub fn rows() -> Vec<Row> {
     eprintln!("map replay: the oracle through pai run ...");
     rows.extend(replay::rows(&unnamed, &trees));
     rows
+}
+
+/// Empty the map's cache of `tree`, unless `keep` (a warm run of the figures).
+fn forget_cache(tree: &Path, keep: bool) {
+    let cache = dirs::cache_dir().and_then(|d| pai::map::store::location(&d, tree));
+    if let Some(loc) = cache.filter(|_| !keep) {
+        let _ = std::fs::remove_file(loc);
+    }
 }
 
 fn pct(n: usize, d: usize) -> String {
