@@ -1,12 +1,13 @@
 //! Which lines of the best-ranked files the first call carries. Each file is cut into units —
-//! its definitions (functions, methods, classes' heads), and its top-level code between them —
-//! and each unit is scored for the request (BM25 of its words against the other units', the
-//! request's terms in its name, the identifiers the request writes as code, the definitions the
-//! best units call). The text budget is spent across files by how likely each is to change
-//! (its share of the ranking's weight), and within a file on its best units for their length
-//! (of two units scored alike, the shorter first), whole; a small file is shown whole, and a
-//! unit too long to show whole shows its signature, the lines the request hits and the blocks
-//! around them.
+//! its definitions (functions, methods, classes' heads), its imports, and its top-level code
+//! between them — and each unit is scored for the request (BM25 of its words against the other
+//! units', the request's terms in its name, the identifiers the request writes as code, the
+//! definitions the best units call); a file's imports score a share of its best unit, as a
+//! change to its code often changes them. The text budget is spent across files by how likely
+//! each is to change (its share of the ranking's weight), and within a file on its best units
+//! for their length (of two units scored alike, the shorter first), whole; a small file is
+//! shown whole, and a unit too long to show whole shows its signature, the lines the request
+//! hits and the blocks around them.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -28,6 +29,8 @@ const LONG_UNIT_LINES: u32 = 90;
 const LONG_UNIT_SHARE: f32 = 0.6;
 /// Top-level code between definitions is cut into chunks of at most this many lines.
 const GAP_CHUNK_LINES: u32 = 30;
+/// Lines of other code that end a file's block of imports.
+const IMPORTS_GAP: u32 = 8;
 /// The lines of a file's head (imports) considered as one unit.
 const HEAD_LINES: u32 = 40;
 /// An enclosing block up to this many lines is shown whole around a hit.
@@ -49,6 +52,8 @@ const IDENT_NAME_BONUS: f32 = 8.0;
 const CALLEE_SHARE: f32 = 0.25;
 /// Units whose calls are followed.
 const CALLERS: usize = 3;
+/// Share of a file's best unit's score that its imports get.
+const IMPORTS_SHARE: f32 = 0.5;
 /// A unit next to a chosen one, with nothing of the request, scores this much.
 const NEIGHBOUR_SCORE: f32 = 0.05;
 /// Units are taken in the order of their score over their length (in lines, at most
@@ -91,6 +96,8 @@ pub enum UnitKind {
     Head,
     /// Code outside any definition.
     TopLevel,
+    /// The file's import statements (the block above its first definition).
+    Imports,
 }
 
 /// A piece of a file that may be shown, with its score for the request.
@@ -114,6 +121,8 @@ pub struct Unit {
     pub called: f32,
     /// The name of that unit.
     pub called_by: Option<String>,
+    /// For the file's imports, a share of the score of its best unit.
+    pub with_code: f32,
     /// The request's terms and identifiers found in it.
     pub hits: Vec<String>,
     /// Whether it was shown elided (signature, hit lines and their blocks).
@@ -144,6 +153,7 @@ impl Unit {
             name_part: 0.0,
             called: 0.0,
             called_by: None,
+            with_code: 0.0,
             hits: Vec::new(),
             elided: false,
             sig_end,
@@ -679,8 +689,94 @@ fn units_of(lines: &[&str], defs: &[DefSpan]) -> Vec<Unit> {
         // is left to the top-level chunks.
     }
     top_level_units(lines, &covered, &mut units);
+    // Imports sit above the first definition with a body (a one-line one, such as C's include
+    // guard, may come first).
+    let first_def = spans
+        .iter()
+        .find(|d| d.end > d.line + 1)
+        .map_or(n, |d| def_start(lines, d.line, 0).saturating_sub(1));
+    if let Some((a, b)) = imports_block(lines, first_def) {
+        units.push(Unit::unscored(a..=b, UnitKind::Imports, None, a));
+    }
     units.sort_by_key(|u| (u.start, u.end));
     units
+}
+
+/// Whether `line` starts an import statement in one of the languages the map reads.
+fn is_import(line: &str) -> bool {
+    // At the top level only: an import inside a function is that function's.
+    if line.starts_with(char::is_whitespace) {
+        return false;
+    }
+    // C's preprocessor allows space after the `#` (`#  include <tuple>`).
+    // A `#` comment (`# import the rest`) is not: the name that follows is quoted or bracketed.
+    if let Some(rest) = line.strip_prefix('#') {
+        let rest = rest.trim_start();
+        if let Some(name) = rest
+            .strip_prefix("include")
+            .or_else(|| rest.strip_prefix("import"))
+        {
+            return name.trim_start().starts_with(['<', '"']);
+        }
+        return false;
+    }
+    const STARTS: [&str; 11] = [
+        "import ",
+        "import{",
+        "import(",
+        "use ",
+        "pub use ",
+        "pub(crate) use ",
+        "extern crate ",
+        "require ",
+        "require_relative",
+        "using ",
+        "@import ",
+    ];
+    let t = line;
+    STARTS.iter().any(|p| t.starts_with(p))
+        || (t.starts_with("from ") && t.contains(" import"))
+        || ((t.starts_with("const ") || t.starts_with("let ") || t.starts_with("var "))
+            && t.contains("= require("))
+}
+
+/// The lines from the first import statement above line `limit` to the end of the last one
+/// (a statement's parentheses or braces followed to their close).
+fn imports_block(lines: &[&str], limit: u32) -> Option<(u32, u32)> {
+    let limit = limit.min(lines.len() as u32);
+    let mut first = None;
+    let mut last = 0u32;
+    let mut k = 1u32;
+    while k <= limit {
+        let line = lines[k as usize - 1];
+        // The block ends where code other than imports runs for a while.
+        if first.is_some() && k > last + IMPORTS_GAP {
+            break;
+        }
+        if !is_import(line) {
+            k += 1;
+            continue;
+        }
+        first.get_or_insert(k);
+        let mut depth: i32 = 0;
+        let mut end = k;
+        loop {
+            let l = lines[end as usize - 1];
+            depth += l.matches(['(', '{']).count() as i32 - l.matches([')', '}']).count() as i32;
+            if depth <= 0 || end >= limit {
+                break;
+            }
+            end += 1;
+        }
+        last = end;
+        k = end + 1;
+    }
+    // The blank lines after the last one go with it: an import is often added there.
+    let n = lines.len() as u32;
+    while first.is_some() && last < n && lines[last as usize].trim().is_empty() {
+        last += 1;
+    }
+    first.map(|a| (a, last))
 }
 
 /// The code outside the definitions (`covered` marks theirs): runs of other lines, cut into
@@ -806,6 +902,27 @@ fn score_units(view: &mut FileView<'_>, wanted: &Wanted<'_>, idf: &[f32]) {
         unit.hits = hits;
     }
     score_callees(view);
+    score_imports(view);
+}
+
+/// A file's imports get a share of its best unit's score: a change to its code often adds or
+/// drops an import (a new call, a type no longer used), and a model that does not see them
+/// must READ the file again to write that line.
+fn score_imports(view: &mut FileView<'_>) {
+    let best = view
+        .units
+        .iter()
+        .filter(|u| u.kind != UnitKind::Imports)
+        .map(|u| u.score)
+        .fold(0.0_f32, f32::max);
+    for unit in view
+        .units
+        .iter_mut()
+        .filter(|u| u.kind == UnitKind::Imports)
+    {
+        unit.with_code = IMPORTS_SHARE * best;
+        unit.score += unit.with_code;
+    }
 }
 
 /// The definitions the best units of `view` call get a share of their score.
@@ -1270,5 +1387,137 @@ mod tests {
         assert_eq!((tax.start, tax.end), (3, 6));
         let head = units.iter().find(|u| u.kind == UnitKind::TopLevel).unwrap();
         assert_eq!((head.start, head.end), (1, 2));
+    }
+
+    /// A file's imports in each language the map reads: from the first import to the end of
+    /// the last (a statement over several lines followed to its close), with the blank lines
+    /// after it; an include guard's one-line definition may come first; an import inside a
+    /// function is not the file's.
+    #[test]
+    fn a_files_imports_are_found_in_each_language() {
+        // What, the file's text, its definitions, the imports' lines.
+        type Case = (&'static str, &'static str, Vec<DefSpan>, Option<(u32, u32)>);
+        let cases: [Case; 8] = [
+            (
+                "python",
+                "\"\"\"Doc.\"\"\"\nimport os\nfrom typing import (\n    Any,\n    List,\n)\n\n\ndef f():\n    import json\n    return 1\n",
+                vec![def("f", DefKind::Function, 9, 11)],
+                Some((2, 8)),
+            ),
+            (
+                "rust",
+                "//! Doc.\n\nuse std::io;\npub use crate::a::{\n    B,\n    C,\n};\n\nfn main() {\n    use std::fmt;\n}\n",
+                vec![def("main", DefKind::Function, 9, 11)],
+                Some((3, 8)),
+            ),
+            (
+                "go",
+                "package x\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc F() {\n\tfmt.Println()\n}\n",
+                vec![def("F", DefKind::Function, 8, 10)],
+                Some((3, 7)),
+            ),
+            (
+                "typescript",
+                "import { a,\n  b } from \"./a\";\nimport * as c from \"c\";\nconst d = require(\"d\");\n\nexport function f() {\n  return 1;\n}\n",
+                vec![def("f", DefKind::Function, 6, 8)],
+                Some((1, 5)),
+            ),
+            (
+                "c++ behind an include guard",
+                "// Copyright\n#ifndef A_H_\n#define A_H_\n\n#ifndef MODULE\n#  include <tuple>\n#endif\n\n#include \"b.h\"\n\nnamespace a {\nint f() {\n  return 1;\n}\n}\n",
+                vec![
+                    def("A_H_", DefKind::Constant, 3, 3),
+                    def("f", DefKind::Function, 12, 14),
+                ],
+                Some((6, 10)),
+            ),
+            (
+                "java",
+                "package a;\n\nimport java.util.List;\nimport static b.C.d;\n\npublic class A {\n  void f() {\n  }\n}\n",
+                vec![
+                    def("A", DefKind::Class, 6, 9),
+                    def("f", DefKind::Method, 7, 8),
+                ],
+                Some((3, 5)),
+            ),
+            (
+                "code between two imports ends the block",
+                "import a\nx = 1\nx = 2\nx = 3\nx = 4\nx = 5\nx = 6\nx = 7\nx = 8\nx = 9\nimport b\n",
+                vec![],
+                Some((1, 1)),
+            ),
+            (
+                "only an import inside a function",
+                "def f():\n    import os\n    return os\n",
+                vec![def("f", DefKind::Function, 1, 3)],
+                None,
+            ),
+        ];
+        for (what, text, defs, want) in cases {
+            let lines: Vec<&str> = text.lines().collect();
+            let units = units_of(&lines, &defs);
+            let got = units
+                .iter()
+                .find(|u| u.kind == UnitKind::Imports)
+                .map(|u| (u.start, u.end));
+            assert_eq!(got, want, "{what}");
+        }
+    }
+
+    /// Lines that only look like imports are not: a word that begins like one, an import in
+    /// a string or a comment, an indented one.
+    #[test]
+    fn lines_that_only_look_like_imports_are_not() {
+        for line in [
+            "imports = []",
+            "user = load()",
+            "useful()",
+            "  import os",
+            "\tuse std::io;",
+            "# import os",
+            "# use the cache",
+            "#[derive(Debug)]",
+            "// #include <a.h>",
+            "\"import x\"",
+            "const d = load(\"require(x)\");",
+            "from_ = 3",
+        ] {
+            assert!(!is_import(line), "{line:?}");
+        }
+        for line in [
+            "import os",
+            "from . import a",
+            "use a::b;",
+            "pub(crate) use a::b;",
+            "#include <a.h>",
+            "# include \"a.h\"",
+            "#import <Foundation/Foundation.h>",
+            "require 'json'",
+            "using System;",
+            "let fs = require(\"fs\");",
+        ] {
+            assert!(is_import(line), "{line:?}");
+        }
+    }
+
+    /// The definition the request is about comes first; its file's imports come with it, for
+    /// a share of its score, and the unrelated helper does not.
+    #[test]
+    fn a_files_imports_are_shown_with_its_code() {
+        let (text, defs) = module();
+        let q = Query::parse("the invoice tax is computed with the wrong rate");
+        let c = choose(&[cand("billing.py", &text, defs, 1.0)], &q, 400);
+        let best = &c[0].units[0];
+        assert_eq!(best.name.as_deref(), Some("compute_tax"));
+        let imports = c[0]
+            .units
+            .iter()
+            .find(|u| u.kind == UnitKind::Imports)
+            .unwrap_or_else(|| panic!("{:?}", c[0].units));
+        assert_eq!((imports.start, imports.end), (1, 4));
+        assert!((imports.with_code - IMPORTS_SHARE * best.score).abs() < 1e-4);
+        let shows = |l: u32| c[0].ranges.iter().any(|&(a, b)| a <= l && l <= b);
+        assert!(shows(1) && shows(2) && shows(12), "{:?}", c[0].ranges);
+        assert!(!shows(6), "{:?}", c[0].ranges);
     }
 }

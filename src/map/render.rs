@@ -22,8 +22,11 @@ const WEIGHT_POWER: f32 = 4.0;
 const DEFS_FIRST: usize = 12;
 const DEFS_NEXT: usize = 5;
 const FILES_WITH_DEFS: usize = 40;
-/// Files whose paths are listed before any definition takes their room.
-const PATHS_KEPT: usize = 50;
+/// Files whose paths are listed before any definition takes their room: a file ranked 120th
+/// is changed more often than a 10th file's twelfth definition is needed (a change's second
+/// or third file often ranks 60–120th on real commits, and a path costs a line, where a file's
+/// definitions cost a dozen).
+const PATHS_KEPT: usize = 150;
 /// Scored files beside the best one (in its folder or the folder above) whose paths are kept
 /// too when ranked below [`PATHS_KEPT`]: a change to the best file often touches a file beside
 /// it that the request's words rank low (a sibling module, the generated file it feeds).
@@ -414,16 +417,16 @@ mod tests {
         assert!(a > 0.0 && (a - b).abs() < 1e-6, "{a} vs {b}");
     }
 
-    /// Sixty files a request's word ranks, each defining twelve functions: the paths of the
-    /// first [`PATHS_KEPT`] are all listed before definitions fill the budget, and the first
-    /// files still list theirs.
+    /// More files than [`PATHS_KEPT`] a request's word ranks, each defining twelve functions:
+    /// the paths of the first [`PATHS_KEPT`] are all listed before definitions fill the
+    /// budget, and the first files still list theirs.
     #[test]
     fn the_first_files_paths_are_listed_before_more_definitions() {
         use super::super::facts::{DefRec, Facts};
         use super::super::paths::PathFacts;
         use super::super::rank::{self, Signals};
-        let paths: Vec<String> = (0..60)
-            .map(|i| format!("src/billing/part_{i:02}.py"))
+        let paths: Vec<String> = (0..PATHS_KEPT + 10)
+            .map(|i| format!("src/billing/part_{i:03}.py"))
             .collect();
         let mut files = MapFiles::new(&paths);
         let mut names = Names::default();
@@ -487,10 +490,10 @@ mod tests {
     #[test]
     fn the_files_beside_the_best_one_are_listed_though_ranked_low() {
         let mut paths: Vec<String> = vec!["src/app/main.py".into()];
-        let mut scores = vec![100.0_f32];
-        for i in 0..60 {
-            paths.push(format!("lib/m{i:02}.py"));
-            scores.push(90.0 - i as f32);
+        let mut scores = vec![2000.0_f32];
+        for i in 0..PATHS_KEPT + 10 {
+            paths.push(format!("lib/m{i:03}.py"));
+            scores.push(1000.0 - i as f32);
         }
         for i in 0..10 {
             paths.push(format!("src/app/s{i}.py"));
@@ -543,7 +546,11 @@ mod tests {
         let mut want: Vec<&str> = first.clone();
         want.extend(neighbours);
         assert_eq!(shown.listed, want, "{out}");
-        assert!(!out.contains("deep.py") && !out.contains("s7.py") && !out.contains("lib/m50.py"));
+        assert!(
+            !out.contains("deep.py")
+                && !out.contains("s7.py")
+                && !out.contains(&format!("lib/m{PATHS_KEPT:03}.py"))
+        );
         // With room to spare the ranking's order is kept and more paths are listed.
         let mut shown = Shown::default();
         render_listing(&input, 100_000, &mut shown);

@@ -169,6 +169,7 @@ fn explain_texts(r: &MapReport) -> String {
         for u in &c.units {
             let what = match (&u.name, u.kind) {
                 (Some(name), crate::map::excerpt::UnitKind::Head) => format!("head of {name}"),
+                (_, crate::map::excerpt::UnitKind::Imports) => "imports".to_string(),
                 (Some(name), _) => name.clone(),
                 (None, _) => "top-level code".to_string(),
             };
@@ -178,6 +179,9 @@ fn explain_texts(r: &MapReport) -> String {
             }
             if u.name_part > 0.0 {
                 parts.push(format!("name {:.2}", u.name_part));
+            }
+            if u.with_code > 0.0 {
+                parts.push(format!("with the file's code {:.2}", u.with_code));
             }
             if u.called > 0.0 {
                 let by = u.called_by.as_deref().unwrap_or("a chosen definition");
