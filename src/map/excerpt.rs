@@ -733,11 +733,12 @@ fn is_import(line: &str) -> bool {
         "using ",
         "@import ",
     ];
-    let t = line;
-    STARTS.iter().any(|p| t.starts_with(p))
-        || (t.starts_with("from ") && t.contains(" import"))
-        || ((t.starts_with("const ") || t.starts_with("let ") || t.starts_with("var "))
-            && t.contains("= require("))
+    STARTS.iter().any(|p| line.starts_with(p))
+        || (line.starts_with("from ") && line.contains(" import"))
+        || (["const ", "let ", "var "]
+            .iter()
+            .any(|p| line.starts_with(p))
+            && line.contains("= require("))
 }
 
 /// The lines from the first import statement above line `limit` to the end of the last one
