@@ -31,7 +31,8 @@ const LONG_UNIT_SHARE: f32 = 0.6;
 const GAP_CHUNK_LINES: u32 = 30;
 /// Lines of other code that end a file's block of imports.
 const IMPORTS_GAP: u32 = 8;
-/// The lines of a file's head (imports) considered as one unit.
+/// The lines of a file's head (its first top-level code: a licence, a package line, the start
+/// of its imports) considered as one unit; the imports are a unit of their own as well.
 const HEAD_LINES: u32 = 40;
 /// An enclosing block up to this many lines is shown whole around a hit.
 const BLOCK_LINES: u32 = 24;
@@ -772,16 +773,17 @@ fn imports_block(lines: &[&str], limit: u32) -> Option<(u32, u32)> {
         last = end;
         k = end + 1;
     }
+    let first = first?;
     // The blank lines after the last one go with it: an import is often added there.
     let n = lines.len() as u32;
-    while first.is_some() && last < n && lines[last as usize].trim().is_empty() {
+    while last < n && lines[last as usize].trim().is_empty() {
         last += 1;
     }
-    first.map(|a| (a, last))
+    Some((first, last))
 }
 
 /// The code outside the definitions (`covered` marks theirs): runs of other lines, cut into
-/// chunks at blank lines, the file's head (its imports) as one.
+/// chunks at blank lines, the file's head as one.
 fn top_level_units(lines: &[&str], covered: &[bool], units: &mut Vec<Unit>) {
     let n = lines.len() as u32;
     let mut k = 1u32;
@@ -897,7 +899,7 @@ fn score_units(view: &mut FileView<'_>, wanted: &Wanted<'_>, idf: &[f32]) {
         unit.name_part = name_part;
         unit.score = score + name_part;
         if unit.kind == UnitKind::TopLevel && unit.start == 1 {
-            // A file's head (its imports) changes with much of its code.
+            // A file's head changes with much of its code.
             unit.score += HEAD_SCORE;
         }
         unit.hits = hits;
