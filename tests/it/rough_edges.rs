@@ -162,9 +162,8 @@ fn the_key_prompt_names_the_provider_and_the_empty_key_hint_keeps_it_off_the_com
     cmd.args(["config", "set", "--provider", "openai"]);
     let mut pty = Pty::spawn(cmd, 100, 20).unwrap();
     pty.expect("openai API key");
-    // The prompt switches the terminal to raw mode after drawing; a key typed before that
-    // may be flushed with the mode change.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The prompt switches echo off after drawing, discarding what was typed before.
+    pty.wait_for_modes_off(libc::ECHO, std::time::Duration::from_secs(20));
     pty.send_line("");
     pty.expect("the key is empty");
     pty.expect("hidden prompt");

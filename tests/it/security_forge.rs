@@ -101,9 +101,12 @@ impl Ctx {
             ]);
         let mut pty = Pty::spawn(cmd, 100, 40).unwrap();
         pty.expect("user> ");
-        // The line editor switches the terminal to raw mode after drawing the prompt; keys sent
-        // before that would be read as a cooked line (an Up arrow as the text `^[[A`).
-        std::thread::sleep(std::time::Duration::from_millis(400));
+        // Keys sent before the line editor's raw mode would be read as a cooked line (an Up
+        // arrow as the text `^[[A`).
+        pty.wait_for_modes_off(
+            libc::ECHO | libc::ICANON,
+            std::time::Duration::from_secs(20),
+        );
         keys(&mut pty);
         pty.send_line("exit");
         pty.expect("Session ended");

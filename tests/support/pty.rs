@@ -30,6 +30,9 @@ pub const CTRL_D: &str = "\x04";
 /// Up arrow.
 pub const UP: &str = "\x1b[A";
 
+/// How long the end of the terminal must last before the output is taken as complete.
+const END_GRACE: Duration = Duration::from_millis(150);
+
 type Shared = Arc<(Mutex<Output>, Condvar)>;
 
 #[derive(Default)]
@@ -117,13 +120,26 @@ impl Pty {
         let sink = Arc::clone(&out);
         let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
+            // Once the program has closed its side, the kernel may still be moving its last
+            // writes into the master's buffer (on a loaded machine the end of the output was
+            // seen to be lost): keep reading until the end has been reported for a while
+            // with nothing more arriving.
+            let mut ended_since: Option<Instant> = None;
             loop {
                 match reader_file.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
+                    Ok(n) if n > 0 => {
+                        ended_since = None;
                         let (lock, cv) = &*sink;
                         lock.lock().unwrap().bytes.extend_from_slice(&buf[..n]);
                         cv.notify_all();
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Ok(_) | Err(_) => {
+                        let since = *ended_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= END_GRACE {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
                     }
                 }
             }
@@ -239,6 +255,21 @@ impl Pty {
             std::thread::sleep(Duration::from_millis(10));
         }
         None
+    }
+
+    /// Wait until the program has switched the terminal's local modes in `mask` off (`ECHO`
+    /// for a hidden prompt, `ECHO | ICANON` for a line editor's raw mode): keys typed before
+    /// the switch may be discarded with it, or read as a cooked line.
+    pub fn wait_for_modes_off(&self, mask: libc::tcflag_t, timeout: Duration) {
+        let start = Instant::now();
+        while self.local_modes() & mask != 0 {
+            assert!(
+                start.elapsed() < timeout,
+                "the terminal's modes {mask:#o} were not switched off within {timeout:?}; output:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The terminal's current local-mode flags (ICANON, ECHO, ISIG...), to check a program
