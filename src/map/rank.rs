@@ -431,8 +431,8 @@ fn score_graph<'a>(
     let Some(&(_, top)) = seeds.0.first() else {
         return;
     };
-    let definers = Definers::of(files, blobs);
-    let wanted: HashSet<u32> = ids
+    let mut definers = Definers::of(files, blobs);
+    let wanted: HashSet<u32, foldhash::fast::FixedState> = ids
         .idents
         .iter()
         .chain(&ids.terms)
@@ -461,7 +461,8 @@ fn score_graph<'a>(
         let Some(x) = facts(files.blob(u)) else {
             continue;
         };
-        let edges = edges_of[u].get_or_insert_with(|| out_edges(u, x, &definers, names, &wanted));
+        let edges =
+            edges_of[u].get_or_insert_with(|| out_edges(u, x, &mut definers, names, &wanted));
         let sum: f32 = edges.iter().map(|(_, w)| w).sum();
         if sum <= 0.0 {
             continue;
@@ -492,15 +493,24 @@ fn score_graph<'a>(
     }
 }
 
-/// Which files define each name, looked up as the walk meets the name (the symbols' index
-/// gives the blobs defining it, [`BlobFiles`] the files holding each blob), and kept.
+/// What the walk knows of each name it has met: the files defining it (the symbols' index
+/// gives the blobs defining it, [`BlobFiles`] the files holding each blob) and its text's
+/// shape. Worked out once a name, in one table hashed by foldhash: the walk meets the same
+/// names in file after file, hundreds of thousands of times on a large project, and the ids
+/// are the cache's own, not the repository's.
 struct Definers<'b> {
     blobs: &'b dyn BlobFacts,
     files: BlobFiles,
-    known: std::cell::RefCell<HashMap<u32, std::rc::Rc<[u32]>>>,
-    /// What each name's text tells an edge's weight, worked out once a name: the walk meets
-    /// the same names in file after file.
-    shapes: std::cell::RefCell<HashMap<u32, NameShape>>,
+    known: HashMap<u32, Definer, foldhash::fast::FixedState>,
+}
+
+/// One name as the walk sees it.
+struct Definer {
+    /// The files defining it, in file order.
+    files: Box<[u32]>,
+    /// Its text's shape, when it is defined in few enough files to add edges (only then is
+    /// its text read).
+    shape: Option<NameShape>,
 }
 
 /// What a name's text tells an edge's weight.
@@ -512,47 +522,41 @@ struct NameShape {
     specific: bool,
 }
 
+impl NameShape {
+    fn of(text: &str) -> Self {
+        NameShape {
+            private: text.starts_with('_'),
+            specific: text.len() >= 8 && terms::identifier_parts(text).nth(1).is_some(),
+        }
+    }
+}
+
 impl<'b> Definers<'b> {
     fn of(files: &MapFiles, blobs: &'b dyn BlobFacts) -> Self {
         Definers {
             blobs,
             files: BlobFiles::of(files, blobs.count()),
-            known: std::cell::RefCell::new(HashMap::new()),
-            shapes: std::cell::RefCell::new(HashMap::new()),
+            known: HashMap::default(),
         }
     }
 
-    /// The shape of name `name`'s text, read from `names` the first time.
-    fn shape(&self, name: u32, names: &Names) -> NameShape {
-        if let Some(&known) = self.shapes.borrow().get(&name) {
-            return known;
-        }
-        let text = names.get(name);
-        let text = text.as_ref();
-        let shape = NameShape {
-            private: text.starts_with('_'),
-            specific: text.len() >= 8 && terms::split_identifier(text).len() > 1,
-        };
-        self.shapes.borrow_mut().insert(name, shape);
-        shape
-    }
-
-    /// The files defining `name`, in file order.
-    fn get(&self, name: u32) -> std::rc::Rc<[u32]> {
-        if let Some(known) = self.known.borrow().get(&name) {
-            return known.clone();
-        }
-        let mut out: Vec<u32> = self
-            .blobs
-            .defining(name)
-            .into_iter()
-            .flat_map(|b| self.files.holding(b).iter().copied())
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        let out: std::rc::Rc<[u32]> = out.into();
-        self.known.borrow_mut().insert(name, out.clone());
-        out
+    /// Name `name` as the walk sees it, worked out the first time.
+    fn get(&mut self, name: u32, names: &Names) -> &Definer {
+        let (blobs, files) = (self.blobs, &self.files);
+        self.known.entry(name).or_insert_with(|| {
+            let mut out: Vec<u32> = blobs
+                .defining(name)
+                .into_iter()
+                .flat_map(|b| files.holding(b).iter().copied())
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            let adds_edges = !out.is_empty() && out.len() <= MAX_DEFINERS;
+            Definer {
+                shape: adds_edges.then(|| NameShape::of(names.get(name).as_ref())),
+                files: out.into(),
+            }
+        })
     }
 }
 
@@ -597,17 +601,17 @@ impl BlobFiles {
 fn out_edges(
     u: usize,
     x: &Facts,
-    definers: &Definers,
+    definers: &mut Definers,
     names: &Names,
-    wanted: &HashSet<u32>,
+    wanted: &HashSet<u32, foldhash::fast::FixedState>,
 ) -> Vec<(usize, f32)> {
     let mut edges: Vec<(usize, f32)> = Vec::new();
     for (name, count) in &x.refs {
-        let defs = definers.get(*name);
-        if defs.is_empty() || defs.len() > MAX_DEFINERS {
+        let definer = definers.get(*name, names);
+        let Some(shape) = definer.shape else {
             continue;
-        }
-        let shape = definers.shape(*name, names);
+        };
+        let defs = &definer.files;
         let mut mul = 1.0;
         if wanted.contains(name) {
             mul *= 10.0;

@@ -57,6 +57,10 @@ const BLOCK: usize = 4096;
 /// each time.
 const BLOCKS_KEPT: usize = 4096;
 
+/// The hasher of the tables of names and blocks read: a ranking looks them up hundreds of
+/// thousands of times, and their keys are the file's own numbers.
+type FastHash = foldhash::fast::FixedState;
+
 /// Where the symbols of the cache at `cache` are kept.
 pub fn path_of(cache: &Path) -> PathBuf {
     cache.with_extension("syms")
@@ -86,9 +90,9 @@ pub struct SymFile {
     /// The sparse index of the term pairs, once a lookup needed it.
     terms_index: OnceLock<Option<SparseIndex>>,
     /// Names read from the file, by id (at most `NAMES_KEPT`).
-    kept: Mutex<HashMap<u32, Box<str>>>,
+    kept: Mutex<HashMap<u32, Box<str>, FastHash>>,
     /// Blocks of the file read so far, by number (at most `BLOCKS_KEPT`).
-    blocks: Mutex<HashMap<usize, Box<[u8]>>>,
+    blocks: Mutex<HashMap<usize, Box<[u8]>, FastHash>>,
 }
 
 /// What a pair section's lookups find in memory: every `STRIDE`-th key, and which keys the

@@ -87,26 +87,48 @@ pub fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 
 /// The parts of an identifier: `parse_HTTPResponse2` gives `parse`, `HTTP`, `Response`, `2`.
 pub fn split_identifier(ident: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    for chunk in ident.split('_').filter(|c| !c.is_empty()) {
-        let chars: Vec<(usize, char)> = chunk.char_indices().collect();
-        let mut start = 0;
-        for i in 1..chars.len() {
-            let (at, c) = chars[i];
-            let prev = chars[i - 1].1;
-            let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+    identifier_parts(ident).collect()
+}
+
+/// [`split_identifier`]'s parts one by one, found as they are asked for: a ranking asks
+/// whether each of the names it meets has more than one, tens of thousands a request.
+pub fn identifier_parts(ident: &str) -> impl Iterator<Item = &str> {
+    ident
+        .split('_')
+        .filter(|c| !c.is_empty())
+        .flat_map(chunk_parts)
+}
+
+/// The parts of one non-empty run of an identifier between underscores: a part starts at a
+/// lower-case letter followed by an upper-case one (`getUser`), at the last of several
+/// capitals before a lower-case letter (`XMLParser`), and where letters and digits meet.
+fn chunk_parts(chunk: &str) -> impl Iterator<Item = &str> {
+    let mut chars = chunk.char_indices().peekable();
+    let mut prev: Option<char> = None;
+    let mut start = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        while let Some((at, c)) = chars.next() {
+            let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
+            let Some(prev) = prev.replace(c) else {
+                continue;
+            };
             let boundary = (prev.is_lowercase() && c.is_uppercase())
                 || (prev.is_uppercase() && c.is_uppercase() && next_lower)
                 || (prev.is_alphabetic() && c.is_ascii_digit())
                 || (prev.is_ascii_digit() && c.is_alphabetic());
             if boundary {
-                parts.push(&chunk[start..at]);
+                let part = &chunk[start..at];
                 start = at;
+                return Some(part);
             }
         }
-        parts.push(&chunk[start..]);
-    }
-    parts
+        done = true;
+        Some(&chunk[start..])
+    })
 }
 
 /// The stem of one lower-case word.
@@ -239,6 +261,11 @@ pub struct Prefixes {
     /// A bit per pair of bytes some prefix starts with, in any case (`None` when a prefix is
     /// shorter than two bytes: any name may then hold one).
     pairs: Option<Box<Pairs>>,
+    /// The prefixes that can occur in a folded name (none is empty, none holds an ASCII
+    /// capital), found in one pass over a name whatever their number: a long request has
+    /// dozens, and a name holding one of their first pairs was tested against each in turn.
+    /// `None` when one is empty (every name holds it) or the automaton cannot be built.
+    finder: Option<aho_corasick::AhoCorasick>,
 }
 
 impl Prefixes {
@@ -261,9 +288,22 @@ impl Prefixes {
                 _ => whole = false,
             }
         }
+        let finder = if list.iter().any(String::is_empty) {
+            None
+        } else {
+            // A prefix with a capital never equals a lowered window of a name.
+            let can_occur = list
+                .iter()
+                .filter(|p| !p.bytes().any(|b| b.is_ascii_uppercase()));
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(can_occur)
+                .ok()
+        };
         Prefixes {
             list,
             pairs: whole.then_some(pairs),
+            finder,
         }
     }
 
@@ -279,7 +319,26 @@ impl Prefixes {
         {
             return false;
         }
-        may_hold_prefix(text, &self.list)
+        let Some(finder) = self.finder.as_ref().filter(|_| text.is_ascii()) else {
+            return may_hold_prefix(text, &self.list);
+        };
+        if !text.contains('_') {
+            return finder.is_match(text);
+        }
+        // Folded as [`may_hold_prefix`] folds it, but for the case the automaton ignores.
+        const SHORT: usize = 128;
+        let mut short = [0u8; SHORT];
+        let folded: std::borrow::Cow<'_, [u8]> = if text.len() <= SHORT {
+            let mut n = 0;
+            for b in text.bytes().filter(|b| *b != b'_') {
+                short[n] = b;
+                n += 1;
+            }
+            std::borrow::Cow::Borrowed(&short[..n])
+        } else {
+            std::borrow::Cow::Owned(text.bytes().filter(|b| *b != b'_').collect())
+        };
+        finder.is_match(folded.as_ref())
     }
 }
 
@@ -535,6 +594,24 @@ mod tests {
     }
     use crate::map::terms;
 
+    proptest::proptest! {
+        /// The automaton answers as testing each prefix in turn does, whatever the terms (of
+        /// any case, with digits, underscores, letters that are not ASCII, empty) and names
+        /// (long ones folded off the stack, underscores, capitals).
+        #[test]
+        fn the_prefix_automaton_answers_as_each_prefix_in_turn(
+            terms in proptest::collection::vec("[a-cA-C0-9_\\u{e9}]{0,5}", 0..12),
+            name in "[a-cA-C0-9_.\\u{e9}]{0,140}",
+        ) {
+            let p = Prefixes::of(&terms);
+            let one_by_one = Prefixes { finder: None, ..p.clone() };
+            proptest::prop_assert_eq!(p.may_hold(&name), one_by_one.may_hold(&name));
+            let expected = p.pairs.as_ref().is_none_or(|pairs| holds_pair(&name, pairs))
+                && may_hold_prefix(&name, p.list());
+            proptest::prop_assert_eq!(p.may_hold(&name), expected);
+        }
+    }
+
     #[test]
     fn the_pairs_test_turns_away_only_names_the_full_test_does() {
         let terms = ["parser", "invoic", "ab", "ré", "x"].map(String::from);
@@ -594,6 +671,44 @@ mod tests {
         assert_eq!(split_identifier("getUserName"), ["get", "User", "Name"]);
         assert_eq!(split_identifier("__init__"), ["init"]);
         assert_eq!(split_identifier("XMLParser"), ["XML", "Parser"]);
+    }
+
+    /// The parts as the first implementation found them, all at once: the oracle for the
+    /// lazy one.
+    fn split_identifier_at_once(ident: &str) -> Vec<&str> {
+        let mut parts = Vec::new();
+        for chunk in ident.split('_').filter(|c| !c.is_empty()) {
+            let chars: Vec<(usize, char)> = chunk.char_indices().collect();
+            let mut start = 0;
+            for i in 1..chars.len() {
+                let (at, c) = chars[i];
+                let prev = chars[i - 1].1;
+                let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+                let boundary = (prev.is_lowercase() && c.is_uppercase())
+                    || (prev.is_uppercase() && c.is_uppercase() && next_lower)
+                    || (prev.is_alphabetic() && c.is_ascii_digit())
+                    || (prev.is_ascii_digit() && c.is_alphabetic());
+                if boundary {
+                    parts.push(&chunk[start..at]);
+                    start = at;
+                }
+            }
+            parts.push(&chunk[start..]);
+        }
+        parts
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn identifier_parts_are_the_parts_found_at_once(
+            ident in "[a-zA-Z0-9_\\u{e9}\\u{c9}\\u{3b1}\\u{391}\\u{4e2d}\\u{661}]{0,24}"
+        ) {
+            proptest::prop_assert_eq!(split_identifier(&ident), split_identifier_at_once(&ident));
+            proptest::prop_assert_eq!(
+                identifier_parts(&ident).nth(1).is_some(),
+                split_identifier_at_once(&ident).len() > 1
+            );
+        }
     }
 
     #[test]
