@@ -182,21 +182,25 @@ pub struct Chosen {
 
 /// The request as excerpts match it: term → index, identifier → index.
 struct Wanted<'q> {
-    terms: HashMap<&'q str, usize>,
-    idents: HashMap<&'q str, usize>,
+    terms: HashMap<&'q str, usize, Hasher>,
+    idents: HashMap<&'q str, usize, Hasher>,
     names: Vec<&'q str>,
     /// The wanted terms each identifier met so far yields: the candidate files repeat the
     /// same identifiers line after line, and splitting and stemming them is most of the work
     /// of reading a file for the request.
-    seen: RefCell<HashMap<Box<str>, Box<[u16]>>>,
+    seen: RefCell<HashMap<Box<str>, Box<[u16]>, Hasher>>,
 }
+
+/// The hasher of [`Wanted`]'s tables, looked up for every identifier of every line read:
+/// foldhash, seeded per process (the identifiers are the repository's).
+type Hasher = foldhash::fast::RandomState;
 
 /// Identifiers whose terms are kept at most (a bound on the memory of one request's reading).
 const SEEN_MAX: usize = 1 << 17;
 
 impl<'q> Wanted<'q> {
     fn of(query: &'q Query) -> Self {
-        let terms: HashMap<&str, usize> = query
+        let terms: HashMap<&str, usize, Hasher> = query
             .terms
             .iter()
             .enumerate()
@@ -271,7 +275,7 @@ struct FileView<'a> {
 /// Choose what to show of `cands` (best first) for `query` within `budget` characters.
 pub fn choose(cands: &[Candidate<'_>], query: &Query, budget: usize) -> Vec<Chosen> {
     let wanted = Wanted::of(query);
-    let mut views: Vec<FileView<'_>> = cands.iter().map(|c| read_file(c, &wanted)).collect();
+    let mut views = read_files(cands, query);
     let idf = idf_of(&views, wanted.len());
     for view in &mut views {
         score_units(view, &wanted, &idf);
@@ -563,6 +567,46 @@ pub fn merge(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
         }
     }
     out
+}
+
+/// Read every candidate ([`read_file`]), in order: the second half of their text on a thread
+/// of its own when there is a second core. Reading is most of choosing, and each file is read
+/// on its own (each half has its own [`Wanted`], whose memory of identifiers changes no
+/// result), so the views are the same either way.
+fn read_files<'a>(cands: &[Candidate<'a>], query: &Query) -> Vec<FileView<'a>> {
+    /// Below this much text a thread costs more than it saves.
+    const SPLIT_FROM: usize = 64 * 1024;
+    let read = |part: &[Candidate<'a>]| -> Vec<FileView<'a>> {
+        let wanted = Wanted::of(query);
+        part.iter().map(|c| read_file(c, &wanted)).collect()
+    };
+    let total: usize = cands.iter().map(|c| c.text.len()).sum();
+    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if !two_cores || total < SPLIT_FROM {
+        return read(cands);
+    }
+    let mut first_half = 0;
+    let mut at = 0;
+    for c in cands {
+        if first_half * 2 >= total {
+            break;
+        }
+        first_half += c.text.len();
+        at += 1;
+    }
+    let (front, back) = cands.split_at(at);
+    std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("pai-map-read".into())
+            .spawn_scoped(s, || read(back));
+        let mut views = read(front);
+        // A thread that could not start or failed leaves its half to this one.
+        match other.map(|t| t.join()) {
+            Ok(Ok(rest)) => views.extend(rest),
+            _ => views.extend(read(back)),
+        }
+        views
+    })
 }
 
 /// Read a candidate: its lines, the request's hits on each, and its units.
