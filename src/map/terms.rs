@@ -214,8 +214,6 @@ pub fn prefixes(terms: &[String]) -> Vec<String> {
 /// occurs in it, case and underscores aside. A cheap test before splitting and stemming (a
 /// project has tens of thousands of file names; a request matches few).
 pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
-    /// Names up to this long are folded on the stack (the test runs for every file name).
-    const SHORT: usize = 128;
     if !text.is_ascii() {
         return true;
     }
@@ -230,26 +228,28 @@ pub fn may_hold_prefix(text: &str, prefixes: &[String]) -> bool {
                     .any(|w| w[0].to_ascii_lowercase() == p[0] && lower_is(w, p))
         });
     }
+    without_underscores(text, u8::to_ascii_lowercase, |folded| {
+        prefixes
+            .iter()
+            .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
+    })
+}
+
+/// `f` of `text`'s bytes with its underscores left out and the others mapped by `map`: on the
+/// stack for a name up to 128 bytes (the test runs for every file name), else in a copy.
+fn without_underscores<R>(text: &str, map: impl Fn(&u8) -> u8, f: impl FnOnce(&[u8]) -> R) -> R {
+    const SHORT: usize = 128;
+    let kept = text.bytes().filter(|b| *b != b'_').map(|b| map(&b));
+    if text.len() > SHORT {
+        return f(&kept.collect::<Vec<u8>>());
+    }
     let mut short = [0u8; SHORT];
-    let mut long = Vec::new();
-    let folded: &[u8] = if text.len() <= SHORT {
-        let mut n = 0;
-        for b in text.bytes().filter(|b| *b != b'_') {
-            short[n] = b.to_ascii_lowercase();
-            n += 1;
-        }
-        &short[..n]
-    } else {
-        long.extend(
-            text.bytes()
-                .filter(|b| *b != b'_')
-                .map(|b| b.to_ascii_lowercase()),
-        );
-        &long
-    };
-    prefixes
-        .iter()
-        .any(|p| p.is_empty() || folded.windows(p.len()).any(|w| w == p.as_bytes()))
+    let mut n = 0;
+    for (slot, b) in short.iter_mut().zip(kept) {
+        *slot = b;
+        n += 1;
+    }
+    f(&short[..n])
 }
 
 /// The wanted terms' prefixes, with the pairs of bytes they start with: most names of a big
@@ -326,19 +326,7 @@ impl Prefixes {
             return finder.is_match(text);
         }
         // Folded as [`may_hold_prefix`] folds it, but for the case the automaton ignores.
-        const SHORT: usize = 128;
-        let mut short = [0u8; SHORT];
-        let folded: std::borrow::Cow<'_, [u8]> = if text.len() <= SHORT {
-            let mut n = 0;
-            for b in text.bytes().filter(|b| *b != b'_') {
-                short[n] = b;
-                n += 1;
-            }
-            std::borrow::Cow::Borrowed(&short[..n])
-        } else {
-            std::borrow::Cow::Owned(text.bytes().filter(|b| *b != b'_').collect())
-        };
-        finder.is_match(folded.as_ref())
+        without_underscores(text, |b| *b, |folded| finder.is_match(folded))
     }
 }
 
